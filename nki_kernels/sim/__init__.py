@@ -1,0 +1,75 @@
+"""nki_kernels.sim -- a NumPy interpreter of the NKI 0.1 API (``neuronxcc.nki``, SDK 2.26).
+
+    from nki_kernels.sim import nki, nl, nisa, simulate_kernel, SimOptions
+
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    simulate_kernel(add, x, y)
+
+``install_neuronxcc_alias()`` makes ``import neuronxcc.nki`` resolve to this interpreter
+(reversible; also a context manager) so unmodified NKI 0.1 code runs.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from . import compiler, isa, language, nki, typing  # noqa: F401
+from .errors import (NKISyntaxError, SimError, SimIndexError, SimNotImplementedError,  # noqa: F401
+                     SimRuntimeError, SimTypeError, SimValueError, SimWarning)
+from .options import SimOptions, default_options, set_default_options  # noqa: F401
+from .runner import Kernel, jit, simulate_kernel, trace_kernel  # noqa: F401
+from .trace import Event, Trace  # noqa: F401
+
+nl = language
+nisa = isa
+
+_ALIAS_NAMES = ("neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language", "neuronxcc.nki.isa",
+                "neuronxcc.nki.isa.constants", "neuronxcc.nki.typing", "neuronxcc.nki.compiler",
+                "neuronxcc.nki.compiler.sbuf", "neuronxcc.nki.compiler.psum")
+
+
+class install_neuronxcc_alias:
+    """Register the interpreter as ``neuronxcc.nki`` (+ .language, .isa, .typing, .compiler).
+
+    Call it (``install_neuronxcc_alias()``) and later ``.uninstall()``, or use it as a
+    context manager.  Whatever was in ``sys.modules`` under those names is restored."""
+
+    def __init__(self):
+        self._saved = {n: sys.modules.get(n) for n in _ALIAS_NAMES}
+        root = types.ModuleType("neuronxcc")
+        root.__path__ = []  # a package, so `import neuronxcc.nki.language` works
+        root.__doc__ = "nki_kernels.sim alias of neuronxcc (interpreter, not the Neuron compiler)"
+        root.nki = nki
+        root.__nki_kernels_sim__ = True
+        mods = {"neuronxcc": root, "neuronxcc.nki": nki, "neuronxcc.nki.language": language,
+                "neuronxcc.nki.isa": isa, "neuronxcc.nki.isa.constants": isa.constants,
+                "neuronxcc.nki.typing": typing, "neuronxcc.nki.compiler": compiler,
+                "neuronxcc.nki.compiler.sbuf": compiler.sbuf, "neuronxcc.nki.compiler.psum": compiler.psum}
+        sys.modules.update(mods)
+        self.installed = True
+
+    def uninstall(self):
+        if not self.installed:
+            return
+        for n, m in self._saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+        self.installed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.uninstall()
+        return False
+
+
+def alias_installed() -> bool:
+    return getattr(sys.modules.get("neuronxcc"), "__nki_kernels_sim__", False)

@@ -1,0 +1,182 @@
+"""Per-run state: options, memory accounting, the instruction trace, SPMD ids, loop stack.
+
+One :class:`RunContext` exists while ``simulate_kernel`` runs a kernel; NKI APIs find it
+with :func:`current` and raise E019 when called outside a kernel (as neuronxcc does).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+import weakref
+
+from . import hw
+from .errors import SimRuntimeError, SimValueError, SimWarning, user_location
+from .options import SimOptions
+from .trace import Event, Trace
+
+_local = threading.local()
+
+
+def current(api: str | None = None) -> "RunContext":
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None and api is not None:
+        raise SimRuntimeError("E019", api, None, "calling NKI API outside of NKI kernels is not supported",
+                              "Call it inside an @nki.jit kernel run by nki.simulate_kernel(kernel, *args)")
+    return ctx
+
+
+def maybe_current() -> "RunContext | None":
+    return getattr(_local, "ctx", None)
+
+
+class Alloc:
+    """One allocation: storage array + NKI dtype + buffer + partition axis."""
+    __slots__ = ("id", "buffer", "array", "dtype", "name", "par_axis", "immutable", "written",
+                 "version", "token", "origin", "zeroed", "__weakref__")
+
+    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False):
+        self.id = ctx.next_alloc_id()
+        self.buffer = buffer
+        self.array = array
+        self.dtype = dtype
+        self.name = name or f"t{self.id}"
+        self.par_axis = par_axis
+        self.immutable = immutable
+        self.written = False
+        self.version = 0
+        self.zeroed = zeroed
+        self.origin = user_location()
+        self.token = None
+        if buffer in ("sbuf", "psum"):
+            ctx.memory.track(self)
+
+    @property
+    def bytes_per_partition(self) -> int:
+        shape = self.array.shape
+        n = 1
+        for i, s in enumerate(shape):
+            if i != self.par_axis:
+                n *= s
+        from .dtypes import itemsize
+        return n * itemsize(self.dtype)
+
+
+class Memory:
+    """Live on-chip bytes per partition (SBUF, PSUM), released when tiles die (CPython refcount)."""
+
+    def __init__(self, options: SimOptions):
+        self.options = options
+        self.live = {"sbuf": 0, "psum": 0}
+        self.peak = {"sbuf": 0, "psum": 0}
+        self.tiles = {"sbuf": weakref.WeakValueDictionary(), "psum": weakref.WeakValueDictionary()}
+
+    def track(self, alloc: Alloc) -> None:
+        n = alloc.bytes_per_partition
+        tok = [alloc.buffer, n, False]
+        alloc.token = tok
+        self.live[alloc.buffer] += n
+        self.tiles[alloc.buffer][alloc.id] = alloc
+        weakref.finalize(alloc, self._free, tok)
+        if self.live[alloc.buffer] > self.peak[alloc.buffer]:
+            self.peak[alloc.buffer] = self.live[alloc.buffer]
+
+    def _free(self, tok) -> None:
+        if not tok[2]:
+            tok[2] = True
+            self.live[tok[0]] -= tok[1]
+
+    def release(self, alloc: Alloc) -> None:
+        """A temporary consumed by an assignment no longer occupies memory."""
+        if alloc.token is not None:
+            self._free(alloc.token)
+
+    def check(self, api: str) -> None:
+        """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12)."""
+        if not self.options.check_capacity:
+            return
+        for buf, limit, code, fix in (
+            ("sbuf", hw.SBUF_BYTES_PER_PARTITION, "E006",
+             "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles"),
+            ("psum", hw.PSUM_BYTES_PER_PARTITION, "E005",
+             "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
+        ):
+            if self.live[buf] > limit:
+                biggest = sorted(
+                    (a for a in list(self.tiles[buf].values()) if a.token and not a.token[2]),
+                    key=lambda a: -a.bytes_per_partition)[:4]
+                desc = ", ".join(f"{a.name}{tuple(a.array.shape)} {a.bytes_per_partition} B "
+                                 f"from {os.path.basename(a.origin[0])}:{a.origin[1]}" for a in biggest)
+                raise SimValueError(code, api, buf,
+                                    f"live {buf.upper()} bytes per partition exceed capacity "
+                                    f"(largest live tiles: {desc})", fix,
+                                    got=self.live[buf], limit=limit)
+
+
+class RunContext:
+    def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = ()):
+        self.options = options
+        self.memory = Memory(options)
+        self.trace = Trace(kernel_name=kernel_name, grid=grid)
+        self.program_id: tuple = ()
+        self.grid: tuple = grid
+        self.loops: list = []
+        self.skip_middle_end = False
+        self.hbm_registry: list = []      # HBM allocations of instance 0, shared by later instances
+        self.hbm_cursor = 0
+        self._alloc_id = 0
+        self._warned: set = set()
+        self.rng = None
+        if options.shuffle_affine_seed is not None:
+            import random
+            self.rng = random.Random(options.shuffle_affine_seed)
+
+    def next_alloc_id(self) -> int:
+        self._alloc_id += 1
+        return self._alloc_id
+
+    # -- trace -------------------------------------------------------------------------
+    def record(self, op, api, engine, *, partitions, free_elems, in_shapes=(), out_shape=(),
+               in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), meta=None,
+               accumulate=False) -> Event | None:
+        if not self.options.trace:
+            return None
+        file, line = user_location()
+        ev = Event(seq=len(self.trace.events), op=op, api=api, engine=engine,
+                   partitions=int(partitions), free_elems=int(free_elems),
+                   in_shapes=tuple(in_shapes), out_shape=tuple(out_shape),
+                   in_dtypes=tuple(in_dtypes), out_dtype=out_dtype, bytes=int(nbytes),
+                   flops=int(flops), reads=list(reads), writes=list(writes),
+                   accumulate=accumulate, meta=meta or {}, file=file, line=line,
+                   program_id=self.program_id, loops=tuple(self.loops))
+        self.trace.events.append(ev)
+        return ev
+
+    def warn_once(self, key, message: str) -> None:
+        file, line = user_location()
+        k = (key, file, line)
+        if k in self._warned:
+            return
+        self._warned.add(k)
+        warnings.warn_explicit(f"{message} at {os.path.basename(file)}:{line}", SimWarning, file, line)
+
+    def finish(self) -> Trace:
+        self.trace.peak_sbuf_bytes_per_partition = self.memory.peak["sbuf"]
+        self.trace.peak_psum_bytes_per_partition = self.memory.peak["psum"]
+        return self.trace
+
+
+class activate:
+    """Context manager installing a RunContext as current (re-entrant for nested runs)."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def __enter__(self):
+        self.prev = getattr(_local, "ctx", None)
+        _local.ctx = self.ctx
+        return self.ctx
+
+    def __exit__(self, *exc):
+        _local.ctx = self.prev
+        return False

@@ -1,0 +1,212 @@
+"""NKI dtypes, type promotion and rounding at the destination dtype (spec §3, §5).
+
+NKI dtypes are NumPy dtype objects (bf16/fp8 through ml_dtypes), except ``tfloat32``,
+which has no NumPy type: it is stored as float32 with the low 13 mantissa bits rounded
+away (1-8-10) in "hw" precision.  Compute is always fp32 (VectorE/ScalarE/GpSimdE cast
+inputs to fp32; TensorE accumulates in fp32); a result is rounded once, where it is
+written.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+float32 = np.dtype(np.float32)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+# Decision (README divergences): NKI's float8_e4m3 is modelled as OCP E4M3FN (max 448, no inf).
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+int8, uint8 = np.dtype(np.int8), np.dtype(np.uint8)
+int16, uint16 = np.dtype(np.int16), np.dtype(np.uint16)
+int32, uint32 = np.dtype(np.int32), np.dtype(np.uint32)
+bool_ = np.dtype(np.bool_)
+
+
+class _TF32:
+    """Marker for nl.tfloat32 (stored as float32)."""
+    name = "tfloat32"
+    itemsize = 4
+    kind = "f"
+
+    def __repr__(self):
+        return "tfloat32"
+
+    def __reduce__(self):
+        return "tfloat32"
+
+
+tfloat32 = _TF32()
+
+FLOATS = (float32, float16, bfloat16, float8_e4m3, float8_e5m2)
+INTS = (int8, uint8, int16, uint16, int32, uint32)
+ALL = FLOATS + INTS + (bool_, tfloat32)
+_LOW_PRECISION = (bfloat16, float8_e4m3, float8_e5m2)
+
+_BY_NAME = {
+    "float32": float32, "fp32": float32, "float16": float16, "fp16": float16,
+    "bfloat16": bfloat16, "bf16": bfloat16, "float8_e4m3": float8_e4m3,
+    "float8_e4m3fn": float8_e4m3, "float8_e5m2": float8_e5m2, "tfloat32": tfloat32,
+    "int8": int8, "uint8": uint8, "int16": int16, "uint16": uint16, "int32": int32,
+    "uint32": uint32, "bool": bool_, "bool_": bool_,
+}
+
+
+def name_of(dt) -> str:
+    if dt is tfloat32:
+        return "tfloat32"
+    if dt == float8_e4m3:
+        return "float8_e4m3"
+    return np.dtype(dt).name
+
+
+def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
+    """Map whatever a user passes as a dtype to an NKI dtype, or raise E018."""
+    from .errors import SimValueError
+    if dt is tfloat32 or isinstance(dt, _TF32):
+        return tfloat32
+    if isinstance(dt, str):
+        if dt in _BY_NAME:
+            return _BY_NAME[dt]
+    else:
+        try:
+            d = np.dtype(dt)
+        except TypeError:
+            d = None
+        if d is not None:
+            if d == np.float64:
+                raise SimValueError("E018", op, arg, "Unsupported dtype 'float64': NKI has no 64-bit types",
+                                    "Convert inputs with .astype(np.float32) before calling the kernel")
+            if d == np.int64 or d == np.uint64:
+                raise SimValueError("E018", op, arg, f"Unsupported dtype '{d}': NKI has no 64-bit types",
+                                    "Use int32/uint32")
+            if d.kind == "V" and d.itemsize == 4:
+                return tfloat32
+            for a in FLOATS + INTS + (bool_,):
+                if d == a:
+                    return a
+    allowed = ", ".join(sorted(set(name_of(a) for a in ALL)))
+    raise SimValueError("E018", op, arg, f"Unsupported dtype '{dt}'", f"Expected one of: {allowed}")
+
+
+def is_float(dt) -> bool:
+    return dt is tfloat32 or np.dtype(dt).kind == "f"
+
+
+def is_int(dt) -> bool:
+    return dt is not tfloat32 and np.dtype(dt).kind in "iub"
+
+
+def itemsize(dt) -> int:
+    return 4 if dt is tfloat32 else np.dtype(dt).itemsize
+
+
+def storage_dtype(dt, precision: str) -> np.dtype:
+    """The NumPy dtype an array of NKI dtype ``dt`` is stored in."""
+    if dt is tfloat32:
+        return float32
+    if precision == "compat" and dt in _LOW_PRECISION:
+        return float32
+    return np.dtype(dt)
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    """Round fp32 values to tfloat32 (10 mantissa bits), round-to-nearest-even."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    lsb = (b >> 13) & 1
+    r = ((b + 0x0FFF + lsb) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    finite = np.isfinite(x)
+    return np.where(finite, r.view(np.float32), x)
+
+
+def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
+    """Write ``value`` into storage array ``dst`` rounding once to ``nki_dtype``.
+
+    Float->int casts round to nearest even and saturate (hardware behaviour is unknown;
+    documented in README divergences)."""
+    v = value
+    if nki_dtype is tfloat32:
+        v = _round_tf32(np.asarray(v, dtype=np.float32))
+    elif dst.dtype.kind in "iu" and np.asarray(v).dtype.kind == "f":
+        info = np.iinfo(dst.dtype)
+        v = np.clip(np.rint(v), info.min, info.max)
+    elif dst.dtype == np.bool_:
+        v = np.asarray(v) != 0
+    if where is None:
+        np.copyto(dst, v, casting="unsafe")
+    else:
+        np.copyto(dst, v, casting="unsafe", where=where)
+
+
+def round_to(value: np.ndarray, nki_dtype) -> np.ndarray:
+    """Return fp32 (or int) array rounded to ``nki_dtype`` (for values that stay in fp32)."""
+    if nki_dtype is tfloat32:
+        return _round_tf32(value)
+    d = np.dtype(nki_dtype)
+    if d == np.float32:
+        return value
+    out = np.empty(np.shape(value), dtype=d)
+    cast_into(out, value, nki_dtype)
+    return out
+
+
+def poison_value(dt):
+    if is_float(dt):
+        return np.nan
+    if np.dtype(dt) == np.bool_:
+        return True
+    return np.iinfo(np.dtype(dt)).max
+
+
+# ---- promotion (spec §5 "nl.* type promotion") -------------------------------------------
+
+_FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, bfloat16: 1, float16: 1, float32: 2}
+
+
+def promote(a, b):
+    """Promote two NKI dtypes (None = weak Python scalar: float -> fp32, int -> int32)."""
+    if a is None:
+        a, b = b, a
+    if a is None:
+        return float32
+    if b is None:
+        return a
+    if a is tfloat32 or b is tfloat32:
+        return float32
+    if a == b:
+        return a
+    fa, fb = is_float(a), is_float(b)
+    if fa and not fb:
+        return a
+    if fb and not fa:
+        return b
+    if fa and fb:
+        ra, rb = _FLOAT_RANK[a], _FLOAT_RANK[b]
+        if ra == rb:  # fp16+bf16 -> fp32; e4m3+e5m2 -> bf16
+            return float32 if ra == 1 else bfloat16
+        return a if ra > rb else b
+    # ints
+    if a == bool_:
+        return b
+    if b == bool_:
+        return a
+    r = np.promote_types(a, b)
+    if r.itemsize > 4:
+        return float32 if r.kind == "i" else uint32
+    return r
+
+
+def scalar_dtype(x):
+    """NKI dtype of a scalar operand: typed NumPy scalars keep their type, Python ones are weak."""
+    if isinstance(x, (bool, np.bool_)):
+        return uint8
+    if isinstance(x, np.generic):
+        try:
+            return canonical(x.dtype)
+        except Exception:
+            return None
+    if isinstance(x, float):
+        return float32
+    if isinstance(x, int):
+        return int32
+    return None

@@ -1,0 +1,531 @@
+"""``neuronxcc.nki.language`` (nl) on NumPy: creation, data movement, elementwise and
+reduction ops, loops, indexing helpers (spec §3-§7, §10, §11)."""
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import hw as _hw
+from . import ops as _ops
+from .context import current as _current, maybe_current as _maybe_current
+from .errors import NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented
+from .tensor import (ON_CHIP as _ON_CHIP, IndexExpr, MaskExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
+                     fresh as _fresh, mask_array as _mask_array)
+from .trace import ACT, DMA, DVE, PE, POOL
+
+# ---- dtypes -------------------------------------------------------------------------------
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+int8, uint8, int16, uint16, int32, uint32, bool_ = (_dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32,
+                                                     _dt.uint32, _dt.bool_)
+
+
+class _Limits:
+    def __init__(self, mn, mx):
+        self.min, self.max = mn, mx
+
+
+fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.float32).max))
+bfp16 = _Limits(float("-inf"), float("inf"))   # 0xff80 decodes as bf16 -inf (spec §3)
+
+
+def static_cast(x, dtype):
+    """Cast a NumPy array (also outside kernels) or a tile to ``dtype``."""
+    if isinstance(x, Tensor):
+        return copy(x, dtype=dtype)
+    d = _dt.canonical(dtype, op="static_cast")
+    out = np.empty(np.shape(x), dtype=_dt.storage_dtype(d, "hw"))
+    _dt.cast_into(out, np.asarray(x, dtype=np.float32) if np.asarray(x).dtype.kind == "f" else np.asarray(x), d)
+    return out
+
+
+# ---- buffers ------------------------------------------------------------------------------
+class Buffer:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"nl.{self.name}"
+
+    def mod_alloc(self, *args, **kwargs):      # direct allocation: treated as automatic (spec §12)
+        return self
+
+    def auto_alloc(self, *args, **kwargs):
+        return self
+
+
+sbuf, psum, hbm = Buffer("sbuf"), Buffer("psum"), Buffer("hbm")
+shared_hbm, private_hbm = Buffer("shared_hbm"), Buffer("private_hbm")
+
+
+def _buffer_name(buffer, api):
+    if buffer is None:
+        return "sbuf"
+    if isinstance(buffer, Buffer):
+        return buffer.name
+    if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
+        return buffer
+    raise SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+                        "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+
+
+class tile_size:
+    """Hardware tile limits on trn2 (spec §3)."""
+    pmax = _hw.PMAX
+    psum_fmax = _hw.PSUM_FMAX
+    gemm_stationary_fmax = _hw.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = _hw.GEMM_MOVING_FMAX
+    bn_stats_fmax = _hw.BN_STATS_FMAX
+    psum_min_align = 4
+    sbuf_min_align = 1
+    total_available_sbuf_size = _hw.SBUF_BYTES_PER_PARTITION
+
+
+def par_dim(n):
+    return ParDim(n)
+
+
+# ---- creation -----------------------------------------------------------------------------
+def _hbm_alloc(shape, dtype, buf, api, name):
+    ctx = _current(api)
+    if buf == "shared_hbm" and ctx.loops:
+        raise SimRuntimeError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
+                              "Create kernel outputs before any loop")
+    if ctx.program_id and any(ctx.program_id):
+        # SPMD instances after the first see the same HBM outputs (allocated by instance 0)
+        if ctx.hbm_cursor < len(ctx.hbm_registry):
+            t = ctx.hbm_registry[ctx.hbm_cursor]
+            ctx.hbm_cursor += 1
+            return t
+    t = _allocate(shape, dtype, buf, api=api, name=name)
+    ctx.hbm_registry.append(t)
+    ctx.hbm_cursor += 1
+    return t
+
+
+def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    buf = _buffer_name(buffer, "ndarray")
+    if buf in ("hbm", "shared_hbm", "private_hbm"):
+        return _hbm_alloc(shape, dtype, buf, "ndarray", name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name)
+
+
+def _filled(api, shape, dtype, buffer, name, value):
+    buf = _buffer_name(buffer, api)
+    if buf in ("hbm", "shared_hbm", "private_hbm"):
+        raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
+                             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value)
+    ctx = _current(api)
+    _ops.record_compute(ctx, "memset", f"nl.{api}", DVE if buf == "sbuf" else DVE, [], t, func="memset")
+    return t
+
+
+def zeros(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("zeros", shape, dtype, buffer, name, 0)
+
+
+def ones(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("ones", shape, dtype, buffer, name, 1)
+
+
+def full(shape, fill_value, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("full", shape, dtype, buffer, name, fill_value)
+
+
+def _like(a, dtype, buffer):
+    return a.shape, (a.dtype if dtype is None else dtype), (buffer if buffer is not None else a.buffer)
+
+
+def empty_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return ndarray(s, d, buffer=b, name=name)
+
+
+def ndarray_like(a, dtype=None, *, buffer=None, name="", **kw):
+    return empty_like(a, dtype, buffer=buffer, name=name)
+
+
+def zeros_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return zeros(s, d, buffer=b, name=name)
+
+
+def ones_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return ones(s, d, buffer=b, name=name)
+
+
+def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return full(s, fill_value, d, buffer=b, name=name)
+
+
+def shared_identity_matrix(n, dtype=uint8, **kw):
+    t = _allocate((n, n), dtype, "sbuf", api="shared_identity_matrix", fill=0)
+    t.write(np.eye(n, dtype=np.float32))
+    return t
+
+
+def shared_constant(constant, dtype=None, **kw):
+    a = np.asarray(constant)
+    d = dtype if dtype is not None else a.dtype
+    t = _allocate(a.shape, d, "hbm", api="shared_constant")
+    t.write(a)
+    return t
+
+
+# ---- SPMD -------------------------------------------------------------------------------------
+def program_id(axis):
+    ctx = _current("program_id")
+    if not isinstance(axis, (int, np.integer)) or axis < 0 or axis >= len(ctx.grid):
+        raise SimIndexError("E017", "program_id", "axis", "axis in `program_id` is out-of-bound(s) of the spmd "
+                            "launch grid", f"The grid is {ctx.grid or '()'}; launch with kernel[g0, g1](...)",
+                            got=axis, limit=len(ctx.grid))
+    return ctx.program_id[axis]
+
+
+def num_programs(axes=None):
+    ctx = _current("num_programs")
+    if axes is None:
+        return int(np.prod(ctx.grid)) if ctx.grid else 1
+    if isinstance(axes, (tuple, list)):
+        return tuple(ctx.grid[a] for a in axes)
+    if axes >= len(ctx.grid):
+        raise SimIndexError("E017", "num_programs", "axes", "axis out of the spmd launch grid",
+                            got=axes, limit=len(ctx.grid))
+    return ctx.grid[axes]
+
+
+def program_ndim():
+    return len(_current("program_ndim").grid)
+
+
+def nc(n):
+    return int(n)
+
+
+def spmd_dim(*dims):
+    return int(np.prod([int(d) for d in dims]))
+
+
+# ---- loops --------------------------------------------------------------------------------
+def _loop(kind, args):
+    r = builtins.range(*args)
+    ctx = _maybe_current()
+    order = list(r)
+    if ctx is not None and kind == "affine" and ctx.rng is not None and not ctx.skip_middle_end:
+        ctx.rng.shuffle(order)
+    if ctx is None:
+        yield from order
+        return
+    for i in order:
+        ctx.loops.append((kind, i))
+        try:
+            yield i
+        finally:
+            ctx.loops.pop()
+
+
+def affine_range(*args, **kwargs):
+    """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
+    return _loop("affine", args)
+
+
+def sequential_range(*args, **kwargs):
+    return _loop("sequential", args)
+
+
+def static_range(*args, **kwargs):
+    return _loop("static", args)
+
+
+# ---- indices ------------------------------------------------------------------------------
+def arange(*args):
+    if len(args) == 0 or len(args) > 2:
+        raise SimValueError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+    return IndexExpr(np.arange(*[int(a) for a in args]))
+
+
+mgrid = _MGridMaker()
+
+
+def ds(start, size):
+    """Dynamic slice ``start:start+size``."""
+    return slice(int(start), int(start) + int(size))
+
+
+# ---- data movement ------------------------------------------------------------------------
+def load(src, *, mask=None, dtype=None, **kwargs):
+    """HBM -> new SBUF tile (optionally cast)."""
+    ctx = _current("load")
+    _ops.hbm(src, "load", "src")
+    d = src.dtype if dtype is None else _dt.canonical(dtype, op="load")
+    shape = src.shape if len(src.shape) >= 1 else (1,)
+    if shape[0] > _hw.PMAX:
+        raise SimValueError("E001", "load", "src",
+                            f"number of partitions {shape[0]} exceed architecture limitation of {_hw.PMAX}",
+                            "Load at most 128 rows per nl.load (tile the leading axis)",
+                            got=shape[0], limit=_hw.PMAX)
+    dst = _allocate(shape, d, "sbuf", api="load")
+    m = _mask_array(mask, shape, "load")
+    _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
+    return dst
+
+
+def store(dst, value, *, mask=None, **kwargs):
+    """SBUF/PSUM tile (or scalar) -> HBM, cast to dst's dtype, partition-aligned broadcast."""
+    ctx = _current("store")
+    _ops.hbm(dst, "store", "dst")
+    m = _mask_array(mask, dst.shape, "store")
+    if isinstance(value, Tensor):
+        _ops.tile(value, "store", "value")
+        how = _ops._fit("store", value.shape, dst.shape, dst.name)
+        if value.buffer == "psum":       # PSUM values are first copied to SBUF [lang]
+            value = copy(value)
+        _ops.dma_transfer(dst, value, api="nl.store", mask=m, how=how)
+    else:
+        _ops.assign(dst, value, api="nl.store", mask=mask)
+
+
+def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
+    """2-D HBM [N, M] -> SBUF [M, N] (M <= 128) via a transposing DMA."""
+    ctx = _current("load_transpose2d")
+    _ops.hbm(src, "load_transpose2d", "src")
+    if len(src.shape) != 2:
+        raise SimValueError("E020", "load_transpose2d", "src", f"expects a 2-D access, got shape {src.shape}")
+    n, m_ = src.shape
+    if m_ > _hw.PMAX:
+        raise SimValueError("E001", "load_transpose2d", "src",
+                            f"number of partitions {m_} exceed architecture limitation of {_hw.PMAX}",
+                            "The transposed tile's partition axis is src's last axis: keep it <= 128",
+                            got=m_, limit=_hw.PMAX)
+    d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
+    dst = _allocate((m_, n), d, "sbuf", api="load_transpose2d")
+    dst.write(src.read().T)
+    _ops._record_dma(ctx, "nl.load_transpose2d", dst, src, dst.size, op="dma_transpose")
+    return dst
+
+
+def copy(src, *, mask=None, dtype=None, **kwargs):
+    """SBUF/PSUM tile -> new SBUF tile (tensor_copy)."""
+    from .isa import tensor_copy
+    return tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
+
+
+def broadcast_to(src, shape, **kwargs):
+    ctx = _current("broadcast_to")
+    _ops.tile(src, "broadcast_to", "src")
+    shape = tuple(shape)
+    v = src.read_f32()
+    try:
+        out = np.broadcast_to(_ops.pa_pad(v, len(shape)), shape)
+    except ValueError:
+        raise SimValueError("E011", "broadcast_to", "shape", f"cannot broadcast {src.shape} to {shape}") from None
+    t = _fresh(np.array(out), src.dtype, api="broadcast_to")
+    _ops.record_compute(ctx, "tensor_copy", "nl.broadcast_to", DVE if src.shape[0] == shape[0] else POOL,
+                        [src], t, func="broadcast")
+    return t
+
+
+def expand_dims(data, axis):
+    if not isinstance(data, Tensor) or data.arr is None:
+        raise SimTypeError("E010", "expand_dims", "data", "expects a tile")
+    if axis < 1 or axis > data.ndim:
+        raise SimValueError("E023", "expand_dims", "axis", f"only free (trailing) axes can be added, got {axis}",
+                            got=axis, limit=f"1..{data.ndim}")
+    return data.reshape(data.shape[:axis] + (1,) + data.shape[axis:])
+
+
+def device_print(prefix, x, **kw):
+    """Prints in the interpreter (a no-op on hardware)."""
+    v = x.read() if isinstance(x, Tensor) else x
+    print(prefix, np.asarray(v).astype(np.float32) if isinstance(x, Tensor) else v, file=sys.stdout)
+
+
+# ---- elementwise ops --------------------------------------------------------------------------
+def _unary(name):
+    fn, engine = _ops.UNARY[name]
+
+    def op(x, *, dtype=None, mask=None, **kwargs):
+        api = name
+        ctx = _current(api)
+        _ops.tile(x, api, "x")
+        if name == "invert":
+            r = np.invert(x.read().astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32() == 0)
+        else:
+            r = np.asarray(fn(x.read_f32()), dtype=np.float32)
+        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
+        m = _mask_array(mask, x.shape, api)
+        out = _fresh(r, d, api=api, mask=m)
+        _ops.record_compute(ctx, "activation" if engine == ACT else "tensor_scalar", f"nl.{name}",
+                            engine, [x], out, func=name)
+        return out
+    op.__name__ = name
+    op._nki_op = name
+    return op
+
+
+def _binary(name):
+    is_bit = name in _ops.BITWISE
+    fn = _ops.BITWISE[name] if is_bit else _ops.BINARY[name]
+    is_cmp = name in _ops.COMPARE
+
+    def op(x, y, *, dtype=None, mask=None, **kwargs):
+        api = name
+        if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+            return fn(x, y)
+        ctx = _current(api)
+        for arg, v in (("x", x), ("y", y)):
+            if isinstance(v, Tensor):
+                _ops.tile(v, api, arg)
+            elif not isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_)):
+                raise SimTypeError("E010", api, arg, f"expected a tile or a scalar, got {type(v).__name__}")
+        shapes = [v.shape for v in (x, y) if isinstance(v, Tensor)]
+        shape = _ops.pa_shape(api, *shapes)
+        nd = len(shape)
+        if is_bit:
+            a = x.read().astype(np.int64) if isinstance(x, Tensor) else int(x)
+            b = y.read().astype(np.int64) if isinstance(y, Tensor) else int(y)
+        else:
+            a, b = _ops.value_of(x), _ops.value_of(y)
+        if isinstance(a, np.ndarray):
+            a = _ops.pa_pad(a, nd)
+        if isinstance(b, np.ndarray):
+            b = _ops.pa_pad(b, nd)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np.broadcast_to(fn(a, b), shape)
+        if not is_bit:
+            r = r.astype(np.float32, copy=False)
+        default = _dt.bool_ if is_cmp else _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y))
+        d = _ops.out_dtype(dtype, default, api)
+        m = _mask_array(mask, shape, api)
+        out = _fresh(np.ascontiguousarray(r), d, api=api, mask=m)
+        both = isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape == y.shape
+        _ops.record_compute(ctx, "tensor_tensor" if both else "tensor_scalar", f"nl.{name}", DVE, [x, y], out,
+                            func=name)
+        return out
+    op.__name__ = name
+    op._nki_op = name
+    return op
+
+
+_mod = sys.modules[__name__]
+for _n in _ops.UNARY:
+    if _n not in ("identity",):
+        setattr(_mod, _n, _unary(_n))
+for _n in list(_ops.BINARY) + list(_ops.BITWISE):
+    if _n not in ("max", "min"):
+        setattr(_mod, _n, _binary(_n))
+copy._nki_op = "copy"
+
+
+def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
+    ctx = _current("where")
+    _ops.tile(condition, "where", "condition")
+    shapes = [v.shape for v in (condition, x, y) if isinstance(v, Tensor)]
+    shape = _ops.pa_shape("where", *shapes)
+    c = _ops.pa_pad(condition.read_f32(), len(shape)) != 0
+    a = _ops.value_of(x)
+    b = _ops.value_of(y)
+    a = _ops.pa_pad(a, len(shape)) if isinstance(a, np.ndarray) else a
+    b = _ops.pa_pad(b, len(shape)) if isinstance(b, np.ndarray) else b
+    r = np.broadcast_to(np.where(c, a, b), shape).astype(np.float32)
+    d = _ops.out_dtype(dtype, _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y)), "where")
+    out = _fresh(np.ascontiguousarray(r), d, api="where", mask=_mask_array(mask, shape, "where"))
+    _ops.record_compute(ctx, "tensor_tensor", "nl.where", DVE, [condition, x, y], out, func="select")
+    return out
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _axes(x, axis, api):
+    ax = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    for a in ax:
+        if a < 0:
+            raise SimValueError("E023", api, "axis", f"negative axis {a} is not supported",
+                                f"Name free axes explicitly (1..{x.ndim - 1})")
+        if a == 0:
+            raise SimValueError("E023", api, "axis", "cannot reduce the partition axis (axis 0)",
+                                "Reduce free axes only; transpose first to reduce across partitions")
+        if a >= x.ndim:
+            raise SimValueError("E023", api, "axis", f"axis {a} out of range for a tile of rank {x.ndim}",
+                                got=a, limit=x.ndim - 1)
+    return ax
+
+
+def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
+    def op(x, axis, *, dtype=None, mask=None, keepdims=False, **kwargs):
+        api = name
+        ctx = _current(api)
+        _ops.tile(x, api, "x")
+        ax = _axes(x, axis, api)
+        r = np.asarray(npfn(x.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
+                                                    else _dt.float32), api)
+        out = _fresh(r, d, api=api, mask=_mask_array(mask, r.shape, api))
+        _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
+        return out
+    op.__name__ = name
+    return op
+
+
+sum = _reduction("sum", np.sum)
+sum._nki_op = "add"
+max = _reduction("max", np.max)
+max._nki_op = "max"
+min = _reduction("min", np.min)
+min._nki_op = "min"
+mean = _reduction("mean", np.mean)
+prod = _reduction("prod", np.prod)
+prod._nki_op = "multiply"
+all = _reduction("all", lambda a, axis, keepdims: np.all(a != 0, axis=axis, keepdims=keepdims),
+                 default_dtype=_dt.bool_)
+var = _reduction("var", np.var)
+
+
+# ---- matmul / transpose / composite --------------------------------------------------------
+def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
+    """``x @ y`` (``x.T @ y`` with transpose_x) into a new PSUM fp32 tile."""
+    from . import isa
+    ctx = _current("matmul")
+    if isinstance(x, Tensor) and x.buffer == "psum":
+        x = copy(x)
+    if isinstance(y, Tensor) and y.buffer == "psum":
+        y = copy(y)
+    if not transpose_x:
+        _ops.tile(x, "matmul", "x")
+        xt = isa.nc_transpose(x, engine=isa.engine.tensor, _api="nl.matmul")
+        x = isa.tensor_copy(xt, _api="nl.matmul")
+    return isa.nc_matmul(x, y, mask=mask, _api="nl.matmul")
+
+
+def transpose(x, *, dtype=None, mask=None, **kwargs):
+    """2-D tile transpose on TensorE (both dims <= 128); result in PSUM (spec §8)."""
+    from . import isa
+    _ops.tile(x, "transpose", "x")
+    if x.ndim != 2:
+        raise SimValueError("E020", "transpose", "x",
+                            f"parameter 'x{list(x.shape)}' of 'transpose' exceed max supported number of "
+                            f"dimensions of 2.", "Reshape to 2-D first")
+    return isa.nc_transpose(x, dtype=dtype, mask=mask, engine=isa.engine.tensor, _api="nl.transpose")
+
+
+def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
+    m = max(x, axis=axis, keepdims=True)
+    e = exp(subtract(x, m))
+    return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
+
+
+def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
+    ms = divide(sum(square(x), axis=axis, keepdims=True), float(n))
+    return multiply(multiply(x, rsqrt(add(ms, float(epsilon)))), w, dtype=dtype)
+
+
+def __getattr__(name):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    raise not_implemented(f"nki.language.{name}")

@@ -1,0 +1,436 @@
+"""Shared instruction machinery: operand checks, op-code tables, assignment, `+=`, DMA.
+
+Each NKI instruction in language.py / isa.py is one small function that (1) validates
+its operands with the helpers here, (2) computes with one vectorised NumPy call in fp32,
+(3) records one trace event, and returns a fresh tile or writes its destination.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes as dt
+from . import hw
+from .context import current
+from .errors import NKISyntaxError, SimTypeError, SimValueError
+from .tensor import HBM_KINDS, ON_CHIP, Tensor, fresh, mask_array
+from .trace import ACT, DMA, DVE, PE, POOL
+
+# ---------------------------------------------------------------------------------------
+# op codes: nl.add / np.add / "add" all name the same ALU op
+# ---------------------------------------------------------------------------------------
+
+
+def _erf(x):
+    # Abramowitz & Stegun 7.1.26 refined with one Newton step is overkill; use math.erf
+    # through frompyfunc only for tiny inputs, else a 1.5e-7-accurate rational form.
+    a1, a2, a3, a4, a5, p = 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429, 0.3275911
+    s = np.sign(x)
+    ax = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + p * ax)
+    y = 1.0 - (((((a5 * t + a4) * t) + a3) * t + a2) * t + a1) * t * np.exp(-ax * ax)
+    return (s * y).astype(np.float32)
+
+
+def _sigmoid(x):
+    return (0.5 * (1.0 + np.tanh(0.5 * x))).astype(np.float32)
+
+
+_SQ2 = np.float32(math.sqrt(2.0))
+_SQ2PI = np.float32(math.sqrt(2.0 / math.pi))
+
+# name -> (fp32 function, default engine)
+UNARY = {
+    "exp": (np.exp, ACT), "log": (np.log, ACT), "sqrt": (np.sqrt, ACT),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), ACT), "reciprocal": (lambda x: 1.0 / x, ACT),
+    "square": (np.square, ACT), "negative": (np.negative, DVE), "abs": (np.abs, DVE),
+    "sign": (np.sign, ACT), "sin": (np.sin, ACT), "cos": (np.cos, ACT), "tan": (np.tan, ACT),
+    "tanh": (np.tanh, ACT), "arctan": (np.arctan, ACT), "erf": (_erf, ACT),
+    "erf_dx": (lambda x: np.float32(2 / math.sqrt(math.pi)) * np.exp(-x * x), ACT),
+    "sigmoid": (_sigmoid, ACT), "relu": (lambda x: np.maximum(x, 0), ACT),
+    "gelu": (lambda x: 0.5 * x * (1 + _erf(x / _SQ2)), ACT),
+    "gelu_dx": (lambda x: 0.5 * (1 + _erf(x / _SQ2)) + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2 * math.pi)), ACT),
+    "gelu_apprx_tanh": (lambda x: 0.5 * x * (1 + np.tanh(_SQ2PI * (x + 0.044715 * x ** 3))), ACT),
+    "gelu_apprx_sigmoid": (lambda x: x * _sigmoid(1.702 * x), ACT),
+    "silu": (lambda x: x * _sigmoid(x), ACT),
+    "silu_dx": (lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))), ACT),
+    "softplus": (lambda x: np.logaddexp(0, x), ACT),
+    "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)), ACT),
+    "ceil": (np.ceil, DVE), "floor": (np.floor, DVE), "trunc": (np.trunc, DVE),
+    "copy": (lambda x: x, ACT), "identity": (lambda x: x, ACT),
+    "logical_not": (lambda x: (x == 0), DVE), "invert": (None, DVE),
+}
+
+# name -> fp32 binary function; comparisons/logical return bool
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "max": np.maximum,
+    "min": np.minimum, "fmod": np.fmod, "mod": np.mod, "floor_divide": np.floor_divide,
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+           "left_shift": np.left_shift, "right_shift": np.right_shift}
+COMPARE = {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor"}
+REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "max": np.max, "minimum": np.min,
+          "min": np.min, "logical_and": np.all, "logical_or": np.any,
+          "bitwise_and": np.bitwise_and.reduce, "bitwise_or": np.bitwise_or.reduce,
+          "bitwise_xor": np.bitwise_xor.reduce}
+
+_NP_CODES = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
+    np.power: "power", np.maximum: "maximum", np.minimum: "minimum", np.fmod: "fmod",
+    np.mod: "mod", np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater",
+    np.greater_equal: "greater_equal", np.less: "less", np.less_equal: "less_equal",
+    np.logical_and: "logical_and", np.logical_or: "logical_or", np.logical_xor: "logical_xor",
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
+    np.left_shift: "left_shift", np.right_shift: "right_shift", np.exp: "exp", np.log: "log",
+    np.sqrt: "sqrt", np.square: "square", np.tanh: "tanh", np.abs: "abs", np.negative: "negative",
+    np.sign: "sign", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "arctan",
+    np.ceil: "ceil", np.floor: "floor", np.trunc: "trunc", np.copy: "copy", np.reciprocal: "reciprocal",
+    np.max: "max", np.min: "min", np.sum: "add", np.prod: "multiply", np.floor_divide: "floor_divide",
+}
+try:  # numpy aliases
+    _NP_CODES[np.amax] = "max"
+    _NP_CODES[np.amin] = "min"
+except AttributeError:  # pragma: no cover
+    pass
+
+
+def opcode(op, api: str, arg: str = "op") -> str:
+    """Name of an ALU op given as nl.X, np.X or a string."""
+    if isinstance(op, str):
+        return op
+    name = getattr(op, "_nki_op", None)
+    if name is not None:
+        return name
+    try:
+        if op in _NP_CODES:
+            return _NP_CODES[op]
+    except TypeError:
+        pass
+    raise NKISyntaxError("E021", api, arg, f"{getattr(op, '__name__', op)!r} is not supported in '{api}'",
+                         "Pass an nl.* op such as nl.add, nl.multiply, nl.maximum, nl.exp")
+
+
+# ---------------------------------------------------------------------------------------
+# operand validation
+# ---------------------------------------------------------------------------------------
+
+def _space_error(api, arg, t, allowed):
+    want = "hbm" if allowed == HBM_KINDS else "|".join(a for a in allowed)
+    got = t.buffer
+    return SimTypeError("E007", api, arg,
+                        f"Expected operand '{arg}' of '{api}' to be in address space '{want}', but got a "
+                        f"tile in '{got}' instead",
+                        {"hbm": "Load it into SBUF first (nl.load / nisa.dma_copy)",
+                         "psum": "Copy it out of PSUM first (nisa.tensor_copy)",
+                         "sbuf": "Use an SBUF/PSUM tile"}.get(got, "Move it to the right buffer"))
+
+
+def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
+    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``."""
+    if not isinstance(x, Tensor):
+        raise SimTypeError("E010", api, arg, f"expected a tile, got {type(x).__name__}",
+                           "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)")
+    if x.buffer not in buffers:
+        raise _space_error(api, arg, x, buffers)
+    if x.buffer in ON_CHIP and x.par != 0:
+        raise SimTypeError("E010", api, arg,
+                           f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
+                           f"leading axis of the access {x.shape}",
+                           "Index the block dimensions with ints so the nl.par_dim axis comes first")
+    if x.shape and x.shape[0] > hw.PMAX:
+        raise SimValueError("E001", api, arg,
+                            f"number of partitions {x.shape[0]} exceed architecture limitation of {hw.PMAX}",
+                            "Split the partition axis into tiles of nl.tile_size.pmax (128)",
+                            got=x.shape[0], limit=hw.PMAX)
+    return x
+
+
+def hbm(x, api: str, arg: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise SimTypeError("E007", api, arg, f"expected an HBM tensor, got {type(x).__name__}")
+    if x.buffer not in HBM_KINDS:
+        raise _space_error(api, arg, x, HBM_KINDS)
+    return x
+
+
+def same_partitions(api, **tiles):
+    ps = {k: v.shape[0] for k, v in tiles.items() if isinstance(v, Tensor)}
+    if len(set(ps.values())) > 1:
+        desc = ", ".join(f"{k}{list(tiles[k].shape)}" for k in ps)
+        raise SimValueError("E002", api, None,
+                            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                            f"({desc}) of '{api}'", "Slice the operands to the same partition range")
+
+
+def pa_pad(a: np.ndarray, nd: int) -> np.ndarray:
+    """Partition-aligned broadcasting: pad trailing 1s (spec §5: (P,) behaves as (P,1))."""
+    if a.ndim < nd:
+        return a.reshape(a.shape + (1,) * (nd - a.ndim))
+    return a
+
+
+def pa_shape(api, *shapes):
+    nd = max(len(s) for s in shapes)
+    padded = [tuple(s) + (1,) * (nd - len(s)) for s in shapes]
+    try:
+        return np.broadcast_shapes(*padded)
+    except ValueError:
+        raise SimValueError("E011", api, None, "Parameter shapes " + ", ".join(str(tuple(s)) for s in shapes)
+                            + " could not be broadcast together",
+                            "Operands must match or broadcast partition-first ((P,1) or (1,F) against (P,F))") \
+            from None
+
+
+def free_size(shape) -> int:
+    n = 1
+    for s in shape[1:]:
+        n *= s
+    return n
+
+
+def value_of(x, mask=None):
+    """fp32 array of a tile, or the scalar itself."""
+    if isinstance(x, Tensor):
+        return x.read_f32(mask)
+    return x
+
+
+def dtype_of(x):
+    return x.dtype if isinstance(x, Tensor) else dt.scalar_dtype(x)
+
+
+def out_dtype(dtype, default, api):
+    return default if dtype is None else dt.canonical(dtype, op=api)
+
+
+def _psum_in(*xs):
+    return any(isinstance(x, Tensor) and x.buffer == "psum" for x in xs)
+
+
+def _strided(t: Tensor) -> bool:
+    a = t.arr
+    if a is None:
+        return True
+    return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+
+
+def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="", flops_per_elem=1,
+                   extra_meta=None):
+    """Record an elementwise-class instruction producing ``out`` from ``inputs``."""
+    if not ctx.options.trace:
+        return None
+    tiles = [x for x in inputs if isinstance(x, Tensor)]
+    P = out.shape[0] if out.shape else 1
+    N = max([free_size(out.shape)] + [free_size(t.shape) for t in tiles])
+    meta = {"psum_in": _psum_in(*tiles), "psum_out": out.buffer == "psum", "func": func,
+            "n_ops": n_ops, "strided": any(_strided(t) for t in tiles)}
+    if extra_meta:
+        meta.update(extra_meta)
+    nbytes = sum(t.size * t.itemsize for t in tiles) + out.size * out.itemsize
+    ev = ctx.record(op, api, engine, partitions=P, free_elems=N,
+                    in_shapes=[t.shape for t in tiles], out_shape=out.shape,
+                    in_dtypes=[dt.name_of(t.dtype) for t in tiles], out_dtype=dt.name_of(out.dtype),
+                    nbytes=nbytes, flops=P * N * n_ops * flops_per_elem,
+                    reads=[t.region() for t in tiles], writes=[out.region()], meta=meta)
+    out._event = ev
+    return ev
+
+
+# ---------------------------------------------------------------------------------------
+# assignment and +=
+# ---------------------------------------------------------------------------------------
+
+def _same_region(a: Tensor, b: Tensor) -> bool:
+    if a.alloc is not b.alloc or a.arr is None or b.arr is None:
+        return False
+    return (a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
+            and a.arr.__array_interface__["data"][0] == b.arr.__array_interface__["data"][0])
+
+
+def _fit(api, value_shape, dst_shape, dst_name):
+    """How a value of value_shape lands in dst_shape: 'same' | 'reshape' | 'broadcast'."""
+    if tuple(value_shape) == tuple(dst_shape):
+        return "same"
+    nd = max(len(value_shape), len(dst_shape))
+    vs = tuple(value_shape) + (1,) * (nd - len(value_shape))
+    ds = tuple(dst_shape) + (1,) * (nd - len(dst_shape))
+    if vs == ds or int(np.prod(value_shape)) == int(np.prod(dst_shape)) and \
+            tuple(s for s in value_shape if s != 1) == tuple(s for s in dst_shape if s != 1):
+        return "reshape"
+    try:
+        if np.broadcast_shapes(vs, ds) == ds:
+            return "broadcast"
+    except ValueError:
+        pass
+    raise SimValueError("E011", api, dst_name,
+                        f"Illegal assignment destination shape in 'a = b': destination {tuple(dst_shape)} "
+                        f"cannot hold value {tuple(value_shape)}",
+                        "Slice the destination to the value's shape")
+
+
+def _place(value: np.ndarray, dst_shape, how):
+    if how == "same":
+        return value
+    if how == "reshape":
+        return value.reshape(dst_shape)
+    nd = len(dst_shape)
+    return np.broadcast_to(pa_pad(value, nd), dst_shape)
+
+
+def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
+    """``dst[...] = value``: a copy (or memset) into dst; an instruction result lands directly."""
+    ctx = current(api)
+    m = mask_array(mask, dst.shape, api)
+    if isinstance(value, Tensor):
+        if _same_region(dst, value):
+            return  # `t[...] += x` writes back its own view: already done
+        how = _fit(api, value.shape, dst.shape, dst.name)
+        if value.is_fresh() and value._event is not None and dst.buffer in ON_CHIP \
+                and value.buffer in ON_CHIP:
+            # the producing instruction writes dst directly (rounded once to dst's dtype)
+            dst.write(_place(value._exact, dst.shape, how), m, api=api)
+            ev = value._event
+            ev.writes = [dst.region()]
+            ev.out_dtype = dt.name_of(dst.dtype)
+            ev.meta["psum_out"] = dst.buffer == "psum"
+            ctx.memory.release(value.alloc)
+            return
+        if dst.buffer in ON_CHIP and value.buffer in ON_CHIP:
+            tile(value, api, "value")
+            dst.write(_place(value.read(), dst.shape, how), m, api=api)
+            record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy")
+            return
+        dma_transfer(dst, value, api=api, mask=m, how=how)
+        return
+    if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
+        dst.write(value, m, api=api)
+        if dst.buffer in ON_CHIP:
+            record_compute(ctx, "memset", api, DVE, [], dst, func="memset")
+        else:
+            _record_dma(ctx, api, dst, None, dst.size)
+        return
+    raise SimTypeError("E010", api, "value", f"cannot assign a {type(value).__name__} to an NKI tensor",
+                       "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
+
+
+def accumulate(dst: Tensor, other, opname: str):
+    """``dst += other`` (and -=, *=, /=).  Matmul results accumulate in PSUM for free (spec §8)."""
+    api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
+    ctx = current(api)
+    if isinstance(other, Tensor) and opname == "add" and dst.buffer == "psum" and other.is_fresh() \
+            and other._event is not None and other._event.op == "nc_matmul":
+        how = _fit(api, other.shape, dst.shape, dst.name)
+        acc = dst.read_f32() + _place(other._exact, dst.shape, how)
+        dst.write(acc, api=api)
+        ev = other._event
+        ev.reads.append(dst.region())
+        ev.writes = [dst.region()]
+        ev.accumulate = True
+        ev.out_dtype = dt.name_of(dst.dtype)
+        ctx.memory.release(other.alloc)
+        return dst
+    if ctx.options.warn_non_psum_accumulate:
+        what = "a matmul result accumulated into PSUM" if dst.buffer != "psum" else "a matmul result"
+        ctx.warn_once("iadd", f"`{api}` on a {dst.buffer.upper()} tile with something other than "
+                      f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
+                      f"reliable on hardware (spec §8, aws-neuron-sdk#1051)")
+    if dst.buffer not in ON_CHIP:
+        raise SimTypeError("E007", api, dst.name, f"`{api}` needs an SBUF/PSUM destination, got {dst.buffer}",
+                           "Accumulate on chip, then store")
+    tile(dst, api, "dst")
+    b = value_of(other)
+    if isinstance(other, Tensor):
+        tile(other, api, "value")
+        b = pa_pad(b, dst.ndim)
+    res = BINARY[opname](dst.read_f32(), b)
+    dst.write(res, api=api)
+    record_compute(ctx, "tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar", api, DVE,
+                   [dst, other], dst, func=opname)
+    return dst
+
+
+# ---------------------------------------------------------------------------------------
+# DMA
+# ---------------------------------------------------------------------------------------
+
+def _contiguity(t: Tensor):
+    """(bytes per contiguous run, number of runs) of an HBM access."""
+    isz = t.itemsize
+    if t.size == 0:
+        return (0, 0)
+    if t.arr is not None:
+        a = t.arr
+        run, expect = 1, a.itemsize
+        for n, s in zip(reversed(a.shape), reversed(a.strides)):
+            if n == 1:
+                continue
+            if s != expect:
+                break
+            run *= n
+            expect *= n
+        return (run * isz, max(1, t.size // run))
+    # advanced: linear offsets of every point, count breaks
+    strides = [s // t.src.itemsize for s in t.src.strides]
+    off = 0
+    for k, s in zip(t.key, strides):
+        off = off + (np.broadcast_to(k, t.shape) if isinstance(k, np.ndarray) else k) * s
+    off = np.asarray(np.broadcast_to(off, t.shape)).ravel()
+    breaks = int(np.count_nonzero(np.diff(off) != 1)) + 1
+    return (max(1, t.size // breaks) * isz, breaks)
+
+
+def _record_dma(ctx, api, dst, src, n_elems, *, op="dma_copy", extra=None):
+    if not ctx.options.trace:
+        return None
+    side = src if (src is not None and src.buffer in HBM_KINDS) else dst
+    if side.buffer not in HBM_KINDS and src is not None:
+        side = src
+    contig, desc = _contiguity(side)
+    onchip = dst if dst.buffer in ON_CHIP else (src if src is not None and src.buffer in ON_CHIP else dst)
+    P = onchip.shape[0] if onchip.shape else 1
+    isz = side.itemsize
+    meta = {"src": src.buffer if src is not None else "const", "dst": dst.buffer,
+            "contiguous_bytes": contig, "descriptors": desc}
+    if extra:
+        meta.update(extra)
+    return ctx.record(op, api, DMA, partitions=P, free_elems=max(1, n_elems // max(P, 1)),
+                      in_shapes=[src.shape] if src is not None else [], out_shape=dst.shape,
+                      in_dtypes=[dt.name_of(src.dtype)] if src is not None else [],
+                      out_dtype=dt.name_of(dst.dtype), nbytes=n_elems * isz,
+                      reads=[src.region()] if src is not None else [], writes=[dst.region()], meta=meta)
+
+
+def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None, op="dma_copy"):
+    """Move src -> dst (HBM/SBUF, never PSUM).  ``how``: placement rule (see _fit)."""
+    ctx = current(api)
+    for arg, t in (("dst", dst), ("src", src)):
+        if t.buffer == "psum":
+            raise SimTypeError("E007", api, arg,
+                               f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but "
+                               f"got a tile in 'psum' instead", "DMA cannot access PSUM: copy the tile to "
+                               "SBUF with nisa.tensor_copy first")
+    if how is None:
+        if src.size != dst.size:
+            raise SimValueError("E011", api, None,
+                                f"DMA source {src.shape} ({src.size} elements) and destination {dst.shape} "
+                                f"({dst.size} elements) differ in element count",
+                                "Slice both sides to the same number of elements")
+        how = "same" if src.shape == dst.shape else "reshape"
+    m = mask
+    src_mask = m if (m is not None and not isinstance(m, bool) and how == "same") else None
+    v = src.read(src_mask) if m is not False else None
+    if m is not False:
+        if how == "reshape" and src.shape != dst.shape:
+            v = np.ascontiguousarray(v).reshape(dst.shape)
+        else:
+            v = _place(v, dst.shape, how)
+        if rmw is not None:
+            v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
+        dst.write(v, m, api=api)
+    _record_dma(ctx, api, dst, src, dst.size, op=op)

@@ -1,0 +1,647 @@
+"""Tensors, tiles, views and affine index expressions (spec §3, §4).
+
+A :class:`Tensor` is a view of an :class:`~.context.Alloc`:
+
+* a *basic* view (ints, slices, ``...``, ``nl.ds``) holds a NumPy view ``arr`` of the
+  allocation's storage, so reads and writes go straight to memory;
+* an *advanced* view (``nl.arange``/``nl.mgrid`` index expressions, possibly mixed with
+  ints) holds the source view ``src`` and the index arrays ``key``; it is resolved when an
+  instruction reads or writes it, under the instruction's ``mask`` (masked-out points are
+  never accessed, so out-of-bounds indices under a false mask are legal, spec §6).
+
+On-chip (SBUF/PSUM) tensors remember which axis is the partition axis (``par``); a
+*tile* is a view whose partition axis is axis 0.  HBM tensors have no partition axis.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
+
+from . import dtypes as dt
+from . import hw
+from .context import Alloc, current, maybe_current
+from .errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
+from .trace import Region
+
+ON_CHIP = ("sbuf", "psum")
+HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
+
+
+# ---------------------------------------------------------------------------------------
+# Affine index expressions and masks
+# ---------------------------------------------------------------------------------------
+
+def _iv(x):
+    return x.v if isinstance(x, IndexExpr) else x
+
+
+class IndexExpr:
+    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``."""
+    __slots__ = ("v",)
+    __array_priority__ = 100
+
+    def __init__(self, v):
+        self.v = np.asarray(v, dtype=np.int64)
+
+    shape = property(lambda s: s.v.shape)
+    ndim = property(lambda s: s.v.ndim)
+
+    def __getitem__(self, key):
+        return IndexExpr(self.v[key])
+
+    def _bin(self, o, f):
+        if isinstance(o, (IndexExpr, int, np.integer)):
+            return IndexExpr(f(self.v, _iv(o)))
+        return NotImplemented
+
+    __add__ = lambda s, o: s._bin(o, np.add)
+    __radd__ = lambda s, o: s._bin(o, np.add)
+    __sub__ = lambda s, o: s._bin(o, np.subtract)
+    __rsub__ = lambda s, o: s._bin(o, lambda a, b: b - a)
+    __mul__ = lambda s, o: s._bin(o, np.multiply)
+    __rmul__ = lambda s, o: s._bin(o, np.multiply)
+    __floordiv__ = lambda s, o: s._bin(o, np.floor_divide)
+    __mod__ = lambda s, o: s._bin(o, np.mod)
+    __neg__ = lambda s: IndexExpr(-s.v)
+
+    def _cmp(self, o, f):
+        if isinstance(o, (IndexExpr, int, np.integer)):
+            return MaskExpr(f(self.v, _iv(o)))
+        return NotImplemented
+
+    __lt__ = lambda s, o: s._cmp(o, np.less)
+    __le__ = lambda s, o: s._cmp(o, np.less_equal)
+    __gt__ = lambda s, o: s._cmp(o, np.greater)
+    __ge__ = lambda s, o: s._cmp(o, np.greater_equal)
+    __eq__ = lambda s, o: s._cmp(o, np.equal)
+
+    def __ne__(self, o):
+        raise SimValueError("E015", "mask", None, "'!=' is not supported in NKI mask expressions",
+                            "Write the predicate with <, <=, >, >= combined by &")
+
+    __hash__ = None
+
+    def __bool__(self):
+        raise SimValueError("E015", "index", None,
+                            "an index expression has no truth value (control flow cannot depend on arange)",
+                            "Use it in mask= instead of an if statement")
+
+    def __repr__(self):
+        return f"IndexExpr(shape={self.v.shape}, range=[{self.v.min() if self.v.size else 0}, "\
+               f"{self.v.max() if self.v.size else 0}])"
+
+
+class MaskExpr:
+    """A predicate over index points (built from IndexExpr comparisons, combined with &, |, ~)."""
+    __slots__ = ("v",)
+    __array_priority__ = 100
+
+    def __init__(self, v):
+        self.v = np.asarray(v, dtype=bool)
+
+    def _b(self, o, f):
+        if isinstance(o, MaskExpr):
+            return MaskExpr(f(self.v, o.v))
+        if isinstance(o, (bool, np.bool_)):
+            return MaskExpr(f(self.v, bool(o)))
+        return NotImplemented
+
+    __and__ = lambda s, o: s._b(o, np.logical_and)
+    __rand__ = lambda s, o: s._b(o, np.logical_and)
+    __or__ = lambda s, o: s._b(o, np.logical_or)
+    __ror__ = lambda s, o: s._b(o, np.logical_or)
+    __invert__ = lambda s: MaskExpr(~s.v)
+
+    def __bool__(self):
+        raise SimValueError("E015", "mask", None,
+                            "'and'/'or'/'not'/'if' cannot be used on NKI mask expressions",
+                            "Combine predicates with & (and |), e.g. mask=(i_p < 64) & (i_f < n)")
+
+    def __repr__(self):
+        return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
+
+
+class MGrid:
+    """Result of ``nl.mgrid[0:P, 0:F, ...]``: unpackable, with fields .p .x .y .z, usable as index."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = tuple(IndexExpr(p) for p in parts)
+
+    def __iter__(self):
+        return iter(self.parts)
+
+    def __len__(self):
+        return len(self.parts)
+
+    def __getitem__(self, i):
+        return self.parts[i]
+
+    p = property(lambda s: s.parts[0])
+    x = property(lambda s: s.parts[1])
+    y = property(lambda s: s.parts[2])
+    z = property(lambda s: s.parts[3])
+
+
+class _MGridMaker:
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        for s in key:
+            if not isinstance(s, slice) or s.step not in (None, 1):
+                raise SimValueError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
+                                    "Write nl.mgrid[0:P, 0:F]")
+        return MGrid(np.ogrid[key])
+
+
+def mask_array(mask, shape, api="mask"):
+    """Evaluate ``mask=`` for an output of ``shape``: None (all), a bool, or a bool array."""
+    if mask is None:
+        return None
+    if isinstance(mask, (bool, np.bool_)):
+        return bool(mask)
+    if isinstance(mask, MaskExpr):
+        m = mask.v
+        if m.ndim < len(shape):
+            m = m.reshape(m.shape + (1,) * (len(shape) - m.ndim))
+        try:
+            return np.broadcast_to(m, shape)
+        except ValueError:
+            raise SimValueError("E011", api, "mask", f"mask of shape {mask.v.shape} does not broadcast "
+                                f"to the instruction's shape {tuple(shape)}",
+                                "Build the mask from the same aranges that index the operands") from None
+    raise SimTypeError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
+                       f"got {type(mask).__name__}", "Build it from nl.arange/mgrid comparisons combined with &")
+
+
+# ---------------------------------------------------------------------------------------
+# Tensor
+# ---------------------------------------------------------------------------------------
+
+class Tensor:
+    """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
+    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "_exact", "_exact_ver", "_event")
+    __array_priority__ = 100
+
+    def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None):
+        self.alloc = alloc
+        self.arr = arr
+        self.par = par
+        self.src = src
+        self.key = key
+        self._shape = tuple(arr.shape) if arr is not None else tuple(shape)
+        self._exact = None
+        self._exact_ver = -1
+        self._event = None
+
+    # -- metadata -------------------------------------------------------------------------
+    shape = property(lambda s: s._shape)
+    dtype = property(lambda s: s.alloc.dtype)
+    ndim = property(lambda s: len(s._shape))
+    itemsize = property(lambda s: dt.itemsize(s.alloc.dtype))
+    buffer = property(lambda s: s.alloc.buffer)
+    name = property(lambda s: s.alloc.name)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    def __len__(self):
+        return self._shape[0]
+
+    def __repr__(self):
+        return f"Tensor({self.alloc.name}, shape={self._shape}, dtype={dt.name_of(self.dtype)}, " \
+               f"buffer={self.alloc.buffer})"
+
+    def __bool__(self):
+        raise SimValueError("E015", "tensor", self.name,
+                            "the truth value of a tensor is ambiguous (dynamic control flow is not supported)",
+                            "Use mask= or nl.where instead of if/and/or on tile values")
+
+    __hash__ = object.__hash__
+
+    def __iter__(self):
+        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
+                           "Index them with slices or nl.arange")
+
+    @property
+    def is_onchip(self):
+        return self.alloc.buffer in ON_CHIP
+
+    def is_fresh(self) -> bool:
+        """An instruction's result that nobody has written since (its exact fp32 value is valid)."""
+        return self._exact is not None and self._exact_ver == self.alloc.version
+
+    # -- memory access ----------------------------------------------------------------------
+    def _resolve(self, mask):
+        """Index arrays for an advanced view under ``mask`` (masked-out points use index 0)."""
+        idx = []
+        m = None if mask is None or isinstance(mask, bool) else mask
+        for axis, k in enumerate(self.key):
+            if isinstance(k, np.ndarray):
+                kk = np.broadcast_to(k, self._shape)
+                n = self.src.shape[axis]
+                if m is not None:
+                    kk = np.where(m, kk, 0)
+                lo, hi = (int(kk.min()), int(kk.max())) if kk.size else (0, 0)
+                if lo < 0 or hi >= n:
+                    raise SimIndexError(
+                        "E008", "index", self.name,
+                        f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range "
+                        f"[{lo}, {hi}] exceed dimension size of {n}",
+                        "Shrink the index range or exclude the out-of-range part with mask=")
+                idx.append(kk)
+            else:
+                idx.append(k)
+        return tuple(idx)
+
+    def read(self, mask=None) -> np.ndarray:
+        """Values in storage dtype, shape ``self.shape``."""
+        if self.arr is not None:
+            return self.arr
+        return self.src[self._resolve(mask)]
+
+    def read_f32(self, mask=None) -> np.ndarray:
+        a = self.read(mask)
+        if a.dtype == np.float32:
+            return a
+        return a.astype(np.float32)
+
+    def write(self, value, mask=None, *, api="assign") -> None:
+        al = self.alloc
+        if al.immutable:
+            raise SimTypeError("E012", api, al.name, f"Cannot update immutable parameter `{al.name}`",
+                               "Kernel inputs are read-only: allocate an output with "
+                               "nl.ndarray(..., buffer=nl.shared_hbm), write it and return it")
+        if mask is False:
+            return
+        where = None if mask is None or mask is True else mask
+        if self.arr is not None:
+            if where is not None:
+                where = np.broadcast_to(where, self._shape)
+            dt.cast_into(self.arr, value, al.dtype, where=where)
+        else:
+            idx = self._resolve(where)
+            v = np.broadcast_to(np.asarray(value), self._shape)
+            if where is not None:
+                idx = tuple(i[where] if isinstance(i, np.ndarray) else i for i in idx)
+                v = v[where]
+            tmp = np.empty(np.shape(v), dtype=self.src.dtype)
+            dt.cast_into(tmp, v, al.dtype)
+            self.src[idx] = tmp
+        al.written = True
+        al.version += 1
+
+    def region(self) -> Region:
+        al = self.alloc
+        base = al.array
+        a = self.arr if self.arr is not None else self.src
+        b0 = byte_bounds(base)[0]
+        lo, hi = byte_bounds(a) if a.size else (b0, b0)
+        return Region(al.id, al.buffer, lo - b0, hi - b0)
+
+    # -- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, key) -> "Tensor":
+        if self.arr is None:
+            raise SimNotImplementedError("E100", "index", self.name,
+                                         "indexing a view that was itself indexed with nl.arange/mgrid "
+                                         "is not implemented in nki_kernels.sim",
+                                         "Index the original tensor once with the combined expression")
+        key = key if isinstance(key, tuple) else (key,)
+        flat = []
+        for k in key:
+            if isinstance(k, MGrid):
+                flat.extend(k.parts)
+            else:
+                flat.append(k)
+        if any(isinstance(k, (IndexExpr, MaskExpr)) for k in flat):
+            return self._advanced(flat)
+        return self._basic(flat)
+
+    def _oob(self, axis, lo, hi, n):
+        return SimIndexError(
+            "E008", "index", self.name,
+            f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range [{lo}, {hi}] "
+            f"exceed dimension size of {n}",
+            "NKI does not clamp slices: fix the range (dimension sizes are in .shape)")
+
+    def _basic(self, key):
+        shape = self._shape
+        n_ell = sum(1 for k in key if k is Ellipsis)
+        if n_ell > 1:
+            raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
+        if n_ell:
+            i = next(i for i, k in enumerate(key) if k is Ellipsis)
+            fill = len(shape) - (len(key) - 1)
+            key = key[:i] + [slice(None)] * fill + key[i + 1:]
+        if len(key) > len(shape):
+            raise SimIndexError("E008", "index", self.name,
+                                f"too many indices: {len(key)} for a tensor of rank {len(shape)}",
+                                f"{self.name} has shape {shape}")
+        npkey = []
+        par = self.par
+        new_par = None
+        out_axis = 0
+        for axis, n in enumerate(shape):
+            k = key[axis] if axis < len(key) else slice(None)
+            if isinstance(k, Tensor):
+                raise SimNotImplementedError("E100", "index", self.name,
+                                             "indirect (tensor-valued) indexing is not implemented in "
+                                             "nki_kernels.sim", "Use static indices")
+            if isinstance(k, slice):
+                step = 1 if k.step is None else int(k.step)
+                if step < 1:
+                    raise SimIndexError("E008", "index", self.name, f"slice step must be >= 1, got {step}")
+                start = 0 if k.start is None else int(k.start)
+                stop = n if k.stop is None else int(k.stop)
+                if start < 0:
+                    start += n
+                if stop < 0:
+                    stop += n
+                if start < 0 or start > n or stop > n:
+                    raise self._oob(axis, start, max(stop - 1, start), n)
+                npkey.append(slice(start, max(stop, start), step))
+                if axis == par:
+                    new_par = out_axis
+                out_axis += 1
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                i = int(k)
+                if i < -n or i >= n:
+                    raise self._oob(axis, i, i, n)
+                npkey.append(i)
+            elif k is None:
+                raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
+                                    "Use .reshape or .expand_dims")
+            else:
+                raise SimIndexError("E008", "index", self.name,
+                                    f"unsupported index {k!r} of type {type(k).__name__}",
+                                    "Use ints, slices, nl.ds(start, size), nl.arange or nl.mgrid")
+        return Tensor(self.alloc, arr=self.arr[tuple(npkey)], par=new_par)
+
+    def _advanced(self, key):
+        if len(key) != len(self._shape):
+            if any(isinstance(k, slice) or k is Ellipsis for k in key):
+                raise NKISyntaxError("E014", "index", self.name,
+                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                                     "Index every axis with nl.arange/mgrid expressions (or ints)")
+            raise SimIndexError("E008", "index", self.name,
+                                f"{len(key)} indices for a tensor of rank {len(self._shape)}",
+                                "Index every axis with nl.arange/mgrid expressions or ints")
+        parts = []
+        for k in key:
+            if isinstance(k, IndexExpr):
+                if k.ndim == 1 and len(key) > 1:
+                    raise NKISyntaxError("E014", "index", self.name, f"{self.name} with 1d arange is not supported",
+                                         "Lift it: nl.arange(n)[:, None] for the partition axis, "
+                                         "nl.arange(n)[None, :] for a free axis")
+                parts.append(k.v)
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                parts.append(int(k))
+            elif isinstance(k, slice) or k is Ellipsis:
+                raise NKISyntaxError("E014", "index", self.name,
+                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                                     "Use nl.arange for every axis, or slices for every axis")
+            else:
+                raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r}")
+        arrays = [p for p in parts if isinstance(p, np.ndarray)]
+        try:
+            shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        except ValueError:
+            raise SimValueError("E011", "index", self.name, "index expressions do not broadcast together: "
+                                + ", ".join(str(a.shape) for a in arrays)) from None
+        # ints stay ints for bounds messages; check their range now
+        for axis, p in enumerate(parts):
+            if not isinstance(p, np.ndarray):
+                n = self._shape[axis]
+                if p < 0 or p >= n:
+                    raise self._oob(axis, p, p, n)
+        par = 0 if self.alloc.buffer in ON_CHIP else None
+        return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape)
+
+    def __setitem__(self, key, value):
+        from .ops import assign
+        assign(self[key], value)
+
+    # -- views ------------------------------------------------------------------------------
+    def reshape(self, *shape, **kw):
+        if "shape" in kw:
+            shape = (kw.pop("shape"),)
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if self.arr is None:
+            raise SimNotImplementedError("E022", "reshape", self.name, "reshape not implemented for base tensor",
+                                         "Reshape the tensor before indexing it with nl.arange")
+        if int(np.prod(shape)) != self.size:
+            raise SimValueError("E022", "reshape", self.name,
+                                f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
+                                "The element count must not change")
+        try:
+            new = np.reshape(self.arr, shape, copy=False)
+        except ValueError:
+            raise SimNotImplementedError("E022", "reshape", self.name,
+                                         "reshape not implemented for base tensor (the view is not "
+                                         "contiguous in row-major order)",
+                                         "Reshape the whole tensor first, then slice it") from None
+        par = None
+        if self.alloc.buffer in ON_CHIP:
+            if self.par != 0 or shape[0] != self._shape[0]:
+                raise SimValueError("E022", "reshape", self.name,
+                                    f"an on-chip reshape must keep the partition axis first and unchanged "
+                                    f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
+                                    "Reshape only the free axes: (P, ...) -> (P, ...)")
+            par = 0
+        t = Tensor(self.alloc, arr=new, par=par)
+        return t
+
+    def view(self, dtype):
+        d = dt.canonical(dtype, op="view")
+        if dt.itemsize(d) != self.itemsize or self.arr is None:
+            raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
+                                f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
+        from .context import Alloc as _A
+        ctx = current("view")
+        al = _A(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
+                self.name + "_view", self.par)
+        al.written = True
+        return Tensor(al, arr=al.array, par=self.par)
+
+    def astype(self, dtype):
+        from . import language as nl
+        return nl.copy(self, dtype=dtype)
+
+    def broadcast_to(self, shape):
+        from . import language as nl
+        return nl.broadcast_to(self, shape=shape)
+
+    def expand_dims(self, axis):
+        from . import language as nl
+        return nl.expand_dims(self, axis)
+
+    def assert_shape(self, shape):
+        if tuple(shape) != self._shape:
+            raise SimValueError("E011", "assert_shape", self.name, f"unexpected shape for {self.name}, "
+                                f"expected {tuple(shape)}, got {self._shape}")
+        return self
+
+    # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
+    def __iadd__(self, other):
+        from .ops import accumulate
+        return accumulate(self, other, "add")
+
+    def __isub__(self, other):
+        from .ops import accumulate
+        return accumulate(self, other, "subtract")
+
+    def __imul__(self, other):
+        from .ops import accumulate
+        return accumulate(self, other, "multiply")
+
+    def __itruediv__(self, other):
+        from .ops import accumulate
+        return accumulate(self, other, "divide")
+
+
+def _binop(name, reverse=False):
+    def f(self, other):
+        from . import language as nl
+        fn = getattr(nl, name)
+        return fn(other, self) if reverse else fn(self, other)
+    f.__name__ = name
+    return f
+
+
+for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
+                ("pow", "power"), ("mod", "mod"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+                ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift"),
+                ("floordiv", "floor_divide")):
+    setattr(Tensor, f"__{_n}__", _binop(_op))
+    setattr(Tensor, f"__r{_n}__", _binop(_op, reverse=True))
+for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
+                ("eq", "equal"), ("ne", "not_equal")):
+    setattr(Tensor, f"__{_n}__", _binop(_op))
+Tensor.__neg__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["negative"]).negative(s)
+Tensor.__invert__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["invert"]).invert(s)
+Tensor.__abs__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["abs"]).abs(s)
+Tensor.__hash__ = object.__hash__
+
+
+# ---------------------------------------------------------------------------------------
+# allocation
+# ---------------------------------------------------------------------------------------
+
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition axis; axes before it are (deprecated) block dims."""
+
+
+def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=None) -> Tensor:
+    """Create a tensor; checks partition size (E001) and the PSUM bank (E004)."""
+    ctx = current(api)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(shape)
+    if not shape:
+        raise SimValueError("E011", api, "shape", "a tensor needs at least one dimension", "Use shape (P, 1)")
+    par = None
+    if buffer in ON_CHIP:
+        pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
+        par = pars[0] if pars else 0
+        if par > 0:
+            ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
+                          "(warn_block_dimension_is_deprecated); each block is a separate tile")
+        if shape[par] > hw.PMAX:
+            raise SimValueError("E001", api, "shape",
+                                f"number of partitions {shape[par]} exceed architecture limitation of {hw.PMAX}",
+                                "Split the partition axis into tiles of nl.tile_size.pmax (128)",
+                                got=shape[par], limit=hw.PMAX)
+    shape = tuple(int(s) for s in shape)
+    for s in shape:
+        if s < 0:
+            raise SimValueError("E011", api, "shape", f"negative dimension in shape {shape}")
+    d = dt.canonical(dtype, op=api)
+    sd = dt.storage_dtype(d, ctx.options.precision)
+    if fill is None:
+        poison = ctx.options.poison if poison is None else poison
+        arr = np.full(shape, dt.poison_value(d), dtype=sd) if poison else np.zeros(shape, dtype=sd)
+    elif fill == 0:
+        arr = np.zeros(shape, dtype=sd)
+    else:
+        arr = np.empty(shape, dtype=sd)
+        dt.cast_into(arr, fill, d)
+    if buffer == "psum" and ctx.options.check_capacity:
+        per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
+        if per_block > hw.PSUM_BANK_BYTES:
+            raise SimValueError("E004", api, "shape",
+                                f"a PSUM tile must fit one 2 KiB bank per partition; shape {shape} "
+                                f"{dt.name_of(d)} needs {per_block} B per partition",
+                                "Use at most 512 fp32 (nl.tile_size.psum_fmax) per partition per tile",
+                                got=per_block, limit=hw.PSUM_BANK_BYTES)
+    al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
+    if fill is not None:
+        al.written = True
+    if buffer in ON_CHIP:
+        ctx.memory.check(api)
+    return Tensor(al, arr=arr, par=par)
+
+
+def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
+    """A new tile holding an instruction's result ``value`` (fp32/int), rounded to ``dtype``.
+
+    The exact value is kept so that assigning the result straight into a destination of
+    another dtype rounds once (spec §5 deferred cast)."""
+    ctx = current(api)
+    shape = value.shape
+    if len(shape) == 0:
+        value = value.reshape(1, 1)
+        shape = (1, 1)
+    if shape[0] > hw.PMAX:
+        raise SimValueError("E001", api, None,
+                            f"number of partitions {shape[0]} exceed architecture limitation of {hw.PMAX}",
+                            "Split the partition axis into tiles of nl.tile_size.pmax (128)",
+                            got=shape[0], limit=hw.PMAX)
+    d = dtype
+    sd = dt.storage_dtype(d, ctx.options.precision)
+    if mask is None or mask is True:
+        if value.dtype == sd and d is not dt.tfloat32:
+            arr = value
+        else:
+            arr = np.empty(shape, dtype=sd)
+            dt.cast_into(arr, value, d)
+    else:
+        arr = np.full(shape, dt.poison_value(d) if ctx.options.poison else 0, dtype=sd)
+        if mask is not False:
+            dt.cast_into(arr, value, d, where=np.broadcast_to(mask, shape))
+    if buffer == "psum" and ctx.options.check_capacity:
+        per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
+        if per > hw.PSUM_BANK_BYTES:
+            raise SimValueError("E004", api, None,
+                                f"the result ({shape} {dt.name_of(d)}) does not fit one 2 KiB PSUM bank "
+                                f"per partition", "Produce at most 512 fp32 per partition per instruction",
+                                got=per, limit=hw.PSUM_BANK_BYTES)
+    al = Alloc(ctx, buffer, arr, d, "", 0)
+    al.written = True
+    ctx.memory.check(api)
+    t = Tensor(al, arr=arr, par=0)
+    t._exact = value
+    t._exact_ver = al.version
+    return t
+
+
+def hbm_input(ctx, array: np.ndarray, name: str) -> Tensor:
+    """A kernel argument: an immutable HBM copy of the caller's array."""
+    d = dt.canonical(array.dtype, op="simulate_kernel", arg=name)
+    sd = dt.storage_dtype(d, ctx.options.precision)
+    arr = np.array(array, dtype=sd, copy=True, order="C")
+    al = Alloc(ctx, "hbm", arr, d, name, None, immutable=True)
+    al.written = True
+    return Tensor(al, arr=arr)
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def in_kernel() -> bool:
+    return maybe_current() is not None
