@@ -6,12 +6,12 @@ with :func:`current` and raise E019 when called outside a kernel (as neuronxcc d
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
-import weakref
 
 from . import hw
-from .errors import SimRuntimeError, SimValueError, SimWarning, user_location
+from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
 from .options import SimOptions
 from .trace import Event, Trace
 
@@ -35,7 +35,7 @@ class Alloc:
     __slots__ = ("id", "buffer", "array", "dtype", "name", "par_axis", "immutable", "written",
                  "version", "token", "origin", "zeroed", "__weakref__")
 
-    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False):
+    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         self.id = ctx.next_alloc_id()
         self.buffer = buffer
         self.array = array
@@ -46,20 +46,21 @@ class Alloc:
         self.written = False
         self.version = 0
         self.zeroed = zeroed
-        self.origin = user_location()
+        self.origin = user_location() if origin else ("<instruction result>", 0)
         self.token = None
         if buffer in ("sbuf", "psum"):
             ctx.memory.track(self)
 
+    def __del__(self):
+        tok = self.token
+        if tok is not None and not tok[2]:
+            tok[3]._free(tok)
+
     @property
     def bytes_per_partition(self) -> int:
-        shape = self.array.shape
-        n = 1
-        for i, s in enumerate(shape):
-            if i != self.par_axis:
-                n *= s
-        from .dtypes import itemsize
-        return n * itemsize(self.dtype)
+        a = self.array
+        p = a.shape[self.par_axis] if a.ndim else 1
+        return a.nbytes // p if p else 0
 
 
 class Memory:
@@ -69,15 +70,14 @@ class Memory:
         self.options = options
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
-        self.tiles = {"sbuf": weakref.WeakValueDictionary(), "psum": weakref.WeakValueDictionary()}
+        self.tiles = {"sbuf": {}, "psum": {}}   # alloc id -> (token, name, shape, origin) of live tiles
 
     def track(self, alloc: Alloc) -> None:
         n = alloc.bytes_per_partition
-        tok = [alloc.buffer, n, False]
+        tok = [alloc.buffer, n, False, self, alloc.id]
         alloc.token = tok
         self.live[alloc.buffer] += n
-        self.tiles[alloc.buffer][alloc.id] = alloc
-        weakref.finalize(alloc, self._free, tok)
+        self.tiles[alloc.buffer][alloc.id] = (tok, alloc.name, alloc.array.shape, alloc.origin)
         if self.live[alloc.buffer] > self.peak[alloc.buffer]:
             self.peak[alloc.buffer] = self.live[alloc.buffer]
 
@@ -85,6 +85,7 @@ class Memory:
         if not tok[2]:
             tok[2] = True
             self.live[tok[0]] -= tok[1]
+            self.tiles[tok[0]].pop(tok[4], None)
 
     def release(self, alloc: Alloc) -> None:
         """A temporary consumed by an assignment no longer occupies memory."""
@@ -102,11 +103,9 @@ class Memory:
              "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
         ):
             if self.live[buf] > limit:
-                biggest = sorted(
-                    (a for a in list(self.tiles[buf].values()) if a.token and not a.token[2]),
-                    key=lambda a: -a.bytes_per_partition)[:4]
-                desc = ", ".join(f"{a.name}{tuple(a.array.shape)} {a.bytes_per_partition} B "
-                                 f"from {os.path.basename(a.origin[0])}:{a.origin[1]}" for a in biggest)
+                biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[0][1])[:4]
+                desc = ", ".join(f"{name}{tuple(shape)} {tok[1]} B from {os.path.basename(org[0])}:{org[1]}"
+                                 for tok, name, shape, org in biggest)
                 raise SimValueError(code, api, buf,
                                     f"live {buf.upper()} bytes per partition exceed capacity "
                                     f"(largest live tiles: {desc})", fix,
@@ -141,15 +140,15 @@ class RunContext:
                accumulate=False) -> Event | None:
         if not self.options.trace:
             return None
-        file, line = user_location()
-        ev = Event(seq=len(self.trace.events), op=op, api=api, engine=engine,
-                   partitions=int(partitions), free_elems=int(free_elems),
-                   in_shapes=tuple(in_shapes), out_shape=tuple(out_shape),
-                   in_dtypes=tuple(in_dtypes), out_dtype=out_dtype, bytes=int(nbytes),
-                   flops=int(flops), reads=list(reads), writes=list(writes),
-                   accumulate=accumulate, meta=meta or {}, file=file, line=line,
-                   program_id=self.program_id, loops=tuple(self.loops))
-        self.trace.events.append(ev)
+        f = sys._getframe(1)
+        while f.f_code.co_filename.startswith(_SIM_DIR):
+            f = f.f_back
+        events = self.trace.events
+        ev = Event(len(events), op, api, engine, partitions, free_elems, tuple(in_shapes), out_shape,
+                   tuple(in_dtypes), out_dtype, nbytes, flops, list(reads), list(writes), accumulate,
+                   meta if meta is not None else {}, f.f_code.co_filename, f.f_lineno, self.program_id,
+                   tuple(self.loops))
+        events.append(ev)
         return ev
 
     def warn_once(self, key, message: str) -> None:

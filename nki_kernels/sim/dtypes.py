@@ -52,12 +52,20 @@ _BY_NAME = {
 }
 
 
+_NAMES: dict = {}
+
+
 def name_of(dt) -> str:
-    if dt is tfloat32:
-        return "tfloat32"
-    if dt == float8_e4m3:
-        return "float8_e4m3"
-    return np.dtype(dt).name
+    n = _NAMES.get(dt)
+    if n is None:
+        if dt is tfloat32:
+            n = "tfloat32"
+        elif dt == float8_e4m3:
+            n = "float8_e4m3"
+        else:
+            n = np.dtype(dt).name
+        _NAMES[dt] = n
+    return n
 
 
 def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):

@@ -397,8 +397,9 @@ def _binary(name):
             a = _ops.pa_pad(a, nd)
         if isinstance(b, np.ndarray):
             b = _ops.pa_pad(b, nd)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = np.broadcast_to(fn(a, b), shape)
+        r = np.asarray(fn(a, b))
+        if r.shape != shape:
+            r = np.broadcast_to(r, shape)
         if not is_bit:
             r = r.astype(np.float32, copy=False)
         default = _dt.bool_ if is_cmp else _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y))

@@ -226,16 +226,27 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
     if not ctx.options.trace:
         return None
     tiles = [x for x in inputs if isinstance(x, Tensor)]
-    P = out.shape[0] if out.shape else 1
-    N = max([free_size(out.shape)] + [free_size(t.shape) for t in tiles])
-    meta = {"psum_in": _psum_in(*tiles), "psum_out": out.buffer == "psum", "func": func,
-            "n_ops": n_ops, "strided": any(_strided(t) for t in tiles)}
+    oshape = out._shape
+    P = oshape[0] if oshape else 1
+    N = free_size(oshape)
+    psum_in = strided = False
+    nbytes = out.size * out.itemsize
+    for t in tiles:
+        n = free_size(t._shape)
+        if n > N:
+            N = n
+        if t.alloc.buffer == "psum":
+            psum_in = True
+        if not strided and _strided(t):
+            strided = True
+        nbytes += t.size * t.itemsize
+    meta = {"psum_in": psum_in, "psum_out": out.alloc.buffer == "psum", "func": func,
+            "n_ops": n_ops, "strided": strided}
     if extra_meta:
         meta.update(extra_meta)
-    nbytes = sum(t.size * t.itemsize for t in tiles) + out.size * out.itemsize
     ev = ctx.record(op, api, engine, partitions=P, free_elems=N,
-                    in_shapes=[t.shape for t in tiles], out_shape=out.shape,
-                    in_dtypes=[dt.name_of(t.dtype) for t in tiles], out_dtype=dt.name_of(out.dtype),
+                    in_shapes=[t._shape for t in tiles], out_shape=oshape,
+                    in_dtypes=[dt.name_of(t.alloc.dtype) for t in tiles], out_dtype=dt.name_of(out.alloc.dtype),
                     nbytes=nbytes, flops=P * N * n_ops * flops_per_elem,
                     reads=[t.region() for t in tiles], writes=[out.region()], meta=meta)
     out._event = ev
@@ -249,8 +260,7 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
 def _same_region(a: Tensor, b: Tensor) -> bool:
     if a.alloc is not b.alloc or a.arr is None or b.arr is None:
         return False
-    return (a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
-            and a.arr.__array_interface__["data"][0] == b.arr.__array_interface__["data"][0])
+    return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
 
 
 def _fit(api, value_shape, dst_shape, dst_name):

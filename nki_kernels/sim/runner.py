@@ -148,7 +148,7 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     grid = k.grid
     ctx = RunContext(opts, kernel_name=k.__name__, grid=grid)
     ctx.skip_middle_end = k.skip_middle_end
-    with activate(ctx):
+    with activate(ctx), np.errstate(all="ignore"):   # NKI has no fp exceptions: inf/nan propagate
         names = _arg_names(k.func, len(args))
         conv = [_convert_arg(ctx, a, n) for a, n in zip(args, names)]
         kw = {n: _convert_arg(ctx, v, n) for n, v in kwargs.items()}

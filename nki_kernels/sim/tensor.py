@@ -15,7 +15,6 @@ On-chip (SBUF/PSUM) tensors remember which axis is the partition axis (``par``);
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.array_utils import byte_bounds
 
 from . import dtypes as dt
 from . import hw
@@ -179,11 +178,12 @@ def mask_array(mask, shape, api="mask"):
 
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
-    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "_exact", "_exact_ver", "_event")
+    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "_exact", "_exact_ver", "_event", "off")
     __array_priority__ = 100
 
-    def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None):
+    def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
         self.alloc = alloc
+        self.off = off      # byte offset of this view's first element in the allocation
         self.arr = arr
         self.par = par
         self.src = src
@@ -296,11 +296,17 @@ class Tensor:
 
     def region(self) -> Region:
         al = self.alloc
-        base = al.array
         a = self.arr if self.arr is not None else self.src
-        b0 = byte_bounds(base)[0]
-        lo, hi = byte_bounds(a) if a.size else (b0, b0)
-        return Region(al.id, al.buffer, lo - b0, hi - b0)
+        lo = self.off
+        if a.size == 0:
+            return Region(al.id, al.buffer, lo, lo)
+        hi = lo + a.itemsize
+        for n, st in zip(a.shape, a.strides):
+            if st < 0:
+                lo += (n - 1) * st
+            else:
+                hi += (n - 1) * st
+        return Region(al.id, al.buffer, lo, hi)
 
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> "Tensor":
@@ -344,6 +350,8 @@ class Tensor:
         par = self.par
         new_par = None
         out_axis = 0
+        off = self.off
+        strides = self.arr.strides
         for axis, n in enumerate(shape):
             k = key[axis] if axis < len(key) else slice(None)
             if isinstance(k, Tensor):
@@ -363,6 +371,8 @@ class Tensor:
                 if start < 0 or start > n or stop > n:
                     raise self._oob(axis, start, max(stop - 1, start), n)
                 npkey.append(slice(start, max(stop, start), step))
+                if start < n:
+                    off += start * strides[axis]
                 if axis == par:
                     new_par = out_axis
                 out_axis += 1
@@ -370,7 +380,10 @@ class Tensor:
                 i = int(k)
                 if i < -n or i >= n:
                     raise self._oob(axis, i, i, n)
+                if i < 0:
+                    i += n
                 npkey.append(i)
+                off += i * strides[axis]
             elif k is None:
                 raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
                                     "Use .reshape or .expand_dims")
@@ -378,7 +391,7 @@ class Tensor:
                 raise SimIndexError("E008", "index", self.name,
                                     f"unsupported index {k!r} of type {type(k).__name__}",
                                     "Use ints, slices, nl.ds(start, size), nl.arange or nl.mgrid")
-        return Tensor(self.alloc, arr=self.arr[tuple(npkey)], par=new_par)
+        return Tensor(self.alloc, arr=self.arr[tuple(npkey)], par=new_par, off=off)
 
     def _advanced(self, key):
         if len(key) != len(self._shape):
@@ -418,7 +431,7 @@ class Tensor:
                 if p < 0 or p >= n:
                     raise self._oob(axis, p, p, n)
         par = 0 if self.alloc.buffer in ON_CHIP else None
-        return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape)
+        return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape, off=self.off)
 
     def __setitem__(self, key, value):
         from .ops import assign
@@ -453,8 +466,7 @@ class Tensor:
                                     f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
                                     "Reshape only the free axes: (P, ...) -> (P, ...)")
             par = 0
-        t = Tensor(self.alloc, arr=new, par=par)
-        return t
+        return Tensor(self.alloc, arr=new, par=par, off=self.off)
 
     def view(self, dtype):
         d = dt.canonical(dtype, op="view")
@@ -620,7 +632,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
                                 f"the result ({shape} {dt.name_of(d)}) does not fit one 2 KiB PSUM bank "
                                 f"per partition", "Produce at most 512 fp32 per partition per instruction",
                                 got=per, limit=hw.PSUM_BANK_BYTES)
-    al = Alloc(ctx, buffer, arr, d, "", 0)
+    al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
     ctx.memory.check(api)
     t = Tensor(al, arr=arr, par=0)

@@ -1,0 +1,178 @@
+"""``nki-kernels`` command line.
+
+  verify      run every kernel in the simulator on representative shapes (incl. CS149)
+              against its NumPy oracle; print errors, pass/fail, wall time, estimates
+  run FILE    run a Python file with `neuronxcc.nki` resolving to the interpreter
+  sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
+  profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import time
+
+
+def _verify_cases(quick: bool):
+    import numpy as np
+    from nki_kernels import oracles
+    rng = np.random.default_rng(0)
+
+    def arr(shape, dtype):
+        return rng.standard_normal(shape).astype(dtype)
+
+    cases = []
+    try:
+        from nki_kernels.kernels.conv2d import fused_conv2d_maxpool as conv
+        conv_shapes = [  # (B, C_in, C_out, H, W, K, pool, dtype, label)
+            (4, 128, 128, 32, 16, 3, 1, "float32", "CS149 small"),
+            (4, 256, 256, 32, 16, 3, 2, "float32", "CS149 small, pool 2"),
+            (1, 3, 64, 20, 20, 5, 2, "float16", "C_in 3, 5x5"),
+            (1, 129, 130, 12, 600, 3, 1, "bfloat16", "partial tiles, wide rows"),
+        ]
+        if not quick:
+            conv_shapes.append((4, 256, 256, 224, 224, 3, 1, "float32", "CS149 large"))
+        for B, C, O, H, Wd, K, p, d, label in conv_shapes:
+            cases.append(("conv2d+bias+maxpool", f"B{B} {C}->{O} {H}x{Wd} k{K} pool{p} ({label})", d, conv,
+                          lambda B=B, C=C, O=O, H=H, Wd=Wd, K=K, p=p, d=d: (
+                              (arr((B, C, H, Wd), _np_dtype(d)), arr((O, C, K, K), _np_dtype(d)) / (3 * K),
+                               arr((O,), _np_dtype(d))), {"pool_size": p}),
+                          oracles.conv2d_maxpool_ref))
+    except ImportError as e:
+        cases.append(("conv2d+bias+maxpool", "-", "-", None, str(e), None))
+    try:
+        from nki_kernels.kernels.matmul import matmul
+        for K, M, N, d in [(512, 256, 1024, "float32"), (1000, 300, 700, "bfloat16"), (129, 1, 513, "float16")] + \
+                ([] if quick else [(2048, 2048, 2048, "float32")]):
+            cases.append(("matmul", f"K{K} M{M} N{N}", d, matmul,
+                          lambda K=K, M=M, N=N, d=d: ((arr((K, M), _np_dtype(d)), arr((K, N), _np_dtype(d))), {}),
+                          oracles.matmul_ref))
+    except ImportError as e:
+        cases.append(("matmul", "-", "-", None, str(e), None))
+    try:
+        from nki_kernels.kernels.attention import flash_attention
+        for B, H, S, D, causal, d in [(1, 2, 512, 64, False, "float32"), (1, 1, 1000, 128, True, "bfloat16"),
+                                      (2, 1, 129, 32, True, "float16")] + \
+                ([] if quick else [(1, 1, 4096, 128, False, "bfloat16")]):
+            cases.append(("flash_attention", f"B{B} H{H} S{S} D{D}{' causal' if causal else ''}", d, flash_attention,
+                          lambda B=B, H=H, S=S, D=D, causal=causal, d=d: (
+                              (arr((B, H, S, D), _np_dtype(d)), arr((B, H, S, D), _np_dtype(d)),
+                               arr((B, H, S, D), _np_dtype(d))), {"causal": causal}),
+                          oracles.attention_ref))
+    except ImportError as e:
+        cases.append(("flash_attention", "-", "-", None, str(e), None))
+    return cases
+
+
+def _np_dtype(name):
+    import ml_dtypes
+    import numpy as np
+    return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+
+
+_TOL = {"float32": (1e-4, 1e-5), "float16": (1e-2, 2e-3), "bfloat16": (3e-2, 1.6e-2)}
+
+
+def cmd_verify(args) -> int:
+    import numpy as np
+    from nki_kernels.sim import trace_kernel
+    est = None
+    if not args.no_estimate:
+        try:
+            from nki_kernels.perf import estimate_trace as est
+        except ImportError:
+            est = None
+    rows, failed = [], 0
+    cases = _verify_cases(args.quick)
+    print(f"nki-kernels verify: {len(cases)} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles")
+    for i, (kname, shape, d, fn, make, ref) in enumerate(cases, 1):
+        if fn is None:
+            rows.append((kname, shape, d, "-", "-", "MISSING", "-", "-"))
+            failed += 1
+            print(f"  [{i}/{len(cases)}] {kname}: not available ({make})", flush=True)
+            continue
+        print(f"  [{i}/{len(cases)}] {kname} {shape} {d} ...", end="", flush=True)
+        a, kw = make()
+        t0 = time.perf_counter()
+        out, trace = trace_kernel(fn, *a, **kw)
+        wall = time.perf_counter() - t0
+        r = ref(*a, **kw)
+        o = np.asarray(out, dtype=np.float64)
+        scale = max(float(np.abs(r).max()), 1e-30)
+        abs_err = float(np.abs(o - r).max()) if o.shape == r.shape else float("inf")
+        rel_err = abs_err / scale
+        rtol, atol = _TOL[d]
+        ok = (o.shape == r.shape and np.all(np.isfinite(o)) and np.any(o != 0)
+              and bool(np.all(np.abs(o - r) <= atol * scale + rtol * np.abs(r))))
+        failed += not ok
+        e = "-"
+        if est is not None:
+            try:
+                e = f"{est(trace).latency_us:,.1f}"
+            except Exception as exc:  # the estimate must never hide the correctness result
+                e = f"n/a ({type(exc).__name__})"
+        rows.append((kname, shape, d, f"{abs_err:.2e}", f"{rel_err:.2e}", "PASS" if ok else "FAIL",
+                     f"{wall:.2f}", e))
+        print(f" {'PASS' if ok else 'FAIL'} ({wall:.2f} s)", flush=True)
+    hdr = ("kernel", "shape", "dtype", "max abs err", "max rel err", "result", "sim wall s", "est. latency us*")
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print()
+    for r in [hdr] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    print("\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
+          "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
+          "measurement; see docs/cost-model.md for its calibration error.")
+    print(f"\n{len(rows) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def cmd_run(args) -> int:
+    from nki_kernels.sim import install_neuronxcc_alias
+    path = args.file
+    if not os.path.isfile(path):
+        print(f"nki-kernels run: no such file: {path}", file=sys.stderr)
+        return 2
+    sys.argv = [path] + args.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    with install_neuronxcc_alias():
+        runpy.run_path(path, run_name="__main__")
+    return 0
+
+
+def cmd_sim_bench(args) -> int:
+    from nki_kernels.sim.bench import main as bench_main
+    return bench_main(args.iters)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nki-kernels", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify", help="all kernels in the simulator vs the oracles (the main job)")
+    v.add_argument("--quick", action="store_true", help="skip the large shapes (CS149 224x224, 2048^3, S=4096)")
+    v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
+    v.set_defaults(func=cmd_verify)
+    r = sub.add_parser("run", help="run a Python file with neuronxcc.nki aliased to the interpreter")
+    r.add_argument("file")
+    r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
+    r.set_defaults(func=cmd_run)
+    b = sub.add_parser("sim-bench", help="measure the interpreter's per-instruction overhead and matmul loop")
+    b.add_argument("--iters", type=int, default=1000, help="matmuls in the loop (default 1000)")
+    b.set_defaults(func=cmd_sim_bench)
+    try:
+        from nki_kernels.perf.cli import add_subcommands
+        add_subcommands(sub)
+    except ImportError:
+        pass
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
