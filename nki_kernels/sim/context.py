@@ -71,6 +71,10 @@ class Memory:
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
         self.tiles = {"sbuf": {}, "psum": {}}   # alloc id -> (token, name, shape, origin) of live tiles
+        # Capacity is checked at the next instruction, not at allocation: `t = nl.ndarray(...)` in a
+        # loop allocates the new tile before the old one is unbound, as the compiler's allocator would
+        # not (it reuses the dead tile's space).
+        self.dirty = False
 
     def track(self, alloc: Alloc) -> None:
         n = alloc.bytes_per_partition
@@ -78,6 +82,7 @@ class Memory:
         alloc.token = tok
         self.live[alloc.buffer] += n
         self.tiles[alloc.buffer][alloc.id] = (tok, alloc.name, alloc.array.shape, alloc.origin)
+        self.dirty = True
         if self.live[alloc.buffer] > self.peak[alloc.buffer]:
             self.peak[alloc.buffer] = self.live[alloc.buffer]
 
@@ -94,6 +99,7 @@ class Memory:
 
     def check(self, api: str) -> None:
         """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12)."""
+        self.dirty = False
         if not self.options.check_capacity:
             return
         for buf, limit, code, fix in (
@@ -138,6 +144,8 @@ class RunContext:
     def record(self, op, api, engine, *, partitions, free_elems, in_shapes=(), out_shape=(),
                in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), meta=None,
                accumulate=False) -> Event | None:
+        if self.memory.dirty:
+            self.memory.check(api)
         if not self.options.trace:
             return None
         f = sys._getframe(1)

@@ -39,9 +39,9 @@ class SimError(Exception):
     code = "E000"
 
     def __init__(self, code: str, op: str, arg: str | None, what: str, fix: str | None = None,
-                 got=None, limit=None):
+                 got=None, limit=None, where: tuple[str, int] | None = None):
         self.code, self.op, self.arg = code, op, arg
-        file, line = user_location()
+        file, line = where if where is not None else user_location()
         self.where = f"{os.path.basename(file)}:{line}"
         self.file, self.line = file, line
         head = f"[{code}] {op}({arg})" if arg else f"[{code}] {op}"

@@ -301,6 +301,7 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
         if _same_region(dst, value):
             return  # `t[...] += x` writes back its own view: already done
         how = _fit(api, value.shape, dst.shape, dst.name)
+        _check_pe_destination(value, dst, api)
         if value.is_fresh() and value._event is not None and dst.buffer in ON_CHIP \
                 and value.buffer in ON_CHIP:
             # the producing instruction writes dst directly (rounded once to dst's dtype)
@@ -329,10 +330,22 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
                        "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
 
 
+def _check_pe_destination(value, dst, api):
+    """TensorE writes only PSUM: a fresh matmul/transpose result cannot land in SBUF/HBM."""
+    ev = value._event if isinstance(value, Tensor) and value.is_fresh() else None
+    if ev is not None and ev.engine == PE and dst.buffer != "psum":
+        raise SimTypeError("E007", api, dst.name,
+                           f"Expected the destination of '{ev.op}' to be in address space 'psum', but got a "
+                           f"tile in '{dst.buffer}' instead",
+                           "Accumulate into an nl.zeros(..., buffer=nl.psum) tile, then copy it out with "
+                           "nisa.tensor_copy")
+
+
 def accumulate(dst: Tensor, other, opname: str):
     """``dst += other`` (and -=, *=, /=).  Matmul results accumulate in PSUM for free (spec §8)."""
     api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
     ctx = current(api)
+    _check_pe_destination(other, dst, api)
     if isinstance(other, Tensor) and opname == "add" and dst.buffer == "psum" and other.is_fresh() \
             and other._event is not None and other._event.op == "nc_matmul":
         how = _fit(api, other.shape, dst.shape, dst.name)

@@ -120,7 +120,7 @@ def _to_numpy(x, ctx):
         if not x.alloc.written:
             raise SimValueError("E016", "return", x.name,
                                 f"output tensor `{x.name}` is returned but never written (garbage on hardware)",
-                                "Write it with nl.store / nisa.dma_copy before returning")
+                                "Write it with nl.store / nisa.dma_copy before returning", where=x.alloc.origin)
         a = x.read()
         out = np.empty(a.shape, dtype=dt.storage_dtype(x.dtype, "hw"))
         dt.cast_into(out, a, x.dtype)

@@ -593,8 +593,6 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
         al.written = True
-    if buffer in ON_CHIP:
-        ctx.memory.check(api)
     return Tensor(al, arr=arr, par=par)
 
 
@@ -634,7 +632,6 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
                                 got=per, limit=hw.PSUM_BANK_BYTES)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
-    ctx.memory.check(api)
     t = Tensor(al, arr=arr, par=0)
     t._exact = value
     t._exact_ver = al.version
