@@ -36,7 +36,8 @@ class Alloc:
                  "version", "token", "origin", "zeroed", "__weakref__")
 
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
-        self.id = ctx.next_alloc_id()
+        ctx._alloc_id += 1
+        self.id = ctx._alloc_id
         self.buffer = buffer
         self.array = array
         self.dtype = dtype
@@ -100,7 +101,8 @@ class Memory:
     def check(self, api: str) -> None:
         """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12)."""
         self.dirty = False
-        if not self.options.check_capacity:
+        if not self.options.check_capacity or (self.live["sbuf"] <= hw.SBUF_BYTES_PER_PARTITION and
+                                               self.live["psum"] <= hw.PSUM_BYTES_PER_PARTITION):
             return
         for buf, limit, code, fix in (
             ("sbuf", hw.SBUF_BYTES_PER_PARTITION, "E006",

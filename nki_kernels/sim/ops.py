@@ -160,6 +160,10 @@ def hbm(x, api: str, arg: str) -> Tensor:
 
 
 def same_partitions(api, **tiles):
+    it = iter(tiles.values())
+    p0 = next(it)._shape[0]
+    if all(t._shape[0] == p0 for t in it):
+        return
     ps = {k: v.shape[0] for k, v in tiles.items() if isinstance(v, Tensor)}
     if len(set(ps.values())) > 1:
         desc = ", ".join(f"{k}{list(tiles[k].shape)}" for k in ps)

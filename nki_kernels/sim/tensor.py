@@ -188,7 +188,7 @@ class Tensor:
         self.par = par
         self.src = src
         self.key = key
-        self._shape = tuple(arr.shape) if arr is not None else tuple(shape)
+        self._shape = arr.shape if arr is not None else tuple(shape)
         self._exact = None
         self._exact_ver = -1
         self._event = None
@@ -203,6 +203,8 @@ class Tensor:
 
     @property
     def size(self):
+        if self.arr is not None:
+            return self.arr.size
         n = 1
         for s in self._shape:
             n *= s
@@ -298,6 +300,8 @@ class Tensor:
         al = self.alloc
         a = self.arr if self.arr is not None else self.src
         lo = self.off
+        if a.flags.c_contiguous:
+            return Region(al.id, al.buffer, lo, lo + a.nbytes)
         if a.size == 0:
             return Region(al.id, al.buffer, lo, lo)
         hi = lo + a.itemsize
