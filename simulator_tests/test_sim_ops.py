@@ -411,3 +411,21 @@ def test_tile_size_constants_and_dtypes():
     assert nl.fp32.min == float(np.finfo(np.float32).min)
     assert nisa.get_nc_version() == nisa.nc_version.gen3
     assert nl.static_cast(np.array([1.0, 1 + 2 ** -10], F32), nl.bfloat16).dtype == BF16
+
+
+@pytest.mark.parametrize("dtype", [nl.bfloat16, nl.float8_e4m3, nl.float8_e5m2, nl.float16])
+def test_low_precision_tiles_poison_and_round_trip(dtype):
+    # ml_dtypes floats report kind 'V': poisoning and float checks must still treat them as floats
+    x = np.arange(8, dtype=F32).reshape(2, 4).astype(dtype)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        t[...] = nl.load(a)
+        i = nisa.tensor_copy(t, dtype=nl.int32)
+        nl.store(out, nl.add(t, nisa.tensor_copy(i, dtype=a.dtype), dtype=a.dtype))
+        return out
+    y = simulate_kernel(k, x)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.astype(F32), 2 * x.astype(F32))

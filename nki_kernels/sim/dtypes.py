@@ -98,11 +98,12 @@ def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
 
 
 def is_float(dt) -> bool:
-    return dt is tfloat32 or np.dtype(dt).kind == "f"
+    # ml_dtypes' bfloat16/float8 report kind 'V', so test membership, not .kind
+    return dt is tfloat32 or dt in FLOATS
 
 
 def is_int(dt) -> bool:
-    return dt is not tfloat32 and np.dtype(dt).kind in "iub"
+    return dt is not tfloat32 and dt not in FLOATS and np.dtype(dt).kind in "iub"
 
 
 def itemsize(dt) -> int:
@@ -135,7 +136,7 @@ def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
     v = value
     if nki_dtype is tfloat32:
         v = _round_tf32(np.asarray(v, dtype=np.float32))
-    elif dst.dtype.kind in "iu" and np.asarray(v).dtype.kind == "f":
+    elif dst.dtype.kind in "iu" and np.asarray(v).dtype.kind not in "iub":
         info = np.iinfo(dst.dtype)
         v = np.clip(np.rint(v), info.min, info.max)
     elif dst.dtype == np.bool_:
