@@ -312,8 +312,7 @@ def _apply(fn_name, a, b, reverse, api):
         fn = _ops.BINARY[fn_name]
     else:
         raise NKISyntaxError("E021", api, "op", f"{fn_name} is not supported in '{api}'")
-    if True:  # fp exceptions are silenced once per run (runner.trace_kernel)
-        return fn(b, a) if reverse else fn(a, b)
+    return fn(b, a) if reverse else fn(a, b)   # fp exceptions are silenced per run (runner)
 
 
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
@@ -445,8 +444,7 @@ def _activation_core(api, op, data, bias, scale):
             raise SimTypeError("E009", api, "bias", f"'bias' param of '{api}' must be a vector of type float32, "
                                f"float16, or bfloat16, got '{_dt.name_of(bias.dtype)}'", "Cast the bias vector")
         x = x + _ops.pa_pad(_scalar_operand(bias, P, api, "bias"), nd)
-    if True:  # fp exceptions are silenced once per run (runner.trace_kernel)
-        r = np.asarray(_ops.UNARY[name][0](x), dtype=np.float32)
+    r = np.asarray(_ops.UNARY[name][0](x), dtype=np.float32)
     return name, r
 
 
@@ -548,8 +546,7 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
     api = "reciprocal"
     ctx = _current(api)
     _ops.tile(data, api, "data")
-    if True:
-        r = (np.float32(1.0) / data.read_f32()).astype(np.float32)
+    r = (np.float32(1.0) / data.read_f32()).astype(np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     _ops.record_compute(ctx, "reciprocal", "nisa.reciprocal", DVE, [data], out, func="reciprocal")
     return out
