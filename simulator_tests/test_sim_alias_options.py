@@ -195,3 +195,19 @@ def test_trace_only_mode_skips_math_but_keeps_the_trace():
     fast, t2 = trace_kernel(k, a, b, options=SimOptions(trace_only=True))
     assert [e.op for e in t1.events] == [e.op for e in t2.events]
     assert np.all(full == 128) and np.all(fast == 0)
+
+
+def test_assigning_a_load_into_a_tile_is_one_dma():
+    @nki.jit
+    def k(a):
+        buf = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf)
+        buf[:, 0:4] = nl.load(a)
+        buf[:, 4:8] = nl.load(a)
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, buf)
+        return out
+    a = np.arange(512, dtype=F32).reshape(128, 4)
+    out, tr = trace_kernel(k, a)
+    np.testing.assert_array_equal(out, np.concatenate([a, a], axis=1))
+    assert [e.op for e in tr.events] == ["dma_copy"] * 3
+    assert tr.events[0].writes[0].alloc_id == tr.events[1].writes[0].alloc_id   # straight into buf

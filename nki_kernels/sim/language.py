@@ -273,7 +273,9 @@ def load(src, *, mask=None, dtype=None, **kwargs):
                             got=shape[0], limit=_hw.PMAX)
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
-    _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
+    ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
+    if m is None and ev is not None:   # `tile[...] = nl.load(...)` becomes one DMA into tile
+        dst._event, dst._exact, dst._exact_ver = ev, dst.arr, dst.alloc.version
     return dst
 
 

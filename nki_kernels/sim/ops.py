@@ -337,6 +337,10 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
 def _check_pe_destination(value, dst, api):
     """TensorE writes only PSUM: a fresh matmul/transpose result cannot land in SBUF/HBM."""
     ev = value._event if isinstance(value, Tensor) and value.is_fresh() else None
+    if ev is not None and ev.engine == DMA and dst.buffer == "psum":
+        raise SimTypeError("E007", api, dst.name,
+                           f"Expected the destination of '{ev.op}' to be in address space 'sbuf|hbm', but got a "
+                           f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
     if ev is not None and ev.engine == PE and dst.buffer != "psum":
         raise SimTypeError("E007", api, dst.name,
                            f"Expected the destination of '{ev.op}' to be in address space 'psum', but got a "
@@ -460,4 +464,4 @@ def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None
         if rmw is not None:
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
-    _record_dma(ctx, api, dst, src, dst.size, op=op)
+    return _record_dma(ctx, api, dst, src, dst.size, op=op)
