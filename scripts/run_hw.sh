@@ -1,0 +1,479 @@
+#!/usr/bin/env bash
+# run_hw.sh: the nki-kernels hardware job for a trn2 DLAMI (Neuron SDK 2.26/2.27).
+# Run `scripts/run_hw.sh --help` for what it does; docs/hardware.md is the runbook.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PROG="run_hw.sh"
+
+# Exit codes (documented in --help and docs/hardware.md).
+readonly E_USAGE=2 E_INSTANCE=10 E_DEVICE=11 E_SDK=12 E_VENV=13 E_CORES=14 E_PROFILER=15
+readonly E_INSTALL=16 E_RESULTS=17 E_STEPS=20
+
+usage() {
+  cat <<EOF
+Usage: scripts/run_hw.sh [options]
+
+Run the nki-kernels hardware job on a trn2 instance (Neuron SDK 2.26/2.27 DLAMI):
+preflight, install the project into the Neuron venv, run hw_tests (nki.baremetal and
+torch-neuronx vs the oracles, simulator vs device), benchmark every selected case with
+nki.benchmark, capture a neuron-profile per case (NEFF + NTFF, summary-json/-text,
+Perfetto trace), compare with the cost-model estimate, and write everything to a new
+results/<UTC timestamp>-<git sha>/ folder with manifest.json and SUMMARY.md.
+
+Options:
+  --kernels LIST     comma-separated: conv2d,matmul,attention or 'all' (default: all)
+  --shapes SET       quick | cs149 | full (default: quick)
+  --cores N|LIST     N = use N free NeuronCores; LIST = core ids such as 0-3 or 0,8.
+                     Independent jobs are spread over them with NEURON_RT_VISIBLE_CORES,
+                     one job per core at a time (default: 1)
+  --timeout SECONDS  limit for every single step (default: 1800)
+  --warmup N         nki.benchmark warm-up iterations (default: 10)
+  --iters N          nki.benchmark measured iterations (default: 100)
+  --venv PATH        Neuron Python venv (default: \$VIRTUAL_ENV if it has neuronx-cc,
+                     else the first of /opt/aws_neuronx_venv_pytorch_2_8, _2_9)
+  --results-dir DIR  parent of the run folder (default: <repo>/results)
+  --skip-install     do not pip-install the project (it is still found via PYTHONPATH)
+  --skip-tests       do not run hw_tests (benchmarks and profiles only)
+  --no-estimate      skip the cost-model estimate and the profile-vs-estimate comparison
+  --dry-run          run the read-only preflight probes, list their failures, print every
+                     command the job would run, run nothing, exit 0
+  -h, --help         show this help and exit 0
+
+Exit codes:
+  0   every step passed
+  2   bad command-line usage
+  10  not a trn2 instance (DMI product name)
+  11  no Neuron device: neuron-ls missing, failing, or listing no device
+  12  the venv's Neuron SDK lacks neuronxcc.nki (needs SDK 2.26/2.27; >= 2.28 removed it)
+  13  no Neuron venv found (or --venv has no bin/python)
+  14  not enough free NeuronCores for --cores
+  15  neuron-profile not found (aws-neuronx-tools)
+  16  installing the project failed
+  17  the results folder could not be created
+  20  the run finished but some step failed (see SUMMARY.md and logs/)
+  130 interrupted by SIGINT (Ctrl-C)
+  143 interrupted by SIGTERM
+      (on 130/143 finished results are kept, the manifest says "interrupted" and an
+      INTERRUPTED file marks the folder)
+When several preflight checks fail, the code is that of the first in the order
+10, 11, 15, 13, 12, 14; all failures are printed.
+
+Environment: NKI_HW_PRODUCT_NAME_FILE (default /sys/devices/virtual/dmi/id/product_name),
+NKI_HW_VENV_CANDIDATES (space-separated venv paths to try), NKI_HW_KERNEL_<NAME>
+(module:function of an alternative kernel, e.g. a CS149 solution).
+EOF
+}
+
+die_usage() { echo "$PROG: $*" >&2; echo "Try '$PROG --help'." >&2; exit "$E_USAGE"; }
+
+# ---------------------------------------------------------------- arguments
+KERNELS=all SHAPES=quick CORES=1 TIMEOUT=1800 WARMUP=10 ITERS=100
+VENV="" RESULTS_ROOT="$ROOT/results" SKIP_INSTALL=0 SKIP_TESTS=0 NO_ESTIMATE=0 DRY_RUN=0
+ORIG_ARGS=("$@")
+
+while (($#)); do
+  opt=$1 val=""
+  case $opt in
+    --*=*) val=${opt#*=}; opt=${opt%%=*} ;;
+  esac
+  case $opt in
+    -h|--help) usage; exit 0 ;;
+    --dry-run) DRY_RUN=1; shift; continue ;;
+    --skip-install) SKIP_INSTALL=1; shift; continue ;;
+    --skip-tests) SKIP_TESTS=1; shift; continue ;;
+    --no-estimate) NO_ESTIMATE=1; shift; continue ;;
+    --kernels|--shapes|--cores|--timeout|--warmup|--iters|--venv|--results-dir)
+      if [[ -z $val ]]; then
+        (($# >= 2)) || die_usage "$opt needs a value"
+        val=$2; shift
+      fi
+      shift ;;
+    *) die_usage "unknown option '$opt'" ;;
+  esac
+  case $opt in
+    --kernels) KERNELS=$val ;;
+    --shapes) SHAPES=$val ;;
+    --cores) CORES=$val ;;
+    --timeout) TIMEOUT=$val ;;
+    --warmup) WARMUP=$val ;;
+    --iters) ITERS=$val ;;
+    --venv) VENV=$val ;;
+    --results-dir) RESULTS_ROOT=$val ;;
+  esac
+done
+
+KERNELS=${KERNELS// /}
+case $SHAPES in quick|cs149|full) ;; *) die_usage "--shapes must be quick, cs149 or full, got '$SHAPES'" ;; esac
+[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout must be a positive number of seconds, got '$TIMEOUT'"
+[[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "--warmup must be a non-negative integer, got '$WARMUP'"
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die_usage "--iters must be a positive integer, got '$ITERS'"
+[[ $CORES =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "--cores must be a count (4) or core ids (0-3, 0,8), got '$CORES'"
+
+SHAPES_PY="$ROOT/nki_kernels/hw/shapes.py"
+ENV_PY="$ROOT/nki_kernels/hw/env.py"
+PYPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"   # this checkout first, whatever is installed
+MANIFEST_PY="$ROOT/scripts/hw_manifest.py"
+
+# The case list needs only the standard library, so any Python 3 can print it.
+PLAN_PY=python3
+if [[ -n $VENV && -x $VENV/bin/python ]]; then PLAN_PY=$VENV/bin/python; fi
+plan=$("$PLAN_PY" "$SHAPES_PY" --kernels "$KERNELS" --shapes "$SHAPES" --bench-only 2>&1) \
+  || die_usage "${plan#shapes.py: }"
+BENCH_CASES=()
+if [[ -n $plan ]]; then mapfile -t BENCH_CASES <<<"$plan"; fi
+if [[ $KERNELS == all ]]; then
+  KERNEL_LIST=(conv2d matmul attention)
+else
+  IFS=',' read -r -a KERNEL_LIST <<<"$KERNELS"
+fi
+
+export PATH="$PATH:/opt/aws/neuron/bin"   # Neuron tools; earlier PATH entries win
+
+# ---------------------------------------------------------------- preflight
+PREFLIGHT_FAILS=()   # "code|message"
+PREFLIGHT_OK=()
+PY=""
+CORE_LIST=()
+SCRATCH="$(mktemp -d)"
+# shellcheck disable=SC2317  # called from traps
+cleanup_scratch() { rm -rf "$SCRATCH"; }
+trap cleanup_scratch EXIT
+
+fail() { PREFLIGHT_FAILS+=("$1|$2"); }
+ok() { PREFLIGHT_OK+=("$1"); }
+
+find_venv() {
+  if [[ -n $VENV ]]; then
+    [[ -x $VENV/bin/python ]] && return 0
+    fail "$E_VENV" "--venv $VENV has no bin/python"; VENV=""; return 1
+  fi
+  if [[ -n ${VIRTUAL_ENV:-} && -x $VIRTUAL_ENV/bin/python ]] \
+     && "$VIRTUAL_ENV/bin/python" -c 'import neuronxcc' >/dev/null 2>&1; then
+    VENV=$VIRTUAL_ENV; return 0
+  fi
+  local candidates c
+  read -r -a candidates <<<"${NKI_HW_VENV_CANDIDATES:-/opt/aws_neuronx_venv_pytorch_2_8 /opt/aws_neuronx_venv_pytorch_2_9}"
+  for c in "${candidates[@]}"; do
+    if [[ -x $c/bin/python ]]; then VENV=$c; return 0; fi
+  done
+  fail "$E_VENV" "no Neuron venv: tried ${candidates[*]} (use --venv PATH or activate one)"
+  return 1
+}
+
+preflight() {
+  local product_file="${NKI_HW_PRODUCT_NAME_FILE:-/sys/devices/virtual/dmi/id/product_name}"
+  local itype=""
+  itype=$(tr -d '[:space:]' 2>/dev/null <"$product_file" || true)
+  INSTANCE_TYPE=${itype:-unknown}
+  if [[ $itype == trn2* ]]; then
+    ok "instance type $itype"
+  else
+    fail "$E_INSTANCE" "instance type is '${itype:-unreadable}' (from $product_file); needs trn2.3xlarge or trn2.48xlarge"
+  fi
+
+  local helper=python3 ndev=0
+  find_venv && { PY="$VENV/bin/python"; helper=$PY; ok "venv $VENV"; }
+
+  if ! command -v neuron-ls >/dev/null 2>&1; then
+    fail "$E_DEVICE" "neuron-ls not found on PATH or in /opt/aws/neuron/bin (install aws-neuronx-tools)"
+  elif ! neuron-ls --json-output >"$SCRATCH/neuron-ls.json" 2>"$SCRATCH/neuron-ls.err"; then
+    fail "$E_DEVICE" "neuron-ls --json-output failed: $(head -c 300 "$SCRATCH/neuron-ls.err")"
+  elif ! ndev=$("$helper" "$ENV_PY" devices "$SCRATCH/neuron-ls.json" 2>"$SCRATCH/parse.err"); then
+    fail "$E_DEVICE" "cannot parse neuron-ls output: $(head -c 300 "$SCRATCH/parse.err")"
+  elif ((ndev == 0)); then
+    fail "$E_DEVICE" "neuron-ls lists no Neuron device (is the aws-neuronx-dkms driver loaded?)"
+  else
+    ok "$ndev Neuron device(s)"
+  fi
+
+  if command -v neuron-profile >/dev/null 2>&1; then
+    ok "neuron-profile $(command -v neuron-profile)"
+  else
+    fail "$E_PROFILER" "neuron-profile not found on PATH or in /opt/aws/neuron/bin (install aws-neuronx-tools)"
+  fi
+
+  if [[ -n $PY ]]; then
+    local msg
+    if msg=$("$PY" "$ENV_PY" sdk-check 2>&1); then ok "$msg"; else fail "$E_SDK" "$msg"; fi
+  else
+    fail "$E_SDK" "SDK not checked: no venv"
+  fi
+
+  if ((ndev > 0)); then
+    local chosen
+    if chosen=$("$helper" "$ENV_PY" choose-cores "$CORES" "$SCRATCH/neuron-ls.json" 2>"$SCRATCH/cores.err"); then
+      read -r -a CORE_LIST <<<"$chosen"
+      ok "NeuronCores ${CORE_LIST[*]}"
+    else
+      fail "$E_CORES" "--cores $CORES: $(cat "$SCRATCH/cores.err")"
+    fi
+  else
+    fail "$E_CORES" "free NeuronCores not checked: no device"
+  fi
+}
+
+report_preflight() {
+  local line
+  echo "preflight:"
+  for line in "${PREFLIGHT_OK[@]}"; do echo "  ok      $line"; done
+  for line in "${PREFLIGHT_FAILS[@]}"; do echo "  FAIL[${line%%|*}] ${line#*|}"; done
+}
+
+first_fail_code() {
+  local code line
+  for code in "$E_INSTANCE" "$E_DEVICE" "$E_PROFILER" "$E_VENV" "$E_SDK" "$E_CORES"; do
+    for line in "${PREFLIGHT_FAILS[@]}"; do
+      [[ ${line%%|*} == "$code" ]] && { echo "$code"; return; }
+    done
+  done
+  echo 1
+}
+
+# ---------------------------------------------------------------- steps
+RUN=""            # results folder of this run
+STEP_PREFIX="m"   # step ids: m-NNN in the main process, wK-NNN in worker K
+STEP_N=0
+STEP_ID=""
+CHILD=""          # pid of the running step
+FAILED=0
+
+next_id() { STEP_N=$((STEP_N + 1)); printf -v STEP_ID '%s-%03d' "$STEP_PREFIX" "$STEP_N"; }
+
+print_cmd() { local q; printf -v q '%q ' "$@"; echo "+ ${q% }"; }
+
+# run_step NAME PHASE KERNEL CASE CORE CWD STDOUT_FILE -- COMMAND...
+# Records the step in the manifest, runs COMMAND under `timeout` in CWD (stdout to
+# STDOUT_FILE when given, else to the log) and returns its exit code.
+run_step() {
+  local name=$1 phase=$2 kernel=$3 kcase=$4 core=$5 cwd=$6 out=$7
+  shift 8
+  if ((DRY_RUN)); then
+    local q
+    printf -v q '%q ' "$@"
+    echo "+ cd $(printf '%q' "$cwd") && ${q% }${out:+ > $(printf '%q' "$out")}"
+    return 0
+  fi
+  next_id
+  local log="$RUN/logs/$STEP_ID-$name.log" rc=0
+  "$PY" "$MANIFEST_PY" step-start --dir "$RUN" --id "$STEP_ID" --name "$name" --phase "$phase" \
+    --log "${log#"$RUN"/}" --kernel "$kernel" --case "$kcase" --core "$core" -- "$@"
+  if [[ -n $out ]]; then
+    (cd "$cwd" && exec timeout -k 30 "$TIMEOUT" "$@" >"$out" 2>"$log" </dev/null) &
+  else
+    (cd "$cwd" && exec timeout -k 30 "$TIMEOUT" "$@" >"$log" 2>&1 </dev/null) &
+  fi
+  CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=""
+  "$PY" "$MANIFEST_PY" step-end --dir "$RUN" --id "$STEP_ID" --rc "$rc"
+  if ((rc != 0)); then
+    FAILED=$((FAILED + 1))
+    echo "[$PROG] step $name failed (exit $rc), log: $log" >&2
+  fi
+  return "$rc"
+}
+
+tests_job() {  # tests_job KERNEL CORE
+  local kernel=$1 core=$2
+  run_step "hw_tests-$kernel" hw_tests "$kernel" "" "$core" "$ROOT" "" -- \
+    env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 \
+    NKI_HW_KERNELS="$kernel" NKI_HW_SHAPES="$SHAPES" NKI_HW_RESULTS="$RUN/hw_tests" \
+    PYTHONPATH="$PYPATH" "$PY" -m pytest "$ROOT/hw_tests" -m hardware -rs \
+    --ignore="$ROOT/hw_tests/test_device_benchmark.py" -p no:cacheprovider \
+    --junitxml="$RUN/hw_tests/$kernel.junit.xml" || true
+}
+
+case_job() {  # case_job KERNEL CASE CORE
+  local kernel=$1 kcase=$2 core=$3
+  local dir="$RUN/$kernel/$kcase" stem="${kernel}_${kcase}"
+  ((DRY_RUN)) || mkdir -p "$dir"
+  if ((!NO_ESTIMATE)); then
+    run_step "estimate-$stem" estimate "$kernel" "$kcase" "" "$ROOT" "" -- \
+      env NKI_BACKEND=sim PYTHONPATH="$PYPATH" "$PY" -m nki_kernels.hw.job estimate \
+      --kernel "$kernel" --case "$kcase" --out "$dir" || true
+  fi
+  run_step "bench-$stem" bench "$kernel" "$kcase" "$core" "$dir" "" -- \
+    env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron PYTHONPATH="$PYPATH" \
+    "$PY" -m nki_kernels.hw.job bench --kernel "$kernel" --case "$kcase" --out "$dir" \
+    --warmup "$WARMUP" --iters "$ITERS" || return 0
+  if ((!DRY_RUN)) && [[ ! -f $dir/$stem.neff ]]; then
+    echo "[$PROG] no NEFF for $stem; profile skipped" >&2
+    return 0
+  fi
+  run_step "capture-$stem" profile "$kernel" "$kcase" "$core" "$dir" "" -- \
+    env NEURON_RT_VISIBLE_CORES="$core" neuron-profile capture -n "$stem.neff" -s "$stem.ntff" \
+    || return 0
+  run_step "summary-json-$stem" profile "$kernel" "$kcase" "" "$dir" "$dir/$stem.summary.json" -- \
+    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format summary-json || true
+  run_step "summary-text-$stem" profile "$kernel" "$kcase" "" "$dir" "$dir/$stem.summary.txt" -- \
+    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format summary-text || true
+  if run_step "perfetto-$stem" profile "$kernel" "$kcase" "" "$dir" "" -- \
+    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format perfetto \
+    --output-file "$stem.pftrace" && ((!DRY_RUN)) && [[ ! -f $dir/$stem.pftrace && -f $dir/ntff.pftrace ]]; then
+    mv "$dir/ntff.pftrace" "$dir/$stem.pftrace"   # tool versions that ignore --output-file
+  fi
+  if ((!NO_ESTIMATE)) && { ((DRY_RUN)) || [[ -s $dir/$stem.summary.json && -f $dir/$stem.estimate.json ]]; }; then
+    run_step "compare-$stem" compare "$kernel" "$kcase" "" "$dir" "" -- \
+      env PYTHONPATH="$PYPATH" "$PY" -m nki_kernels.hw.compare "$stem.summary.json" \
+      "$stem.estimate.json" --json compare.json || true
+  fi
+}
+
+run_job() {  # run_job "tests|KERNEL" or "case|KERNEL|CASE", CORE
+  local kind kernel kcase
+  IFS='|' read -r kind kernel kcase <<<"$1"
+  if [[ $kind == tests ]]; then tests_job "$kernel" "$2"; else case_job "$kernel" "$kcase" "$2"; fi
+}
+
+worker() {  # worker INDEX CORE JOB...
+  STEP_PREFIX="w$1" STEP_N=0 FAILED=0
+  local core=$2 job
+  shift 2
+  trap 'worker_stop' TERM
+  for job in "$@"; do run_job "$job" "$core"; done
+  ((FAILED == 0))
+}
+
+# shellcheck disable=SC2317  # trap handler
+worker_stop() {
+  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+  exit 143
+}
+
+# ---------------------------------------------------------------- main
+preflight
+
+JOBS=()
+if ((!SKIP_TESTS)); then
+  for k in "${KERNEL_LIST[@]}"; do JOBS+=("tests|$k"); done
+fi
+for line in "${BENCH_CASES[@]}"; do JOBS+=("case|${line% *}|${line#* }"); done
+
+SHA=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)
+DIRTY=0
+if [[ $SHA != nogit && -n $(git -C "$ROOT" status --porcelain 2>/dev/null) ]]; then DIRTY=1; fi
+RUN_ID="$(date -u +%Y%m%dT%H%M%SZ)-$SHA"
+
+if ((DRY_RUN)); then
+  echo "$PROG --dry-run: nothing is executed (only the read-only preflight probes ran)."
+  report_preflight
+  if ((${#PREFLIGHT_FAILS[@]})); then
+    echo "(a real run would stop here with exit code $(first_fail_code))"
+  fi
+  if ((${#CORE_LIST[@]} == 0)); then
+    if [[ $CORES =~ ^[0-9]+$ ]]; then mapfile -t CORE_LIST < <(seq 0 $((CORES - 1))); else CORE_LIST=("<$CORES>"); fi
+  fi
+  PY=${PY:-"${VENV:-/opt/aws_neuronx_venv_pytorch_2_8}/bin/python"}
+  RUN="$RESULTS_ROOT/$RUN_ID"
+  echo "plan: ${#JOBS[@]} jobs on NeuronCore(s) ${CORE_LIST[*]}, shapes '$SHAPES', kernels '$KERNELS'"
+  print_cmd mkdir -p "$RESULTS_ROOT"
+  print_cmd mkdir "$RUN" "$RUN/logs" "$RUN/hw_tests" "$RUN/env"
+  if ((!SKIP_INSTALL)); then
+    print_cmd "$PY" -m pip install --disable-pip-version-check -e "${ROOT}[test]"
+  fi
+  i=0
+  for job in "${JOBS[@]}"; do
+    echo "# job $((i + 1))/${#JOBS[@]} on core ${CORE_LIST[i % ${#CORE_LIST[@]}]}: ${job//|/ }"
+    run_job "$job" "${CORE_LIST[i % ${#CORE_LIST[@]}]}"
+    i=$((i + 1))
+  done
+  exit 0
+fi
+
+if ((${#PREFLIGHT_FAILS[@]})); then
+  report_preflight >&2
+  code=$(first_fail_code)
+  echo "$PROG: preflight failed (exit $code); nothing was run. See '$PROG --help'." >&2
+  exit "$code"
+fi
+report_preflight
+
+mkdir -p "$RESULTS_ROOT" 2>/dev/null || { echo "$PROG: cannot create $RESULTS_ROOT" >&2; exit "$E_RESULTS"; }
+RUN="$RESULTS_ROOT/$RUN_ID"
+n=1
+until mkdir "$RUN" 2>/dev/null; do    # mkdir without -p never reuses a folder
+  n=$((n + 1))
+  ((n < 100)) || { echo "$PROG: cannot create a new folder under $RESULTS_ROOT" >&2; exit "$E_RESULTS"; }
+  RUN="$RESULTS_ROOT/$RUN_ID-$n"
+done
+mkdir "$RUN/logs" "$RUN/hw_tests" "$RUN/env"
+cp "$SCRATCH/neuron-ls.json" "$RUN/env/neuron-ls.json"
+"$PY" "$ENV_PY" sdk >"$RUN/env/sdk.json" 2>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk.json"
+TOOLS_VERSION=$(dpkg-query -W -f='${Version}' aws-neuronx-tools 2>/dev/null \
+  || rpm -q --qf '%{VERSION}' aws-neuronx-tools 2>/dev/null || echo unknown)
+
+FINISHED=0
+WORKER_PIDS=()
+finish() {  # finish STATUS EXIT_CODE
+  FINISHED=1
+  "$PY" "$MANIFEST_PY" finish --dir "$RUN" --status "$1" --exit-code "$2" || true
+  echo "[$PROG] $1: results in $RUN (manifest.json, SUMMARY.md)"
+}
+# shellcheck disable=SC2317  # trap handler
+on_signal() {  # on_signal EXIT_CODE
+  trap - INT TERM
+  echo "[$PROG] interrupted; stopping running steps, keeping finished results" >&2
+  local pid
+  for pid in "${WORKER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  date -u +%Y-%m-%dT%H:%M:%SZ >"$RUN/INTERRUPTED"
+  finish interrupted "$1"
+  exit "$1"
+}
+# shellcheck disable=SC2317  # trap handler
+on_exit() {
+  local rc=$?
+  if ((!FINISHED)); then finish failed "$rc"; fi
+  cleanup_scratch
+}
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+trap on_exit EXIT
+
+"$PY" "$MANIFEST_PY" init --dir "$RUN" --run-id "$(basename "$RUN")" --git-sha "$SHA" --git-dirty "$DIRTY" \
+  --option "kernels=$KERNELS" --option "shapes=$SHAPES" --option "cores=$CORES" \
+  --option "timeout=$TIMEOUT" --option "warmup=$WARMUP" --option "iters=$ITERS" \
+  --option "skip_install=$SKIP_INSTALL" --option "skip_tests=$SKIP_TESTS" \
+  --option "no_estimate=$NO_ESTIMATE" \
+  --env "instance_type=$INSTANCE_TYPE" --env "venv=$VENV" --env "cores=${CORE_LIST[*]}" \
+  --env "aws_neuronx_tools=$TOOLS_VERSION" \
+  --env-json "sdk=$RUN/env/sdk.json" --env-json "neuron_ls=$RUN/env/neuron-ls.json" \
+  -- "$0" "${ORIG_ARGS[@]}"
+echo "[$PROG] results folder: $RUN"
+
+if ((!SKIP_INSTALL)); then
+  if ! run_step install install "" "" "" "$ROOT" "" -- \
+    "$PY" -m pip install --disable-pip-version-check -e "${ROOT}[test]"; then
+    echo "$PROG: installing the project into $VENV failed; if the venv is not writable, rerun with --skip-install" >&2
+    finish failed "$E_INSTALL"
+    exit "$E_INSTALL"
+  fi
+fi
+
+# Spread the jobs round-robin over the chosen cores: one worker (one job at a time) per core.
+declare -a WORKER_JOBS
+for i in "${!CORE_LIST[@]}"; do WORKER_JOBS[i]=""; done
+i=0
+for job in "${JOBS[@]}"; do
+  w=$((i % ${#CORE_LIST[@]}))
+  WORKER_JOBS[w]+="$job"$'\n'
+  i=$((i + 1))
+done
+for w in "${!CORE_LIST[@]}"; do
+  mapfile -t mine < <(printf '%s' "${WORKER_JOBS[w]}")
+  ((${#mine[@]})) || continue
+  worker "$w" "${CORE_LIST[w]}" "${mine[@]}" &
+  WORKER_PIDS+=("$!")
+done
+for pid in "${WORKER_PIDS[@]}"; do
+  wait "$pid" || FAILED=$((FAILED + 1))
+done
+
+if ((FAILED)); then
+  finish completed_with_failures "$E_STEPS"
+  exit "$E_STEPS"
+fi
+finish completed 0
+exit 0

@@ -1,0 +1,263 @@
+"""scripts/run_hw.sh, run against fake neuron-ls / neuron-profile / Neuron SDK (scripts/fakes)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nki_kernels.hw import job, shapes
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "run_hw.sh"
+FAKES = ROOT / "scripts" / "fakes"
+SHELL_FILES = [SCRIPT, FAKES / "bin/neuron-ls", FAKES / "bin/neuron-profile", FAKES / "venv/bin/python"]
+
+
+@pytest.fixture
+def fake(tmp_path):
+    """Environment of a fake trn2.3xlarge: tools on PATH, SDK 2.26 on PYTHONPATH, a venv."""
+    product = tmp_path / "product_name"
+    product.write_text("trn2.3xlarge\n")
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("NKI_HW_", "FAKE_", "NEURON_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env = dict(base,
+               PATH=f"{FAKES / 'bin'}{os.pathsep}{base['PATH']}",
+               PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{FAKES / 'kernels'}",
+               NKI_HW_PRODUCT_NAME_FILE=str(product),
+               NKI_HW_VENV_CANDIDATES=str(tmp_path / "no-such-venv"),
+               NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul",
+               NKI_HW_KERNEL_CONV2D="fake_hw_kernels:conv2d",
+               FAKE_REAL_PYTHON=sys.executable,
+               FAKE_LOG=str(tmp_path / "fake.log"))
+    return {"env": env, "tmp": tmp_path, "results": tmp_path / "results", "log": tmp_path / "fake.log",
+            "venv": str(FAKES / "venv"), "product": product, "base": base}
+
+
+def run(fake, *args, env=None, venv=True, timeout=90):
+    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"])]
+    if venv:
+        argv += ["--venv", fake["venv"]]
+    argv += args
+    return subprocess.run(argv, env=env or fake["env"], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def run_folders(fake):
+    return sorted(p for p in fake["results"].iterdir()) if fake["results"].exists() else []
+
+
+def fake_log(fake):
+    return fake["log"].read_text().splitlines() if fake["log"].exists() else []
+
+
+# ------------------------------------------------------------------------- static checks
+def test_shellcheck_clean():
+    if shutil.which("shellcheck") is None:
+        pytest.skip(reason="shellcheck not installed (python3 dev.py test installs it as root)")
+    proc = subprocess.run(["shellcheck", *map(str, SHELL_FILES)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_help_documents_every_option_and_exit_code():
+    proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    text, source = proc.stdout, SCRIPT.read_text()
+    codes = re.findall(r"E_[A-Z]+=(\d+)", source)
+    assert len(codes) == 10
+    for code in codes + ["0", "130", "143"]:
+        assert re.search(rf"^\s+{code}\s", text, re.M), f"exit code {code} not in --help"
+    helped = set(re.findall(r"^\s+(--[a-z-]+)", text, re.M))
+    parser = source[source.index("while (($#)); do"):source.index("\ndone\n")]
+    parsed = set(re.findall(r"(--[a-z-]+)[|)]", parser))
+    assert helped | {"--help"} == parsed, "options in --help and in the parser differ"
+    assert {"--kernels", "--shapes", "--cores", "--timeout", "--dry-run"} <= helped
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--shapes", "huge"], "--shapes must be quick, cs149 or full"),
+    (["--kernels", "conv3d"], "unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"),
+    (["--timeout", "0"], "--timeout must be a positive number of seconds"),
+    (["--cores", "two"], "--cores must be a count"),
+    (["--timeout"], "--timeout needs a value"),
+])
+def test_usage_errors_exit_2(fake, args, message):
+    proc = run(fake, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert run_folders(fake) == []
+
+
+# ------------------------------------------------------------------------- dry run
+def test_dry_run_prints_every_command_and_runs_nothing(fake):
+    proc = run(fake, "--dry-run", "--kernels", "conv2d,matmul", "--cores", "2", "--shapes", "quick")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "FAIL" not in out and "NeuronCores 0 1" in out
+    assert "-m pip install" in out and "-m pytest" in out and "hw_tests" in out
+    cases = shapes.select("conv2d,matmul", "quick", bench=True)
+    for case in cases:
+        stem = job.stem(case)
+        assert f"neuron-profile capture -n {stem}.neff -s {stem}.ntff" in out
+        for fmt in ("summary-json", "summary-text", "perfetto"):
+            assert f"-s {stem}.ntff --output-format {fmt}" in out
+        assert f"nki_kernels.hw.job bench --kernel {case.kernel} --case {case.name}" in out
+        assert f"nki_kernels.hw.job estimate --kernel {case.kernel} --case {case.name}" in out
+    assert "NEURON_RT_VISIBLE_CORES=0" in out and "NEURON_RT_VISIBLE_CORES=1" in out
+    assert run_folders(fake) == []
+    assert fake_log(fake) == ["neuron-ls --json-output"], "dry run ran more than the read-only probe"
+
+
+def test_dry_run_lists_preflight_failures_and_still_exits_0(fake):
+    env = dict(fake["env"], PATH=fake["base"]["PATH"], NKI_HW_PRODUCT_NAME_FILE=str(fake["tmp"] / "none"))
+    proc = run(fake, "--dry-run", "--kernels", "matmul", env=env, venv=False)
+    assert proc.returncode == 0, proc.stderr
+    for code, text in ((10, "instance type is 'unreadable'"), (11, "neuron-ls not found"),
+                       (13, "no Neuron venv"), (15, "neuron-profile not found")):
+        assert f"FAIL[{code}] {text}" in proc.stdout
+    assert "a real run would stop here with exit code 10" in proc.stdout
+    assert "neuron-profile capture -n matmul_k128_m128_n512_fp32.neff" in proc.stdout
+    assert run_folders(fake) == []
+
+
+# ------------------------------------------------------------------------- preflight
+def _link_only(fake, *tools):
+    """A PATH holding only the named fake tools (plus the system's)."""
+    bin_dir = fake["tmp"] / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        (bin_dir / tool).symlink_to(FAKES / "bin" / tool)
+    return f"{bin_dir}{os.pathsep}{fake['base']['PATH']}"
+
+
+@pytest.mark.parametrize("setup, args, code, message", [
+    ("not_trn2", [], 10, "instance type is 'm7i.large'"),
+    ("no_device", [], 11, "neuron-ls lists no Neuron device"),
+    ("neuron_ls_fails", [], 11, "neuron-ls --json-output failed"),
+    ("no_profiler", [], 15, "neuron-profile not found"),
+    ("no_venv", [], 13, "no Neuron venv: tried"),
+    ("wrong_sdk", [], 12, "lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)"),
+    ("no_sdk", [], 12, "neuronx-cc is not installed"),
+    ("busy", [], 14, "asked for 1 free NeuronCores, only 0 free"),
+    ("ok", ["--cores", "5"], 14, "asked for 5 free NeuronCores, only 4 free"),
+    ("ok", ["--cores", "2-9"], 14, "NeuronCores [4, 5, 6, 7, 8, 9] are busy or absent"),
+])
+def test_preflight_failures_have_distinct_exit_codes(fake, setup, args, code, message):
+    env, venv = dict(fake["env"]), True
+    if setup == "not_trn2":
+        fake["product"].write_text("m7i.large\n")
+    elif setup == "no_device":
+        env["FAKE_NEURON_LS"] = "none"
+    elif setup == "neuron_ls_fails":
+        env["FAKE_NEURON_LS"] = "fail"
+    elif setup == "no_profiler":
+        env["PATH"] = _link_only(fake, "neuron-ls")
+    elif setup == "no_venv":
+        venv = False
+    elif setup == "wrong_sdk":
+        env["PYTHONPATH"] = str(FAKES / "sdk_2_28")
+    elif setup == "no_sdk":
+        env["PYTHONPATH"] = ""
+    elif setup == "busy":
+        env["FAKE_NEURON_LS"] = "busy"
+    proc = run(fake, "--kernels", "matmul", *args, env=env, venv=venv)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert f"preflight failed (exit {code}); nothing was run" in proc.stderr
+    assert run_folders(fake) == []
+    assert not any(line.startswith(("pip", "nki.benchmark")) for line in fake_log(fake))
+
+
+# ------------------------------------------------------------------------- full fake runs
+def _manifest(folder):
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def test_full_fake_run_writes_results_folder_and_manifest(fake):
+    proc = run(fake, "--kernels", "matmul,conv2d", "--shapes", "quick", "--cores", "2", "--no-estimate",
+               "--warmup", "2", "--iters", "5")
+    # No /dev/neuron* and no torch-neuronx here: the hw_tests steps must fail, not pass by skipping.
+    assert proc.returncode == 20, proc.stdout + proc.stderr
+    (folder,) = run_folders(fake)
+    assert re.fullmatch(r"\d{8}T\d{6}Z-([0-9a-f]{4,40}|nogit)", folder.name)
+    m = _manifest(folder)
+    assert (m["status"], m["exit_code"]) == ("completed_with_failures", 20)
+    assert m["options"]["shapes"] == "quick" and m["environment"]["cores"] == "0 1"
+    assert m["environment"]["sdk"]["neuronx_cc"] == "2.21.18209.0+fake"
+    assert m["environment"]["neuron_ls"][0]["instance_type"] == "trn2.3xlarge"
+    steps = {s["name"]: s for s in m["steps"]}
+    assert steps["install"]["status"] == "passed" and any(line.startswith("pip install") for line in fake_log(fake))
+    for kernel in ("matmul", "conv2d"):
+        st = steps[f"hw_tests-{kernel}"]
+        assert (st["status"], st["exit_code"]) == ("failed", 4)
+        assert "no Neuron device" in (folder / st["log"]).read_text()
+    files = {f["path"] for f in m["files"]}
+    cases = shapes.select("matmul,conv2d", "quick", bench=True)
+    for case in cases:
+        stem = job.stem(case)
+        for prefix in ("bench", "capture", "summary-json", "summary-text", "perfetto"):
+            assert steps[f"{prefix}-{stem}"]["status"] == "passed", prefix
+        for suffix in (".neff", ".ntff", ".summary.json", ".summary.txt", ".pftrace"):
+            assert f"{case.kernel}/{case.name}/{stem}{suffix}" in files
+        bench = json.loads((folder / case.kernel / case.name / "bench.json").read_text())
+        assert (bench["warmup"], bench["iters"], bench["p50_us"], bench["p99_us"]) == (2, 5, 150.0, 199.0)
+        assert bench["core"] == steps[f"bench-{stem}"]["core"]
+    assert {steps[f"bench-{job.stem(c)}"]["core"] for c in cases} == {"0", "1"}, "jobs not spread over cores"
+    assert {"manifest.json", "SUMMARY.md", "env/neuron-ls.json", "env/sdk.json"} <= files
+    summary = (folder / "SUMMARY.md").read_text()
+    assert "completed_with_failures" in summary and "hw_tests-matmul" in summary and "| conv2d |" in summary
+
+
+def test_second_run_never_overwrites_the_first(fake):
+    args = ("--kernels", "matmul", "--skip-install", "--skip-tests", "--no-estimate", "--iters", "3")
+    first = run(fake, *args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert _manifest(run_folders(fake)[0])["status"] == "completed"
+    (folder1,) = run_folders(fake)
+    before = {p: p.read_bytes() for p in folder1.rglob("*") if p.is_file()}
+    second = run(fake, *args)
+    assert second.returncode == 0, second.stderr
+    folders = run_folders(fake)
+    assert len(folders) == 2 and folder1 in folders
+    assert {p: p.read_bytes() for p in folder1.rglob("*") if p.is_file()} == before
+    names = {s["name"] for s in _manifest(folders[1])["steps"]}
+    assert "bench-matmul_k128_m128_n512_fp32" in names
+    assert not any(n.startswith(("install", "hw_tests")) for n in names), names
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code):
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60")
+    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"],
+            "--kernels", "matmul", "--skip-tests", "--no-estimate"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        deadline = time.time() + 30
+        while not any(line.startswith("nki.benchmark") for line in fake_log(fake)):
+            assert proc.poll() is None and time.time() < deadline, "benchmark step never started"
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, out + err
+    (folder,) = run_folders(fake)
+    m = _manifest(folder)
+    assert (m["status"], m["exit_code"]) == ("interrupted", code)
+    steps = {s["name"]: s for s in m["steps"]}
+    assert steps["install"]["status"] == "passed"                     # finished before: kept as is
+    assert steps["bench-matmul_k128_m128_n512_fp32"]["status"] == "interrupted"
+    assert (folder / "INTERRUPTED").exists() and (folder / steps["install"]["log"]).exists()
+    assert "interrupted" in (folder / "SUMMARY.md").read_text()
+    pid = int(next(line for line in fake_log(fake) if line.startswith("nki.benchmark")).rsplit("pid=", 1)[1])
+    time.sleep(0.2)
+    assert not pathlib.Path(f"/proc/{pid}").exists() or "zombie" in pathlib.Path(f"/proc/{pid}/status").read_text().lower(), \
+        "the benchmark process outlived the interrupted run"
