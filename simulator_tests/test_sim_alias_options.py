@@ -211,3 +211,23 @@ def test_assigning_a_load_into_a_tile_is_one_dma():
     np.testing.assert_array_equal(out, np.concatenate([a, a], axis=1))
     assert [e.op for e in tr.events] == ["dma_copy"] * 3
     assert tr.events[0].writes[0].alloc_id == tr.events[1].writes[0].alloc_id   # straight into buf
+
+
+def test_trace_regions_of_disjoint_on_chip_slices_do_not_overlap():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
+        blk = nl.ndarray((128, 2, 512), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=blk[:, 0, :], src=a[0:128, :])
+        nisa.dma_copy(dst=blk[:, 1, :], src=a[128:256, :])
+        cols = nl.ndarray((4, nl.par_dim(128), 64), nl.float32, buffer=nl.sbuf)
+        cols[1] = nl.load(a[0:128, 0:64])
+        cols[2] = nl.load(a[0:128, 64:128])
+        nisa.dma_copy(dst=out, src=blk[:, 0, :])
+        return out
+    with pytest.warns(SimWarning, match="block dimensions"):
+        _, tr = trace_kernel(k, np.ones((256, 512), F32))
+    w = [e.writes[0] for e in tr.events]
+    assert (w[0].lo, w[0].hi, w[1].lo, w[1].hi) == (0, 2048, 2048, 4096)   # bytes within a partition
+    assert not w[0].overlaps(w[1]) and not w[2].overlaps(w[3])
+    assert tr.events[4].reads[0].overlaps(w[0]) and not tr.events[4].reads[0].overlaps(w[1])

@@ -33,7 +33,7 @@ def maybe_current() -> "RunContext | None":
 class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis."""
     __slots__ = ("id", "buffer", "array", "dtype", "name", "par_axis", "immutable", "written",
-                 "version", "token", "origin", "zeroed", "__weakref__")
+                 "version", "token", "origin", "zeroed", "row_bytes", "__weakref__")
 
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         ctx._alloc_id += 1
@@ -49,6 +49,9 @@ class Alloc:
         self.zeroed = zeroed
         self.origin = user_location() if origin else ("<instruction result>", 0)
         self.token = None
+        # bytes per partition (on chip), 0 for HBM: regions of on-chip views are per-partition
+        self.row_bytes = array.nbytes // array.shape[par_axis] if par_axis is not None and array.ndim \
+            and array.shape[par_axis] else 0
         if buffer in ("sbuf", "psum"):
             ctx.memory.track(self)
 

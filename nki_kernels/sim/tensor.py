@@ -298,14 +298,27 @@ class Tensor:
 
     def region(self) -> Region:
         al = self.alloc
-        a = self.arr if self.arr is not None else self.src
+        if self.arr is not None:
+            a, par = self.arr, self.par
+        else:
+            a, par = self.src, None      # advanced view: the bounding range of its source
         lo = self.off
-        if a.flags.c_contiguous:
-            return Region(al.id, al.buffer, lo, lo + a.nbytes)
+        row = al.row_bytes
+        if row:                       # on chip: byte range within one partition
+            lo %= row
+            skip = par
+            if a.flags.c_contiguous and skip == 0 and a.ndim and a.shape[0] >= 1:
+                return Region(al.id, al.buffer, lo, lo + (a.nbytes // a.shape[0] if a.shape[0] else 0))
+        else:
+            if a.flags.c_contiguous:
+                return Region(al.id, al.buffer, lo, lo + a.nbytes)
+            skip = None
         if a.size == 0:
             return Region(al.id, al.buffer, lo, lo)
         hi = lo + a.itemsize
-        for n, st in zip(a.shape, a.strides):
+        for ax, (n, st) in enumerate(zip(a.shape, a.strides)):
+            if ax == skip or (row and abs(st) >= row):
+                continue
             if st < 0:
                 lo += (n - 1) * st
             else:
@@ -578,14 +591,19 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
             raise SimValueError("E011", api, "shape", f"negative dimension in shape {shape}")
     d = dt.canonical(dtype, op=api)
     sd = dt.storage_dtype(d, ctx.options.precision)
+    # On chip the partition axis is outermost in memory (block dims live inside each
+    # partition), so a view's per-partition byte range is its offset modulo the row size.
+    phys = shape if not par else (shape[par],) + shape[:par] + shape[par + 1:]
     if fill is None:
         poison = ctx.options.poison if poison is None else poison
-        arr = np.full(shape, dt.poison_value(d), dtype=sd) if poison else np.zeros(shape, dtype=sd)
+        arr = np.full(phys, dt.poison_value(d), dtype=sd) if poison else np.zeros(phys, dtype=sd)
     elif fill == 0:
-        arr = np.zeros(shape, dtype=sd)
+        arr = np.zeros(phys, dtype=sd)
     else:
-        arr = np.empty(shape, dtype=sd)
+        arr = np.empty(phys, dtype=sd)
         dt.cast_into(arr, fill, d)
+    if par:
+        arr = np.moveaxis(arr, 0, par)
     if buffer == "psum" and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
         if per_block > hw.PSUM_BANK_BYTES:

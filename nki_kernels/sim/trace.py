@@ -5,8 +5,10 @@ lowers to a hardware instruction (a DMA, a TensorE matmul/transpose, a VectorE/S
 GpSimdE op, an on-chip copy made by an assignment) appends exactly one :class:`Event`.
 
 Buffers are identified by allocation id; ``reads``/``writes`` hold byte intervals
-``(alloc_id, lo, hi)`` (half-open, relative to the allocation's first byte) so that a
-scheduler can find true dependencies between tiles that share one big buffer.
+``(alloc_id, lo, hi)`` (half-open) so that a scheduler can find true dependencies between
+tiles that share one big buffer.  For SBUF/PSUM the interval is in bytes *within one
+partition* (every partition holds the same free-axis layout), so disjoint column/block
+slices of one tile do not overlap; for HBM it is relative to the tensor's first byte.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ ENGINES = (PE, ACT, DVE, POOL, DMA)
 
 @dataclass(slots=True)
 class Region:
-    """A byte interval ``[lo, hi)`` of one allocation."""
+    """A byte interval ``[lo, hi)`` of one allocation (per partition for SBUF/PSUM)."""
     alloc_id: int
     buffer: str          # "hbm" | "shared_hbm" | "private_hbm" | "sbuf" | "psum"
     lo: int
