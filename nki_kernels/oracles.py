@@ -22,9 +22,13 @@ def conv2d_maxpool_ref(X, W, bias, pool_size: int = 1) -> np.ndarray:
     O, C2, KH, KW = W.shape
     assert C == C2, f"conv2d_maxpool_ref: C_in mismatch {C} vs {C2}"
     Ho, Wo = H - KH + 1, Wd - KW + 1
-    # sliding windows: (B, C, Ho, Wo, KH, KW)
-    win = np.lib.stride_tricks.sliding_window_view(X, (KH, KW), axis=(2, 3))
-    out = np.einsum("bchwij,ocij->bohw", win, W, optimize=True) + bias[None, :, None, None]
+    out = np.empty((B, O, Ho, Wo))
+    for b in range(B):           # one GEMM per image and filter tap: no KH*KW-times window copy
+        acc = np.zeros((O, Ho * Wo))
+        for i in range(KH):
+            for j in range(KW):
+                acc += W[:, :, i, j] @ X[b, :, i:i + Ho, j:j + Wo].reshape(C, Ho * Wo)
+        out[b] = acc.reshape(O, Ho, Wo) + bias[:, None, None]
     p = int(pool_size)
     Hp, Wp = Ho // p, Wo // p
     out = out[:, :, :Hp * p, :Wp * p].reshape(B, O, Hp, p, Wp, p).max(axis=(3, 5))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("NKI_BACKEND", "sim")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # effective only if NumPy is not imported yet (dev.py sets it)
 
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
