@@ -1,0 +1,99 @@
+"""Chrome trace-event JSON of an estimated timeline (opens in ui.perfetto.dev / chrome://tracing).
+
+One process ("NeuronCore-v3 cost-model ESTIMATE"), one track (thread) per engine and per DMA
+queue: "Kernel floor", "TensorE (PE)", "VectorE (DVE)", "ScalarE (ACT)", "GpSimdE (POOL)",
+"DMA issue (DGE|SP)", "DMA queue 0..15".  Every slice is a complete event (``ph: "X"``) named
+by the op, with the kernel source line, NKI API, shapes, bytes and FLOPs in ``args``.
+Timestamps are microseconds from the start of the kernel (the floor T0 is drawn first).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from .model import ENGINE_NAMES
+
+PID = 1
+_TRACK_ORDER = ["floor", "PE", "DVE", "ACT", "POOL", "issue"]
+
+
+def _track_name(key: str, mode: str) -> str:
+    if key == "floor":
+        return "Kernel floor T0 (launch + I/O, estimate)"
+    if key == "issue":
+        return "DMA issue (HW-DGE)" if mode == "benchmark" else "DMA issue (SP trigger)"
+    if key.startswith("q"):
+        return f"DMA queue {key[1:]}"
+    return f"{ENGINE_NAMES.get(key, key)} ({key})"
+
+
+def to_chrome_trace(est) -> dict:
+    if est.trace is None or est.schedule is None:
+        raise ValueError("this Estimate was made with keep=False; re-run estimate_trace(..., keep=True)")
+    sched = est.schedule
+    events = est.trace.events
+    off = est.floor_us
+    tids: dict = {}
+
+    def tid(key):
+        if key not in tids:
+            tids[key] = len(tids) + 1
+        return tids[key]
+
+    for k in _TRACK_ORDER:
+        if k == "floor" and off <= 0:
+            continue
+        if k in ("PE", "DVE", "ACT", "POOL") and not any(e.engine == k for e in events):
+            continue
+        if k == "issue" and not sched.dma:
+            continue
+        tid(k)
+    out = []
+    if off > 0:
+        out.append({"name": "kernel floor T0", "cat": "floor", "ph": "X", "pid": PID, "tid": tid("floor"),
+                    "ts": 0.0, "dur": off,
+                    "args": {"estimate": True, "what": "launch + I/O + semaphores (fitted constant)"}})
+    for i, ev in enumerate(events):
+        loc = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
+        args = {"line": loc, "file": ev.file, "api": ev.api, "seq": ev.seq,
+                "partitions": ev.partitions, "free_elems": ev.free_elems,
+                "in_shapes": [list(s) for s in ev.in_shapes], "out_shape": list(ev.out_shape),
+                "dtypes": list(ev.in_dtypes) + [ev.out_dtype], "bytes": ev.bytes, "flops": ev.flops}
+        if ev.program_id:
+            args["program_id"] = list(ev.program_id)
+        name = f"{ev.op} {loc}"
+        if ev.engine == "DMA":
+            d = sched.dma[i]
+            args.update({"queue": d.queue, "dma_engines": d.cost.rings, "descriptors": d.cost.descriptors,
+                         "bytes_per_descriptor": round(d.cost.desc_bytes, 1),
+                         "issue_us": [off + d.issue_start / 1e3, off + d.issue_end / 1e3],
+                         "data_us": [off + d.data_start / 1e3, off + d.data_end / 1e3],
+                         "src": (ev.meta or {}).get("src"), "dst": (ev.meta or {}).get("dst")})
+            out.append({"name": name, "cat": "DMA", "ph": "X", "pid": PID, "tid": tid(f"q{d.queue}"),
+                        "ts": off + d.issue_start / 1e3, "dur": (d.data_end - d.issue_start) / 1e3,
+                        "args": args})
+            out.append({"name": f"issue {ev.op} {loc}", "cat": "DMA issue", "ph": "X", "pid": PID,
+                        "tid": tid("issue"), "ts": off + d.issue_start / 1e3,
+                        "dur": (d.issue_end - d.issue_start) / 1e3, "args": {"line": loc, "seq": ev.seq}})
+        else:
+            out.append({"name": name, "cat": ev.engine, "ph": "X", "pid": PID, "tid": tid(ev.engine),
+                        "ts": off + sched.start[i] / 1e3, "dur": (sched.end[i] - sched.start[i]) / 1e3,
+                        "args": args})
+    meta = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
+             "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name}"}}]
+    for key, t in tids.items():
+        meta.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": t,
+                     "args": {"name": _track_name(key, est.mode)}})
+        meta.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": t, "args": {"sort_index": t}})
+    return {"traceEvents": meta + out, "displayTimeUnit": "ns",
+            "otherData": {"estimate": True,
+                          "note": "ESTIMATE from the nki-kernels cost model, not a hardware profile",
+                          "kernel": est.kernel_name, "hardware": est.hardware, "mode": est.mode,
+                          "latency_us": est.latency_us, "floor_us": est.floor_us}}
+
+
+def write_chrome_trace(est, path: str) -> str:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(to_chrome_trace(est), f)
+    return path

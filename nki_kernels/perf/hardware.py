@@ -1,0 +1,246 @@
+"""Hardware descriptions for the cost model, held as data.
+
+Each constant is a :class:`Const` with its value, unit, tag and source:
+
+* ``D`` documented (AWS docs or ISA docstrings), ``M`` measured on hardware by someone else,
+  ``E`` our estimate or derivation, ``F`` fitted by ``nki_kernels.perf.calibration`` on the
+  public trn2 measurements, within ``range`` (the documented or estimated bounds).
+* ``source`` uses the source keys of ``/work/shared/trn2-hardware.md`` (A1, A2, ISA, DB, DO,
+  PX, CZ, XG, AK, ...) and the section of that file the number comes from.
+
+A :class:`HardwareSpec` is a name plus a dict of constants.  ``TRN2`` is NeuronCore-v3;
+``TRN1`` (NeuronCore-v2) is the same table with overrides, which shows that a second
+description needs no code changes.  Users can load their own with
+:func:`load_hardware` from a JSON file of the same shape (``{"name": ..., "base": "trn2",
+"constants": {"pe_clock_ghz": {"value": 2.8, "tag": "D", "source": "..."}}}``).
+
+Every time the model prints is an ESTIMATE, not a hardware measurement.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Optional
+
+
+TAGS = {"D": "documented", "M": "measured (public)", "E": "estimated", "F": "fitted"}
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+    unit: str
+    tag: str                      # D | M | E | F
+    source: str
+    range: Optional[tuple] = None  # allowed tuning range (lo, hi), if the constant may be fitted
+    note: str = ""
+    prior: Optional[float] = None  # value before fitting (tag F only)
+
+    def __post_init__(self):
+        if self.tag not in TAGS:
+            raise ValueError(f"Const tag must be one of {sorted(TAGS)}, got {self.tag!r}")
+        if self.range is not None:
+            lo, hi = self.range
+            if not (lo <= self.value <= hi):
+                raise ValueError(f"Const value {self.value} outside its range {self.range}")
+
+
+def _c(value, unit, tag, source, range=None, note="", prior=None):
+    return Const(float(value), unit, tag, source, tuple(range) if range else None, note, prior)
+
+
+# ---------------------------------------------------------------------------------------
+# NeuronCore-v3 (Trainium2), one physical core.  Sections refer to trn2-hardware.md.
+# ---------------------------------------------------------------------------------------
+_TRN2 = {
+    # clocks (§1.2)
+    "pe_clock_ghz": _c(2.4, "GHz", "D", "A2 §1.2 TensorE clock"),
+    "dve_clock_ghz": _c(0.96, "GHz", "D", "A2 §1.2 VectorE clock"),
+    "act_clock_ghz": _c(1.2, "GHz", "D", "A2 §1.2 ScalarE clock"),
+    "pool_clock_ghz": _c(1.2, "GHz", "D", "A1/A2 §1.2 GpSimdE clock"),
+    "profiler_clock_ghz": _c(1.2, "GHz", "M", "CZ neuroncore_cycle_count / total_time §1.2"),
+    # TensorE (§1.2, §4.2)
+    "pe_rows": _c(128, "PE", "D", "A2 §1.2 128x128 systolic array"),
+    "pe_cols": _c(128, "PE", "D", "A2 §1.2 128x128 systolic array"),
+    "pe_min_cycles": _c(64, "cycles", "D", "ISA §4.2 MM cost max(N, 64)"),
+    "pe_fp32_factor": _c(4, "x", "D", "A2/ISA §1.2 FP32 matmul at 1/4 of BF16"),
+    "pe_fp8_double_row_factor": _c(0.5, "x", "D", "A2 §1.2 FP8 double_row 2x BF16 rate"),
+    "pe_ls_divisor": _c(4, "x", "E", "A1 §4.2 LoadStationary up to 4x faster than MM (we use 4)"),
+    "pe_transpose_fp32_factor": _c(2, "x", "E", "A2 §4.2 FP32 transpose mode (x2 our reading)"),
+    "pe_result_latency_cycles": _c(64, "cycles", "D", "A1/PG §1.4 MM_INIT_LATENCY (v2 figure)"),
+    "pe_throttle_window_ns": _c(3000, "ns", "D", "PX §1.4 dI/dt throttle window ~3 us"),
+    "pe_throttle_util": _c(0.5, "fraction", "D", "PX §1.4 throttle re-arms below 50% util"),
+    "pe_throttle_speed": _c(0.5, "fraction", "D", "PX §1.4 throttled TensorE runs at ~50%; M: CZ avg_util_limit 0.5"),
+    # VectorE / ScalarE / GpSimdE (§1.4, §2, §4.2)
+    "min_ii_cycles": _c(64, "cycles", "D", "ISA/A1 §1.4 MIN_II"),
+    "dep_bubble_cycles": _c(100, "cycles", "D", "A1 §1.4 static overhead of dependent back-to-back instrs"),
+    "dve_perf_mode_fast": _c(4, "x", "D", "A2 §2 VectorE perf mode 4x (bf16/fp16, SBUF->SBUF, unit stride)"),
+    "dve_perf_mode_half": _c(2, "x", "D", "A2 §2 VectorE perf mode 2x (strided or one side PSUM; tensor_tensor bf16)"),
+    "tt_cycles_per_elem": _c(1.75, "cycles/elem", "F", "ISA §4.2 tensor_tensor 2N; fitted to CZ/RC/XG #5/#6 VectorE active",
+                             range=(0.5, 2.0), prior=2.0,
+                             note="range: A2 datapath (256 fp32/cycle = 0.5) .. ISA docstring (2)"),
+    "strided_factor": _c(2, "x", "D", "A1 §2 inner-most stride >16 B halves engine access"),
+    "reduce_cycles_per_elem": _c(1, "cycles/elem", "D", "ISA §4.2 tensor_reduce N"),
+    "act_reduce_extra_cycles": _c(64, "cycles", "D", "ISA §4.2 activation_reduce +64"),
+    "reciprocal_cycles_per_elem": _c(8, "cycles/elem", "D", "ISA §4.2 reciprocal 8N"),
+    "bn_aggr_cycles_per_elem": _c(13 / 3, "cycles/elem", "D", "ISA §4.2 bn_aggr 13N/3"),
+    "scan_cycles_per_elem": _c(2, "cycles/elem", "D", "ISA §4.2 tensor_tensor_scan 2N"),
+    "stt_cycles_per_elem": _c(2, "cycles/elem", "D", "ISA §4.2 scalar_tensor_tensor 2N"),
+    "pool_start_cycles": _c(150, "cycles", "D", "ISA §1.4 GpSimd instruction start ~150 cycles"),
+    "dynamic_copy_cycles": _c(600, "cycles", "D", "ISA §1.4 dynamic-offset tensor_copy MIN_II"),
+    "sem_ns": _c(75, "ns", "E", "§4.2 semaphore hop 50-100 ns", range=(50, 100)),
+    # DMA (§1.3, §1.4, §2, §4.2)
+    "dma_rings": _c(16, "engines", "D", "A2/DO §1.1 16 DMA engines per NC"),
+    "dma_partitions_per_ring": _c(8, "partitions", "D", "§2 DMA engines take 8 partitions each"),
+    "dma_ring_bytes_per_ns": _c(23, "B/ns", "D", "DB/DO §1.3 23 B/ns per engine; M: DO 32 KiB in 1,416 ns"),
+    "dma_desc_ns": _c(15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor (pipelined with data)", range=(5, 25)),
+    "dma_max_inflight": _c(16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"),
+    "dma_latency_ns": _c(500, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to #1-#4, #8",
+                         range=(500, 1300), prior=900,
+                         note="range: DO serial floor ~0.85 us (E) .. DB semaphore-to-start 1.3 us (D)"),
+    "dge_issue_ns": _c(467, "ns", "F", "A2/DG §1.4 HW-DGE ~600 ns per DMA instruction; fitted to #1-#4, #7",
+                       range=(400, 800), prior=600),
+    "dge_issue_per_desc_ns": _c(0.83, "ns", "F", "E: descriptor generation per descriptor; fitted to #1 vs #2",
+                                range=(0, 5), prior=1.0),
+    "dge_blocks": _c(1, "DGE", "E", "A2 documents 2 DGE blocks per NC; one kernel's DMAs come from one queue (our reading)"),
+    "static_issue_ns": _c(50, "ns", "M", "CZ sync_engine_active_time / sync_engine_instruction_count = 5.8 us / 117"),
+    "dma_transpose_eff_hbm": _c(0.9, "fraction", "D", "A2 §2 DMA transpose HBM->SBUF <=90%"),
+    "dma_transpose_eff_sbuf": _c(0.5, "fraction", "D", "A2 §2 DMA transpose SBUF->SBUF <=50%"),
+    "dma_bw_gbps": _c(368, "GB/s", "D", "DB/DO §1.3 16 x 23 B/ns (practical DMA cap per NC)"),
+    "hbm_bw_gbps": _c(716, "GB/s", "M", "CZ §1.3 profiler MBU denominator per NC"),
+    # kernel floor (§1.4, §4.2): launch + I/O + semaphores, per measurement mode
+    "floor_benchmark_us": _c(11.8, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to #4, #22-#24",
+                             range=(10, 15.3), prior=13.0),
+    "floor_profile_us": _c(16.0, "us", "F", "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
+                           range=(10, 16), prior=13.2),
+    # memories (§1.3)
+    "sbuf_bytes_per_partition": _c(229376, "B", "D", "A2 §1.3 224 KiB per partition (28 MiB)"),
+    "sbuf_usable_bytes_per_partition": _c(212984, "B", "D", "KLR tile_size.total_available_sbuf_size"),
+    "psum_bytes_per_partition": _c(16384, "B", "D", "A1/A2 §1.3 8 banks x 2 KiB"),
+    "psum_banks": _c(8, "banks", "D", "A1/A2 §1.3"),
+    "partitions": _c(128, "partitions", "D", "A2 §1.3"),
+}
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """A named set of constants; read a value with ``spec.v("pe_clock_ghz")`` or ``spec["..."]``."""
+    name: str
+    description: str
+    constants: dict = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Const:
+        try:
+            return self.constants[key]
+        except KeyError:
+            raise KeyError(f"hardware {self.name!r} has no constant {key!r}; "
+                           f"known: {', '.join(sorted(self.constants))}") from None
+
+    def v(self, key: str) -> float:
+        try:
+            return self._values[key]
+        except KeyError:
+            return self[key].value
+
+    @cached_property
+    def _values(self) -> dict:
+        return {k: c.value for k, c in self.constants.items()}
+
+    def with_values(self, **values) -> "HardwareSpec":
+        """Copy with some values replaced (used by the fitter); ranges are enforced."""
+        consts = dict(self.constants)
+        for k, val in values.items():
+            consts[k] = replace(self[k], value=float(val))
+        return replace(self, constants=consts)
+
+    # derived figures ------------------------------------------------------------------
+    def pe_peak_flops(self, dtype: str = "bfloat16") -> float:
+        """TensorE peak FLOP/s for an operand dtype (2 * rows * cols * clock / factor)."""
+        base = 2 * self.v("pe_rows") * self.v("pe_cols") * self.v("pe_clock_ghz") * 1e9
+        d = (dtype or "bfloat16").lower()
+        if d in ("float32", "fp32"):
+            return base / self.v("pe_fp32_factor")
+        if d.startswith("float8") or d.startswith("fp8"):
+            return base / self.v("pe_fp8_double_row_factor")
+        return base
+
+    def ridge_flop_per_byte(self, dtype: str = "bfloat16", bw: str = "hbm") -> float:
+        gbps = self.v("hbm_bw_gbps" if bw == "hbm" else "dma_bw_gbps")
+        return self.pe_peak_flops(dtype) / (gbps * 1e9)
+
+    def floor_us(self, mode: str) -> float:
+        return self.v("floor_profile_us" if mode == "profile" else "floor_benchmark_us")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "constants": {k: {"value": c.value, "unit": c.unit, "tag": c.tag, "source": c.source,
+                                  "range": list(c.range) if c.range else None, "note": c.note,
+                                  "prior": c.prior}
+                              for k, c in sorted(self.constants.items())}}
+
+
+TRN2 = HardwareSpec("trn2", "Trainium2 NeuronCore-v3 (one physical core)", dict(_TRN2))
+
+
+# NeuronCore-v2 (Trainium1): overrides only.  For cross-checks against §3.2; the DMA issue
+# and floor constants are carried over from trn2 (E) because no trn1 calibration was fitted.
+_TRN1_OVERRIDES = {
+    "pe_clock_ghz": {"value": 2.8, "tag": "D", "source": "A1 §1.2 NC-v2 TensorE clock"},
+    "dve_clock_ghz": {"value": 1.12, "tag": "D", "source": "A1 §1.2 NC-v2 VectorE clock"},
+    "act_clock_ghz": {"value": 1.4, "tag": "D", "source": "A1 §1.2 NC-v2 ScalarE clock"},
+    "pool_clock_ghz": {"value": 1.4, "tag": "D", "source": "A1 §1.2 NC-v2 GpSimdE clock"},
+    "dve_perf_mode_fast": {"value": 1, "tag": "D", "source": "A2 §2 perf mode is new in v3"},
+    "dve_perf_mode_half": {"value": 1, "tag": "D", "source": "A2 §2 perf mode is new in v3"},
+    "pe_transpose_fp32_factor": {"value": 1, "tag": "E", "source": "A2 transpose mode is v3-only"},
+    "dma_ring_bytes_per_ns": {"value": 17, "tag": "D", "source": "§4.3 trn1 17 B/ns (DO table)"},
+    "dma_bw_gbps": {"value": 272, "tag": "E", "source": "16 x 17 B/ns"},
+    "hbm_bw_gbps": {"value": 410, "tag": "E", "source": "trn1 chip 820 GB/s / 2 NCs (not in trn2-hardware.md; estimate)"},
+    "sbuf_bytes_per_partition": {"value": 196608, "tag": "D", "source": "A2 §1.3 v2 192 KiB per partition"},
+    "sbuf_usable_bytes_per_partition": {"value": 180224, "tag": "D", "source": "KLR trn1 total_available_sbuf_size"},
+}
+
+
+def spec_from_dict(d: dict, base: Optional[HardwareSpec] = None) -> HardwareSpec:
+    """Build a spec from JSON-like data: ``{"name", "description", "base", "constants"}``.
+
+    Constants not given are taken from ``base`` (by name: "trn2"/"trn1"), so a description
+    of another core only lists what differs."""
+    if base is None and d.get("base"):
+        base = get_hardware(d["base"])
+    consts = dict(base.constants) if base is not None else {}
+    for k, spec in d.get("constants", {}).items():
+        if not isinstance(spec, dict):
+            spec = {"value": spec}
+        old = consts.get(k)
+        consts[k] = _c(spec["value"], spec.get("unit", old.unit if old else ""),
+                       spec.get("tag", "E"), spec.get("source", "user-provided"),
+                       spec.get("range"), spec.get("note", ""), spec.get("prior"))
+    missing = sorted(set(_TRN2) - set(consts))
+    if missing:
+        raise ValueError(f"hardware description {d.get('name')!r} lacks constants: {', '.join(missing)} "
+                         "(give \"base\": \"trn2\" to inherit them)")
+    return HardwareSpec(d.get("name", "custom"), d.get("description", ""), consts)
+
+
+TRN1 = spec_from_dict({"name": "trn1", "description": "Trainium1 NeuronCore-v2 (cross-check only; DMA/floor constants carried from trn2)",
+                       "constants": _TRN1_OVERRIDES}, base=TRN2)
+
+_REGISTRY = {"trn2": TRN2, "trn1": TRN1}
+
+
+def get_hardware(name_or_path="trn2") -> HardwareSpec:
+    """"trn2" | "trn1" | a HardwareSpec | a path to a JSON description."""
+    if isinstance(name_or_path, HardwareSpec):
+        return name_or_path
+    key = str(name_or_path).lower()
+    if key in _REGISTRY:
+        return _REGISTRY[key]
+    if os.path.exists(name_or_path):
+        with open(name_or_path) as f:
+            return spec_from_dict(json.load(f))
+    raise ValueError(f"unknown hardware {name_or_path!r}: use one of {sorted(_REGISTRY)} or a JSON file path")
+
+
+load_hardware = get_hardware

@@ -1,0 +1,201 @@
+"""``estimate(kernel, *args, **kwargs)``: run a kernel on the interpreter, schedule its trace.
+
+Every number here is an ESTIMATE of the cost model (trn2-hardware.md §4), not a hardware
+measurement.  The calibration error on the public trn2 measurements is in
+docs/cost-model.md and ``nki_kernels.perf.calibration``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from .costs import HBM_BUFFERS, matmul_dtype
+from .hardware import HardwareSpec, get_hardware
+from .schedule import ModelOptions, Schedule, schedule
+
+ESTIMATE_LABEL = "estimate (cost model)"
+ENGINE_NAMES = {"PE": "TensorE", "ACT": "ScalarE", "DVE": "VectorE", "POOL": "GpSimdE", "DMA": "DMA"}
+
+
+@dataclass
+class Estimate:
+    """Result of :func:`estimate`.  All times are estimates in microseconds."""
+    kernel_name: str
+    hardware: str
+    mode: str
+    latency_us: float               # floor T0 + makespan
+    makespan_us: float
+    floor_us: float
+    flops: int                      # useful FLOPs: matmul + elementwise (not transposes)
+    matmul_flops: int
+    transpose_flops: int
+    mm_dtype: str                   # operand dtype with the most matmul FLOPs ("" if none)
+    peak_flops: float               # TensorE peak for mm_dtype (FLOP/s)
+    mfu: float                      # matmul_flops / (latency * peak)
+    hbm_bytes: int
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    dma_count: int
+    dma_bytes: int
+    arithmetic_intensity: float     # flops / hbm_bytes
+    engine_busy_us: dict            # engine -> busy us (DMA: time any transfer active)
+    engine_util: dict               # engine -> busy / makespan
+    instruction_count: dict
+    critical_engine: str
+    top_lines: list                 # [(location, busy_us, count, engines)]
+    uncosted_ops: dict
+    throttled_us: float
+    exposed_load_stationary_us: float
+    peak_sbuf_bytes_per_partition: int = 0
+    peak_psum_bytes_per_partition: int = 0
+    trace_seconds: float = 0.0
+    schedule_seconds: float = 0.0
+    n_events: int = 0
+    label: str = ESTIMATE_LABEL
+    trace: object = field(default=None, repr=False)
+    schedule: object = field(default=None, repr=False)
+    hw: object = field(default=None, repr=False)
+
+    # ---- outputs ------------------------------------------------------------------------
+    def summary(self, top: int = 5) -> str:
+        from .report import summary_text
+        return summary_text(self, top=top)
+
+    def to_record(self) -> dict:
+        from .report import json_record
+        return json_record(self)
+
+    def write_json(self, path: str) -> str:
+        from .report import write_json_record
+        return write_json_record(self, path)
+
+    def chrome_trace(self) -> dict:
+        from .chrome_trace import to_chrome_trace
+        return to_chrome_trace(self)
+
+    def write_chrome_trace(self, path: str) -> str:
+        from .chrome_trace import write_chrome_trace
+        return write_chrome_trace(self, path)
+
+    def __str__(self):
+        return self.summary()
+
+
+def _kernel_name(kernel) -> str:
+    for obj in (kernel, getattr(kernel, "kernel", None), getattr(kernel, "func", None),
+                getattr(kernel, "__wrapped__", None)):
+        name = getattr(obj, "__name__", None)
+        if name:
+            return name
+    return type(kernel).__name__
+
+
+def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, kernel_name: str = "",
+                   keep: bool = True, deps: list | None = None) -> Estimate:
+    """Schedule an existing :class:`nki_kernels.sim.trace.Trace` and summarise it."""
+    hw = get_hardware(hw)
+    opts = options or ModelOptions()
+    events = list(trace.events)
+    t0 = time.perf_counter()
+    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps)
+    sched_s = time.perf_counter() - t0
+    floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
+    makespan_us = sched.makespan_ns / 1e3
+    latency = floor + makespan_us
+
+    mm_flops_by_dt: dict = {}
+    flops = mm_flops = tr_flops = 0
+    hbm_r = hbm_w = dma_bytes = dma_count = 0
+    counts: dict = {}
+    by_line: dict = {}
+    for i, ev in enumerate(events):
+        counts[ev.engine] = counts.get(ev.engine, 0) + 1
+        if ev.engine == "DMA":
+            dma_count += 1
+            dma_bytes += int(ev.bytes or 0)
+            c = sched.dma[i].cost
+            hbm_r += c.hbm_read
+            hbm_w += c.hbm_write
+            dur = sched.dma[i].data_end - sched.dma[i].data_start
+        else:
+            dur = sched.end[i] - sched.start[i]
+            if ev.op == "nc_matmul":
+                f = int(ev.flops or 0)
+                mm_flops += f
+                flops += f
+                dt = matmul_dtype(ev)
+                mm_flops_by_dt[dt] = mm_flops_by_dt.get(dt, 0) + f
+            elif ev.op == "nc_transpose":
+                tr_flops += int(ev.flops or 0)
+            else:
+                flops += int(ev.flops or 0)
+        loc = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
+        rec = by_line.setdefault(loc, [0.0, 0, set()])
+        rec[0] += dur
+        rec[1] += 1
+        rec[2].add(ev.engine)
+    mm_dtype = max(mm_flops_by_dt, key=mm_flops_by_dt.get) if mm_flops_by_dt else ""
+    peak = hw.pe_peak_flops(mm_dtype or "bfloat16")
+    mfu = mm_flops / (latency * 1e-6 * peak) if latency > 0 and mm_flops else 0.0
+    hbm = hbm_r + hbm_w
+    busy_us = {e: v / 1e3 for e, v in sched.busy_ns.items()}
+    busy_us["DMA issue"] = sched.issue_busy_ns / 1e3
+    util = {e: (v / makespan_us if makespan_us > 0 else 0.0) for e, v in busy_us.items()}
+    critical = max(busy_us, key=busy_us.get) if busy_us else ""
+    top = sorted(((loc, v[0] / 1e3, v[1], "/".join(sorted(v[2]))) for loc, v in by_line.items()),
+                 key=lambda r: -r[1])
+    return Estimate(
+        kernel_name=kernel_name or getattr(trace, "kernel_name", "") or "kernel",
+        hardware=hw.name, mode=opts.mode, latency_us=latency, makespan_us=makespan_us,
+        floor_us=floor, flops=flops, matmul_flops=mm_flops, transpose_flops=tr_flops,
+        mm_dtype=mm_dtype, peak_flops=peak, mfu=mfu, hbm_bytes=hbm, hbm_read_bytes=hbm_r,
+        hbm_write_bytes=hbm_w, dma_count=dma_count, dma_bytes=dma_bytes,
+        arithmetic_intensity=(flops / hbm if hbm else float("inf") if flops else 0.0),
+        engine_busy_us=busy_us, engine_util=util, instruction_count=counts,
+        critical_engine=critical, top_lines=top, uncosted_ops=dict(sched.uncosted_ops),
+        throttled_us=sched.throttled_ns / 1e3, exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
+        peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
+        peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
+        schedule_seconds=sched_s, n_events=len(events),
+        trace=trace if keep else None, schedule=sched if keep else None, hw=hw)
+
+
+def trace_of(kernel, *args, numerics: bool = True, sim_options=None, **kwargs):
+    """Run ``kernel`` on the interpreter and return ``(outputs, trace)``."""
+    try:
+        from nki_kernels.sim import trace_kernel
+    except ImportError as exc:  # pragma: no cover - only before the interpreter exists
+        raise RuntimeError("nki_kernels.sim.trace_kernel is not available; the cost model needs "
+                           "the interpreter to produce an instruction trace") from exc
+    opts = sim_options
+    if opts is None:
+        from nki_kernels.sim.options import default_options
+        opts = default_options()
+    if not getattr(opts, "trace", True):
+        opts = opts.replace(trace=True)
+    if not numerics:
+        opts = opts.replace(trace_only=True)
+    return trace_kernel(kernel, *args, options=opts, **kwargs)
+
+
+def estimate(kernel, *args, hw="trn2", mode: str = "benchmark", numerics: bool = True,
+             options: ModelOptions | None = None, sim_options=None, **kwargs) -> Estimate:
+    """Estimate the trn2 latency of an NKI 0.1 kernel (ours or a user's) with the cost model.
+
+    ``kernel`` is anything ``simulate_kernel`` accepts (``@nki.jit`` function, ``k[grid]``,
+    a kernel written against ``neuronxcc.nki`` while the alias is installed).  Positional
+    and keyword arguments go to the kernel.  ``numerics=False`` asks the interpreter to skip
+    the NumPy math (trace only: outputs meaningless, much faster on big shapes).
+    ``mode`` = "benchmark" (nki.benchmark latency) or "profile" (neuron-profile total_time).
+
+    Returns an :class:`Estimate`; every figure in it is an estimate of the model.
+    """
+    opts = options or ModelOptions(mode=mode)
+    t0 = time.perf_counter()
+    _, trace = trace_of(kernel, *args, numerics=numerics, sim_options=sim_options, **kwargs)
+    trace_s = time.perf_counter() - t0
+    est = estimate_trace(trace, hw=hw, options=opts, kernel_name=_kernel_name(kernel))
+    est.trace_seconds = trace_s
+    return est

@@ -1,0 +1,283 @@
+"""Cost model unit tests on hand-built traces (no interpreter needed).
+
+Expected values are derived here from the hardware constants, never hard-coded latencies.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nki_kernels.perf import ModelOptions, TRN1, TRN2, estimate_trace, get_hardware
+from nki_kernels.perf.chrome_trace import to_chrome_trace
+from nki_kernels.perf.costs import compute_cost_ns, dma_cost
+from nki_kernels.perf.hardware import TAGS, spec_from_dict
+from nki_kernels.perf.report import profile_fields
+from nki_kernels.perf.schedule import build_dependencies, schedule
+from nki_kernels.sim.trace import Event, Region, Trace
+
+pytestmark = pytest.mark.perf
+
+
+def ev(seq, op, engine, P=128, N=512, reads=(), writes=(), nbytes=0, meta=None, dt="float32",
+       loops=(), flops=0, line=None):
+    return Event(seq=seq, op=op, api=f"nisa.{op}", engine=engine, partitions=P, free_elems=N,
+                 in_shapes=((P, N),), out_shape=(P, N), in_dtypes=(dt,), out_dtype=dt, bytes=nbytes,
+                 flops=flops, reads=list(reads), writes=list(writes), meta=meta or {},
+                 file="/x/kernel.py", line=line if line is not None else 10 + seq, loops=loops)
+
+
+def hbm(aid, n):
+    return Region(aid, "hbm", 0, n)
+
+
+def sb(aid, n, lo=0):
+    return Region(aid, "sbuf", lo, lo + n)
+
+
+def load(seq, src, dst, P=128, F=512, loops=()):
+    nb = P * F * 4
+    return ev(seq, "dma_copy", "DMA", P, F, [hbm(src, nb)], [sb(dst, nb)], nb,
+              {"src": "hbm", "dst": "sbuf", "contiguous_bytes": F * 4, "descriptors": P}, loops=loops)
+
+
+def store(seq, src, dst, P=128, F=512, loops=()):
+    nb = P * F * 4
+    return ev(seq, "dma_copy", "DMA", P, F, [sb(src, nb)], [hbm(dst, nb)], nb,
+              {"src": "sbuf", "dst": "hbm", "contiguous_bytes": F * 4, "descriptors": P}, loops=loops)
+
+
+def vadd(seq, a, b, o, F=512, loops=(), dt="float32"):
+    nb = 128 * F * 4
+    return ev(seq, "tensor_tensor", "DVE", 128, F, [sb(a, nb), sb(b, nb)], [sb(o, nb)],
+              meta={"func": "add", "psum_in": False, "psum_out": False, "strided": False}, loops=loops, dt=dt)
+
+
+# ---- hardware description -----------------------------------------------------------------
+
+def test_every_constant_has_tag_source_and_fitted_values_sit_in_their_range():
+    for name, c in TRN2.constants.items():
+        assert c.tag in TAGS, name
+        assert c.source.strip(), name
+        if c.tag == "F":
+            assert c.range is not None and c.range[0] <= c.value <= c.range[1], name
+            assert c.prior is not None, name
+
+
+def test_trn1_is_data_only_and_differs_where_documented():
+    assert TRN1.v("pe_clock_ghz") == 2.8 and TRN2.v("pe_clock_ghz") == 2.4
+    assert TRN1.pe_peak_flops("bfloat16") > TRN2.pe_peak_flops("bfloat16")
+    assert set(TRN1.constants) == set(TRN2.constants)
+
+
+def test_json_description_inherits_from_base(tmp_path):
+    p = tmp_path / "mycore.json"
+    p.write_text(json.dumps({"name": "mycore", "base": "trn2",
+                             "constants": {"pe_clock_ghz": {"value": 1.2, "tag": "E", "source": "test"}}}))
+    hw = get_hardware(str(p))
+    assert hw.v("pe_clock_ghz") == 1.2
+    assert hw.pe_peak_flops("bfloat16") == pytest.approx(TRN2.pe_peak_flops("bfloat16") / 2)
+    with pytest.raises(ValueError, match="lacks constants"):
+        spec_from_dict({"name": "bad", "constants": {"pe_clock_ghz": 1.0}})
+
+
+def test_peaks_match_section_1_2():
+    assert TRN2.pe_peak_flops("bfloat16") / 1e12 == pytest.approx(78.64, rel=1e-3)
+    assert TRN2.pe_peak_flops("float32") / 1e12 == pytest.approx(19.66, rel=1e-3)
+
+
+# ---- cost table -----------------------------------------------------------------------------
+
+def test_matmul_cost_is_moving_free_size_over_pe_clock_and_fp32_is_4x():
+    mm = ev(0, "nc_matmul", "PE", 128, 512, meta={"K": 128, "M": 128, "N": 512}, dt="bfloat16")
+    ns, known = compute_cost_ns(mm, TRN2)
+    assert known and ns == pytest.approx(512 / TRN2.v("pe_clock_ghz"))
+    mm32 = ev(0, "nc_matmul", "PE", 128, 512, meta={"K": 128, "M": 128, "N": 512}, dt="float32")
+    assert compute_cost_ns(mm32, TRN2)[0] == pytest.approx(4 * ns)
+    tiny = ev(0, "nc_matmul", "PE", 128, 8, meta={"K": 128, "M": 128, "N": 8}, dt="bfloat16")
+    assert compute_cost_ns(tiny, TRN2)[0] == pytest.approx(TRN2.v("pe_min_cycles") / TRN2.v("pe_clock_ghz"))
+
+
+def test_vector_perf_mode_makes_bf16_copies_cheaper_than_fp32():
+    c16 = ev(0, "tensor_copy", "DVE", 128, 2048, dt="bfloat16")
+    c32 = ev(0, "tensor_copy", "DVE", 128, 2048, dt="float32")
+    assert compute_cost_ns(c16, TRN2)[0] == pytest.approx(compute_cost_ns(c32, TRN2)[0] / TRN2.v("dve_perf_mode_fast"))
+
+
+def test_unknown_op_is_costed_and_flagged():
+    _, known = compute_cost_ns(ev(0, "mystery_op", "DVE"), TRN2)
+    assert known is False
+
+
+def test_dma_uses_one_engine_per_8_partitions_and_small_rows_cost_descriptors():
+    c = dma_cost(load(0, 1, 2, P=4, F=2048), TRN2, "static")
+    assert c.rings == 1
+    assert c.ring_ns == pytest.approx(4 * max(TRN2.v("dma_desc_ns"), 8192 / TRN2.v("dma_ring_bytes_per_ns")))
+    big = dma_cost(load(0, 1, 2, P=128, F=2048), TRN2, "static")
+    assert big.rings == 16
+    tiny = dma_cost(load(0, 1, 2, P=128, F=1), TRN2, "static")
+    assert tiny.ring_ns == pytest.approx(8 * TRN2.v("dma_desc_ns"))  # descriptor-bound
+
+
+# ---- scheduler ----------------------------------------------------------------------------------
+
+def test_raw_dependency_and_semaphore():
+    evs = [load(0, 1, 10), vadd(1, 10, 10, 11), store(2, 11, 3)]
+    s = schedule(evs, TRN2, ModelOptions(mode="profile"))
+    assert s.deps[1] == [0] and s.deps[2] == [1]
+    assert s.start[1] == pytest.approx(s.end[0] + TRN2.v("sem_ns"))
+    assert s.dma[2].issue_start >= s.end[1]
+
+
+def test_war_on_chip_waits_for_reader_but_hbm_has_only_raw():
+    evs = [load(0, 1, 10), vadd(1, 10, 10, 11), load(2, 2, 10)]  # overwrite tile 10 after it is read
+    deps = build_dependencies(evs, ModelOptions())
+    assert 1 in deps[2] and 0 in deps[2]
+    evs2 = [load(0, 1, 10), store(1, 10, 5), store(2, 10, 5)]     # two stores to one HBM range
+    assert build_dependencies(evs2, ModelOptions())[2] == [0]
+
+
+def test_independent_dmas_overlap_their_latency():
+    evs = [load(i, 100 + i, 200 + i) for i in range(4)]
+    s = schedule(evs, TRN2, ModelOptions(mode="profile"))
+    one = schedule(evs[:1], TRN2, ModelOptions(mode="profile")).makespan_ns
+    assert s.makespan_ns < 4 * one * 0.75
+
+
+def test_in_order_queue_on_one_engine():
+    evs = [vadd(0, 1, 1, 2), vadd(1, 3, 3, 4)]   # independent, same engine
+    s = schedule(evs, TRN2)
+    assert s.start[1] >= s.end[0] - 1e-9
+
+
+def _loop_trace(kind, iters=6):
+    evs, seq = [], 0
+    for it in range(iters):
+        lp = ((kind, it),)
+        a, o = 1000 + 2 * it, 1001 + 2 * it          # fresh tiles each iteration, same source lines
+        evs.append(load(seq, 1, a, loops=lp)); evs[-1].line = 20
+        evs.append(vadd(seq + 1, a, a, o, loops=lp)); evs[-1].line = 21
+        evs.append(store(seq + 2, o, 3, loops=lp)); evs[-1].line = 22
+        seq += 3
+    return evs
+
+
+def test_sequential_range_reuses_tiles_and_serialises_more_than_affine():
+    seq = schedule(_loop_trace("sequential"), TRN2, ModelOptions(mode="profile"))
+    aff = schedule(_loop_trace("affine"), TRN2, ModelOptions(mode="profile", affine_buffers=4))
+    assert seq.makespan_ns > aff.makespan_ns
+    deps = build_dependencies(_loop_trace("sequential"), ModelOptions())
+    assert 1 in deps[3]       # iteration 1's load waits for iteration 0's read of the slot
+
+
+def test_pe_throttle_after_idle_then_full_speed():
+    mms = [ev(i, "nc_matmul", "PE", 128, 512, reads=[sb(1, 128)], writes=[Region(2, "psum", 0, 2048)],
+              meta={"K": 128, "M": 128, "N": 512}, dt="bfloat16", flops=2 * 128 * 128 * 512) for i in range(200)]
+    for m in mms:
+        m.accumulate = True
+    s = schedule(mms, TRN2)
+    nominal = 512 / TRN2.v("pe_clock_ghz")
+    ls = 128 / TRN2.v("pe_ls_divisor") / TRN2.v("pe_clock_ghz")     # first matmul loads the stationary
+    durs = [s.end[i] - s.start[i] for i in range(200)]
+    assert durs[0] == pytest.approx((nominal + ls) / TRN2.v("pe_throttle_speed"))
+    assert s.exposed_ls_ns == pytest.approx(ls)
+    assert durs[-1] == pytest.approx(nominal)
+    extra = sum(durs) - 200 * nominal - ls
+    assert 0 < extra <= TRN2.v("pe_throttle_window_ns") * (1 - TRN2.v("pe_throttle_speed")) + nominal
+
+
+# ---- result, exports ---------------------------------------------------------------------------
+
+def _small_trace():
+    evs = []
+    for it in range(3):
+        lp = (("affine", it),)
+        evs += [load(4 * it, 1, 100 + 3 * it, loops=lp), load(4 * it + 1, 2, 101 + 3 * it, loops=lp),
+                vadd(4 * it + 2, 100 + 3 * it, 101 + 3 * it, 102 + 3 * it, loops=lp),
+                store(4 * it + 3, 102 + 3 * it, 3, loops=lp)]
+    evs.append(ev(12, "nc_matmul", "PE", 128, 512, reads=[sb(100, 128)], writes=[Region(50, "psum", 0, 2048)],
+                  meta={"K": 128, "M": 128, "N": 512}, dt="bfloat16", flops=2 * 128 * 128 * 512))
+    evs.append(ev(13, "activation", "ACT", 128, 512, reads=[Region(50, "psum", 0, 2048)], writes=[sb(60, 2048)],
+                  meta={"func": "exp", "psum_in": True}))
+    return Trace(events=evs, kernel_name="small")
+
+
+def test_estimate_fields_are_consistent():
+    e = estimate_trace(_small_trace())
+    assert e.latency_us == pytest.approx(e.floor_us + e.makespan_us)
+    assert e.floor_us == TRN2.v("floor_benchmark_us")
+    assert e.dma_count == 9 and e.hbm_bytes == 9 * 128 * 512 * 4
+    assert e.matmul_flops == 2 * 128 * 128 * 512
+    assert e.mfu == pytest.approx(e.matmul_flops / (e.latency_us * 1e-6 * TRN2.pe_peak_flops("bfloat16")))
+    assert e.critical_engine in e.engine_busy_us
+    assert e.top_lines and e.top_lines[0][1] >= e.top_lines[-1][1]
+    txt = e.summary()
+    assert "ESTIMATE" in txt and "estimate (cost model)" in txt
+    f = profile_fields(e)
+    for k in ("total_time", "dma_transfer_count", "hbm_read_bytes", "tensor_engine_active_time"):
+        assert k in f
+    assert f["total_time"] == pytest.approx(e.latency_us * 1e-6)
+
+
+def test_chrome_trace_is_well_formed_one_track_per_engine_and_sums_match():
+    e = estimate_trace(_small_trace())
+    doc = json.loads(json.dumps(to_chrome_trace(e)))
+    evs = doc["traceEvents"]
+    names = {x["tid"]: x["args"]["name"] for x in evs if x["ph"] == "M" and x["name"] == "thread_name"}
+    slices = [x for x in evs if x["ph"] == "X"]
+    assert slices and all(set(x) >= {"name", "ph", "ts", "dur", "pid", "tid"} for x in slices)
+    assert all(x["ts"] >= 0 and x["dur"] >= 0 and x["tid"] in names for x in slices)
+    assert len(set(names.values())) == len(names)
+    for eng in ("PE", "ACT", "DVE"):
+        tids = [t for t, n in names.items() if n.endswith(f"({eng})")]
+        assert len(tids) == 1, eng
+        mine = sorted((x for x in slices if x["tid"] == tids[0]), key=lambda x: x["ts"])
+        for a, b in zip(mine, mine[1:]):
+            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6          # in-order, no overlap on a track
+        assert sum(x["dur"] for x in mine) == pytest.approx(e.engine_busy_us[eng])
+        assert all("kernel.py:" in x["args"]["line"] for x in mine)
+    end = max(x["ts"] + x["dur"] for x in slices)
+    assert end == pytest.approx(e.latency_us)
+    assert doc["otherData"]["estimate"] is True
+    for t, n in names.items():
+        if n.startswith("DMA queue"):
+            q = sorted((x for x in slices if x["tid"] == t), key=lambda x: x["ts"])
+            for a, b in zip(q, q[1:]):
+                assert b["ts"] >= a["ts"] + a["dur"] - 1e-6
+
+
+def test_json_record_and_roofline(tmp_path):
+    e = estimate_trace(_small_trace())
+    p = e.write_json(str(tmp_path / "r.json"))
+    rec = json.load(open(p))
+    assert rec["label"] == "estimate (cost model)" and rec["latency_us"] == pytest.approx(e.latency_us)
+    pytest.importorskip("matplotlib", reason="matplotlib is the optional 'plot' extra")
+    from nki_kernels.perf.roofline import plot_roofline, point_of
+    out = plot_roofline([point_of("small", e)], str(tmp_path / "roof.png"))
+    assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_registers_three_subcommands():
+    import argparse
+    from nki_kernels.perf.cli import add_subcommands
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd")
+    add_subcommands(sub)
+    for cmd in (["profile", "matmul", "--shape", "128,128,512"], ["bench"], ["roofline"]):
+        a = ap.parse_args(cmd)
+        assert callable(a.func)
+
+
+def test_bench_reports_missing_kernel_cleanly(monkeypatch):
+    from nki_kernels.perf import bench
+    real = bench.cases
+
+    def fake():
+        cs = real()[:1]
+        cs[0].kernel = "nki_kernels.kernels.does_not_exist:nothing"
+        return cs
+    monkeypatch.setattr(bench, "cases", fake)
+    rows = bench.run_bench(progress=None)
+    assert rows[0].status == "unavailable"
+    txt = bench.render(rows)
+    assert "kernel not available yet" in txt and "ESTIMATE" in txt
