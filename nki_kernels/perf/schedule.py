@@ -200,7 +200,9 @@ def build_dependencies(events, opts: ModelOptions, alloc_origins: dict | None = 
                 kind = _loop_kind(ev)
                 if kind is not None:
                     nbuf = opts.sequential_buffers if kind == "sequential" else opts.affine_buffers
-                    origin = (alloc_origins or {}).get(r.alloc_id) or (ev.file, ev.line, ev.op)
+                    # a buffer is identified by where it was allocated *and* first written, so
+                    # distinct tiles from one helper line or one allocation line stay distinct
+                    origin = ((alloc_origins or {}).get(r.alloc_id), ev.file, ev.line, ev.op)
                     ring = slot_rings.setdefault((origin, r.buffer), deque())
                     if len(ring) >= nbuf:
                         victim = ring[-nbuf]

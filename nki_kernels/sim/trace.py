@@ -95,6 +95,9 @@ class Trace:
     grid: tuple = ()
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
+    # (file, line) of every explicit allocation (nl.ndarray/zeros/..., loads); instruction
+    # results are absent (their producing event is their allocation point)
+    alloc_origins: dict = field(default_factory=dict)
     note: Optional[str] = None
 
     def __len__(self) -> int:
