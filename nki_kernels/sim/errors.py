@@ -85,6 +85,21 @@ class SimWarning(UserWarning):
     """Non-fatal findings: `+=` outside PSUM accumulation, deprecated block dims, ..."""
 
 
+def partition_error(api: str, arg, n: int, fix: str = "Split the partition axis into tiles of "
+                    "nl.tile_size.pmax (128)") -> SimValueError:
+    """E001 with NKI's own wording (spec §3 err_num_partition_exceed_arch_limit)."""
+    return SimValueError("E001", api, arg, f"number of partitions {n} exceed architecture limitation of 128",
+                         fix, got=n, limit=128)
+
+
+def psum_bank_error(api: str, arg, what: str, per_partition: int) -> SimValueError:
+    """E004: a PSUM tile must fit one 2 KiB bank per partition (spec §12)."""
+    return SimValueError("E004", api, arg, f"{what} does not fit one 2 KiB PSUM bank per partition "
+                         f"({per_partition} B per partition)",
+                         "Use at most 512 fp32 (nl.tile_size.psum_fmax) per partition per PSUM tile",
+                         got=per_partition, limit=2048)
+
+
 def not_implemented(api: str) -> SimNotImplementedError:
     return SimNotImplementedError(
         "E100", api, None, f"{api} is not implemented in nki_kernels.sim",

@@ -13,7 +13,7 @@ from . import dtypes as _dt
 from . import hw as _hw
 from . import ops as _ops
 from .context import current as _current
-from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented
+from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
 from .tensor import ON_CHIP, MaskExpr, Tensor, allocate, fresh, mask_array
 from .trace import ACT, DMA, DVE, PE, POOL
 
@@ -576,9 +576,7 @@ def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
     shape = tuple(int(s) for s in shape)
     d = _dt.canonical(dtype, op=api)
     if shape[0] > _hw.PMAX:
-        raise SimValueError("E001", api, "shape",
-                            f"number of partitions {shape[0]} exceed architecture limitation of {_hw.PMAX}",
-                            "Split the partition axis", got=shape[0], limit=_hw.PMAX)
+        raise partition_error(api, "shape", shape[0])
     v = np.full(shape, value, dtype=np.float32 if _dt.is_float(d) else np.int64)
     out = fresh(v, d, api=api, mask=mask_array(mask, shape, api))
     _ops.record_compute(ctx, "memset", "nisa.memset", _eng(engine, DVE), [], out, func="memset")

@@ -12,7 +12,8 @@ from . import dtypes as _dt
 from . import hw as _hw
 from . import ops as _ops
 from .context import current as _current, maybe_current as _maybe_current
-from .errors import NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented
+from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
+                     partition_error)
 from .tensor import (ON_CHIP as _ON_CHIP, IndexExpr, MaskExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
                      fresh as _fresh, mask_array as _mask_array)
 from .trace import ACT, DMA, DVE, PE, POOL
@@ -267,10 +268,7 @@ def load(src, *, mask=None, dtype=None, **kwargs):
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load")
     shape = src.shape if len(src.shape) >= 1 else (1,)
     if shape[0] > _hw.PMAX:
-        raise SimValueError("E001", "load", "src",
-                            f"number of partitions {shape[0]} exceed architecture limitation of {_hw.PMAX}",
-                            "Load at most 128 rows per nl.load (tile the leading axis)",
-                            got=shape[0], limit=_hw.PMAX)
+        raise partition_error("load", "src", shape[0], "Load at most 128 rows per nl.load (tile the leading axis)")
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
     ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
@@ -302,10 +300,8 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
         raise SimValueError("E020", "load_transpose2d", "src", f"expects a 2-D access, got shape {src.shape}")
     n, m_ = src.shape
     if m_ > _hw.PMAX:
-        raise SimValueError("E001", "load_transpose2d", "src",
-                            f"number of partitions {m_} exceed architecture limitation of {_hw.PMAX}",
-                            "The transposed tile's partition axis is src's last axis: keep it <= 128",
-                            got=m_, limit=_hw.PMAX)
+        raise partition_error("load_transpose2d", "src", m_,
+                              "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
     dst = _allocate((m_, n), d, "sbuf", api="load_transpose2d")
     dst.write(src.read().T)

@@ -13,7 +13,7 @@ import numpy as np
 from . import dtypes as dt
 from . import hw
 from .context import current
-from .errors import NKISyntaxError, SimTypeError, SimValueError
+from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
 from .tensor import HBM_KINDS, ON_CHIP, Tensor, fresh, mask_array
 from .trace import ACT, DMA, DVE, PE, POOL
 
@@ -144,10 +144,7 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
                            f"leading axis of the access {x.shape}",
                            "Index the block dimensions with ints so the nl.par_dim axis comes first")
     if x.shape and x.shape[0] > hw.PMAX:
-        raise SimValueError("E001", api, arg,
-                            f"number of partitions {x.shape[0]} exceed architecture limitation of {hw.PMAX}",
-                            "Split the partition axis into tiles of nl.tile_size.pmax (128)",
-                            got=x.shape[0], limit=hw.PMAX)
+        raise partition_error(api, arg, x.shape[0])
     return x
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import dtypes as dt
 from . import hw
 from .context import Alloc, current, maybe_current
-from .errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
+from .errors import NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
@@ -581,10 +581,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
             ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
                           "(warn_block_dimension_is_deprecated); each block is a separate tile")
         if shape[par] > hw.PMAX:
-            raise SimValueError("E001", api, "shape",
-                                f"number of partitions {shape[par]} exceed architecture limitation of {hw.PMAX}",
-                                "Split the partition axis into tiles of nl.tile_size.pmax (128)",
-                                got=shape[par], limit=hw.PMAX)
+            raise partition_error(api, "shape", shape[par])
     shape = tuple(int(s) for s in shape)
     for s in shape:
         if s < 0:
@@ -607,11 +604,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
     if buffer == "psum" and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
         if per_block > hw.PSUM_BANK_BYTES:
-            raise SimValueError("E004", api, "shape",
-                                f"a PSUM tile must fit one 2 KiB bank per partition; shape {shape} "
-                                f"{dt.name_of(d)} needs {per_block} B per partition",
-                                "Use at most 512 fp32 (nl.tile_size.psum_fmax) per partition per tile",
-                                got=per_block, limit=hw.PSUM_BANK_BYTES)
+            raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
         al.written = True
@@ -629,10 +622,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
         value = value.reshape(1, 1)
         shape = (1, 1)
     if shape[0] > hw.PMAX:
-        raise SimValueError("E001", api, None,
-                            f"number of partitions {shape[0]} exceed architecture limitation of {hw.PMAX}",
-                            "Split the partition axis into tiles of nl.tile_size.pmax (128)",
-                            got=shape[0], limit=hw.PMAX)
+        raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
     if mask is None or mask is True:
@@ -648,10 +638,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     if buffer == "psum" and ctx.options.check_capacity:
         per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
         if per > hw.PSUM_BANK_BYTES:
-            raise SimValueError("E004", api, None,
-                                f"the result ({shape} {dt.name_of(d)}) does not fit one 2 KiB PSUM bank "
-                                f"per partition", "Produce at most 512 fp32 per partition per instruction",
-                                got=per, limit=hw.PSUM_BANK_BYTES)
+            raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
     t = Tensor(al, arr=arr, par=0)
