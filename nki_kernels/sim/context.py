@@ -12,6 +12,7 @@ import warnings
 
 from . import hw
 from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
+from .dtypes import info as dtype_info
 from .options import SimOptions
 from .trace import Event, Trace
 
@@ -32,8 +33,8 @@ def maybe_current() -> "RunContext | None":
 
 class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis."""
-    __slots__ = ("id", "buffer", "array", "dtype", "name", "par_axis", "immutable", "written",
-                 "version", "token", "origin", "zeroed", "row_bytes", "__weakref__")
+    __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
+                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "__weakref__")
 
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         ctx._alloc_id += 1
@@ -41,7 +42,8 @@ class Alloc:
         self.buffer = buffer
         self.array = array
         self.dtype = dtype
-        self.name = name or f"t{self.id}"
+        self.itemsize, self.dname = dtype_info(dtype)
+        self._name = name
         self.par_axis = par_axis
         self.immutable = immutable
         self.written = False
@@ -57,6 +59,10 @@ class Alloc:
         if buffer in ("sbuf", "psum"):
             ctx.memory.track(self)
 
+    @property
+    def name(self) -> str:
+        return self._name or f"t{self.id}"
+
     def __del__(self):
         tok = self.token
         if tok is not None and not tok[2]:
@@ -64,9 +70,10 @@ class Alloc:
 
     @property
     def bytes_per_partition(self) -> int:
+        """Bytes per partition in the NKI dtype (storage may be wider in compat precision)."""
         a = self.array
         p = a.shape[self.par_axis] if a.ndim else 1
-        return a.nbytes // p if p else 0
+        return a.size // p * self.itemsize if p else 0
 
 
 class Memory:
@@ -84,10 +91,11 @@ class Memory:
 
     def track(self, alloc: Alloc) -> None:
         n = alloc.bytes_per_partition
-        tok = [alloc.buffer, n, False, self, alloc.id]
+        tok = [alloc.buffer, n, False, self, alloc.id, alloc, alloc.array.shape, alloc.origin]
+        tok[5] = alloc._name   # not the Alloc itself: the token must not keep it alive
         alloc.token = tok
         self.live[alloc.buffer] += n
-        self.tiles[alloc.buffer][alloc.id] = (tok, alloc.name, alloc.array.shape, alloc.origin)
+        self.tiles[alloc.buffer][alloc.id] = tok
         self.dirty = True
         if self.live[alloc.buffer] > self.peak[alloc.buffer]:
             self.peak[alloc.buffer] = self.live[alloc.buffer]
@@ -116,9 +124,9 @@ class Memory:
              "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
         ):
             if self.live[buf] > limit:
-                biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[0][1])[:4]
-                desc = ", ".join(f"{name}{tuple(shape)} {tok[1]} B from {os.path.basename(org[0])}:{org[1]}"
-                                 for tok, name, shape, org in biggest)
+                biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[1])[:4]
+                desc = ", ".join(f"{t[5] or 't%d' % t[4]}{tuple(t[6])} {t[1]} B from "
+                                 f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
                 raise SimValueError(code, api, buf,
                                     f"live {buf.upper()} bytes per partition exceed capacity "
                                     f"(largest live tiles: {desc})", fix,

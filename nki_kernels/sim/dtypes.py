@@ -68,6 +68,20 @@ def name_of(dt) -> str:
     return n
 
 
+_INFO: dict = {}
+
+
+def info(dt) -> tuple:
+    """(itemsize, name) of an NKI dtype, cached (np.dtype() calls are slow on the hot path)."""
+    r = _INFO.get(dt)
+    if r is None:
+        r = _INFO[dt] = (itemsize(dt), name_of(dt))
+    return r
+
+
+_STORAGE: dict = {}
+
+
 def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
     """Map whatever a user passes as a dtype to an NKI dtype, or raise E018."""
     from .errors import SimValueError
@@ -112,6 +126,13 @@ def itemsize(dt) -> int:
 
 def storage_dtype(dt, precision: str) -> np.dtype:
     """The NumPy dtype an array of NKI dtype ``dt`` is stored in."""
+    r = _STORAGE.get((dt, precision))
+    if r is None:
+        r = _STORAGE[(dt, precision)] = _storage_dtype(dt, precision)
+    return r
+
+
+def _storage_dtype(dt, precision: str) -> np.dtype:
     if dt is tfloat32:
         return float32
     if precision == "compat" and dt in _LOW_PRECISION:

@@ -7,6 +7,7 @@ its operands with the helpers here, (2) computes with one vectorised NumPy call 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -15,7 +16,8 @@ from . import hw
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
 from .tensor import HBM_KINDS, ON_CHIP, Tensor, fresh, mask_array
-from .trace import ACT, DMA, DVE, PE, POOL
+from .errors import _SIM_DIR
+from .trace import ACT, DMA, DVE, PE, POOL, Event
 
 # ---------------------------------------------------------------------------------------
 # op codes: nl.add / np.add / "add" all name the same ALU op
@@ -223,33 +225,47 @@ def _strided(t: Tensor) -> bool:
 
 def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="", flops_per_elem=1,
                    extra_meta=None):
-    """Record an elementwise-class instruction producing ``out`` from ``inputs``."""
+    """Record an elementwise-class instruction producing ``out`` from ``inputs`` (the hot path:
+    builds the Event directly)."""
+    if ctx.memory.dirty:
+        ctx.memory.check(api)
     if not ctx.options.trace:
         return None
-    tiles = [x for x in inputs if isinstance(x, Tensor)]
     oshape = out._shape
+    oal = out.alloc
     P = oshape[0] if oshape else 1
     N = free_size(oshape)
     psum_in = strided = False
-    nbytes = out.size * out.itemsize
-    for t in tiles:
-        n = free_size(t._shape)
+    nbytes = out.size * oal.itemsize
+    in_shapes, in_dtypes, reads = [], [], []
+    for t in inputs:
+        if t.__class__ is not Tensor:
+            continue
+        al = t.alloc
+        shp = t._shape
+        n = free_size(shp)
         if n > N:
             N = n
-        if t.alloc.buffer == "psum":
+        if al.buffer == "psum":
             psum_in = True
         if not strided and _strided(t):
             strided = True
-        nbytes += t.size * t.itemsize
-    meta = {"psum_in": psum_in, "psum_out": out.alloc.buffer == "psum", "func": func,
-            "n_ops": n_ops, "strided": strided}
+        nbytes += t.size * al.itemsize
+        in_shapes.append(shp)
+        in_dtypes.append(al.dname)
+        reads.append(t.region())
+    meta = {"psum_in": psum_in, "psum_out": oal.buffer == "psum", "func": func, "n_ops": n_ops,
+            "strided": strided}
     if extra_meta:
         meta.update(extra_meta)
-    ev = ctx.record(op, api, engine, partitions=P, free_elems=N,
-                    in_shapes=[t._shape for t in tiles], out_shape=oshape,
-                    in_dtypes=[dt.name_of(t.alloc.dtype) for t in tiles], out_dtype=dt.name_of(out.alloc.dtype),
-                    nbytes=nbytes, flops=P * N * n_ops * flops_per_elem,
-                    reads=[t.region() for t in tiles], writes=[out.region()], meta=meta)
+    f = sys._getframe(1)
+    while f.f_code.co_filename.startswith(_SIM_DIR):
+        f = f.f_back
+    events = ctx.trace.events
+    ev = Event(len(events), op, api, engine, P, N, tuple(in_shapes), oshape, tuple(in_dtypes), oal.dname, nbytes,
+               P * N * n_ops * flops_per_elem, reads, [out.region()], False, meta, f.f_code.co_filename,
+               f.f_lineno, ctx.program_id, tuple(ctx.loops))
+    events.append(ev)
     out._event = ev
     return ev
 

@@ -197,7 +197,7 @@ class Tensor:
     shape = property(lambda s: s._shape)
     dtype = property(lambda s: s.alloc.dtype)
     ndim = property(lambda s: len(s._shape))
-    itemsize = property(lambda s: dt.itemsize(s.alloc.dtype))
+    itemsize = property(lambda s: s.alloc.itemsize)
     buffer = property(lambda s: s.alloc.buffer)
     name = property(lambda s: s.alloc.name)
 
