@@ -120,7 +120,7 @@ def cmd_verify(args) -> int:
     widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
     print()
     for r in [hdr] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     print("\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
           "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
           "measurement; see docs/cost-model.md for its calibration error.")

@@ -1,0 +1,23 @@
+"""The main job (`nki-kernels verify`) and the interpreter benchmark run end to end."""
+import re
+
+from nki_kernels import cli
+
+
+def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
+    assert cli.main(["verify", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^10 passed, 0 failed$", out, re.M), out[-2000:]
+    for kernel in ("conv2d+bias+maxpool", "matmul", "flash_attention"):
+        assert kernel in out
+    assert "not a hardware measurement" in out and "est. latency us*" in out
+    rows = [l for l in out.splitlines() if l.endswith(tuple("0123456789")) and " PASS " in l]
+    assert len(rows) == 10   # every row carries a numeric estimate
+
+
+def test_sim_bench_reports_both_measurements(capsys):
+    assert cli.main(["sim-bench", "--iters", "20"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"small-tile instruction .*: [0-9.]+ us per instruction", out)
+    assert re.search(r"20 x nc_matmul 128x128x512 fp32 into PSUM: [0-9.]+ s vs bare NumPy [0-9.]+ s", out)
+    assert "not a Trainium figure" in out
