@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_matches
+from sim_testing import assert_matches
 
 from nki_kernels.kernels import conv2d as conv2d_module
 from nki_kernels.kernels.conv2d import fused_conv2d_maxpool
@@ -119,6 +119,9 @@ EXTENDED = [
     (2, 130, 129, 12, 10, 3, 3, 2, "fp16"),
     (4, 256, 256, 32, 16, 3, 3, 1, "bf16"),
     (2, 130, 129, 12, 10, 5, 3, 1, "bf16"),
+    # pool > 1 in 16-bit: ScalarE rounds x + b to X's dtype, GpSimd pools the rounded values
+    (2, 130, 129, 14, 12, 3, 3, 3, "bf16"),
+    (1, 20, 12, 13, 17, 3, 3, 4, "fp16"),
 ]
 
 
@@ -161,6 +164,63 @@ def test_conv2d_trace_structure(rng):
     stores = [e for e in trace.events if e.op == "dma_copy" and e.meta["dst"] != "sbuf" and e.meta["src"] == "sbuf"]
     assert sum(e.bytes for e in stores) == out.nbytes
     assert trace.peak_psum_bytes_per_partition <= 16 * 1024
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("pool", [2, 3, 4])
+def test_conv2d_pool_commutes_with_rounding(rng, dtype, pool):
+    """Pool > 1 rounds x + b to X's dtype before the maxima; because adding b and rounding
+    are monotone this must equal pooling the pool-1 output (round(x + b)) exactly, bit for bit.
+    Small-integer inputs make every fp32 sum exact whatever the tiling (pool 1 and pool p tile
+    differently), while the conv values (up to ~7,000) still round in fp16 and bf16."""
+    d = DTYPES[dtype]
+    X = rng.integers(-8, 9, (2, 12, 15, 29)).astype(d)
+    Wt = rng.integers(-8, 9, (130, 12, 3, 3)).astype(d)
+    b = (rng.integers(-64, 65, 130) / 4).astype(d)
+    full = simulate_kernel(fused_conv2d_maxpool, X, Wt, b, pool_size=1)
+    pooled = simulate_kernel(fused_conv2d_maxpool, X, Wt, b, pool_size=pool)
+    Hp, Wp = full.shape[2] // pool, full.shape[3] // pool
+    ref = full[:, :, :Hp * pool, :Wp * pool].reshape(2, 130, Hp, pool, Wp, pool).max(axis=(3, 5))
+    assert pooled.dtype == ref.dtype
+    np.testing.assert_array_equal(pooled.view(np.uint8), np.ascontiguousarray(ref).view(np.uint8))
+
+
+def test_conv2d_pool_eviction_engines(rng):
+    """Pool > 1: every PSUM tile is drained by one ScalarE activation with the bias fused
+    (PSUM -> SBUF in X's dtype) and max-pooled by 2(p-1) GpSimd tensor_tensor maxima on SBUF
+    only; VectorE touches conv PSUM tiles only to zero them, so no VectorE instruction waits
+    for TensorE (the in-order VectorE queue would otherwise hold back the next bank's memset)."""
+    B, C, H, W, p = 1, 130, 20, 30, 2
+    X, Wt, b = _inputs(rng, B, C, C, H, W, 3, 3, "fp16")
+    out, trace = trace_kernel(fused_conv2d_maxpool, X, Wt, b, pool_size=p)
+    ev = trace.events
+    mms = [e for e in ev if e.op == "nc_matmul"]
+    n_psum_tiles = len({e.writes[0].alloc_id for e in mms})
+    acts = [e for e in ev if e.op == "activation"]
+    assert len(acts) == n_psum_tiles
+    assert all(e.engine == "ACT" and e.reads[0].buffer == "psum" and e.writes[0].buffer == "sbuf"
+               and e.out_dtype == "float16" for e in acts)
+    maxes = [e for e in ev if e.op == "tensor_tensor"]
+    assert len(maxes) == 2 * (p - 1) * n_psum_tiles
+    assert all(e.engine == "POOL" and e.meta["func"] in ("maximum", "max") for e in maxes)
+    assert all(r.buffer == "sbuf" for e in maxes for r in list(e.reads) + list(e.writes))
+    assert not any(e.op == "tensor_reduce" for e in ev)
+    psum_ids = {e.writes[0].alloc_id for e in mms}
+    dve_psum = [e for e in ev if e.engine == "DVE" and any(r.alloc_id in psum_ids for r in e.reads)]
+    assert not dve_psum, f"VectorE reads conv PSUM tiles: {[e.op for e in dve_psum][:4]}"
+
+
+def test_conv2d_pool2_not_slower_than_pool1_estimate(rng):
+    """Cost-model regression (estimates, numerics off): on one 32-row block of the CS149
+    layer in fp16, pool 2 must cost no more than pool 1 (same matmuls, a quarter of the
+    output DMA) and stay within 25 us of its TensorE busy time.  The former VectorE-reduce
+    eviction serialised TensorE behind VectorE here (~+30 %)."""
+    from nki_kernels.perf import estimate
+    X, Wt, b = _inputs(rng, 1, 256, 256, 34, 224, 3, 3, "fp16")
+    e1 = estimate(fused_conv2d_maxpool, X, Wt, b, pool_size=1, numerics=False)
+    e2 = estimate(fused_conv2d_maxpool, X, Wt, b, pool_size=2, numerics=False)
+    assert e2.latency_us <= 1.02 * e1.latency_us, (e1.latency_us, e2.latency_us)
+    assert e2.latency_us <= e2.engine_busy_us["PE"] + 25.0, (e2.latency_us, e2.engine_busy_us)
 
 
 # -- bad input: ValueError naming the argument, before any instruction ----------------------

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import assert_matches
+from sim_testing import assert_matches
 from nki_kernels.kernels import matmul as mm
 from nki_kernels.oracles import matmul_mk_ref, matmul_ref
 from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel

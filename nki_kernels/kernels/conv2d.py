@@ -22,6 +22,7 @@ SBUF_RESERVE = 8192     # head-room per partition for bias, PSUM-eviction tempor
 WEIGHT_BUDGET = 112 * 1024   # resident transposed weights per partition (one C_out group)
 X_TILE_TARGET = 32 * 1024    # input window per partition per C_in tile: big DMAs, yet early compute start
 MAX_POOL = 4            # pool_size 1..4 (hard limit of the interface)
+EVICT_BUFFERS = 4       # pool > 1: eviction / row-max temporaries in flight per PSUM tile stream
 
 _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -109,12 +110,15 @@ def _plan(X, W, bias, pool_size) -> _Plan:
     w_bytes = min(g * TILE_M, C_out) * n_ci * T * isz
 
     # Row blocks: G row tiles per input window, double buffered, within what SBUF has left.
+    # Pool > 1 also keeps per-PSUM-tile temporaries (ScalarE eviction <= 512 elements, GpSimd
+    # row maxima <= 512/p) in X's dtype, EVICT_BUFFERS deep so the engines can run ahead.
     win_max = chunks[0][1] + KW - 1
-    free = SBUF_BYTES - SBUF_RESERVE - w_bytes - n_co * isz
+    evict_tmp = EVICT_BUFFERS * 2 * PSUM_FREE * isz if p > 1 else 0
+    free = SBUF_BYTES - SBUF_RESERVE - w_bytes - n_co * isz - evict_tmp
 
     def block_bytes(G):
         x_t = (G * nr + KH - 1) * win_max * isz
-        o_t = (G * nr // p) * (chunks[0][1] // p) * (isz + (4 if p > 1 else 0))
+        o_t = (G * nr // p) * (chunks[0][1] // p) * isz
         return x_t, 2 * (n_ci * x_t + o_t)
 
     if block_bytes(1)[1] > free:
@@ -138,7 +142,8 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
     """Valid stride-1 conv2d + per-channel bias + non-overlapping max-pool, fused on chip.
 
     Conv results never leave the chip: each PSUM tile gets its bias and pooling as it is
-    evicted, and only the pooled output is written to HBM.
+    evicted (ScalarE drains PSUM with the bias fused; for pool > 1 GpSimd then max-pools the
+    SBUF copy), and only the pooled output is written to HBM.
 
     Layout:
         X     (B, C_in, H, W) HBM, row-major.  On chip an input window is
@@ -159,15 +164,20 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
         balanced column chunks, each with its own input window (KW-1 column halo).
         Row blocks of G row tiles: the input window is rows [r0, r0 + G*nr + KH - 1) (a KH-1
         halo, reloaded), so 224x224 images never need to fit whole; G is the largest with
-        <= 32 KiB per C_in tile per DMA and double buffering inside the SBUF left over.
+        <= 32 KiB per C_in tile per window and double buffering inside the SBUF left over.
+        Each window is loaded in up to three row pieces, rows [0, nr+KH-1), [.., 4nr+KH-1)
+        and the rest, each piece for all C_in tiles (one DMA per C_in tile and piece), so the
+        first PSUM tile waits only for the first piece.
         Loop nest (resident at each level):
           L0 C_out group: wT for the group (<= 112 KiB/partition; one group when it fits,
              e.g. 256x256x3x3 fp32 = 18 KiB) + bias for all C_out.
           L1 image b (affine)  L2 row block (affine) + static tail block
           L3 column chunk (static; one unless W_out is wide): input window for all C_in tiles.
-          L4 C_out tile (affine): output staging tile (C_out tile, rows/p, cols/p).
-          L5 row tile (affine): one PSUM bank; L6 C_in tile x kh x kw (affine) matmuls
-             accumulate into it (PSUM accumulation over C_in AND taps).
+          L4 C_out tile (affine): output staging tile (C_out tile, rows/p, cols/p), X dtype.
+          L5 row tile (affine): one PSUM bank (4 rotating, so TensorE fills the next bank while
+             this one drains); L6 C_in tile x kh x kw (affine) matmuls accumulate into it
+             (PSUM accumulation over C_in AND taps).  Pool > 1: per row tile an SBUF eviction
+             tile (C_out tile, nr, cw) and a row-max tile (C_out tile, nr/p, cw), X dtype.
         Partial C_in / C_out tiles and the last row tile run as separate static code, so
         every affine loop index is used only in affine index arithmetic.
 
@@ -178,31 +188,35 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
         C_out tile, ceil(C_in/128) * KH*KW * 128 * itemsize, <= 112 KiB per partition
         (fp32 3x3: C_in <= 3072; fp32 7x7: C_in <= 512; larger C_out is split into groups,
         re-streaming the input once per group); the smallest input window (one row tile +
-        halo, all C_in tiles, double buffered) must fit the SBUF left over.
+        halo, all C_in tiles, double buffered) must fit the SBUF left over (after, for
+        pool > 1, 4 x 1024 elements of eviction temporaries).  GpSimd only touches SBUF.
         Tested in the interpreter: C_in 1..512 and C_out 1..385 (incl. 127, 129, 130, 300),
         filters 1x1, 2x2, 3x3, 3x4, 3x5, 5x3, 5x5, 7x7, pool 1..4 with remainders, W_out = 600
         (column chunks), batch 1..4, images up to 224x224 (7 row blocks), fp32/fp16/bf16.
 
     Numerics:
         Inputs in X's dtype go straight to TensorE; products accumulate in fp32 PSUM over
-        C_in and all taps.  Max-pool runs on the fp32 PSUM values, bias is added in fp32
-        (max(x) + b == max(x + b)), and the result is rounded once to X's dtype.  Expected
-        error vs the float64 oracle: fp32 ~1e-6 relative; fp16/bf16 one output rounding plus
-        fp32 accumulation (conftest TOLERANCE).
+        C_in and all taps.  The eviction adds the bias in fp32 and rounds once to X's dtype;
+        pool > 1 then takes maxima of those rounded values.  fp32 addition and rounding are
+        monotone, so max(round(x + b)) == round(max(x) + b) bit for bit: the same result as
+        pooling in fp32 first and rounding last.  Expected error vs the float64 oracle: fp32
+        ~1e-6 relative; fp16/bf16 one output rounding plus fp32 accumulation (conftest
+        TOLERANCE).
 
     Pseudocode:
         for group of C_out tiles:
             for co, ci, tap-group: wT[:, ci, taps, co] = copy(nc_transpose(W[co, ci, kh, kw]))
             for b, row block, column chunk:
-                x = dma(X[b, :, rows + halo, cols + halo])            # one DMA per C_in tile
+                x = dma(X[b, :, rows + halo, cols + halo])    # per row piece, per C_in tile
                 for co in group:
                     for row tile rt:
                         ps = zeros(PSUM)                                 # (co, nr, cw) fp32
                         for ci, kh, kw: ps += nc_matmul(wT[:, ci, kh*KW+kw, co],
                                                         x[:, ci, rt*nr+kh :, kw :])
-                        if p == 1: o[:, rows] = activation(copy, ps, bias[co])
-                        else:      pooled[:, rows/p] = tensor_reduce(max, ps as (r/p,p,c/p,p))
-                    if p > 1: o = activation(copy, pooled, bias[co])
+                        e = activation(copy, ps, bias[co], dtype=X.dtype)        # ScalarE
+                        if p == 1: o[:, rows] = e
+                        else:      m = max_j e[:, i*p + j, :]   (p-1 tensor_tensor, GpSimd)
+                                   o[:, rows/p] = max_j m[:, :, c*p + j]  (p-1, GpSimd)
                     dma(out[b, co, rows/p, cols/p], o)
 
     Cost notes:
@@ -211,13 +225,19 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
         the CS149 224x224 image).  256->256 3x3 224x224: 2*111*18 = 3,996 matmuls per image,
         every moving column a useful output, so TensorE time is the roofline floor (739 us
         fp16 / 2,957 us fp32 per image at max(N, 64) cycles per matmul).  Per PSUM tile the
-        eviction is one ScalarE activation (pool 1) or one VectorE reduce (pool > 1, plus one
-        ScalarE bias pass per pooled block) of <= 512 elements: ~3% (fp32) to ~12% (fp16) of
-        the tile's TensorE time, on another engine.  Input DMAs move <= 32 KiB contiguous per
-        partition per C_in tile (~20 us per 32-row block vs ~400 us fp32 / ~100 us fp16 of
-        matmuls), double buffered.  Weight transposes: ceil(C_in/128)*ceil(C_out/128)*KH*KW
-        (36 for 256x256x3x3), once per call; they and the 2.4 MB weight load dominate the
-        small 32x16 CS149 case, which is overhead-bound.
+        eviction is one ScalarE activation of <= 512 elements (~11% of the tile's fp16
+        TensorE time), plus for pool > 1 2(p-1) GpSimd maxima on SBUF (~22% for p = 2).
+        Engine placement matters more than engine time: queues are in order, and VectorE
+        zeroes each PSUM bank (nl.zeros) just before its matmuls, so any VectorE instruction
+        that waits for TensorE (the former VectorE max-reduce of PSUM) holds back the next
+        bank's memset and with it TensorE (cost-model estimate: fp16 pool 2 1,026 us that way
+        vs 764 us now; 1,344 us with the maxima on VectorE behind a ScalarE eviction).
+        Input DMAs move <= 32 KiB contiguous per partition per C_in tile (~20 us per 32-row
+        block vs ~400 us fp32 / ~100 us fp16 of matmuls), double buffered, in three row pieces
+        (row tile 0, row tiles 1-3, the rest) so the first block starts after ~1 us of input
+        instead of a whole window (~15 us saved per call, estimate).  Weight transposes:
+        ceil(C_in/128)*ceil(C_out/128)*KH*KW (36 for 256x256x3x3), once per call; they and
+        the 2.4 MB weight load dominate the small 32x16 CS149 case, which is overhead-bound.
     """
     pl = _plan(X, W, bias, pool_size)
 
@@ -271,15 +291,20 @@ def _conv_block(X, out, wT, bias_sb, pl, grp, b, r0, rp0, n_tiles, last_rows):
     load the input window (with its KH-1 halo) per column chunk, then every C_out tile."""
     rows = n_tiles * pl.nr + last_rows
     rin = rows + pl.KH - 1
+    # Window rows in up to three pieces (row tile 0, row tiles 1..3, the rest), each for all
+    # C_in tiles before the next: the first PSUM tile waits for ~nr+KH-1 rows, not the whole
+    # window, which matters for the first block (later blocks are prefetched anyway).
+    cuts = sorted({0, rin} | {min(rin, k * pl.nr + pl.KH - 1) for k in (1, 4)})
     for c0, cw in pl.chunks:
         win = cw + pl.KW - 1
         x_sb = nl.ndarray((pl.kp, pl.n_ci, rin, win), dtype=X.dtype, buffer=nl.sbuf)
-        for ci in nl.affine_range(pl.n_ci_full):
-            nisa.dma_copy(dst=x_sb[:, ci, :, :],
-                          src=X[b, ci * TILE_K:ci * TILE_K + TILE_K, r0:r0 + rin, c0:c0 + win])
-        if pl.ci_rem:
-            nisa.dma_copy(dst=x_sb[0:pl.ci_rem, pl.n_ci_full, :, :],
-                          src=X[b, pl.n_ci_full * TILE_K:pl.C_in, r0:r0 + rin, c0:c0 + win])
+        for ra, rb in zip(cuts[:-1], cuts[1:]):
+            for ci in nl.affine_range(pl.n_ci_full):
+                nisa.dma_copy(dst=x_sb[:, ci, ra:rb, :],
+                              src=X[b, ci * TILE_K:ci * TILE_K + TILE_K, r0 + ra:r0 + rb, c0:c0 + win])
+            if pl.ci_rem:
+                nisa.dma_copy(dst=x_sb[0:pl.ci_rem, pl.n_ci_full, ra:rb, :],
+                              src=X[b, pl.n_ci_full * TILE_K:pl.C_in, r0 + ra:r0 + rb, c0:c0 + win])
         t0, n_full, rem = grp
         for co in nl.affine_range(n_full):
             _co_tile(out, wT, bias_sb, x_sb, pl, b, t0, co, TILE_M, rp0, c0, cw, n_tiles, last_rows)
@@ -293,18 +318,11 @@ def _co_tile(out, wT, bias_sb, x_sb, pl, b, t0, co, cs_o, rp0, c0, cw, n_tiles, 
     rows_p = (n_tiles * pl.nr + last_rows) // p
     cwp = cw // p
     bcol = bias_sb[0:cs_o, t0 + co:t0 + co + 1]
-    if p == 1:
-        o_sb = nl.ndarray((cs_o, rows_p, cwp), dtype=pl.dtype, buffer=nl.sbuf)
-        dst = o_sb
-    else:
-        dst = nl.ndarray((cs_o, rows_p, cwp), dtype=nl.float32, buffer=nl.sbuf)
+    o_sb = nl.ndarray((cs_o, rows_p, cwp), dtype=pl.dtype, buffer=nl.sbuf)
     for rt in nl.affine_range(n_tiles):
-        _psum_tile(dst, wT, bcol, x_sb, pl, co, cs_o, rt * pl.nr, rt * (pl.nr // p), pl.nr, cw)
+        _psum_tile(o_sb, wT, bcol, x_sb, pl, co, cs_o, rt * pl.nr, rt * (pl.nr // p), pl.nr, cw)
     if last_rows:
-        _psum_tile(dst, wT, bcol, x_sb, pl, co, cs_o, n_tiles * pl.nr, n_tiles * pl.nr // p, last_rows, cw)
-    if p > 1:
-        # bias once per pooled block (max commutes with a per-channel constant), fp32 -> X dtype
-        o_sb = nisa.activation(op=nl.copy, data=dst, bias=bcol, dtype=pl.dtype)
+        _psum_tile(o_sb, wT, bcol, x_sb, pl, co, cs_o, n_tiles * pl.nr, n_tiles * pl.nr // p, last_rows, cw)
     co0 = (t0 + co) * TILE_M
     nisa.dma_copy(dst=out[b, co0:co0 + cs_o, rp0:rp0 + rows_p, c0 // p:c0 // p + cwp], src=o_sb)
 
@@ -328,6 +346,28 @@ def _psum_tile(dst, wT, bcol, x_sb, pl, co, cs_o, rr, rrp, nrows, cw):
                                      x_sb[0:k, pl.n_ci_full, rr + kh:rr + kh + nrows, kw:kw + cw])
     if p == 1:
         dst[:, rr:rr + nrows, :] = nisa.activation(op=nl.copy, data=ps, bias=bcol, dtype=pl.dtype)
-    else:
-        dst[:, rrp:rrp + nrows // p, :] = nisa.tensor_reduce(
-            op=nl.max, data=ps.reshape((cs_o, nrows // p, p, cw // p, p)), axis=(2, 4))
+        return
+    # ScalarE drains the bank with the bias fused (PSUM -> SBUF, rounded to X's dtype), GpSimd
+    # max-pools from SBUF: VectorE only zeroes PSUM, so no VectorE instruction waits for TensorE
+    # and the next bank's memset never queues behind this bank's pooling.  Bit-identical to
+    # round(max(x) + b): adding b and rounding are monotone, so they commute with max.
+    ev = nisa.activation(op=nl.copy, data=ps, bias=bcol, dtype=pl.dtype)
+    _max_pool(dst[:, rrp:rrp + nrows // p, :], ev, cs_o, nrows, cw, p)
+
+
+def _max_pool(dst, ev, cs_o, nrows, cw, p):
+    """dst (cs_o, nrows/p, cw/p) = max over p x p windows of the SBUF tile ev (cs_o, nrows, cw):
+    p-1 GpSimd maxima over rows (unit-stride operands), then p-1 over columns (stride p)."""
+    hp, wp = nrows // p, cw // p
+    rows = ev.reshape((cs_o, hp, p, cw))
+    m = nisa.tensor_tensor(rows[:, :, 0, :], rows[:, :, 1, :], op=nl.maximum, engine=nisa.gpsimd_engine)
+    for j in range(2, p):
+        m = nisa.tensor_tensor(m, rows[:, :, j, :], op=nl.maximum, engine=nisa.gpsimd_engine)
+    cols = m.reshape((cs_o, hp, wp, p))
+    if p == 2:
+        dst[...] = nisa.tensor_tensor(cols[:, :, :, 0], cols[:, :, :, 1], op=nl.maximum, engine=nisa.gpsimd_engine)
+        return
+    c = nisa.tensor_tensor(cols[:, :, :, 0], cols[:, :, :, 1], op=nl.maximum, engine=nisa.gpsimd_engine)
+    for j in range(2, p - 1):
+        c = nisa.tensor_tensor(c, cols[:, :, :, j], op=nl.maximum, engine=nisa.gpsimd_engine)
+    dst[...] = nisa.tensor_tensor(c, cols[:, :, :, p - 1], op=nl.maximum, engine=nisa.gpsimd_engine)
