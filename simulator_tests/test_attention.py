@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import assert_matches
+from sim_testing import assert_matches
 from nki_kernels.kernels.attention import KEY_BLOCK, flash_attention
 from nki_kernels.oracles import attention_ref
 from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel
