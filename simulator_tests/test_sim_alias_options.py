@@ -231,3 +231,20 @@ def test_trace_regions_of_disjoint_on_chip_slices_do_not_overlap():
     assert (w[0].lo, w[0].hi, w[1].lo, w[1].hi) == (0, 2048, 2048, 4096)   # bytes within a partition
     assert not w[0].overlaps(w[1]) and not w[2].overlaps(w[3])
     assert tr.events[4].reads[0].overlaps(w[0]) and not tr.events[4].reads[0].overlaps(w[1])
+
+
+def test_trace_region_of_arange_view_is_its_bounding_box_not_the_whole_tensor():
+    @nki.jit
+    def k(a):
+        ring = nl.ndarray((128, 4, 64), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        ring[i_p, 1, i_f] = nl.load(a)
+        ring[i_p, 2, i_f] = nl.load(a)
+        out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nisa.tensor_copy(ring[:, 1, :]))
+        return out
+    out, tr = trace_kernel(k, np.ones((128, 64), F32))
+    np.testing.assert_array_equal(out, 1)
+    w1, w2 = tr.events[0].writes[0], tr.events[1].writes[0]
+    assert (w1.lo, w1.hi, w2.lo, w2.hi) == (256, 512, 512, 768)
+    assert tr.events[2].reads[0].overlaps(w1) and not tr.events[2].reads[0].overlaps(w2)

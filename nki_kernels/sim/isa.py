@@ -124,7 +124,7 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
                             "Allowed: (1,0), (2,1,0), (3,1,2,0)")
     v = np.transpose(src.read_f32(), axes)
     out = fresh(np.ascontiguousarray(v), _dtype(dtype, src.dtype, api), api=api)
-    _ops._record_dma(ctx, "nisa.dma_transpose", out, src, out.size, op="dma_transpose")
+    out._event = _ops._record_dma(ctx, "nisa.dma_transpose", out, src, out.size, op="dma_transpose")
     return out
 
 
@@ -507,8 +507,8 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
                           reverse0, api), np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     _write_reduce(api, reduce_op, reduce_res, r, data.shape[0])
-    ev = _ops.record_compute(ctx, "tensor_scalar", "nisa.tensor_scalar_reduce", DVE, [data, operand0], out,
-                             func=n0, extra_meta={"reduce": True})
+    ev = _ops.record_compute(ctx, "tensor_scalar_reduce", "nisa.tensor_scalar_reduce", DVE, [data, operand0],
+                             out, func=n0, extra_meta={"reduce": True})
     if ev is not None:
         ev.writes.append(reduce_res.region())
     return out

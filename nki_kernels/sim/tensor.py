@@ -297,33 +297,47 @@ class Tensor:
         al.version += 1
 
     def region(self) -> Region:
+        """Bytes this view touches: per partition on chip, from the tensor start in HBM."""
         al = self.alloc
-        if self.arr is not None:
-            a, par = self.arr, self.par
-        else:
-            a, par = self.src, None      # advanced view: the bounding range of its source
-        lo = self.off
         row = al.row_bytes
+        if self.arr is None:
+            return self._advanced_region(row)
+        a, par = self.arr, self.par
+        lo = self.off
         if row:                       # on chip: byte range within one partition
             lo %= row
-            skip = par
-            if a.flags.c_contiguous and skip == 0 and a.ndim and a.shape[0] >= 1:
+            if par == 0 and a.ndim and a.flags.c_contiguous:
                 return Region(al.id, al.buffer, lo, lo + (a.nbytes // a.shape[0] if a.shape[0] else 0))
-        else:
-            if a.flags.c_contiguous:
-                return Region(al.id, al.buffer, lo, lo + a.nbytes)
-            skip = None
+        elif a.flags.c_contiguous:
+            return Region(al.id, al.buffer, lo, lo + a.nbytes)
         if a.size == 0:
             return Region(al.id, al.buffer, lo, lo)
         hi = lo + a.itemsize
         for ax, (n, st) in enumerate(zip(a.shape, a.strides)):
-            if ax == skip or (row and abs(st) >= row):
+            if ax == par or (row and abs(st) >= row):
                 continue
             if st < 0:
                 lo += (n - 1) * st
             else:
                 hi += (n - 1) * st
         return Region(al.id, al.buffer, lo, hi)
+
+    def _advanced_region(self, row) -> Region:
+        """Bounding box of an arange/mgrid access: each index's [min, max] on its axis."""
+        al, src = self.alloc, self.src
+        lo = hi = self.off % row if row else self.off
+        for k, n, st in zip(self.key, src.shape, src.strides):
+            if row and abs(st) >= row:      # the partition axis (or a block axis outside the row)
+                continue
+            if isinstance(k, np.ndarray):
+                kmin, kmax = (int(k.min()), int(k.max())) if k.size else (0, 0)
+                kmin, kmax = max(kmin, 0), min(kmax, n - 1)   # masked-out points are not accessed
+            else:
+                kmin = kmax = k
+            a, b = kmin * st, kmax * st
+            lo += min(a, b)
+            hi += max(a, b)
+        return Region(al.id, al.buffer, lo, hi + src.itemsize)
 
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> "Tensor":
