@@ -117,7 +117,8 @@ def test_sbuf_is_released_when_tiles_die():
     simulate_kernel(k, X)
 
 
-@pytest.mark.parametrize("case", ["dma_from_psum", "matmul_into_sbuf", "load_from_sbuf", "compute_on_hbm"])
+@pytest.mark.parametrize("case", ["dma_from_psum", "matmul_into_sbuf", "load_from_sbuf", "compute_on_hbm",
+                                  "gpsimd_on_psum"])
 def test_wrong_memory_space(case):
     @nki.jit
     def k(a):
@@ -130,6 +131,9 @@ def test_wrong_memory_space(case):
             sb[...] = nisa.nc_matmul(s, s)  # <- space_matmul_into_sbuf
         elif case == "load_from_sbuf":
             nl.load(s)  # <- space_load_from_sbuf
+        elif case == "gpsimd_on_psum":
+            p = nl.zeros((128, 128), nl.float32, buffer=nl.psum)
+            nisa.tensor_scalar(p, nl.multiply, 2.0, engine=nisa.gpsimd_engine)  # <- space_gpsimd_on_psum
         else:
             nl.exp(a)  # <- space_compute_on_hbm
         return a

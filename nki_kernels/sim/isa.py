@@ -32,8 +32,17 @@ vector_engine, sync_engine, unknown_engine = engine.vector, engine.sync, engine.
 _ENGINE = {engine.tensor: PE, engine.scalar: ACT, engine.gpsimd: POOL, engine.vector: DVE}
 
 
-def _eng(e, default):
-    return _ENGINE.get(e, default) if e is not None else default
+def _eng(e, default, api=None, *operands):
+    """Trace engine for ``engine=``; GpSimd cannot access PSUM (isa docs, spec §7/§9)."""
+    name = _ENGINE.get(e, default) if e is not None else default
+    if name == POOL:
+        for arg, t in operands:
+            if isinstance(t, Tensor) and t.buffer == "psum":
+                raise SimTypeError("E007", api, arg,
+                                   f"Expected operand '{arg}' of '{api}' to be in address space 'sbuf' on the "
+                                   f"GpSimd engine, but got a tile in 'psum' instead",
+                                   "GpSimd cannot access PSUM: use the Vector/Scalar engine or copy to SBUF first")
+    return name
 
 
 class nc_version(enum.IntEnum):
@@ -241,14 +250,13 @@ def tensor_copy(src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_co
     api = "tensor_copy"
     ctx = _current(api)
     _ops.tile(src, api, "src")
-    if engine == globals()["engine"].gpsimd and src.buffer == "psum":
-        raise _ops._space_error(api, "src", src, ("sbuf",))
+    eng = _eng(engine, DVE if _api != "nl.copy" else ACT, api, ("src", src))
     d = _dtype(dtype, src.dtype, api)
     v = src.read()
     if d != src.dtype or v.dtype.kind == "f" and v.dtype != np.float32:
         v = src.read_f32()
     out = fresh(np.array(v), d, api=api, mask=mask_array(mask, src.shape, api))
-    _ops.record_compute(ctx, "tensor_copy", _api, _eng(engine, DVE if _api != "nl.copy" else ACT), [src], out,
+    _ops.record_compute(ctx, "tensor_copy", _api, eng, [src], out,
                         func="copy")
     return out
 
@@ -264,6 +272,7 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw)
         raise SimTypeError("E007", api, "data2", "data1 and data2 cannot both be in PSUM",
                            "Copy one operand to SBUF first (nisa.tensor_copy)")
     _ops.same_partitions(api, data1=data1, data2=data2)
+    eng = _eng(engine, DVE, api, ("data1", data1), ("data2", data2))
     if name in _ops.BITWISE:
         a, b = data1.read().astype(np.int64), data2.read().astype(np.int64)
         fn = _ops.BITWISE[name]
@@ -286,7 +295,7 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw)
         r = r.astype(np.float32, copy=False)
     d = _dtype(dtype, _dt.promote(data1.dtype, data2.dtype), api)
     out = fresh(r, d, api=api, mask=mask_array(mask, shape, api))
-    _ops.record_compute(ctx, "tensor_tensor", "nisa.tensor_tensor", _eng(engine, DVE), [data1, data2], out,
+    _ops.record_compute(ctx, "tensor_tensor", "nisa.tensor_tensor", eng, [data1, data2], out,
                         func=name)
     return out
 
@@ -321,6 +330,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     api = "tensor_scalar"
     ctx = _current(api)
     _ops.tile(data, api, "data")
+    eng = _eng(engine, DVE, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
     P = data.shape[0]
     n0 = _ops.opcode(op0, api, "op0")
     nd = data.ndim
@@ -342,7 +352,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     if r.shape != data.shape:
         r = np.ascontiguousarray(np.broadcast_to(r, data.shape))
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
-    _ops.record_compute(ctx, "tensor_scalar", "nisa.tensor_scalar", _eng(engine, DVE), ins, out, n_ops=n_ops,
+    _ops.record_compute(ctx, "tensor_scalar", "nisa.tensor_scalar", eng, ins, out, n_ops=n_ops,
                         func=n0 if op1 is None else f"{n0},{_ops.opcode(op1, api)}")
     return out
 
@@ -357,13 +367,14 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     if data.buffer == "psum" and operand1.buffer == "psum":
         raise SimTypeError("E007", api, "operand1", "data and operand1 cannot both be in PSUM")
     _ops.same_partitions(api, data=data, operand1=operand1)
+    eng = _eng(engine, DVE, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
     o0 = _scalar_operand(operand0, data.shape[0], api, "operand0")
     n0, n1 = _ops.opcode(op0, api, "op0"), _ops.opcode(op1, api, "op1")
     r = _apply(n0, data.read_f32(), _ops.pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0, reverse0, api)
     r = _apply(n1, r, operand1.read_f32().reshape(data.shape), reverse1, api)
     out = fresh(np.asarray(r, np.float32), _dtype(dtype, data.dtype, api), api=api,
                 mask=mask_array(mask, data.shape, api))
-    _ops.record_compute(ctx, "scalar_tensor_tensor", "nisa.scalar_tensor_tensor", _eng(engine, DVE),
+    _ops.record_compute(ctx, "scalar_tensor_tensor", "nisa.scalar_tensor_tensor", eng,
                         [data, operand0, operand1], out, n_ops=2, func=f"{n0},{n1}")
     return out
 
@@ -390,6 +401,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
         raise NKISyntaxError("E021", api, "op", f"{name} is not supported in 'tensor_reduce'",
                              "Use nl.add, nl.multiply, nl.max/maximum, nl.min/minimum, bitwise or logical ops")
     ax = _reduce_axes(data, axis, api)
+    eng = _eng(engine, DVE, api, ("data", data))
     bit = name.startswith("bitwise")
     if negate and (bit or name.startswith("logical")):
         raise NKISyntaxError("E021", api, "negate", "negate is only valid for arithmetic reduce ops")
@@ -407,7 +419,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
             r = -r
     out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api,
                 mask=mask_array(mask, r.shape, api))
-    _ops.record_compute(ctx, "tensor_reduce", "nisa.tensor_reduce", _eng(engine, DVE), [data], out, func=name)
+    _ops.record_compute(ctx, "tensor_reduce", "nisa.tensor_reduce", eng, [data], out, func=name)
     return out
 
 
