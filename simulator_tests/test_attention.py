@@ -227,3 +227,20 @@ def test_attention_docstring_sections():
     doc = flash_attention.__doc__
     for section in ("Layout:", "Tiling:", "Constraints:", "Numerics:", "Pseudocode", "Cost notes:"):
         assert section in doc, section
+
+
+@pytest.mark.parametrize("dt_name,causal,scale", [("bf16", True, None), ("fp32", True, None), ("bf16", False, None),
+                                                  ("fp32", True, 0.0), ("bf16", True, -0.3)])
+def test_attention_gpsimd_never_touches_psum(dt_name, causal, scale):
+    """GpSimd cannot access PSUM (ISA docs): no GpSimd instruction reads or writes a PSUM tile,
+    including the causal mask (affine_select runs on an SBUF copy of the diagonal triangle)."""
+    dt = DTYPES[dt_name]
+    z = np.zeros((1, 1, 1000, 64), dt)
+    _, tr = trace_kernel(flash_attention, z, z, z, causal=causal, softmax_scale=scale,
+                         options=SimOptions(trace_only=True, poison=False))
+    pool = [ev for ev in tr.events if ev.engine == "POOL"]
+    assert any(ev.op == "affine_select" for ev in pool) == causal
+    for ev in pool:
+        for r in list(ev.reads or []) + list(ev.writes or []):
+            assert getattr(r, "buffer", "") != "psum", f"GpSimd {ev.op} at line {ev.line} touches PSUM"
+    assert tr.peak_psum_bytes_per_partition <= 16 * 1024

@@ -21,21 +21,24 @@ TILE_K = 128            # keys per P^T chunk = contraction of p @ v (nl.tile_siz
 KEY_BLOCK = 512         # keys per score tile = moving free size = one fp32 PSUM bank (gemm_moving_fmax)
 CHUNKS = KEY_BLOCK // TILE_K     # 4 P^T chunks per key block
 STEP_BLOCKS = 2         # key blocks per online-softmax step (one rescale of acc / l per 1,024 keys)
-GROUP_TILES = 8         # query tiles per software pipeline (one pipeline fill / drain per group)
-GROUP_TILES_FP32 = 4    # the same for fp32 (keeps the working set within SBUF_WORK)
+GROUP_TILES = 4         # query tiles interleaved tile-fastest (one q load / q^T / store per group)
+GROUP_TILES_FP32 = 2    # the same for fp32 (keeps the working set within SBUF_WORK)
 NS = 6                  # ring depth (steps) of the per-tile running extreme / -m / alpha slots
 RING_O = 4              # ring depth (items) of the evicted [o | l] tiles
+KT_LOAD_BLOCKS = 2      # key blocks of 512 per K load DMA (setup)
+RING_TRI = 2            # ring depth (masked items) of the fp32 SBUF copies of diagonal triangles
+STATE_SETS = 2          # rotating per-group slot sets of the state (acc, ext, -m, alpha) and of q^T
 SCORE_ITEMS = 3         # items whose score tiles (STEP_BLOCKS PSUM banks each) can be live at once
 SCORE_ITEMS_FP32 = 2    # fp32: p^T of a block in PSUM is a whole bank, so one item fewer
 RING_P, RING_PT = 8, 4  # ring depth (items) of p and of TensorE-made p^T, bf16/fp16 (2 KiB per item)
 RING_P_FP32, RING_PT_FP32 = 2, 3   # the same for fp32 (4 KiB per item; no DMA transposes)
-DMA_T = (2, 3)          # (a, b): a of every b full bf16/fp16 steps get p^T by DMA, the rest on TensorE
-EVICT_DVE_OF = 2        # of the TensorE-transposed blocks, every 2nd is evicted by VectorE, else ScalarE
+DMA_T = (4, 5)          # (a, b): a of every b full bf16/fp16 steps get p^T by DMA, the rest on TensorE
+EVICT_DVE = (0, 1)      # (a, b): a of every b TensorE-transposed blocks are evicted by VectorE, the rest ScalarE
 # software-pipeline lags (items ahead of the p @ v stage) of the stages issued in one iteration
 LAG_SCORES, LAG_EXTREME, LAG_EXP, LAG_PT, LAG_PV, LAG_UPDATE = 5, 4, 3, 2, 0, -1
 MAX_D = 128             # head dim = contraction of q k^T (partitions of q^T / k^T): hard limit
 SBUF_BYTES = 212984     # usable SBUF bytes per partition (nl.tile_size.total_available_sbuf_size)
-SBUF_WORK = 48 * 1024   # per-partition head-room for the per-group working set (~41 KiB) and slack
+SBUF_WORK = 48 * 1024   # per-partition head-room for the pipeline working set (~44 KiB bf16, ~32 KiB fp32)
 TESTED_SEQ = 16384      # longest Sq / Sk the tests run (Sk beyond it is allowed while K^T, V fit SBUF)
 MASK_FILL = 3.0e38      # |fill| of masked raw scores: finite, never a row's max, exp(scale*fill - m) == 0
 
@@ -107,20 +110,22 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       On chip per head: K^T (D partitions x Sk) and [V | 1] (128 partitions = key within a
       128-key tile, ceil(Sk/128) tiles, D + 1: a ones column, so p @ [V | 1] also gives the row
       sums) resident in SBUF; per group of query tiles q, q^T, [o | l] accumulators.
-    Tiling: (constants KEY_BLOCK=512, TILE_Q=TILE_K=128, STEP_BLOCKS=2, GROUP_TILES=8 (fp32 4);
+    Tiling: (constants KEY_BLOCK=512, TILE_Q=TILE_K=128, STEP_BLOCKS=2, GROUP_TILES=4 (fp32 2);
              diagram in attention_design.md)
-      L1 (b, h), affine: K^T and V loaded once per head, 512 keys per DMA (K^T via 4 TensorE
-         transposes into one PSUM bank and one ScalarE copy).  Resident: K^T + [V | 1].
-      L2 groups of GROUP_TILES query tiles, affine (static_range when causal: a tile's key extent
-         depends on its position; leftover and partial tiles in one more group).  One DMA loads
-         the group's q, one stores its output.
-      L3 (tile, softmax step) items of the group, interleaved tile-fastest, as one static software
-         pipeline (_q_tiles): per step of 2 key blocks (1,024 keys) two (128 x 512) fp32 score
-         tiles in PSUM (3 items = 6 banks in rotation), p (128 x 1,024, input dtype) in an SBUF
-         ring, p^T by one DMA transpose (2 of 3 full bf16/fp16 steps) or by 4 TensorE transposes
-         per block + one PSUM eviction, one (128 x D+1) fp32 PSUM accumulation group for
-         p @ [V | 1].  Causal: blocks above the diagonal are never visited; only the last block
-         of a tile is masked and trimmed.
+      L1 (b, h), affine: the first group's q DMA first, then K in DMAs of 1,024 keys (K^T via
+         4 TensorE transposes per 512 keys into one PSUM tile + one VectorE copy), V in 2 DMAs.
+         Resident: K^T + [V | 1].
+      L2 all (tile, softmax step) items of the head as ONE static software pipeline
+         (_pipeline): groups of GROUP_TILES query tiles, items of a group interleaved
+         tile-fastest, groups back to back with no fill / drain between them (a group's q DMA
+         is issued one group ahead, its q^T made just before its first scores, each tile
+         normalised right after its last step, one store DMA per group).  Per step of 2 key
+         blocks (1,024 keys): two (128 x 512) fp32 score tiles in PSUM (3 items = 6 banks in
+         rotation), p (128 x 1,024, input dtype) in an SBUF ring, p^T by one DMA transpose
+         (4 of 5 full bf16/fp16 steps) or by 4 TensorE transposes per block + one ScalarE
+         PSUM eviction, one (128 x D+1) fp32 PSUM accumulation group for p @ [V | 1].
+         Causal: blocks above the diagonal are never visited; only the last block of a tile
+         is trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
     Constraints:
       hard (ValueError before any instruction): rank 4; fp32/bf16/fp16, one dtype; equal B, H, D;
       k and v with equal Sk; D <= 128; K^T + [V | 1] resident:
@@ -131,11 +136,14 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       D in {1, 32, 64, 128}; B, H <= 2.
       hardware legality: PSUM at most 8 banks live (6 score banks, <= 2 p^T blocks of 1 KiB,
       <= 2 [o | l] tiles of 516 B; fp32: 4 score banks), every PSUM tile <= 2 KiB; GpSimd only
-      touches SBUF; DMA transposes only for 2-byte dtypes, SBUF -> SBUF, 3-D (2, 1, 0).
+      touches SBUF (tested); every multi-matmul PSUM accumulation group starts from an
+      nl.zeros PSUM tile and only uses += (score tiles are single matmuls, assigned);
+      DMA transposes only for 2-byte dtypes, SBUF -> SBUF, 3-D (2, 1, 0).
     Numerics: q k^T and p v on TensorE in the input dtype, fp32 PSUM accumulation; row max, exp,
       acc, l and the final divide in fp32; p rounded to the input dtype before p v (as in
       FlashAttention) and l is the fp32 sum of those rounded p (the ones column of [V | 1]).
-      Masked scores become -3e38 (finite; +3e38 for scale < 0, where the row extreme is a min);
+      Masked scores become -3e38 in an fp32 SBUF copy of the diagonal triangle (finite; +3e38
+      for scale < 0, where the row extreme is a min);
       the running max starts at the first step's max (no -inf anywhere); the final divide uses
       max(l, 1e-30), so a row with no keys would give 0, not NaN.  Tolerance vs the float64
       oracle: the project table; bf16/fp16 within 2x a same-precision NumPy baseline.
@@ -145,19 +153,22 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
         QT = transpose(q[r0:r0+n])                             # D x n stationary
         for each step of <= 2 key blocks j (512 keys; causal: up to the diagonal):
           s_j = QT^T @ KT[:, j]                                # PSUM n x 512 fp32
-          s_j = where(row >= key, s_j, -3e38) if on diagonal   # GpSimd affine_select
-          m_new = max(m, max_j rowmax(s_j))                    # VectorE per block, GpSimd combine
+          tri = where(row >= key, copy(s_j[:, u:]), -3e38)     # diagonal block only: VectorE
+                                                               # copy to SBUF, GpSimd affine_select
+          m_new = max(m, max_j rowmax(s_j))                    # VectorE per block (GpSimd for
+                                                               # tri), GpSimd combine
           alpha = exp(scale*(m - m_new))                       # ScalarE
           p_j = exp(scale * s_j - scale * m_new)               # ScalarE, one instruction per block
           pT = transpose(p) (DMA, or TensorE -> PSUM -> SBUF)
-          [o | l]_step = sum_j,c pT[c]^T @ V1[j, c]            # one PSUM group n x (D+1)
+          [o | l]_step = zeros; += pT[c]^T @ V1[j, c] per chunk  # one PSUM group n x (D+1)
           acc = alpha * acc + [o | l]_step;  m = m_new         # GpSimd (after a ScalarE eviction)
         out[r0:r0+n] = acc[:, :D] / max(acc[:, D], 1e-30)      # GpSimd
     Cost notes: (cost-model ESTIMATES, no hardware) per 128 x 512 block VectorE's fp32 row max
       from PSUM (~533 ns) and ScalarE's exp (~427 ns) are the floors; TensorE runs 1 q k^T +
-      4 p v (+ 4 transposes on 1 block in 3); p^T by DMA costs ~0.7 us of all 16 DMA queues per
-      block.  S=4096 D=128 bf16: ~223 us non-causal, ~157 us causal (was 428 / 249); busy
-      ACT ~154, DVE ~148, PE ~139, DMA ~135 us; see attention_design.md.
+      4 p v (+ 4 transposes on 1 block in 5); p^T by DMA costs ~0.7 us of all 16 DMA queues per
+      block; the nl.zeros of each [o | l] group is a ~134 ns VectorE memset.  S=4096 D=128
+      bf16: ~197 us non-causal, ~140 us causal (was 223 / 157); busy DVE ~158, DMA ~161,
+      ACT ~150, PE ~128 us; see attention_design.md.
     """
     plan = _plan(q, k, v, causal, softmax_scale)
     out = nl.ndarray((plan.B, plan.H, plan.Sq, plan.D), plan.dtype, buffer=nl.shared_hbm)
@@ -168,65 +179,89 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
 
 
 def _one_head(q, k, v, out, b, h, plan):
-    """All query tiles of one (b, h).  A function, so its resident K^T / V die with it."""
+    """All query tiles of one (b, h) as ONE static software pipeline (no fill / drain between
+    groups).  A function, so its resident K^T / V die with it."""
     D, Sk = plan.D, plan.Sk
     dt = plan.dtype
+    G = GROUP_TILES if plan.isz == 2 else GROUP_TILES_FP32
+    tiles = [(t * TILE_Q, TILE_Q) for t in range(plan.n_q_full)]
+    if plan.q_tail:
+        tiles.append((plan.n_q_full * TILE_Q, plan.q_tail))
+    groups = [list(range(g0, min(g0 + G, len(tiles)))) for g0 in range(0, len(tiles), G)]
+    # q of a group (double-buffered): the full tiles in one DMA, the partial tile in another
+    q_all = nl.ndarray((TILE_Q, G, D), dt, buffer=nl.sbuf)
+    i_p = nl.arange(TILE_Q)[:, None, None]
+    i_d = nl.arange(D)[None, None, :]
+
+    def load_q(gi):
+        ts = groups[gi]
+        nfull = sum(1 for t in ts if tiles[t][1] == TILE_Q)
+        if nfull:
+            i_t = nl.arange(nfull)[None, :, None]
+            nisa.dma_copy(dst=q_all[:, 0:nfull, :], src=q[b, h, tiles[ts[0]][0] + i_t * TILE_Q + i_p, i_d])
+        if nfull < len(ts):
+            q0, qn = tiles[ts[-1]]
+            nisa.dma_copy(dst=q_all[0:qn, len(ts) - 1, :], src=q[b, h, nl.ds(q0, qn), :])
+
+    # the first group's q goes first on the DMA queue: its q^T is the first thing TensorE needs
+    load_q(0)
+
     kT = nl.ndarray((D, Sk), dt, buffer=nl.sbuf)
     # V with a ones column: p @ [V | 1] puts the row sums of p next to p @ V in one PSUM group
     vt = nl.ndarray((TILE_K, plan.n_kt, D + 1), dt, buffer=nl.sbuf)
 
-    # -- K^T and V, 512 keys per step: row kb0 + c*128 + p of k/v lands on partition p, chunk c.
-    i_p = nl.arange(TILE_K)[:, None, None]
-    i_c = nl.arange(CHUNKS)[None, :, None]
-    i_d = nl.arange(D)[None, None, :]
-    for j in nl.affine_range(plan.n_kb_full):
-        rows = j * KEY_BLOCK + i_c * TILE_K + i_p
-        nisa.dma_copy(dst=vt[:, nl.ds(j * CHUNKS, CHUNKS), 0:D], src=v[b, h, rows, i_d])
-        k_nat = nl.load(k[b, h, rows, i_d])
-        kT_ps = nl.ndarray((D, KEY_BLOCK), dt, buffer=nl.psum)
-        for c in nl.affine_range(CHUNKS):
-            kT_ps[:, nl.ds(c * TILE_K, TILE_K)] = nisa.nc_transpose(k_nat[:, c, :])
-        kT[:, nl.ds(j * KEY_BLOCK, KEY_BLOCK)] = nisa.tensor_copy(kT_ps, engine=nisa.scalar_engine)
+    # -- K^T, KT_LOAD_BLOCKS x 512 keys per DMA: row kb0 + c*128 + p of k lands on partition p,
+    #    chunk c; per 512 keys 4 TensorE transposes into one PSUM tile, evicted by VectorE (idle
+    #    before the pipeline)
+    kl = KT_LOAD_BLOCKS
+    i_c = nl.arange(kl * CHUNKS)[None, :, None]
+    n_kl, kb_left = divmod(plan.n_kb_full, kl)
+    for j in nl.affine_range(n_kl):
+        k_nat = nl.load(k[b, h, j * kl * KEY_BLOCK + i_c * TILE_K + i_p, i_d])
+        for jb in nl.affine_range(kl):
+            kT_ps = nl.ndarray((D, KEY_BLOCK), dt, buffer=nl.psum)
+            for c in nl.affine_range(CHUNKS):
+                kT_ps[:, nl.ds(c * TILE_K, TILE_K)] = nisa.nc_transpose(k_nat[:, jb * CHUNKS + c, :])
+            kT[:, nl.ds((j * kl + jb) * KEY_BLOCK, KEY_BLOCK)] = nisa.tensor_copy(kT_ps, engine=nisa.vector_engine)
+    if kb_left:
+        kb0 = n_kl * kl * KEY_BLOCK
+        i_c2 = nl.arange(kb_left * CHUNKS)[None, :, None]
+        k_nat = nl.load(k[b, h, kb0 + i_c2 * TILE_K + i_p, i_d])
+        for jb in nl.static_range(kb_left):
+            kT_ps = nl.ndarray((D, KEY_BLOCK), dt, buffer=nl.psum)
+            for c in nl.affine_range(CHUNKS):
+                kT_ps[:, nl.ds(c * TILE_K, TILE_K)] = nisa.nc_transpose(k_nat[:, jb * CHUNKS + c, :])
+            kT[:, nl.ds(kb0 + jb * KEY_BLOCK, KEY_BLOCK)] = nisa.tensor_copy(kT_ps, engine=nisa.vector_engine)
     if plan.kb_tail:
         kb0 = plan.n_kb_full * KEY_BLOCK
         n_full, rem = divmod(plan.kb_tail, TILE_K)
-        t0 = plan.n_kb_full * CHUNKS
         kT_ps = nl.ndarray((D, KEY_BLOCK), dt, buffer=nl.psum)
         if n_full:
             i_c2 = nl.arange(n_full)[None, :, None]
-            rows = kb0 + i_c2 * TILE_K + i_p
-            nisa.dma_copy(dst=vt[:, t0:t0 + n_full, 0:D], src=v[b, h, rows, i_d])
-            k_nat = nl.load(k[b, h, rows, i_d])
+            k_nat = nl.load(k[b, h, kb0 + i_c2 * TILE_K + i_p, i_d])
             for c in nl.static_range(n_full):
                 kT_ps[:, c * TILE_K:(c + 1) * TILE_K] = nisa.nc_transpose(k_nat[:, c, :])
         if rem:
             r0 = kb0 + n_full * TILE_K
-            nisa.dma_copy(dst=vt[0:rem, t0 + n_full, 0:D], src=v[b, h, r0:r0 + rem, :])
             k_rem = nl.load(k[b, h, r0:r0 + rem, :])
             kT_ps[:, n_full * TILE_K:plan.kb_tail] = nisa.nc_transpose(k_rem)
-        kT[:, kb0:Sk] = nisa.tensor_copy(kT_ps[:, 0:plan.kb_tail], engine=nisa.scalar_engine)
+        kT[:, kb0:Sk] = nisa.tensor_copy(kT_ps[:, 0:plan.kb_tail], engine=nisa.vector_engine)
+    kT_ps = k_nat = k_rem = None      # setup tiles die here (PSUM free for the pipeline)
+
+    # -- V: tile t holds keys t*128 + p on partition p.  The first step's keys in one DMA (the
+    #    first p @ v needs them soon), all other full tiles in a second, the partial tile alone.
+    n_vfull, v_rem = divmod(Sk, TILE_K)
+    first = min(n_vfull, STEP_BLOCKS * CHUNKS)
+    for t0, t1 in ((0, first), (first, n_vfull)):
+        if t1 > t0:
+            i_t = nl.arange(t1 - t0)[None, :, None]
+            nisa.dma_copy(dst=vt[:, t0:t1, 0:D], src=v[b, h, (t0 + i_t) * TILE_K + i_p, i_d])
+    if v_rem:
+        r0 = n_vfull * TILE_K
+        nisa.dma_copy(dst=vt[0:v_rem, n_vfull, 0:D], src=v[b, h, r0:Sk, :])
     vt[:, :, D:D + 1] = nisa.memset((TILE_K, plan.n_kt, 1), 1.0, dt, engine=nisa.gpsimd_engine)
-    kT_ps = k_nat = k_rem = None      # setup tiles die here (PSUM bank free for the pipeline)
 
-    # -- query tiles in groups of GROUP_TILES: one software pipeline per group
-    G = GROUP_TILES if plan.isz == 2 else GROUP_TILES_FP32
-    n_groups, left = divmod(plan.n_q_full, G)
-
-    def group(g0, n):
-        return [((g0 + t) * TILE_Q, TILE_Q) for t in range(n)]
-
-    if plan.causal:
-        # the key extent of a tile depends on its position: static indices
-        for g in nl.static_range(n_groups):
-            _q_tiles(q, out, kT, vt, b, h, group(g * G, G), plan)
-    else:
-        for g in nl.affine_range(n_groups):
-            _q_tiles(q, out, kT, vt, b, h, [((g * G + t) * TILE_Q, TILE_Q) for t in range(G)], plan)
-    rest = group(n_groups * G, left)
-    if plan.q_tail:
-        rest.append((plan.n_q_full * TILE_Q, plan.q_tail))
-    if rest:
-        _q_tiles(q, out, kT, vt, b, h, rest, plan)
+    _pipeline(q_all, load_q, out, kT, vt, b, h, tiles, groups, plan)
 
 
 def _key_steps(k_end: int, masked_last: bool) -> list:
@@ -245,12 +280,15 @@ def _interleave(n_steps: list) -> list:
 def _dma_steps(plan, items, steps, tcs) -> set:
     """Items whose p^T is made by one DMA transpose (SBUF -> SBUF) instead of TensorE transposes
     + PSUM evictions: 2-byte dtypes, full 128-row tiles and full steps of STEP_BLOCKS x 512
-    keys, and of those all but every PE_T_EVERY-th, so that the DMA queues, TensorE and the
+    keys, and of those DMA_T[0] of every DMA_T[1], so that the DMA queues, TensorE and the
     PSUM-evicting engines (VectorE, ScalarE) share the work.  Trace-time Python."""
     if plan.dtype == np.float32:
         return set()
     out, cnt = set(), 0
-    for i, (t, j) in enumerate(items):
+    for i, it_ in enumerate(items):
+        if it_ is None:
+            continue
+        t, j = it_
         blocks = steps[t][j]
         if tcs[t].qn == TILE_Q and len(blocks) == STEP_BLOCKS and all(w == KEY_BLOCK for _, w, _ in blocks):
             a, b = DMA_T
@@ -261,112 +299,152 @@ def _dma_steps(plan, items, steps, tcs) -> set:
 
 
 class _Tile:
-    """Per-query-tile context of a group (trace-time record; the on-chip state lives in the
-    group's tensors, indexed by the tile's slot t)."""
+    """Per-query-tile context (trace-time record; the on-chip state lives in the head's group
+    tensors, indexed by the tile's state slot)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
 
 
-def _q_tiles(q, out, kT, vt, b, h, tiles, plan):
-    """Query tiles [(q0, qn), ...] (consecutive, only the last may be partial) of one head:
-    online softmax over the key blocks each sees.  Rows q0..q0+qn-1 of tile t see keys < Sk
-    (causal: < min(Sk, q0 + qn)).
+def _pipeline(q_all, load_q, out, kT, vt, b, h, tiles, groups, plan):
+    """Query tiles [(q0, qn), ...] of one head (only the last may be partial), in groups of
+    GROUP_TILES: online softmax over the key blocks each sees.  Rows q0..q0+qn-1 of a tile see
+    keys < Sk (causal: < min(Sk, q0 + qn)).
 
-    The (tile, step) items run as a software pipeline in program order: iteration i issues
-    stage s of item i + LAGS[s] (scores, row extremes, exp, p^T, p @ v, acc update), so every
-    in-order engine queue holds independent work while an item's dependency chain runs;
-    consecutive items belong to different tiles."""
+    All (tile, step) items of the head run as ONE software pipeline in program order: the
+    items of a group are interleaved tile-fastest, groups follow each other, and iteration i
+    issues stage s of item i + LAGS[s] (scores, row extremes, exp, p^T, p @ v, acc update),
+    so every in-order engine queue holds independent work while an item's dependency chain
+    runs, also across group boundaries (a group's q^T is made just before its first scores,
+    its outputs are stored right after its last acc update).  The per-tile state of a group
+    lives in one of STATE_SETS rotating slot sets; trace-time asserts check that a set is
+    reused only after the group that held it has finished."""
     D, dt = plan.D, plan.dtype
-    nt = len(tiles)
-    nfull = sum(1 for _, qn in tiles if qn == TILE_Q)
-    # group tensors are sized for a full group whatever nt is: the working set is independent of Sq
-    qmax, ng = TILE_Q, (GROUP_TILES if plan.isz == 2 else GROUP_TILES_FP32)
+    G = GROUP_TILES if plan.isz == 2 else GROUP_TILES_FP32
+    qmax, ns = TILE_Q, STATE_SETS * G
     # group state (fp32): [o | l] accumulators; per tile and step ring slots (NS deep) of the
-    # running extreme (column 0) and the step's block extremes (1..), -m and alpha
-    acc = nl.ndarray((qmax, ng, D + 1), nl.float32, buffer=nl.sbuf)
-    ext = nl.ndarray((qmax, ng, NS, STEP_BLOCKS + 1), nl.float32, buffer=nl.sbuf)
-    neg_m = nl.ndarray((qmax, ng, NS), nl.float32, buffer=nl.sbuf)
-    alpha = nl.ndarray((qmax, ng, NS), nl.float32, buffer=nl.sbuf)
+    # running extreme (column 0), the step's block extremes (1..STEP_BLOCKS) and the extreme of
+    # a masked diagonal triangle (STEP_BLOCKS + 1), -m and alpha
+    acc = nl.ndarray((qmax, ns, D + 1), nl.float32, buffer=nl.sbuf)
+    ext = nl.ndarray((qmax, ns, NS, STEP_BLOCKS + 2), nl.float32, buffer=nl.sbuf)
+    neg_m = nl.ndarray((qmax, ns, NS), nl.float32, buffer=nl.sbuf)
+    alpha = nl.ndarray((qmax, ns, NS), nl.float32, buffer=nl.sbuf)
     # per item ring buffers (static slots): p (exp output), p^T of TensorE-transposed blocks,
-    # evicted [o | l]
+    # evicted [o | l], masked diagonal triangles (fp32 SBUF copies of their scores)
     sw = STEP_BLOCKS * KEY_BLOCK
     ring, ring_t = (RING_P, RING_PT) if plan.isz == 2 else (RING_P_FP32, RING_PT_FP32)
     p_ring = nl.ndarray((qmax, ring, sw), dt, buffer=nl.sbuf)
     pT_ring = nl.ndarray((TILE_K, ring_t, STEP_BLOCKS * CHUNKS, qmax), dt, buffer=nl.sbuf)
     o_ring = nl.ndarray((qmax, RING_O, D + 1), nl.float32, buffer=nl.sbuf)
+    tri_ring = nl.ndarray((qmax, RING_TRI, TILE_K), nl.float32, buffer=nl.sbuf)
     # PSUM score banks: SCORE_ITEMS items x STEP_BLOCKS blocks of (128 x 512) fp32, one bank
     # each, reused in rotation (a bank is rewritten once the exp of its previous block read it)
     n_si = SCORE_ITEMS if plan.isz == 2 else SCORE_ITEMS_FP32
     s_banks = [nl.ndarray((qmax, KEY_BLOCK), nl.float32, buffer=nl.psum) for _ in range(n_si * STEP_BLOCKS)]
+    qT_all = nl.ndarray((D, STATE_SETS, G, qmax), dt, buffer=nl.sbuf)
+    o_all = nl.ndarray((qmax, G, D), dt, buffer=nl.sbuf)
 
-    # q: the full tiles of the group in one DMA (row q0 + t*128 + p -> partition p, slot t);
-    # the same buffer later holds the normalised outputs for one store DMA
-    q_all = nl.ndarray((qmax, ng, D), dt, buffer=nl.sbuf)
-    o_all = q_all
-    i_p = nl.arange(TILE_Q)[:, None, None]
-    i_d = nl.arange(D)[None, None, :]
-    if nfull:
-        i_t = nl.arange(nfull)[None, :, None]
-        nisa.dma_copy(dst=q_all[:, 0:nfull, :], src=q[b, h, tiles[0][0] + i_t * TILE_Q + i_p, i_d])
-    if nfull < nt:
-        q0, qn = tiles[nt - 1]
-        nisa.dma_copy(dst=q_all[0:qn, nt - 1, :], src=q[b, h, nl.ds(q0, qn), :])
-    qT_all = nl.ndarray((D, ng, qmax), dt, buffer=nl.sbuf)
-    tcs, steps = [], []
-    for t in nl.static_range(nt):
-        q0, qn = tiles[t]
-        qT = qT_all[:, t, 0:qn]                                                  # (D, qn) stationary
-        qT[...] = nisa.tensor_copy(nisa.nc_transpose(q_all[0:qn, t, :]), engine=nisa.scalar_engine)
-        if plan.causal:
-            k_end = min(plan.Sk, q0 + qn)    # key j is masked for row i iff j > i
-            masked = k_end - 1 > q0
-        else:
-            k_end = plan.Sk
-            masked = False
-        tcs.append(_Tile(t=t, q0=q0, qn=qn, qT=qT))
-        steps.append(_key_steps(k_end, masked))
-    items = _interleave([len(s) for s in steps])
-    n = len(items)
-    dma = _dma_steps(plan, items, steps, tcs)
-    pe_slot = {}
-    for i in range(n):
-        if i not in dma:
-            pe_slot[i] = len(pe_slot) % ring_t
-    st = dict(acc=acc, ext=ext, neg_m=neg_m, alpha=alpha, p_ring=p_ring, pT_ring=pT_ring, o_ring=o_ring,
-              kT=kT, vt=vt, plan=plan, ring=ring, dma=dma, pe_slot=pe_slot, s_banks=s_banks, n_si=n_si)
-    live = {}
-
-    def run(stage, i):
-        if 0 <= i < n:
-            t, j = items[i]
-            stage(st, live, i, tcs[t], j, steps[t][j])
-
+    # -- static schedule (trace-time Python)
     # lags: a score bank is rewritten only after the exp that read it (n_si items in flight)
     lag_s = min(LAG_SCORES, LAG_EXP + n_si - 1)
     lag_x = min(LAG_EXTREME, lag_s)
+    tcs, steps, items, g_first, g_last = [], [], [], [], []
+    for gi, ts in enumerate(groups):
+        # group-state hazard: group gi reuses the slot set of group gi - STATE_SETS, whose last
+        # access is its epilogue (iteration g_last - LAG_UPDATE); gi's first access is its
+        # prologue (iteration g_first - lag_s).  Short groups (few key steps): pad with empty
+        # items (a pipeline bubble) until the first comes after the last.
+        if gi >= STATE_SETS:
+            while len(items) - lag_s <= g_last[gi - STATE_SETS] - LAG_UPDATE:
+                items.append(None)
+        for tl, t in enumerate(ts):
+            q0, qn = tiles[t]
+            if plan.causal:
+                k_end = min(plan.Sk, q0 + qn)    # key j is masked for row i iff j > i
+                masked = k_end - 1 > q0
+            else:
+                k_end, masked = plan.Sk, False
+            tcs.append(_Tile(t=t, tl=tl, gi=gi, q0=q0, qn=qn, slot=(gi % STATE_SETS) * G + tl,
+                             qT=qT_all[:, gi % STATE_SETS, tl, 0:qn]))
+            steps.append(_key_steps(k_end, masked))
+        g_first.append(len(items))
+        items += [(ts[t], j) for t, j in _interleave([len(steps[t]) for t in ts])]
+        g_last.append(len(items) - 1)
+    n = len(items)
+    dma = _dma_steps(plan, items, steps, tcs)
+    pe_slot, tri_slot = {}, {}
+    for i, it_ in enumerate(items):
+        if it_ is None:
+            continue
+        t, j = it_
+        if i not in dma:
+            pe_slot[i] = len(pe_slot) % ring_t
+        if steps[t][j][-1][2]:
+            tri_slot[i] = len(tri_slot) % RING_TRI
+    st = dict(acc=acc, ext=ext, neg_m=neg_m, alpha=alpha, p_ring=p_ring, pT_ring=pT_ring, o_ring=o_ring,
+              tri_ring=tri_ring, kT=kT, vt=vt, plan=plan, ring=ring, dma=dma, pe_slot=pe_slot,
+              tri_slot=tri_slot, s_banks=s_banks, n_si=n_si, n_evict=0)
+    live = {}
+
     # ring hazards (trace-time): each ring slot is rewritten only after its last reader
     assert ring > LAG_EXP - LAG_PT and ring_t > LAG_PT - LAG_PV and RING_O > LAG_PV - LAG_UPDATE
-    assert NS > LAG_EXP - LAG_UPDATE + 1 and lag_x >= LAG_EXP
+    assert NS > LAG_EXP - LAG_UPDATE + 1 and lag_x >= LAG_EXP and RING_TRI > lag_x - LAG_EXP
+    for gi in range(STATE_SETS, len(groups)):
+        assert g_first[gi] - lag_s > g_last[gi - STATE_SETS] - LAG_UPDATE, gi
+
     stages = [(_stage_scores, lag_s), (_stage_extreme, lag_x), (_stage_exp, LAG_EXP),
               (_stage_pT, LAG_PT), (_stage_pv, LAG_PV), (_stage_update, LAG_UPDATE)]
     lo = min(lag for _, lag in stages)
     hi = max(lag for _, lag in stages)
+    prologue = {g_first[gi] - lag_s: gi for gi in range(len(groups))}
+    epilogue = {g_last[gi] - LAG_UPDATE: gi for gi in range(len(groups))}
+    # a tile's output is normalised right after its last acc update (spread over the group's
+    # last items instead of a burst of GpSimd work at the group's end)
+    last_item = {}
+    for i, it_ in enumerate(items):
+        if it_ is not None:
+            last_item[it_[0]] = i
+    tile_done = {i - LAG_UPDATE: t for t, i in last_item.items()}
     for it in nl.static_range(-hi, n - lo):
-        for s in range(len(stages)):
-            run(stages[s][0], it + stages[s][1])
+        if it in prologue:
+            gi = prologue[it]
+            for t in groups[gi]:
+                tc = tcs[t]
+                tc.qT[...] = nisa.tensor_copy(nisa.nc_transpose(q_all[0:tc.qn, tc.tl, :]), engine=nisa.vector_engine)
+            if gi + 1 < len(groups):
+                load_q(gi + 1)          # one group ahead (q is dead once q^T is made)
+        for fn, lag in stages:
+            i = it + lag
+            if 0 <= i < n and items[i] is not None:
+                t, j = items[i]
+                fn(st, live, i, tcs[t], j, steps[t][j])
+        if it in tile_done:
+            _normalise(st, tcs[tile_done[it]], o_all)
+        if it in epilogue:
+            _store(st, out, b, h, groups[epilogue[it]], tcs, o_all)
 
-    for t in nl.static_range(nt):
-        qn = tcs[t].qn
-        l_safe = nisa.tensor_scalar(acc[0:qn, t, D:D + 1], nl.maximum, 1e-30, engine=nisa.gpsimd_engine)
-        o_all[0:qn, t, :] = nisa.tensor_scalar(acc[0:qn, t, 0:D], nl.divide, l_safe, dtype=dt,
+
+def _normalise(st, tc, o_all):
+    """out rows of one tile = acc[:, :D] / max(acc[:, D], 1e-30) (GpSimd, SBUF) -> o_all."""
+    plan, acc = st["plan"], st["acc"]
+    D, qn, s = plan.D, tc.qn, tc.slot
+    l_safe = nisa.tensor_scalar(acc[0:qn, s, D:D + 1], nl.maximum, 1e-30, engine=nisa.gpsimd_engine)
+    o_all[0:qn, tc.tl, :] = nisa.tensor_scalar(acc[0:qn, s, 0:D], nl.divide, l_safe, dtype=plan.dtype,
                                                engine=nisa.gpsimd_engine)
+
+
+def _store(st, out, b, h, ts, tcs, o_all):
+    """One store DMA for a group's full tiles (+ one for a partial tile)."""
+    D = st["plan"].D
+    nfull = sum(1 for t in ts if tcs[t].qn == TILE_Q)
+    i_p = nl.arange(TILE_Q)[:, None, None]
+    i_d = nl.arange(D)[None, None, :]
     if nfull:
         i_t = nl.arange(nfull)[None, :, None]
-        nisa.dma_copy(dst=out[b, h, tiles[0][0] + i_t * TILE_Q + i_p, i_d], src=o_all[:, 0:nfull, :])
-    if nfull < nt:
-        q0, qn = tiles[nt - 1]
-        nisa.dma_copy(dst=out[b, h, nl.ds(q0, qn), :], src=o_all[0:qn, nt - 1, :])
+        nisa.dma_copy(dst=out[b, h, tcs[ts[0]].q0 + i_t * TILE_Q + i_p, i_d], src=o_all[:, 0:nfull, :])
+    if nfull < len(ts):
+        tc = tcs[ts[-1]]
+        nisa.dma_copy(dst=out[b, h, nl.ds(tc.q0, tc.qn), :], src=o_all[0:tc.qn, len(ts) - 1, :])
 
 
 def _mask_pred(q0, qn, kb0, w):
@@ -376,67 +454,101 @@ def _mask_pred(q0, qn, kb0, w):
     return q0 + i_q >= kb0 + i_k
 
 
+def _split(tc, kb0, w):
+    """A masked (diagonal) block = an unmasked rectangle of u columns (keys kb0 .. q0-1, seen by
+    every row; u is a multiple of 128, possibly 0) + a triangle of w - u <= qn columns (keys
+    q0 ..), the only part that needs the causal mask."""
+    u = tc.q0 - kb0
+    assert 0 <= u < w and w - u <= tc.qn, (tc.q0, kb0, w)
+    return u
+
+
 def _stage_scores(st, live, i, tc, j, blocks):
-    """Scores of item i: q k^T of its blocks (one PSUM bank each), causal mask on the last."""
-    plan, kT = st["plan"], st["kT"]
-    fill = -MASK_FILL if plan.scale >= 0 else MASK_FILL
+    """Scores of item i: q k^T of its blocks (one PSUM bank each; a single matmul writes it)."""
+    kT = st["kT"]
     scores = []
     for g in nl.static_range(len(blocks)):
         kb0, w, masked = blocks[g]
         s = st["s_banks"][(i % st["n_si"]) * STEP_BLOCKS + g][0:tc.qn, 0:w]
         s[...] = nisa.nc_matmul(tc.qT, kT[:, kb0:kb0 + w])                      # (qn, w) fp32 PSUM
-        if masked:
-            s = nisa.affine_select(_mask_pred(tc.q0, tc.qn, kb0, w), s, fill)   # SBUF fp32
         scores.append(s)
     live[("s", i)] = scores
 
 
 def _stage_extreme(st, live, i, tc, j, blocks):
     """Row extreme of each block (VectorE: with ScalarE the only engine that reads PSUM) into
-    columns 1.. of the step's ext slot; GpSimd reduces them with the previous running extreme
-    (column 0, written by the previous step) into column 0 of the next slot, and -m_j."""
+    columns 1.. of the step's ext slot.  A masked diagonal block: VectorE takes the extreme of
+    its unmasked rectangle from PSUM and copies the triangle to SBUF (fp32), where GpSimd masks
+    it (affine_select) and takes its extreme.  GpSimd then reduces the block extremes with the
+    previous running extreme (column 0, written by the previous step) into column 0 of the next
+    slot, and -m_j.  GpSimd only ever touches SBUF."""
     plan = st["plan"]
     ext, neg_m = st["ext"], st["neg_m"]
-    t, qn, nb = tc.t, tc.qn, len(blocks)
+    s_t, qn, nb = tc.slot, tc.qn, len(blocks)
     rop = nl.max if plan.scale >= 0 else nl.min                    # extreme of scale * s
+    fill = -MASK_FILL if plan.scale >= 0 else MASK_FILL
     scores = live[("s", i)]
     slot, nxt = j % NS, (j + 1) % NS
+    hi = nb + 1
     for g in nl.static_range(nb):
-        ext[0:qn, t, slot, 1 + g:2 + g] = nisa.tensor_reduce(rop, scores[g], axis=1, keepdims=True)
+        kb0, w, masked = blocks[g]
+        if not masked:
+            ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(rop, scores[g], axis=1, keepdims=True)
+            continue
+        u = _split(tc, kb0, w)
+        col = 1 + g
+        if u:
+            ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, scores[g][:, 0:u], axis=1, keepdims=True)
+            col, hi = nb + 1, nb + 2           # the triangle's extreme goes to the extra column
+        tri = st["tri_ring"][0:qn, st["tri_slot"][i], 0:w - u]
+        tri[...] = nisa.tensor_copy(scores[g][:, u:w], engine=nisa.vector_engine)
+        tri[...] = nisa.affine_select(_mask_pred(tc.q0, qn, kb0 + u, w - u), tri, fill)   # SBUF, GpSimd
+        ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, tri, axis=1, keepdims=True,
+                                                               engine=nisa.gpsimd_engine)
+        live[("tri", i)] = (g, u, tri)
     lo = 0 if j > 0 else 1
-    ext[0:qn, t, nxt, 0:1] = nisa.tensor_reduce(rop, ext[0:qn, t, slot, lo:nb + 1], axis=1, keepdims=True,
-                                                engine=nisa.gpsimd_engine)
-    neg_m[0:qn, t, slot:slot + 1] = nisa.tensor_scalar(ext[0:qn, t, nxt, 0:1], nl.multiply, -plan.scale,
-                                                       engine=nisa.gpsimd_engine)
+    ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(rop, ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True,
+                                                  engine=nisa.gpsimd_engine)
+    neg_m[0:qn, s_t, slot:slot + 1] = nisa.tensor_scalar(ext[0:qn, s_t, nxt, 0:1], nl.multiply, -plan.scale,
+                                                         engine=nisa.gpsimd_engine)
 
 
 def _stage_exp(st, live, i, tc, j, blocks):
-    """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE)."""
+    """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE);
+    a masked block's triangle is read from its masked SBUF copy."""
     plan, dt = st["plan"], st["plan"].dtype
     neg_m, alpha, p_ring = st["neg_m"], st["alpha"], st["p_ring"]
-    t, qn = tc.t, tc.qn
+    s_t, qn = tc.slot, tc.qn
     slot, r = j % NS, i % st["ring"]
+    bias = neg_m[0:qn, s_t, slot:slot + 1]
     if j > 0:
         prev = (j - 1) % NS
-        alpha[0:qn, t, slot:slot + 1] = nisa.activation(nl.exp, neg_m[0:qn, t, prev:prev + 1],
-                                                        bias=neg_m[0:qn, t, slot:slot + 1], scale=-1.0)
+        alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, neg_m[0:qn, s_t, prev:prev + 1],
+                                                          bias=bias, scale=-1.0)
     scores = live.pop(("s", i))
+    tri = live.pop(("tri", i), None)
     for g in nl.static_range(len(blocks)):
         kb0, w, masked = blocks[g]
         c0 = g * KEY_BLOCK
-        if masked and plan.scale == 0:
-            # scale 0 maps every score to exp(0) = 1: mask after the exp instead
-            p_ring[0:qn, r, c0:c0 + w] = nisa.affine_select(
-                _mask_pred(tc.q0, qn, kb0, w),
-                nisa.activation(nl.exp, scores[g], bias=neg_m[0:qn, t, slot:slot + 1], scale=0.0, dtype=dt), 0.0)
+        if not masked:
+            p_ring[0:qn, r, c0:c0 + w] = nisa.activation(nl.exp, scores[g], bias=bias, scale=plan.scale, dtype=dt)
+            continue
+        _, u, tri_t = tri
+        if u:
+            p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, scores[g][:, 0:u], bias=bias, scale=plan.scale,
+                                                         dtype=dt)
+        if plan.scale == 0:
+            # scale 0 maps every score, masked ones too, to exp(0) = 1: mask after the exp (SBUF)
+            p_ring[0:qn, r, c0 + u:c0 + w] = nisa.affine_select(
+                _mask_pred(tc.q0, qn, kb0 + u, w - u),
+                nisa.activation(nl.exp, tri_t, bias=bias, scale=0.0, dtype=dt), 0.0)
         else:
-            p_ring[0:qn, r, c0:c0 + w] = nisa.activation(nl.exp, scores[g], bias=neg_m[0:qn, t, slot:slot + 1],
-                                                         scale=plan.scale, dtype=dt)
+            p_ring[0:qn, r, c0 + u:c0 + w] = nisa.activation(nl.exp, tri_t, bias=bias, scale=plan.scale, dtype=dt)
 
 
 def _stage_pT(st, live, i, tc, j, blocks):
     """p^T of item i: one 3-D DMA transpose of the whole step, or per block 128-key chunks on
-    TensorE into one PSUM bank, evicted into the pT ring by VectorE / ScalarE (alternating)."""
+    TensorE into one PSUM tile, evicted into the pT ring by VectorE / ScalarE (alternating)."""
     plan, dt = st["plan"], st["plan"].dtype
     p_ring, pT_ring = st["p_ring"], st["pT_ring"]
     qn, r = tc.qn, i % st["ring"]
@@ -454,7 +566,10 @@ def _stage_pT(st, live, i, tc, j, blocks):
             c0 = g * KEY_BLOCK + c * TILE_K
             pT_ps[0:kc, c, :] = nisa.nc_transpose(p_ring[0:qn, r, c0:c0 + kc])
         full_ch, rem = divmod(w, TILE_K)
-        eng = nisa.vector_engine if (i + g) % EVICT_DVE_OF == 0 else nisa.scalar_engine
+        a, bb = EVICT_DVE
+        ne = st["n_evict"]
+        st["n_evict"] += 1
+        eng = nisa.vector_engine if (ne * a) // bb != ((ne + 1) * a) // bb else nisa.scalar_engine
         b0 = g * CHUNKS
         rt = st["pe_slot"][i]
         if full_ch:
@@ -464,29 +579,24 @@ def _stage_pT(st, live, i, tc, j, blocks):
 
 
 def _stage_pv(st, live, i, tc, j, blocks):
-    """[o | l] of item i = p @ [V | 1] (one PSUM accumulation group, TensorE), evicted by
-    ScalarE (into acc directly for the first step)."""
+    """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group in the documented form
+    (nl.zeros PSUM tile, then += of every matmul), evicted by ScalarE (into acc directly for
+    the first step)."""
     plan, vt = st["plan"], st["vt"]
     acc, o_ring = st["acc"], st["o_ring"]
-    D, t, qn, r = plan.D, tc.t, tc.qn, i % st["ring"]
+    D, s_t, qn = plan.D, tc.slot, tc.qn
     pT = live.pop(("pT", i), None)
     if pT is None:
         pT = st["pT_ring"][:, st["pe_slot"][i], :, 0:qn]
-    o_ps = nl.ndarray((qn, D + 1), nl.float32, buffer=nl.psum)
-    first = True
+    o_ps = nl.zeros((qn, D + 1), nl.float32, buffer=nl.psum)
     for g in nl.static_range(len(blocks)):
         kb0, w, masked = blocks[g]
         t0 = kb0 // TILE_K
         for c in nl.static_range(_cdiv(w, TILE_K)):
             kc = min(TILE_K, w - c * TILE_K)
-            mm = nisa.nc_matmul(pT[0:kc, g * CHUNKS + c, 0:qn], vt[0:kc, t0 + c, :])
-            if first:
-                o_ps[...] = mm
-                first = False
-            else:
-                o_ps[...] += mm
+            o_ps += nisa.nc_matmul(pT[0:kc, g * CHUNKS + c, 0:qn], vt[0:kc, t0 + c, :])
     if j == 0:
-        acc[0:qn, t, :] = nisa.activation(nl.copy, o_ps)
+        acc[0:qn, s_t, :] = nisa.activation(nl.copy, o_ps)
     else:
         o_ring[0:qn, i % RING_O, :] = nisa.activation(nl.copy, o_ps)
 
@@ -496,7 +606,7 @@ def _stage_update(st, live, i, tc, j, blocks):
     if j == 0:
         return
     acc, alpha, o_ring = st["acc"], st["alpha"], st["o_ring"]
-    t, qn, slot = tc.t, tc.qn, j % NS
-    acc[0:qn, t, :] = nisa.scalar_tensor_tensor(data=acc[0:qn, t, :], op0=nl.multiply,
-                                                operand0=alpha[0:qn, t, slot:slot + 1], op1=nl.add,
-                                                operand1=o_ring[0:qn, i % RING_O, :], engine=nisa.gpsimd_engine)
+    s_t, qn, slot = tc.slot, tc.qn, j % NS
+    acc[0:qn, s_t, :] = nisa.scalar_tensor_tensor(data=acc[0:qn, s_t, :], op0=nl.multiply,
+                                                  operand0=alpha[0:qn, s_t, slot:slot + 1], op1=nl.add,
+                                                  operand1=o_ring[0:qn, i % RING_O, :], engine=nisa.gpsimd_engine)
