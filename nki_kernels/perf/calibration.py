@@ -50,10 +50,6 @@ def _f32(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _vec(n):
-    return lambda: ((_f32(n, seed=1), _f32(n, seed=2)), {})
-
-
 POINTS = [
     Point("1", "vector_add_tiled n=25600 ROW_CHUNK=1 (25600 iters; run as 2560 iters x 10)", 37318,
           "XG writeup (NCL p99)", "benchmark", "vector_add_tiled",

@@ -151,10 +151,6 @@ class RunContext:
             import random
             self.rng = random.Random(options.shuffle_affine_seed)
 
-    def next_alloc_id(self) -> int:
-        self._alloc_id += 1
-        return self._alloc_id
-
     # -- trace -------------------------------------------------------------------------
     def record(self, op, api, engine, *, partitions, free_elems, in_shapes=(), out_shape=(),
                in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), meta=None,

@@ -168,18 +168,6 @@ def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
         np.copyto(dst, v, casting="unsafe", where=where)
 
 
-def round_to(value: np.ndarray, nki_dtype) -> np.ndarray:
-    """Return fp32 (or int) array rounded to ``nki_dtype`` (for values that stay in fp32)."""
-    if nki_dtype is tfloat32:
-        return _round_tf32(value)
-    d = np.dtype(nki_dtype)
-    if d == np.float32:
-        return value
-    out = np.empty(np.shape(value), dtype=d)
-    cast_into(out, value, nki_dtype)
-    return out
-
-
 def poison_value(dt):
     if is_float(dt):
         return np.nan

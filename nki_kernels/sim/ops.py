@@ -212,10 +212,6 @@ def out_dtype(dtype, default, api):
     return default if dtype is None else dt.canonical(dtype, op=api)
 
 
-def _psum_in(*xs):
-    return any(isinstance(x, Tensor) and x.buffer == "psum" for x in xs)
-
-
 def _strided(t: Tensor) -> bool:
     a = t.arr
     if a is None:
