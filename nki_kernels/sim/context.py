@@ -140,7 +140,7 @@ class RunContext:
         self.trace = Trace(kernel_name=kernel_name, grid=grid)
         self.program_id: tuple = ()
         self.grid: tuple = grid
-        self.loops: list = []
+        self.loops: tuple = ()        # enclosing loops, outermost first (immutable: shared by events)
         self.skip_middle_end = False
         self.hbm_registry: list = []      # HBM allocations of instance 0, shared by later instances
         self.hbm_cursor = 0
@@ -166,7 +166,7 @@ class RunContext:
         ev = Event(len(events), op, api, engine, partitions, free_elems, tuple(in_shapes), out_shape,
                    tuple(in_dtypes), out_dtype, nbytes, flops, list(reads), list(writes), accumulate,
                    meta if meta is not None else {}, f.f_code.co_filename, f.f_lineno, self.program_id,
-                   tuple(self.loops))
+                   self.loops)
         events.append(ev)
         return ev
 

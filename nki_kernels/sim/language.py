@@ -224,12 +224,13 @@ def _loop(kind, args):
     if ctx is None:
         yield from order
         return
+    outer = ctx.loops
     for i in order:
-        ctx.loops.append((kind, i))
+        ctx.loops = outer + ((kind, i),)
         try:
             yield i
         finally:
-            ctx.loops.pop()
+            ctx.loops = outer
 
 
 def affine_range(*args, **kwargs):

@@ -260,7 +260,7 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
     events = ctx.trace.events
     ev = Event(len(events), op, api, engine, P, N, tuple(in_shapes), oshape, tuple(in_dtypes), oal.dname, nbytes,
                P * N * n_ops * flops_per_elem, reads, [out.region()], False, meta, f.f_code.co_filename,
-               f.f_lineno, ctx.program_id, tuple(ctx.loops))
+               f.f_lineno, ctx.program_id, ctx.loops)
     events.append(ev)
     out._event = ev
     return ev
