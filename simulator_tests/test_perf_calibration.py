@@ -15,10 +15,6 @@ pytestmark = pytest.mark.perf
 
 @pytest.fixture(scope="module")
 def results():
-    try:
-        from nki_kernels.sim import trace_kernel  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(reason=f"interpreter not available: {exc}")
     from nki_kernels.perf import calibration
     return calibration.run()
 
@@ -47,12 +43,10 @@ def test_calibration_orderings_hold(results):
 
 def test_calibration_kernels_compute_the_right_values():
     """The calibration kernels are real kernels: check their numerics on small shapes."""
-    np = pytest.importorskip("numpy")
-    try:
-        from nki_kernels.sim import simulate_kernel
-    except ImportError as exc:
-        pytest.skip(reason=f"interpreter not available: {exc}")
+    import numpy as np
+
     from nki_kernels.perf import calib_kernels as ck
+    from nki_kernels.sim import simulate_kernel
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(2048).astype(np.float32), rng.standard_normal(2048).astype(np.float32)
     np.testing.assert_allclose(np.asarray(simulate_kernel(ck.vector_add_tiled, a, b, row_chunk=128)).reshape(-1), a + b)

@@ -12,11 +12,8 @@ import pytest
 
 pytestmark = pytest.mark.perf
 
-sim = pytest.importorskip("nki_kernels.sim", reason="interpreter not available")
-if not hasattr(sim, "trace_kernel"):
-    pytest.skip(reason="nki_kernels.sim.trace_kernel not available yet", allow_module_level=True)
-
-from nki_kernels.perf import estimate  # noqa: E402
+from nki_kernels import sim
+from nki_kernels.perf import estimate
 
 USER_KERNEL = textwrap.dedent("""
     import neuronxcc.nki as nki
@@ -53,11 +50,9 @@ def test_estimate_runs_a_users_neuronxcc_kernel_through_the_alias(tmp_path, monk
 
 
 def test_project_matmul_small_shape_is_fully_costed():
-    try:
-        from nki_kernels.kernels.matmul import matmul
-    except ImportError as exc:
-        pytest.skip(reason=f"matmul kernel not available: {exc}")
     import ml_dtypes
+
+    from nki_kernels.kernels.matmul import matmul
     rng = np.random.default_rng(0)
     lhsT = rng.standard_normal((256, 256)).astype(ml_dtypes.bfloat16)
     rhs = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
