@@ -41,3 +41,14 @@ def assert_matches(out, ref, dtype=None, *, what="output", rtol=None, atol=None)
     bad = err > (a * scale + r * np.abs(ref))
     assert not bad.any(), (f"{what}: {int(bad.sum())}/{bad.size} elements off; max abs err {err.max():.3e} "
                            f"(scale {scale:.3e}, rtol {r}, atol {a}*scale) for {name}")
+
+
+def load_data_module(name: str):
+    """Import simulator_tests/data/<name>.py (a file written against `neuronxcc.nki`); call
+    inside ``install_neuronxcc_alias()``."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "data" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -2,7 +2,6 @@
 (poison, affine_range shuffle, `+=` warning, trace contents)."""
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -11,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from sim_testing import load_data_module
 
 from nki_kernels.sim import (SimOptions, SimWarning, alias_installed, install_neuronxcc_alias, nki, nisa, nl,
                              simulate_kernel, trace_kernel)
@@ -26,9 +27,7 @@ def test_alias_runs_unmodified_kernel_file_and_is_reversible():
         assert alias_installed()
         import neuronxcc.nki.language as nl_alias
         assert nl_alias is nl
-        spec = importlib.util.spec_from_file_location("third_party_kernel", DATA / "third_party_kernel.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = load_data_module("third_party_kernel")
         rng = np.random.default_rng(0)
         a = rng.standard_normal((128, 256)).astype(F32)
         b = rng.standard_normal((256, 128)).astype(F32)

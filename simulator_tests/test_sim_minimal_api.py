@@ -1,23 +1,16 @@
 """The spec's first minimal API subset (CS149 part 1 style), through the neuronxcc alias."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from nki_kernels.sim import install_neuronxcc_alias
-
-DATA = Path(__file__).parent / "data"
+from sim_testing import load_data_module
 
 
 @pytest.fixture(scope="module")
 def mod():
     with install_neuronxcc_alias():
-        spec = importlib.util.spec_from_file_location("part1_style_kernels", DATA / "part1_style_kernels.py")
-        m = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(m)
         import neuronxcc.nki as nki
-        yield m, nki
+        yield load_data_module("part1_style_kernels"), nki
 
 
 def _nonzero_finite(x):

@@ -1,24 +1,17 @@
 """The spec's tutorial-style API subsets (mgrid tiled matmul, SPMD attention with nl ops)
 through the neuronxcc alias."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from nki_kernels.sim import SimWarning, install_neuronxcc_alias
-
-DATA = Path(__file__).parent / "data"
+from sim_testing import load_data_module
 
 
 @pytest.fixture(scope="module")
 def mod():
     with install_neuronxcc_alias():
-        spec = importlib.util.spec_from_file_location("tutorial_style_kernels", DATA / "tutorial_style_kernels.py")
-        m = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(m)
         import neuronxcc.nki as nki
-        yield m, nki
+        yield load_data_module("tutorial_style_kernels"), nki
 
 
 def test_mgrid_tiled_matmul_with_sbuf_accumulator(mod, rng):
