@@ -33,6 +33,7 @@ SCORE_ITEMS_FP32 = 2    # fp32: p^T of a block in PSUM is a whole bank, so one i
 RING_P, RING_PT = 8, 4  # ring depth (items) of p and of TensorE-made p^T, bf16/fp16 (2 KiB per item)
 RING_P_FP32, RING_PT_FP32 = 2, 3   # the same for fp32 (4 KiB per item; no DMA transposes)
 DMA_T = (4, 5)          # (a, b): a of every b full bf16/fp16 steps get p^T by DMA, the rest on TensorE
+DMA_T_DRAIN = 1         # the head's last items get p^T on TensorE (shorter latency than a DMA in the drain)
 EVICT_DVE = (0, 1)      # (a, b): a of every b TensorE-transposed blocks are evicted by VectorE, the rest ScalarE
 # software-pipeline lags (items ahead of the p @ v stage) of the stages issued in one iteration
 LAG_SCORES, LAG_EXTREME, LAG_EXP, LAG_PT, LAG_PV, LAG_UPDATE = 5, 4, 3, 2, 0, -1
@@ -112,8 +113,10 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       sums) resident in SBUF; per group of query tiles q, q^T, [o | l] accumulators.
     Tiling: (constants KEY_BLOCK=512, TILE_Q=TILE_K=128, STEP_BLOCKS=2, GROUP_TILES=4 (fp32 2);
              diagram in attention_design.md)
-      L1 (b, h), affine: the first group's q DMA first, then K in DMAs of 1,024 keys (K^T via
-         4 TensorE transposes per 512 keys into one PSUM tile + one VectorE copy), V in 2 DMAs.
+      L1 (b, h), affine: the first group's q DMA first, then K in DMAs of 1,024 keys (2 KiB
+         contiguous rows per partition; K^T via 4 TensorE transposes per 512 keys into one
+         PSUM tile + one VectorE copy that un-permutes the keys), the ones column of [V | 1]
+         (GpSimd, before the V DMAs), V in 2 DMAs.
          Resident: K^T + [V | 1].
       L2 all (tile, softmax step) items of the head as ONE static software pipeline
          (_pipeline): groups of GROUP_TILES query tiles, items of a group interleaved
@@ -167,8 +170,8 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       from PSUM (~533 ns) and ScalarE's exp (~427 ns) are the floors; TensorE runs 1 q k^T +
       4 p v (+ 4 transposes on 1 block in 5); p^T by DMA costs ~0.7 us of all 16 DMA queues per
       block; the nl.zeros of each [o | l] group is a ~134 ns VectorE memset.  S=4096 D=128
-      bf16: ~197 us non-causal, ~140 us causal (was 223 / 157); busy DVE ~158, DMA ~161,
-      ACT ~150, PE ~128 us; see attention_design.md.
+      bf16: ~190 us non-causal, ~135 us causal (was 197 / 140); busy DVE ~158, DMA ~158,
+      ACT ~151, PE ~127 us; see attention_design.md.
     """
     plan = _plan(q, k, v, causal, softmax_scale)
     out = nl.ndarray((plan.B, plan.H, plan.Sq, plan.D), plan.dtype, buffer=nl.shared_hbm)
@@ -210,19 +213,29 @@ def _one_head(q, k, v, out, b, h, plan):
     # V with a ones column: p @ [V | 1] puts the row sums of p next to p @ V in one PSUM group
     vt = nl.ndarray((TILE_K, plan.n_kt, D + 1), dt, buffer=nl.sbuf)
 
-    # -- K^T, KT_LOAD_BLOCKS x 512 keys per DMA: row kb0 + c*128 + p of k lands on partition p,
-    #    chunk c; per 512 keys 4 TensorE transposes into one PSUM tile, evicted by VectorE (idle
-    #    before the pipeline)
+    # -- K^T, KT_LOAD_BLOCKS x 512 keys per DMA: partition p gets the nc consecutive rows
+    #    kb0 + nc*p .. kb0 + nc*p + nc - 1 of k (one nc*D*itemsize-byte run: 2 KiB for bf16,
+    #    D = 128, instead of 128 runs of 256 B: ~8x fewer DMA descriptors before the first
+    #    scores).  Chunk c of that tile holds keys kb0 + nc*p + c; per 512 keys 4 TensorE
+    #    transposes into one PSUM tile, and the VectorE eviction (idle before the pipeline)
+    #    un-permutes them with a 16-byte-strided write into K^T
     kl = KT_LOAD_BLOCKS
-    i_c = nl.arange(kl * CHUNKS)[None, :, None]
+    nc = kl * CHUNKS
+    i_c = nl.arange(nc)[None, :, None]
+    i_dk = nl.arange(D)[:, None, None]
+    i_cc = nl.arange(CHUNKS)[None, :, None]
+    i_pp = nl.arange(TILE_K)[None, None, :]
     n_kl, kb_left = divmod(plan.n_kb_full, kl)
     for j in nl.affine_range(n_kl):
-        k_nat = nl.load(k[b, h, j * kl * KEY_BLOCK + i_c * TILE_K + i_p, i_d])
+        kb0 = j * kl * KEY_BLOCK
+        k_nat = nl.load(k[b, h, kb0 + i_p * nc + i_c, i_d])
         for jb in nl.affine_range(kl):
             kT_ps = nl.ndarray((D, KEY_BLOCK), dt, buffer=nl.psum)
             for c in nl.affine_range(CHUNKS):
                 kT_ps[:, nl.ds(c * TILE_K, TILE_K)] = nisa.nc_transpose(k_nat[:, jb * CHUNKS + c, :])
-            kT[:, nl.ds((j * kl + jb) * KEY_BLOCK, KEY_BLOCK)] = nisa.tensor_copy(kT_ps, engine=nisa.vector_engine)
+            # column c*128 + p of kT_ps = key kb0 + nc*p + jb*CHUNKS + c
+            kT[i_dk, kb0 + jb * CHUNKS + i_cc + nc * i_pp] = nisa.tensor_copy(
+                kT_ps[i_dk, i_cc * TILE_K + i_pp], engine=nisa.vector_engine)
     if kb_left:
         kb0 = n_kl * kl * KEY_BLOCK
         i_c2 = nl.arange(kb_left * CHUNKS)[None, :, None]
@@ -248,6 +261,9 @@ def _one_head(q, k, v, out, b, h, plan):
         kT[:, kb0:Sk] = nisa.tensor_copy(kT_ps[:, 0:plan.kb_tail], engine=nisa.vector_engine)
     kT_ps = k_nat = k_rem = None      # setup tiles die here (PSUM free for the pipeline)
 
+    # ones column first: GpSimd is in order, so a memset queued behind the V DMAs would hold
+    # back the pipeline's first running-max combines until all of V has landed
+    vt[:, :, D:D + 1] = nisa.memset((TILE_K, plan.n_kt, 1), 1.0, dt, engine=nisa.gpsimd_engine)
     # -- V: tile t holds keys t*128 + p on partition p.  The first step's keys in one DMA (the
     #    first p @ v needs them soon), all other full tiles in a second, the partial tile alone.
     n_vfull, v_rem = divmod(Sk, TILE_K)
@@ -259,7 +275,6 @@ def _one_head(q, k, v, out, b, h, plan):
     if v_rem:
         r0 = n_vfull * TILE_K
         nisa.dma_copy(dst=vt[0:v_rem, n_vfull, 0:D], src=v[b, h, r0:Sk, :])
-    vt[:, :, D:D + 1] = nisa.memset((TILE_K, plan.n_kt, 1), 1.0, dt, engine=nisa.gpsimd_engine)
 
     _pipeline(q_all, load_q, out, kT, vt, b, h, tiles, groups, plan)
 
@@ -281,15 +296,20 @@ def _dma_steps(plan, items, steps, tcs) -> set:
     """Items whose p^T is made by one DMA transpose (SBUF -> SBUF) instead of TensorE transposes
     + PSUM evictions: 2-byte dtypes, full 128-row tiles and full steps of STEP_BLOCKS x 512
     keys, and of those DMA_T[0] of every DMA_T[1], so that the DMA queues, TensorE and the
-    PSUM-evicting engines (VectorE, ScalarE) share the work.  Trace-time Python."""
+    PSUM-evicting engines (VectorE, ScalarE) share the work.  The head's last DMA_T_DRAIN
+    items are left to TensorE: in the drain a DMA transpose's latency (~2.5 us, cost-model
+    estimate) is exposed.  Trace-time Python."""
     if plan.dtype == np.float32:
         return set()
     out, cnt = set(), 0
+    last_dma = len(items) - DMA_T_DRAIN
     for i, it_ in enumerate(items):
         if it_ is None:
             continue
         t, j = it_
         blocks = steps[t][j]
+        if i >= last_dma:
+            break
         if tcs[t].qn == TILE_Q and len(blocks) == STEP_BLOCKS and all(w == KEY_BLOCK for _, w, _ in blocks):
             a, b = DMA_T
             if (cnt * a) // b != ((cnt + 1) * a) // b:
