@@ -1,4 +1,5 @@
-"""Simulator-test setup: the interpreter backend, one BLAS thread, a fixed-seed RNG fixture.
+"""Simulator-test setup: the interpreter backend, one BLAS thread, fixed seeds (RNG fixture,
+derandomized hypothesis).
 Shared helpers (tolerance table, oracle comparison) live in sim_testing.py."""
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # effective only if NumPy i
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# Property tests draw the same examples on every run (fixed seeds, reproducible CI); set
+# HYPOTHESIS_PROFILE=explore to search with fresh random examples locally.
+settings.register_profile("fixed", derandomize=True, deadline=None, database=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 
 @pytest.fixture
