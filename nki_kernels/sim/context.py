@@ -52,6 +52,8 @@ class Alloc:
         self.origin = user_location() if origin else ("<instruction result>", 0)
         if origin:
             ctx.trace.alloc_origins[self.id] = self.origin
+            if name:
+                ctx.trace.alloc_names[self.id] = name
         self.token = None
         # bytes per partition (on chip), 0 for HBM: regions of on-chip views are per-partition
         self.row_bytes = array.nbytes // array.shape[par_axis] if par_axis is not None and array.ndim \

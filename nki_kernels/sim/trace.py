@@ -98,6 +98,9 @@ class Trace:
     # (file, line) of every explicit allocation (nl.ndarray/zeros/..., loads); instruction
     # results are absent (their producing event is their allocation point)
     alloc_origins: dict = field(default_factory=dict)
+    # alloc_id -> the explicit ``name=`` given at allocation (nl.ndarray(..., name="acc")), only
+    # when one was given; the cost model keys buffer identity on it before source lines
+    alloc_names: dict = field(default_factory=dict)
     note: Optional[str] = None
 
     def __len__(self) -> int:
