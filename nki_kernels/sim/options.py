@@ -38,6 +38,10 @@ class SimOptions:
     # Skip NumPy math in the big compute ops (matmul/transpose/elementwise) and only record
     # the trace; outputs are then meaningless.  For cost-model runs on large shapes.
     trace_only: bool = False
+    # Turn every SimWarning about a hardware-unproven construct (3-D SBUF->SBUF dma_transpose,
+    # slice of a slice, a zero-trip affine_range, ...) into an error.  The project's own kernel
+    # tests run strict; third-party code gets warnings.
+    strict: bool = False
 
     def __post_init__(self):
         if self.precision not in ("hw", "compat"):
