@@ -162,6 +162,9 @@ class Memory:
         tile (issue 8 item 17); the next instruction checks again, by then it is either consumed
         (released) or held by the kernel (counted)."""
         live = self.live
+        if live["sbuf"] <= hw.SBUF_BYTES_PER_PARTITION and live["psum"] <= hw.PSUM_BYTES_PER_PARTITION:
+            self.dirty = False        # fits even counting the result
+            return
         ex_buf, ex = None, 0
         if result is not None and result.token is not None and not result.token[2] and result.origin[1] == 0:
             ex_buf, ex = result.buffer, result.token[1]

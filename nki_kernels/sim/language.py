@@ -14,7 +14,7 @@ from .context import current as _current, maybe_current as _maybe_current
 from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
 from .tensor import (IndexExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
-                     fresh as _fresh, mask_array as _mask_array)
+                     fresh as _fresh, mask_array as _mask_array, unproven as _unproven)
 from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------
@@ -225,6 +225,10 @@ def _loop(kind, args):
     if ctx is None:
         yield from order
         return
+    if kind == "affine" and not order:
+        # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
+        _unproven("zero_trip", f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
+                  "loop with an `if` on the trip count")
     outer = ctx.loops
     for i in order:
         ctx.loops = outer + ((kind, i),)
@@ -288,7 +292,7 @@ def store(dst, value, *, mask=None, **kwargs):
     _ops.hbm(dst, "store", "dst")
     m = _mask_array(mask, dst.shape, "store")
     if isinstance(value, Tensor):
-        _ops.tile(value, "store", "value")
+        _ops.tile(value, "store", "value", engine_access=False)
         how = _ops._fit("store", value.shape, dst.shape, dst.name)
         if value.buffer == "psum":       # PSUM values are first copied to SBUF [lang]
             value = copy(value)
