@@ -691,7 +691,7 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     elif isinstance(pred, (bool, np.bool_)):
         p = bool(pred)
     else:
-        raise SimTypeError("E015", api, "pred", "pred must be an affine predicate over nl.arange/mgrid indices")
+        raise SimValueError("E015", api, "pred", "pred must be an affine predicate over nl.arange/mgrid indices")
     r = np.where(p, on_true_tile.read_f32(), np.float32(on_false_value)).astype(np.float32)
     out = fresh(np.ascontiguousarray(np.broadcast_to(r, shape)), _dtype(dtype, on_true_tile.dtype, api), api=api,
                 mask=mask_array(mask, shape, api))

@@ -69,7 +69,7 @@ def _buffer_name(buffer, api):
         return buffer.name
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return buffer
-    raise SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
                         "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
@@ -93,7 +93,7 @@ def par_dim(n):
 def _hbm_alloc(shape, dtype, buf, api, name):
     ctx = _current(api)
     if buf == "shared_hbm" and ctx.loops:
-        raise SimRuntimeError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
+        raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                               "Create kernel outputs before any loop")
     if ctx.program_id and any(ctx.program_id):
         # SPMD instances after the first see the same HBM outputs (allocated by instance 0)
@@ -254,7 +254,7 @@ def static_range(*args, **kwargs):
 # ---- indices ------------------------------------------------------------------------------
 def arange(*args):
     if len(args) == 0 or len(args) > 2:
-        raise SimValueError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+        raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
     return IndexExpr(np.arange(*[int(a) for a in args]))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .context import RunContext, activate, maybe_current
-from .errors import SimRuntimeError, SimValueError, SimWarning, needs_device
+from .errors import SimRuntimeError, SimTypeError, SimValueError, SimWarning, needs_device
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
 
@@ -144,7 +144,7 @@ def _to_numpy(x, ctx, where=None):
             what = (f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
                     "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that")
             if ctx.options.strict:
-                raise SimValueError("E007", "return", x.name, what, where=where)
+                raise SimTypeError("E007", "return", x.name, what, where=where)
             file, line = where if where is not None else ("<kernel>", 0)
             key = ("sbuf_return", file, line)
             if key not in ctx._warned:

@@ -167,7 +167,7 @@ class _MGridMaker:
         key = key if isinstance(key, tuple) else (key,)
         for s in key:
             if not isinstance(s, slice) or s.step not in (None, 1):
-                raise SimValueError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
+                raise NKISyntaxError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
                                     "Write nl.mgrid[0:P, 0:F]")
         return MGrid(np.ogrid[key])
 
@@ -202,7 +202,7 @@ def mask_array(mask, shape, api="mask"):
             raise SimValueError("E011", api, "mask", f"mask of shape {mask.v.shape} does not broadcast "
                                 f"to the instruction's shape {tuple(shape)}",
                                 "Build the mask from the same aranges that index the operands") from None
-    raise SimTypeError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
+    raise SimValueError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
                        f"got {type(mask).__name__}", "Build it from nl.arange/mgrid comparisons combined with &")
 
 
@@ -655,7 +655,7 @@ class Tensor:
             raise SimNotImplementedError("E022", "reshape", self.name, "reshape not implemented for base tensor",
                                          "Reshape the tensor before indexing it with nl.arange")
         if int(np.prod(shape)) != self.size:
-            raise SimValueError("E022", "reshape", self.name,
+            raise SimValueError("E011", "reshape", self.name,
                                 f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
                                 "The element count must not change")
         try:
@@ -668,7 +668,7 @@ class Tensor:
         par = None
         if self.alloc.buffer in ON_CHIP:
             if self.par != 0 or shape[0] != self._shape[0]:
-                raise SimValueError("E022", "reshape", self.name,
+                raise SimValueError("E011", "reshape", self.name,
                                     f"an on-chip reshape must keep the partition axis first and unchanged "
                                     f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
                                     "Reshape only the free axes: (P, ...) -> (P, ...)")
