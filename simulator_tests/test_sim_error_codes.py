@@ -46,3 +46,32 @@ def test_every_coded_raise_uses_the_class_of_its_code():
 def test_a_mismatched_class_is_refused():
     with pytest.raises(RuntimeError, match="error-code table"):
         SimValueError("E007", "op", None, "wrong class for E007")
+
+
+def _failing_kernel():
+    from nki_kernels.sim import nki, nl
+
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        return nl.sum(t, axis=0)        # the partition axis: E023
+    return k
+
+
+def test_traceback_of_a_user_error_ends_at_the_users_line(monkeypatch):
+    import traceback
+
+    import numpy as np
+
+    from nki_kernels.sim import simulate_kernel
+    monkeypatch.delenv("NKI_SIM_FULL_TRACEBACK", raising=False)
+    with pytest.raises(ValueError) as ei:
+        simulate_kernel(_failing_kernel(), np.ones((4, 4), np.float32))
+    frames = traceback.extract_tb(ei.value.__traceback__)
+    assert frames[-1].filename == __file__ and "axis=0" in frames[-1].line
+    # only the entry point (simulate_kernel -> trace_kernel) remains of the interpreter's frames
+    assert sum("nki_kernels/sim/" in f.filename for f in frames) <= 2, frames
+    monkeypatch.setenv("NKI_SIM_FULL_TRACEBACK", "1")
+    with pytest.raises(ValueError) as ei:
+        simulate_kernel(_failing_kernel(), np.ones((4, 4), np.float32))
+    assert "nki_kernels/sim/" in traceback.extract_tb(ei.value.__traceback__)[-1].filename

@@ -15,8 +15,25 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def trim_traceback(tb):
+    """A traceback without the interpreter's own frames, so a user error ends at the user's
+    line.  ``NKI_SIM_FULL_TRACEBACK=1`` keeps every frame (for debugging the interpreter)."""
+    if os.environ.get("NKI_SIM_FULL_TRACEBACK", "") not in ("", "0"):
+        return tb
+    frames = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_SIM_DIR):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(frames):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 def user_frame():

@@ -11,11 +11,11 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import engines as _engines
-from . import hw as _hw
+from . import limits as _limits
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
-from .tensor import ON_CHIP, MaskExpr, Tensor, fresh, mask_array, unproven
+from .tensor import ON_CHIP, IndexExpr, MaskExpr, Tensor, fresh, mask_array, unproven
 from .trace import ACT, DVE, PE, POOL
 
 
@@ -193,18 +193,18 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
                             got=moving.shape[0], limit=K)
     if stationary.ndim != 2:
         raise SimValueError("E003", api, "stationary", f"stationary must be 2-D (K, M), got {stationary.shape}")
-    if M > _hw.GEMM_STATIONARY_FMAX:
+    if M > _limits.GEMM_STATIONARY_FMAX:
         raise SimValueError("E003", api, "stationary",
                             f"size of dimension 1 in 'stationary{list(stationary.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {_hw.GEMM_STATIONARY_FMAX}",
+                            f"architecture limitation of {_limits.GEMM_STATIONARY_FMAX}",
                             "Tile M into blocks of nl.tile_size.gemm_stationary_fmax (128)",
-                            got=M, limit=_hw.GEMM_STATIONARY_FMAX)
-    if N > _hw.GEMM_MOVING_FMAX:
+                            got=M, limit=_limits.GEMM_STATIONARY_FMAX)
+    if N > _limits.GEMM_MOVING_FMAX:
         raise SimValueError("E003", api, "moving",
                             f"size of free dimensions in 'moving{list(moving.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {_hw.GEMM_MOVING_FMAX}",
+                            f"architecture limitation of {_limits.GEMM_MOVING_FMAX}",
                             "Tile N into blocks of nl.tile_size.gemm_moving_fmax (512)",
-                            got=N, limit=_hw.GEMM_MOVING_FMAX)
+                            got=N, limit=_limits.GEMM_MOVING_FMAX)
     if tile_position or tile_size:
         # SDK 2.26 isa nc_matmul "Requirements on tile_position and tile_size"
         if not (tile_position and tile_size) or any(int(v) % 32 for v in tuple(tile_position) + tuple(tile_size)):
@@ -212,7 +212,7 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
                                 "tile_position and tile_size must both be set, in multiples of 32",
                                 f"got tile_position={tile_position}, tile_size={tile_size}")
         rows, cols = int(tile_size[0]), int(tile_size[1])
-        if rows < K or cols < M or int(tile_position[0]) + rows > _hw.PMAX or int(tile_position[1]) + cols > _hw.PMAX:
+        if rows < K or cols < M or int(tile_position[0]) + rows > _limits.PMAX or int(tile_position[1]) + cols > _limits.PMAX:
             raise SimValueError("E003", api, "tile_size",
                                 f"tile_size {tuple(tile_size)} at {tuple(tile_position)} must cover the stationary "
                                 f"tile ({K}, {M}) and stay inside the 128x128 PE array",
@@ -251,9 +251,9 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
     if eng == globals()["engine"].tensor:
         if data.buffer != "sbuf":
             raise _ops._space_error(api, "data", data, ("sbuf",))
-        lim, kind, buf, e = _hw.PMAX, "tensor", "psum", PE
+        lim, kind, buf, e = _limits.PMAX, "tensor", "psum", PE
     else:
-        lim, kind, buf, e = _hw.VECTOR_TRANSPOSE_MAX, "vector", "sbuf", DVE
+        lim, kind, buf, e = _limits.VECTOR_TRANSPOSE_MAX, "vector", "sbuf", DVE
     for d, n in ((0, P), (1, F)):
         if n > lim:
             raise SimValueError("E020", api, "data",
@@ -649,7 +649,6 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
 
 def iota(expr, dtype, *, mask=None, **kw):
     """Materialise an affine index expression (int32 math) as a tile on GpSimdE."""
-    from .tensor import IndexExpr
     api = "iota"
     ctx = _current(api)
     _engines.no_engine_parameter(api, kw)
@@ -671,7 +670,7 @@ def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
     ctx = _current(api)
     shape = tuple(int(s) for s in shape)
     d = _dt.canonical(dtype, op=api)
-    if shape[0] > _hw.PMAX:
+    if shape[0] > _limits.PMAX:
         raise partition_error(api, "shape", shape[0])
     v = np.full(shape, value, dtype=np.float32 if _dt.is_float(d) else np.int64)
     out = fresh(v, d, api=api, mask=mask_array(mask, shape, api))
@@ -721,10 +720,10 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
     _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     P, F = data.shape[0], _ops.free_size(data.shape)
-    if F > _hw.BN_STATS_FMAX:
+    if F > _limits.BN_STATS_FMAX:
         raise SimValueError("E020", api, "data", "bn_stats free size exceeds nl.tile_size.bn_stats_fmax",
                             "Split the free axis into chunks of 512 and combine them with bn_aggr",
-                            got=F, limit=_hw.BN_STATS_FMAX)
+                            got=F, limit=_limits.BN_STATS_FMAX)
     rows = _row_mask(mask, data, api, reduce_dim_ok=False)
     x = data.read_f32().reshape(P, F)
     cols = []

@@ -11,9 +11,10 @@ import math
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
+from . import tensor as _tensor_mod
 from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
 from .trace import ACT, DMA, DVE, PE
 
@@ -164,7 +165,7 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
                            f"leading axis of the access {x.shape}",
                            "Index the block dimensions with ints so the nl.par_dim axis comes first")
-    if x.shape and x.shape[0] > hw.PMAX:
+    if x.shape and x.shape[0] > limits.PMAX:
         raise partition_error(api, arg, x.shape[0])
     if engine_access and x.buffer in ON_CHIP:
         _partition_access(x, api, arg)
@@ -610,3 +611,7 @@ def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
     return _record_dma(ctx, api, dst, src, dst.size, op=op)
+
+
+_tensor_mod.OPS.assign = assign            # Tensor.__setitem__ / += (see tensor._Ops)
+_tensor_mod.OPS.accumulate = accumulate

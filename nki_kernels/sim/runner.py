@@ -1,8 +1,11 @@
 """Kernel entry points: ``nki.jit``, ``simulate_kernel``, SPMD grids, device-only stubs (spec §2)."""
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import os
+import textwrap
 import warnings
 from typing import Any
 
@@ -10,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .context import RunContext, activate, maybe_current
-from .errors import SimRuntimeError, SimTypeError, SimValueError, SimWarning, needs_device
+from .errors import SimError, SimRuntimeError, SimTypeError, SimValueError, SimWarning, needs_device, trim_traceback
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
 
@@ -121,9 +124,6 @@ def _return_line(func) -> int | None:
     code = getattr(func, "__code__", None)
     if code is None:
         return None
-    import ast
-    import inspect
-    import textwrap
     try:
         src, first = inspect.getsourcelines(func)
         tree = ast.parse(textwrap.dedent("".join(src)))
@@ -175,7 +175,17 @@ def _unwrap(kernel):
 
 
 def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
-    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``."""
+    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
+
+    A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
+    (``NKI_SIM_FULL_TRACEBACK=1`` keeps the interpreter's frames)."""
+    try:
+        return _trace_kernel(kernel, *args, options=options, **kwargs)
+    except SimError as e:
+        raise e.with_traceback(trim_traceback(e.__traceback__))
+
+
+def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     k = _unwrap(kernel)
     opts = options if options is not None else default_options()
     grid = k.grid
@@ -217,7 +227,6 @@ def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) 
 
 
 def _arg_names(func, n):
-    import inspect
     try:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):

@@ -20,12 +20,22 @@ import sys
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import Alloc, current, maybe_current
 from .errors import _SIM_DIR, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
+
+
+class _Ops:
+    """What Tensor's operators call, bound by the modules above this one once they are loaded
+    (ops.py: assign, accumulate; language.py: nl) -- tensor.py cannot import them (they import
+    tensor.py), and function-local imports would hide the dependency."""
+    assign = accumulate = nl = None
+
+
+OPS = _Ops()
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
 
@@ -641,8 +651,7 @@ class Tensor:
         return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape, off=self.off)
 
     def __setitem__(self, key, value):
-        from .ops import assign
-        assign(self[key], value)
+        OPS.assign(self[key], value)
 
     # -- views ------------------------------------------------------------------------------
     def reshape(self, *shape, **kw):
@@ -680,24 +689,20 @@ class Tensor:
         if dt.itemsize(d) != self.itemsize or self.arr is None:
             raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
                                 f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
-        from .context import Alloc as _A
         ctx = current("view")
-        al = _A(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
+        al = Alloc(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
                 self.name + "_view", self.par)
         al.written = True
         return Tensor(al, arr=al.array, par=self.par)
 
     def astype(self, dtype):
-        from . import language as nl
-        return nl.copy(self, dtype=dtype)
+        return OPS.nl.copy(self, dtype=dtype)
 
     def broadcast_to(self, shape):
-        from . import language as nl
-        return nl.broadcast_to(self, shape=shape)
+        return OPS.nl.broadcast_to(self, shape=shape)
 
     def expand_dims(self, axis):
-        from . import language as nl
-        return nl.expand_dims(self, axis)
+        return OPS.nl.expand_dims(self, axis)
 
     def assert_shape(self, shape):
         if tuple(shape) != self._shape:
@@ -707,26 +712,21 @@ class Tensor:
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
     def __iadd__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "add")
+        return OPS.accumulate(self, other, "add")
 
     def __isub__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "subtract")
+        return OPS.accumulate(self, other, "subtract")
 
     def __imul__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "multiply")
+        return OPS.accumulate(self, other, "multiply")
 
     def __itruediv__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "divide")
+        return OPS.accumulate(self, other, "divide")
 
 
 def _binop(name, reverse=False):
     def f(self, other):
-        from . import language as nl
-        fn = getattr(nl, name)
+        fn = getattr(OPS.nl, name)
         return fn(other, self) if reverse else fn(self, other)
     f.__name__ = name
     return f
@@ -741,9 +741,9 @@ for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("true
 for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
                 ("eq", "equal"), ("ne", "not_equal")):
     setattr(Tensor, f"__{_n}__", _binop(_op))
-Tensor.__neg__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["negative"]).negative(s)
-Tensor.__invert__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["invert"]).invert(s)
-Tensor.__abs__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["abs"]).abs(s)
+Tensor.__neg__ = lambda s: OPS.nl.negative(s)
+Tensor.__invert__ = lambda s: OPS.nl.invert(s)
+Tensor.__abs__ = lambda s: OPS.nl.abs(s)
 Tensor.__hash__ = object.__hash__
 
 
@@ -770,7 +770,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         if par > 0:
             ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
                           "(warn_block_dimension_is_deprecated); each block is a separate tile")
-        if shape[par] > hw.PMAX:
+        if shape[par] > limits.PMAX:
             raise partition_error(api, "shape", shape[par])
     shape = tuple(int(s) for s in shape)
     for s in shape:
@@ -793,7 +793,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         arr = np.moveaxis(arr, 0, par)
     if buffer == "psum" and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
-        if per_block > hw.PSUM_BANK_BYTES:
+        if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
@@ -813,7 +813,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     if len(shape) == 0:
         value = value.reshape(1, 1)
         shape = (1, 1)
-    if shape[0] > hw.PMAX:
+    if shape[0] > limits.PMAX:
         raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
@@ -837,7 +837,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
             dt.cast_into(arr, value, d, where=mask)
     if buffer == "psum" and ctx.options.check_capacity:
         per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
-        if per > hw.PSUM_BANK_BYTES:
+        if per > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
