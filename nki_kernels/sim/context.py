@@ -41,9 +41,10 @@ class Alloc:
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         ctx._alloc_id += 1
         self.id = ctx._alloc_id
-        ctx.storage_ids.add(id(array))
         self.buffer = buffer
-        self.array = array
+        # storage is always held as a view (``.base`` set), so that tensor.fresh() can tell an
+        # operand's memory from a new result by ``base`` alone (results never alias, issue 8 item 14)
+        self.array = array if array.base is not None else array.view()
         self.dtype = dtype
         self.itemsize, self.dname = dtype_info(dtype)
         self._name = name
@@ -202,9 +203,6 @@ class RunContext:
         self.hbm_registry: list = []      # HBM allocations of instance 0, shared by later instances
         self.hbm_cursor = 0
         self._alloc_id = 0
-        # id() of every allocation's storage array: fresh() copies a result that is one of them
-        # (stale ids of freed arrays only cost an unneeded copy)
-        self.storage_ids: set = set()
         self._warned: set = set()
         self.rng = None
         if options.shuffle_affine_seed is not None:

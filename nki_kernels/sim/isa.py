@@ -306,13 +306,15 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw)
         raise SimTypeError("E007", api, "data2", "data1 and data2 cannot both be in PSUM",
                            "Copy one operand to SBUF first (nisa.tensor_copy)")
     _ops.same_partitions(api, data1=data1, data2=data2)
-    alu = _engines.alu_op(api, "op", name)
-    eng = _eng(engine, _engines.pick([alu], (DVE, POOL), DVE), api, ("data1", data1), ("data2", data2))
+    alu = name if name in _engines.ALU_OPS else _engines.alu_op(api, "op", name)
+    legal = _engines.LEGAL
+    eng = _eng(engine, DVE if (alu, DVE) in legal else POOL, api, ("data1", data1), ("data2", data2))
     if eng not in (DVE, POOL):
         raise SimValueError("E025", api, "engine", f"tensor_tensor runs on the Vector or GpSimd Engine, not "
                             f"{_engines.ENGINE_NAME.get(eng, eng)} (SDK 2.26 isa tensor_tensor)",
                             "Use engine=nisa.vector_engine or nisa.gpsimd_engine, or leave it unset")
-    _engines.check(api, "op", alu, eng, integer=_dt.is_int(data1.dtype) and _dt.is_int(data2.dtype))
+    if (alu, eng) not in legal:
+        _engines.check(api, "op", alu, eng, integer=_dt.is_int(data1.dtype) and _dt.is_int(data2.dtype))
     if name in _ops.BITWISE:
         a, b = data1.read().astype(np.int64), data2.read().astype(np.int64)
         fn = _ops.BITWISE[name]
@@ -371,10 +373,12 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     ctx = _current(api)
     _ops.tile(data, api, "data")
     n0 = _ops.opcode(op0, api, "op0")
-    a0 = _engines.alu_op(api, "op0", n0)
+    a0 = n0 if n0 in _engines.ALU_OPS else _engines.alu_op(api, "op0", n0)
     a1 = _engines.alu_op(api, "op1", _ops.opcode(op1, api, "op1")) if op1 is not None else None
-    eng = _eng(engine, _engines.pick([a0, a1], (DVE, ACT, POOL), DVE), api, ("data", data),
-               ("operand0", operand0), ("operand1", operand1))
+    legal = _engines.LEGAL
+    default = DVE if (a0, DVE) in legal and (a1 is None or (a1, DVE) in legal) else \
+        _engines.pick([a0, a1], (DVE, ACT, POOL), DVE)
+    eng = _eng(engine, default, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
     if eng == POOL and (a0 != "rsqrt" or a1 not in (None, "rsqrt")):
         raise SimValueError("E025", api, "engine", "tensor_scalar runs on the GpSimd Engine only for rsqrt "
                             f"(SDK 2.26 isa tensor_scalar: engine 'gpsimd_engine (only allowed for rsqrt)'), got "
@@ -383,9 +387,10 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
         raise SimValueError("E025", api, "engine", f"the Scalar Engine on trn2 runs tensor_scalar only for "
                             f"(multiply, add), (multiply, None), (add, None); got ({a0}, {a1}) "
                             "(SDK 2.26 isa tensor_scalar)", "Use engine=nisa.vector_engine or leave engine unset")
-    for arg, a in (("op0", a0), ("op1", a1)):
-        if a is not None:
-            _engines.check(api, arg, a, eng)
+    if (a0, eng) not in legal:
+        _engines.check(api, "op0", a0, eng)
+    if a1 is not None and (a1, eng) not in legal:
+        _engines.check(api, "op1", a1, eng)
     P = data.shape[0]
     nd = data.ndim
     x = data.read_f32() if n0 not in _ops.BITWISE else data.read()

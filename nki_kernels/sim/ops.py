@@ -168,7 +168,11 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
     if x.shape and x.shape[0] > limits.PMAX:
         raise partition_error(api, arg, x.shape[0])
     if engine_access and x.buffer in ON_CHIP:
-        _partition_access(x, api, arg)
+        a = x.arr
+        # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and
+                (a.shape[0] == 1 or a.strides[0] == x.alloc.row_bytes)):
+            _partition_access(x, api, arg)
     return x
 
 

@@ -134,9 +134,23 @@ def _return_line(func) -> int | None:
     return first + rets[0].lineno - 1 if len(rets) == 1 else None
 
 
+class _ReturnSite:
+    """(file, line) of the kernel's `return`, looked up only when an error needs it."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def get(self):
+        code = getattr(self.func, "__code__", None)
+        if code is None:
+            return None
+        return (code.co_filename, _return_line(self.func) or code.co_firstlineno)
+
+
 def _to_numpy(x, ctx, where=None):
     if isinstance(x, Tensor):
         if x.buffer not in HBM_KINDS:
+            where = where.get() if where is not None else None
             # Decision (README divergences): real NKI 0.1's simulate_kernel returns an on-chip tile's
             # values (issue 8 item 12, SDK simulator behaviour), while on hardware top-level outputs
             # must be in HBM (nki_known_issues.rst "Top-level tensors must be on HBM").  So: the
@@ -207,10 +221,7 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
             r = k.func(*conv, **kw)
             if result is None:
                 result = r
-        code = getattr(k.func, "__code__", None)
-        where = None
-        if code is not None:
-            where = (code.co_filename, _return_line(k.func) or code.co_firstlineno)
+        where = _ReturnSite(k.func)
         outputs = _to_numpy(result, ctx, where)
         if mutable:
             for a, t in list(zip(args, conv)) + [(kwargs[n], kw[n]) for n in kwargs]:

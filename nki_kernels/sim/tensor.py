@@ -800,7 +800,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         al.written = True
     elif poison:
         al.unwritten = True
-    return Tensor(al, arr=arr, par=par)
+    return Tensor(al, arr=al.array, par=par)
 
 
 def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
@@ -819,8 +819,9 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     sd = dt.storage_dtype(d, ctx.options.precision)
     # A result never shares storage with an operand (issue 8 item 14): an op may hand over an
     # operand's own array (identity activation, reshape, transpose of a (1, N) tile, ...), so
-    # anything that is a view, or an allocation's storage, is copied here, once, for every op.
-    if value.base is not None or id(value) in ctx.storage_ids or not value.flags.c_contiguous:
+    # anything that is a view (allocation storage is always a view, see Alloc) is copied here,
+    # once, for every op.
+    if value.base is not None or not value.flags.c_contiguous:
         value = np.array(value, order="C")
     if mask is None or mask is True:
         mask = None
@@ -841,7 +842,7 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
             raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
-    t = Tensor(al, arr=arr, par=0)
+    t = Tensor(al, arr=al.array, par=0)
     t._exact = value
     t._exact_ver = al.version
     t._mask = mask
@@ -855,7 +856,7 @@ def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tenso
     arr = np.array(array, dtype=sd, copy=True, order="C")
     al = Alloc(ctx, "hbm", arr, d, name, None, immutable=not mutable)
     al.written = not mutable     # a writable (output) argument counts as written once written
-    return Tensor(al, arr=arr)
+    return Tensor(al, arr=al.array)
 
 
 def is_tensor(x) -> bool:
