@@ -6,6 +6,7 @@ one trace event and returns a fresh tile (or writes its destination and returns 
 from __future__ import annotations
 
 import enum
+import functools
 
 import numpy as np
 
@@ -44,6 +45,28 @@ def _eng(e, default, api=None, *operands):
                                    f"GpSimd engine, but got a tile in 'psum' instead",
                                    "GpSimd cannot access PSUM: use the Vector/Scalar engine or copy to SBUF first")
     return name
+
+
+INSTRUCTIONS: dict = {}     # api name -> the registered nisa.* function
+
+
+def instruction(fn=None, *, engine_param: bool = False):
+    """Register ``nisa.<name>``: one place that supplies the run context (E019 outside a kernel)
+    and rejects ``engine=`` on instructions whose SDK 2.26 signature has no engine parameter
+    (E025).  The op body receives ``ctx`` first; validate / compute / record stay in the body,
+    so another front end can call the same body."""
+    if fn is None:
+        return lambda f: instruction(f, engine_param=engine_param)
+    api = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        ctx = _current(api)
+        if not engine_param and "engine" in kw:
+            _engines.no_engine_parameter(api, kw)
+        return fn(ctx, *args, **kw)
+    INSTRUCTIONS[api] = call
+    return call
 
 
 class nc_version(enum.IntEnum):
@@ -93,13 +116,12 @@ def _dtype(dtype, default, api):
 # DMA
 # ---------------------------------------------------------------------------------------
 
-def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
+@instruction
+def dma_copy(ctx, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
     """Copy src -> dst (HBM or SBUF, never PSUM); shapes pair row-major by element count.
 
     Keyword-only in SDK 2.26; the 2.21 positional form ``dma_copy(src, dst)`` is accepted."""
     api = "dma_copy"
-    _current(api)
-    _engines.no_engine_parameter(api, kw)
     if args:
         if len(args) == 2 and dst is None and src is None:
             src, dst = args
@@ -126,11 +148,10 @@ def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=Non
 _DMA_T_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
-def dma_transpose(src, *, axes=None, mask=None, dtype=None, dge_mode=None, **kw):
+@instruction
+def dma_transpose(ctx, src, *, axes=None, mask=None, dtype=None, dge_mode=None, **kw):
     """Transpose on the DMA engine; permutations (1,0), (2,1,0), (3,1,2,0) (SDK 2.26 isa)."""
     api = "dma_transpose"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     if not isinstance(src, Tensor) or src.buffer == "psum":
         raise SimTypeError("E007", api, "src", "dma_transpose reads HBM or SBUF")
     nd = src.ndim
@@ -168,14 +189,13 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, dge_mode=None, **kw)
 _MM_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16, _dt.float8_e4m3, _dt.float8_e5m2)
 
 
-def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+@instruction
+def nc_matmul(ctx, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               tile_position=(), tile_size=(), mask=None, perf_mode=None, _api="nisa.nc_matmul", **kw):
     """``stationary.T @ moving`` (fp32 accumulate) -> new PSUM fp32 tile.
 
     stationary (K<=128, M<=128); moving (K, N...) with free size <= 512; result (M, N...)."""
     api = "nc_matmul"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(stationary, api, "stationary", buffers=("sbuf",))
     _ops.tile(moving, api, "moving", buffers=("sbuf",))
     for arg, t in (("stationary", stationary), ("moving", moving)):
@@ -238,11 +258,11 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
     return out
 
 
-def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="nisa.nc_transpose", **kw):
+@instruction(engine_param=True)
+def nc_transpose(ctx, data, *, mask=None, dtype=None, engine=engine.unknown, _api="nisa.nc_transpose", **kw):
     """Swap partition and (flattened) free axes: TensorE (<=128x128, SBUF -> PSUM) or
     VectorE (<=32x32, SBUF/PSUM -> SBUF)."""
     api = "nc_transpose"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P, F = data.shape[0], _ops.free_size(data.shape)
     eng = engine
@@ -279,10 +299,10 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
 # VectorE / ScalarE / GpSimdE
 # ---------------------------------------------------------------------------------------
 
-def tensor_copy(src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_copy", **kw):
+@instruction(engine_param=True)
+def tensor_copy(ctx, src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_copy", **kw):
     """SBUF/PSUM -> new SBUF tile (PSUM if assigned into PSUM); bit-exact when dtypes match."""
     api = "tensor_copy"
-    ctx = _current(api)
     _ops.tile(src, api, "src")
     eng = _eng(engine, DVE if _api != "nl.copy" else ACT, api, ("src", src))
     d = _dtype(dtype, src.dtype, api)
@@ -295,10 +315,10 @@ def tensor_copy(src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_co
     return out
 
 
-def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw):
+@instruction(engine_param=True)
+def tensor_tensor(ctx, data1, data2, op, *, dtype=None, mask=None, engine=None, **kw):
     """Elementwise ``op(data1, data2)``; a (P,1)/(P,) operand broadcasts along free axes."""
     api = "tensor_tensor"
-    ctx = _current(api)
     name = _ops.opcode(op, api)
     _ops.tile(data1, api, "data1")
     _ops.tile(data2, api, "data2")
@@ -366,11 +386,11 @@ def _apply(fn_name, a, b, reverse, api):
     return fn(b, a) if reverse else fn(a, b)   # fp exceptions are silenced per run (runner)
 
 
-def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
+@instruction(engine_param=True)
+def tensor_scalar(ctx, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
                   mask=None, engine=None, **kw):
     """``(data op0 operand0) op1 operand1``; operands are scalars or (P,1) tiles."""
     api = "tensor_scalar"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     n0 = _ops.opcode(op0, api, "op0")
     a0 = n0 if n0 in _engines.ALU_OPS else _engines.alu_op(api, "op0", n0)
@@ -416,12 +436,11 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return out
 
 
-def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
+@instruction
+def scalar_tensor_tensor(ctx, *, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
                          mask=None, **kw):
     """``(data op0 operand0) op1 operand1`` with operand0 scalar/(P,1) and operand1 a full tile."""
     api = "scalar_tensor_tensor"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     _ops.tile(operand1, api, "operand1")
     if data.buffer == "psum" and operand1.buffer == "psum":
@@ -455,11 +474,10 @@ def _reduce_axes(data, axis, api):
     return ax
 
 
-def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
+@instruction
+def tensor_reduce(ctx, op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
     """Reduce free axes (any set, e.g. (2, 4) for pooling) with ``op``; fp32 arithmetic."""
     api = "tensor_reduce"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     name = _ops.opcode(op, api)
     _engines.check_reduce(api, "op", name)
@@ -555,12 +573,11 @@ def _write_reduce(api, reduce_op, reduce_res, r, P):
     return rname
 
 
-def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+@instruction
+def activation(ctx, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **kw):
     """``op(data * scale + bias)`` on ScalarE; with reduce_res, also a free-axis reduce (reset_reduce)."""
     api = "activation"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     name, r = _activation_core(api, op, data, bias, scale)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     extra = {}
@@ -576,10 +593,9 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
     return out
 
 
-def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **kw):
+@instruction
+def activation_reduce(ctx, op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **kw):
     api = "activation_reduce"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     name, r = _activation_core(api, op, data, bias, scale)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     _write_reduce(api, reduce_op, reduce_res, r, data.shape[0])
@@ -590,11 +606,10 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
     return out
 
 
-def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
+@instruction
+def tensor_scalar_reduce(ctx, *, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
                          **kw):
     api = "tensor_scalar_reduce"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     n0 = _ops.opcode(op0, api, "op0")
     _engines.check(api, "op0", n0, DVE)
@@ -610,12 +625,11 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     return out
 
 
-def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
+@instruction
+def tensor_tensor_scan(ctx, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
                        **kw):
     """Per partition: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``, ``r[:, -1] = initial``."""
     api = "tensor_tensor_scan"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data0, api, "data0")
     _ops.tile(data1, api, "data1")
     if data0.shape != data1.shape:
@@ -641,10 +655,9 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return out
 
 
-def reciprocal(data, *, dtype=None, mask=None, **kw):
+@instruction
+def reciprocal(ctx, data, *, dtype=None, mask=None, **kw):
     api = "reciprocal"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     r = (np.float32(1.0) / data.read_f32()).astype(np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
@@ -652,11 +665,10 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
     return out
 
 
-def iota(expr, dtype, *, mask=None, **kw):
+@instruction
+def iota(ctx, expr, dtype, *, mask=None, **kw):
     """Materialise an affine index expression (int32 math) as a tile on GpSimdE."""
     api = "iota"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     if isinstance(expr, (int, np.integer)):
         v = np.full((1, 1), int(expr), dtype=np.int64)
     elif isinstance(expr, IndexExpr):
@@ -670,9 +682,9 @@ def iota(expr, dtype, *, mask=None, **kw):
     return out
 
 
-def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
+@instruction(engine_param=True)
+def memset(ctx, shape, value, dtype, *, mask=None, engine=None, **kw):
     api = "memset"
-    ctx = _current(api)
     shape = tuple(int(s) for s in shape)
     d = _dt.canonical(dtype, op=api)
     if shape[0] > _limits.PMAX:
@@ -683,11 +695,10 @@ def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
     return out
 
 
-def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
+@instruction
+def affine_select(ctx, pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
     """``pred ? on_true_tile : on_false_value`` with an affine predicate (e.g. causal masks)."""
     api = "affine_select"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(on_true_tile, api, "on_true_tile")
     shape = on_true_tile.shape
     if isinstance(pred, MaskExpr):
@@ -718,11 +729,10 @@ def _row_mask(mask, data, api, *, reduce_dim_ok):
     return flat.any(axis=1, keepdims=True)
 
 
-def bn_stats(data, *, mask=None, dtype=None, **kw):
+@instruction
+def bn_stats(ctx, data, *, mask=None, dtype=None, **kw):
     """Per partition over <= 512 free elements: (count, mean, var*count) for even and odd elements."""
     api = "bn_stats"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     P, F = data.shape[0], _ops.free_size(data.shape)
     if F > _limits.BN_STATS_FMAX:
@@ -742,11 +752,10 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
     return out
 
 
-def bn_aggr(data, *, mask=None, dtype=None, **kw):
+@instruction
+def bn_aggr(ctx, data, *, mask=None, dtype=None, **kw):
     """Combine bn_stats groups (P, 6*k) -> (P, 2) = (mean, variance)."""
     api = "bn_aggr"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(data, api, "data")
     P = data.shape[0]
     rows = _row_mask(mask, data, api, reduce_dim_ok=False)
@@ -761,11 +770,10 @@ def bn_aggr(data, *, mask=None, dtype=None, **kw):
     return out
 
 
-def max8(*, src, dtype=None, mask=None, **kw):
+@instruction
+def max8(ctx, *, src, dtype=None, mask=None, **kw):
     """Top-8 values per partition, descending."""
     api = "max8"
-    ctx = _current(api)
-    _engines.no_engine_parameter(api, kw)
     _ops.tile(src, api, "src")
     P = src.shape[0]
     x = src.read_f32().reshape(P, -1)
