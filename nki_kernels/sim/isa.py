@@ -16,7 +16,9 @@ from . import limits as _limits
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
-from .tensor import ON_CHIP, IndexExpr, MaskExpr, Tensor, fresh, mask_array, unproven
+from .context import unproven
+from .indexing import IndexExpr, MaskExpr, mask_array
+from .tensor import ON_CHIP, Tensor, fresh
 from .trace import ACT, DVE, PE, POOL
 
 

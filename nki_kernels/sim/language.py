@@ -12,11 +12,11 @@ from . import isa as _isa
 from . import tensor as _tensor_mod
 from . import limits as _limits
 from . import ops as _ops
-from .context import current as _current, maybe_current as _maybe_current
-from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
+from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
+from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .tensor import (IndexExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
-                     fresh as _fresh, mask_array as _mask_array, unproven as _unproven)
+from .indexing import IndexExpr, _MGridMaker, mask_array as _mask_array
+from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
 from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
 from . import tensor as _tensor_mod
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
+from .indexing import mask_array
+from .tensor import HBM_KINDS, ON_CHIP, Tensor
 from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
