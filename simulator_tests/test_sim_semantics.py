@@ -570,3 +570,24 @@ def test_block_dimension_psum_with_all_blocks_live_overflows():
         warnings.simplefilter("ignore", SimWarning)
         with pytest.raises(ValueError, match="E005"):
             simulate_kernel(_block_kernel(False), _x((128, 512)))
+
+
+@pytest.mark.parametrize("tiles,ok", [(2, True), (9, False)])
+def test_mod_alloc_counts_its_physical_tiles(tiles, ok):
+    from nki_kernels.sim import compiler as ncc
+
+    @nki.jit
+    def k(a):
+        s = nl.load(a[:, 0:128])
+        m = nl.load(a)
+        res = nl.ndarray((16, nl.par_dim(128), 512), nl.float32,
+                         buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(tiles,)))
+        res[0] += nisa.nc_matmul(s, m)
+        return a
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimWarning)
+        if ok:
+            simulate_kernel(k, _x((128, 512)))
+        else:
+            with pytest.raises(ValueError, match="E005"):
+                simulate_kernel(k, _x((128, 512)))

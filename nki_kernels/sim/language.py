@@ -47,14 +47,24 @@ def static_cast(x, dtype):
 
 # ---- buffers ------------------------------------------------------------------------------
 class Buffer:
-    def __init__(self, name):
+    """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
+    ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
+
+    def __init__(self, name, phys_tiles=None):
         self.name = name
+        self.phys_tiles = phys_tiles
 
     def __repr__(self):
-        return f"nl.{self.name}"
+        return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, **kwargs):      # direct allocation: treated as automatic (spec §12)
-        return self
+    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
+        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
+        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
+        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
+        n = 1
+        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
+            n *= int(t)
+        return Buffer(self.name, n)
 
     def auto_alloc(self, *args, **kwargs):
         return self
@@ -113,7 +123,8 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     buf = _buffer_name(buffer, "ndarray")
     if buf in ("hbm", "shared_hbm", "private_hbm"):
         return _hbm_alloc(shape, dtype, buf, "ndarray", name)
-    return _allocate(shape, dtype, buf, api="ndarray", name=name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name,
+                     phys_tiles=getattr(buffer, "phys_tiles", None))
 
 
 def _filled(api, shape, dtype, buffer, name, value):

@@ -597,7 +597,7 @@ class ParDim(int):
     """``nl.par_dim(n)``: marks the partition axis; axes before it are (deprecated) block dims."""
 
 
-def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=None) -> Tensor:
+def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=None, phys_tiles=None) -> Tensor:
     """Create a tensor; checks partition size (E001) and the PSUM bank (E004)."""
     ctx = current(api)
     if isinstance(shape, (int, np.integer)):
@@ -637,7 +637,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
         if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
-    al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
+    al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0), phys_tiles=phys_tiles)
     if fill is not None:
         al.written = True
     elif poison:
