@@ -109,7 +109,8 @@ class Memory:
             tok[2] = True
             self.live[tok[0]] -= tok[1]
             self.tiles[tok[0]].pop(tok[4], None)
-            self.blocks.pop(tok[4], None)
+            if self.blocks:
+                self.blocks.pop(tok[4], None)
 
     def block_liveness(self, reads, writes) -> None:
         """Update the live blocks of block-dimension tensors: a read retires the blocks it
