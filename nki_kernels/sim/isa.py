@@ -488,12 +488,18 @@ def tensor_reduce(ctx, op, data, axis, *, mask=None, dtype=None, negate=False, k
                              "Use nl.add, nl.multiply, nl.max/maximum, nl.min/minimum, bitwise or logical ops")
     ax = _reduce_axes(data, axis, api)
     s_ax = sorted(ax)
-    if len(ax) > 4 or s_ax != list(range(s_ax[0], s_ax[0] + len(s_ax))):
-        # "The reduction axes can contain up to four free axes ... must be consecutive: e.g.,
-        # [1, 2, 3, 4] is a legal axis field, but [1, 3, 4] is not" (SDK 2.26 isa tensor_reduce)
-        raise SimValueError("E023", api, "axis", f"reduction axes {tuple(ax)} must be at most four consecutive "
-                            "free axes (SDK 2.26 isa tensor_reduce)",
-                            "Reduce consecutive axes, e.g. reshape or reduce in two steps", got=tuple(ax))
+    if len(ax) > 4:
+        # "The reduction axes can contain up to four free axes" (SDK 2.26 isa tensor_reduce)
+        raise SimValueError("E023", api, "axis", f"reduction axes {tuple(ax)}: at most four free axes "
+                            "(SDK 2.26 isa tensor_reduce)", "Reduce in two steps", got=len(ax), limit=4)
+    if s_ax != list(range(s_ax[0], s_ax[0] + len(s_ax))):
+        # The 2.26 doc says the axes "must be consecutive ... [1, 3, 4] is not" legal, but the
+        # toolchain accepts non-adjacent axes on trn2: aws-neuron-sdk#1257 (the compiler reorders
+        # them internally) and CS149 F25 solutions that passed on trn2 with axis=(2, 4) (spec §9).
+        # Accept, warn; an error (E024) under strict.
+        unproven("reduce_axes", f"tensor_reduce over non-consecutive axes {tuple(ax)}: the 2.26 doc requires "
+                 "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
+                 "consecutive axes to follow the doc")
     eng = DVE     # "using Vector Engine" (SDK 2.26 isa tensor_reduce)
     bit = name.startswith("bitwise")
     if negate and (bit or name.startswith("logical")):
