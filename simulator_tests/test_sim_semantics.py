@@ -591,3 +591,29 @@ def test_mod_alloc_counts_its_physical_tiles(tiles, ok):
         else:
             with pytest.raises(ValueError, match="E005"):
                 simulate_kernel(k, _x((128, 512)))
+
+
+@pytest.mark.parametrize("op", ["bn_aggr", "rms_norm", "tensor_reduce"])
+def test_mask_is_honoured_more(op):
+    @nki.jit
+    def k(a):
+        i_p = nl.arange(128)[:, None]
+        m = i_p < 64
+        t = nl.load(a)
+        if op == "bn_aggr":
+            r = nisa.bn_aggr(nisa.bn_stats(t), mask=m)
+        elif op == "rms_norm":
+            r = nl.rms_norm(t, nl.load(a), axis=1, n=8, mask=m)
+        else:
+            r = nisa.tensor_reduce(np.add, t, axis=1, keepdims=True, mask=m)
+        dst = nl.zeros(r.shape, nl.float32)
+        dst[...] = r
+        out = nl.ndarray(r.shape, nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, dst)
+        return out
+    x = _x((128, 8)) + 2
+    out = simulate_kernel(k, x)
+    assert np.all(out[64:] == 0), "masked-out partitions must keep the destination's zeros"
+    assert np.all(np.isfinite(out[:64])) and np.any(out[:64] != 0)
+    if op == "tensor_reduce":
+        np.testing.assert_allclose(out[:64], x[:64].sum(axis=1, keepdims=True), rtol=1e-5)

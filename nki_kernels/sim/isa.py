@@ -523,7 +523,8 @@ def tensor_reduce(ctx, op, data, axis, *, mask=None, dtype=None, negate=False, k
             r = _ops.masked_reduce(name, data.read_f32(m), ax, keepdims, m)
         if negate:
             r = -r
-    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api)
+    om = None if m is None or m is True else _ops.reduce_out_mask(m, ax, keepdims)
+    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api, mask=om)
     _ops.record_compute(ctx, "tensor_reduce", "nisa.tensor_reduce", eng, [data], out, func=name)
     return out
 

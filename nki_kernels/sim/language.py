@@ -494,13 +494,15 @@ def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
         # (spec Corrections 3; issue 8 item 7)
         m = _mask_array(mask, x.shape, api)
         v = x.read_f32(m)
+        om = None
         if m is None or m is True:
             r = np.asarray(npfn(v, axis=ax, keepdims=keepdims), dtype=np.float32)
         else:
             r = _ops.masked_reduce(name, v, ax, keepdims, m)
+            om = _ops.reduce_out_mask(m, ax, keepdims)      # outputs with no selected input: not written
         d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
                                                     else _dt.float32), api)
-        out = _fresh(r, d, api=api)
+        out = _fresh(r, d, api=api, mask=om)
         _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
         return out
     op.__name__ = name
