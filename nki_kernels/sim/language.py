@@ -438,13 +438,63 @@ def _binary(name):
     return op
 
 
-_mod = sys.modules[__name__]
-for _n in _ops.UNARY:
-    if _n not in ("identity", "copy"):    # nl.copy is the tensor_copy above
-        setattr(_mod, _n, _unary(_n))
-for _n in list(_ops.BINARY) + list(_ops.BITWISE):
-    if _n not in ("max", "min"):
-        setattr(_mod, _n, _binary(_n))
+# one registration line per elementwise nl.* op (grep '^name = '): the fp32 function and default
+# engine of each are in ops.UNARY / ops.BINARY / ops.BITWISE
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+negative = _unary("negative")
+abs = _unary("abs")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+arctan = _unary("arctan")
+erf = _unary("erf")
+erf_dx = _unary("erf_dx")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+gelu = _unary("gelu")
+gelu_dx = _unary("gelu_dx")
+gelu_apprx_tanh = _unary("gelu_apprx_tanh")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+silu = _unary("silu")
+silu_dx = _unary("silu_dx")
+softplus = _unary("softplus")
+mish = _unary("mish")
+ceil = _unary("ceil")
+floor = _unary("floor")
+trunc = _unary("trunc")
+logical_not = _unary("logical_not")
+invert = _unary("invert")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+fmod = _binary("fmod")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 copy._nki_op = "copy"
 
 
