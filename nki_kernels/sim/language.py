@@ -15,7 +15,7 @@ from . import ops as _ops
 from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
 from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .indexing import IndexExpr, _MGridMaker, mask_array as _mask_array
+from .indexing import IndexExpr, MaskExpr, _MGridMaker, mask_array as _mask_array
 from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
 from .trace import ACT, DVE, POOL
 
@@ -378,12 +378,12 @@ def _unary(name):
         api = name
         ctx = _current(api)
         _ops.tile(x, api, "x")
-        if name == "invert":
-            r = np.invert(x.read().astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32() == 0)
-        else:
-            r = np.asarray(fn(x.read_f32()), dtype=np.float32)
-        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         m = _mask_array(mask, x.shape, api)
+        if name == "invert":
+            r = np.invert(x.read(m).astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32(m) == 0)
+        else:
+            r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
+        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         out = _fresh(r, d, api=api, mask=m)
         _ops.record_compute(ctx, "activation" if engine == ACT else "tensor_scalar", f"nl.{name}",
                             engine, [x], out, func=name)
@@ -411,11 +411,12 @@ def _binary(name):
         shapes = [v.shape for v in (x, y) if isinstance(v, Tensor)]
         shape = _ops.pa_shape(api, *shapes)
         nd = len(shape)
+        m = _mask_array(mask, shape, api)
         if is_bit:
-            a = x.read().astype(np.int64) if isinstance(x, Tensor) else int(x)
-            b = y.read().astype(np.int64) if isinstance(y, Tensor) else int(y)
+            a = x.read(m).astype(np.int64) if isinstance(x, Tensor) else int(x)
+            b = y.read(m).astype(np.int64) if isinstance(y, Tensor) else int(y)
         else:
-            a, b = _ops.value_of(x), _ops.value_of(y)
+            a, b = _ops.value_of(x, m), _ops.value_of(y, m)
         if isinstance(a, np.ndarray):
             a = _ops.pa_pad(a, nd)
         if isinstance(b, np.ndarray):
@@ -427,7 +428,6 @@ def _binary(name):
             r = r.astype(np.float32, copy=False)
         default = _dt.bool_ if is_cmp else _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y))
         d = _ops.out_dtype(dtype, default, api)
-        m = _mask_array(mask, shape, api)
         out = _fresh(np.ascontiguousarray(r), d, api=api, mask=m)
         both = isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape == y.shape
         _ops.record_compute(ctx, "tensor_tensor" if both else "tensor_scalar", f"nl.{name}", DVE, [x, y], out,
@@ -609,8 +609,17 @@ def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
 
 
 def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
-    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n))
-    return multiply(multiply(x, rsqrt(add(ms, float(epsilon))), mask=mask), w, dtype=dtype, mask=mask)
+    """x * rsqrt(sum(x^2, axis) / n + epsilon) * w; ``mask=`` restricts every step (the per-row
+    steps run on the rows the mask selects)."""
+    m = _mask_array(mask, x.shape, "rms_norm") if isinstance(x, Tensor) else None
+    rows = None
+    if m is not None and m is not True and m is not False:
+        rows = MaskExpr(_ops.reduce_out_mask(m, _axes(x, axis, "rms_norm"), True))
+    elif m is False:
+        rows = False
+    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n), mask=rows)
+    r = rsqrt(add(ms, float(epsilon), mask=rows), mask=rows)
+    return multiply(multiply(x, r, mask=mask), w, dtype=dtype, mask=mask)
 
 
 def __getattr__(name):
