@@ -617,3 +617,20 @@ def test_mask_is_honoured_more(op):
     assert np.all(np.isfinite(out[:64])) and np.any(out[:64] != 0)
     if op == "tensor_reduce":
         np.testing.assert_allclose(out[:64], x[:64].sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_compute_on_an_index_view_past_the_end_under_a_mask_is_legal():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)                                   # (128, 8)
+        i_p, i_f = nl.mgrid[0:128, 0:8]
+        z = nl.zeros((128, 8), nl.float32)
+        # columns i_f + 4 run past the tile for i_f >= 4; the mask drops exactly those
+        z[i_p, i_f] = nisa.tensor_copy(t[i_p, i_f + 4], mask=(i_f < 4))
+        nl.store(out, z)
+        return out
+    x = _x((128, 8))
+    out = simulate_kernel(k, x)
+    np.testing.assert_array_equal(out[:, :4], x[:, 4:])
+    assert np.all(out[:, 4:] == 0)

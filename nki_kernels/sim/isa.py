@@ -308,10 +308,11 @@ def tensor_copy(ctx, src, *, mask=None, dtype=None, engine=None, _api="nisa.tens
     _ops.tile(src, api, "src")
     eng = _eng(engine, DVE if _api != "nl.copy" else ACT, api, ("src", src))
     d = _dtype(dtype, src.dtype, api)
-    v = src.read()
+    m = mask_array(mask, src.shape, api)       # operands are read under the instruction's mask
+    v = src.read(m)
     if d != src.dtype or v.dtype.kind == "f" and v.dtype != np.float32:
-        v = src.read_f32()
-    out = fresh(np.array(v), d, api=api, mask=mask_array(mask, src.shape, api))
+        v = src.read_f32(m)
+    out = fresh(np.array(v), d, api=api, mask=m)
     _ops.record_compute(ctx, "tensor_copy", _api, eng, [src], out,
                         func="copy")
     return out
@@ -337,11 +338,12 @@ def tensor_tensor(ctx, data1, data2, op, *, dtype=None, mask=None, engine=None, 
                             "Use engine=nisa.vector_engine or nisa.gpsimd_engine, or leave it unset")
     if (alu, eng) not in legal:
         _engines.check(api, "op", alu, eng, integer=_dt.is_int(data1.dtype) and _dt.is_int(data2.dtype))
+    m = mask_array(mask, _ops.pa_shape(api, data1.shape, data2.shape), api) if mask is not None else None
     if name in _ops.BITWISE:
-        a, b = data1.read().astype(np.int64), data2.read().astype(np.int64)
+        a, b = data1.read(m).astype(np.int64), data2.read(m).astype(np.int64)
         fn = _ops.BITWISE[name]
     elif name in _ops.BINARY:
-        a, b = data1.read_f32(), data2.read_f32()
+        a, b = data1.read_f32(m), data2.read_f32(m)
         fn = _ops.BINARY[name]
     else:
         raise NKISyntaxError("E021", api, "op", f"{name} is not supported in 'tensor_tensor'",
@@ -415,7 +417,8 @@ def tensor_scalar(ctx, data, op0, operand0, reverse0=False, op1=None, operand1=N
         _engines.check(api, "op1", a1, eng)
     P = data.shape[0]
     nd = data.ndim
-    x = data.read_f32() if n0 not in _ops.BITWISE else data.read()
+    m = mask_array(mask, data.shape, api)
+    x = data.read_f32(m) if n0 not in _ops.BITWISE else data.read(m)
     o0 = _scalar_operand(operand0, P, api, "operand0")
     r = _apply(n0, x, _ops.pa_pad(o0, nd) if isinstance(o0, np.ndarray) else o0, reverse0, api)
     n_ops = 1
