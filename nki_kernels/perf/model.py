@@ -58,6 +58,29 @@ class Estimate:
     schedule: object = field(default=None, repr=False)
     hw: object = field(default=None, repr=False)
 
+    # ---- uncertainty (nki_kernels.perf.accuracy: leave-one-out calibration error) --------
+    @property
+    def typical_error(self) -> float:
+        from .accuracy import TYPICAL_ERROR
+        return TYPICAL_ERROR
+
+    @property
+    def band_us(self) -> tuple:
+        from .accuracy import band_us
+        return band_us(self.latency_us)
+
+    @property
+    def band_text(self) -> str:
+        """"est. 820.0 us, typical error ±6 %" — use it wherever the latency is printed."""
+        from .accuracy import band_text
+        return band_text(self.latency_us)
+
+    @property
+    def warnings(self) -> list:
+        """Sanity-gate warnings (estimated MFU above the best public figure of its op class)."""
+        from .accuracy import sanity_warnings
+        return sanity_warnings(self)
+
     # ---- outputs ------------------------------------------------------------------------
     def summary(self, top: int = 5) -> str:
         from .report import summary_text
@@ -99,7 +122,8 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
     opts = options or ModelOptions()
     events = list(trace.events)
     t0 = time.perf_counter()
-    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps)
+    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps,
+                     alloc_names=getattr(trace, "alloc_names", None))
     sched_s = time.perf_counter() - t0
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
     makespan_us = sched.makespan_ns / 1e3
