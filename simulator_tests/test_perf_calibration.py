@@ -96,3 +96,20 @@ def test_calibration_kernels_compute_the_right_values():
     vals, cnt = simulate_kernel(ck.nonzero_count, x)
     assert float(np.asarray(cnt).reshape(-1)[0]) == np.count_nonzero(x)
     np.testing.assert_allclose(vals, x)
+
+
+def test_no_constant_is_fitted_to_a_single_point():
+    """Every tag-F constant moves at least two gated points (a floor: every point of its mode)."""
+    from nki_kernels.perf import calibration
+    from nki_kernels.perf.hardware import TRN2
+    from nki_kernels.perf.schedule import ModelOptions
+    traces = calibration.collect_traces()
+    nb = ModelOptions().affine_buffers
+    base = calibration.evaluate(traces, TRN2, affine_buffers=nb)
+    for key in calibration.fitted_keys(TRN2):
+        lo, hi = TRN2[key].range
+        moved_to = lo if TRN2.v(key) - lo > hi - TRN2.v(key) else hi
+        res = calibration.evaluate(traces, TRN2.with_values(**{key: moved_to}), affine_buffers=nb)
+        moved = [a.point.pid for a, b in zip(base, res)
+                 if a.point.gated and abs(b.estimate / a.estimate - 1) > 0.005]
+        assert len(moved) >= 2, f"{key} only moves {moved}"

@@ -166,6 +166,22 @@ def test_two_dge_queues_issue_in_parallel_and_the_rest_of_the_dge_time_is_latenc
     assert s.dma[1].data_start == pytest.approx(1300 + per)
 
 
+def test_dma_queue_is_list_scheduled_in_program_order():
+    # DMA 1 (store) waits for the add; DMA 2 is an independent load.  Profile mode: one
+    # static queue, 50 ns per trigger.  Window 1: the load is issued only after the store
+    # (in program order); window 2: the load goes first at t=0.
+    evs = [load(0, 1, 10), vadd(1, 10, 10, 11),
+           ev(2, "dma_copy", "DMA", reads=[sb(11)], writes=[hbm(3, 128 * 2048)], nbytes=128 * 2048,
+              meta={"src": "sbuf", "dst": "hbm", "descriptors": 128}),
+           load(3, 2, 20)]
+    strict = schedule(evs, HW, ModelOptions(mode="profile", window=1))
+    lst = schedule(evs, HW, ModelOptions(mode="profile", window=2))
+    assert strict.dma[3].issue_start == pytest.approx(strict.dma[2].issue_end)
+    assert strict.dma[2].issue_start == pytest.approx(strict.end[1])
+    assert lst.dma[3].issue_start == pytest.approx(50.0)      # right after the first load's trigger
+    assert lst.dma[2].issue_start == pytest.approx(lst.end[1])
+
+
 def test_trn1_has_no_dge_so_dmas_use_static_descriptors():
     # trn1: no hardware DGE -> one static-trigger queue (50 ns each) even in benchmark mode
     evs = [load(i, 1 + i, 10 + i, P=4, F=1) for i in range(3)]

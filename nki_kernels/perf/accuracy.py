@@ -22,10 +22,10 @@ import math
 import numpy as np
 
 # leave-one-out, recorded from `python -m nki_kernels.perf.calibration` (2026-12-01):
-# |errors| 0.7 .. 26 %, median 3.8 %, 68th percentile 5.6 %, worst #8 at 1.26x
+# |errors| 0.1 .. 17.3 %, median 3.7 %, 68th percentile 5.2 %, worst #23c at 1.19x
 TYPICAL_ERROR = 0.06
-WORST_RATIO = 1.27
-LOO_MEDIAN = 0.038
+WORST_RATIO = 1.20
+LOO_MEDIAN = 0.037
 
 # Best public trn2 TensorE utilisation per op class (not used in any fit).  Source: issue 9
 # ("about 89-91 % at 2048^3" for hand-tuned bf16 matmuls measured on trn2; M, third-party).

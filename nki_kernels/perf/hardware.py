@@ -100,9 +100,9 @@ _TRN2 = {
     "dma_rings": _c(16, "engines", "D", "A2/DO §1.1 16 DMA engines per NC"),
     "dma_partitions_per_ring": _c(8, "partitions", "D", "§2 DMA engines take 8 partitions each"),
     "dma_ring_bytes_per_ns": _c(23, "B/ns", "D", "DB/DO §1.3 23 B/ns per engine; M: DO 32 KiB in 1,416 ns"),
-    "dma_desc_ns": _c(15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor (pipelined with data)"),
+    "dma_desc_ns": _c(15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor on a DMA engine's control path (pipelined with data)"),
     "dma_max_inflight": _c(16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"),
-    "dma_latency_ns": _c(767, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to #1-#4, #8",
+    "dma_latency_ns": _c(833, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to #1-#8 (every DMA-carrying point)",
                          range=(500, 1300), prior=900,
                          note="range: DO serial floor ~0.85 us (E) .. DB semaphore-to-start 1.3 us (D)"),
     "dge_queues": _c(2, "DGE", "D", "A2 §DGE / DG: two hardware DGE instances per NeuronCore-v3, driven by the SyncE or ScalarE sequencer"),
@@ -113,16 +113,16 @@ _TRN2 = {
     "dma_fixed_hwdge_ns": _c(450, "ns", "F", "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
                              "overhead (~1300 ns cross-engine) on the DMA engines it uses; per engine, DGE-generated descriptors",
                              range=(0, 1300), prior=450),
-    "dma_fixed_static_ns": _c(100, "ns", "F", "as dma_fixed_hwdge_ns for pre-computed (static) descriptors (--disable-dge, trn1); "
-                              "bounded by #27 (a lone 32 KiB DMA moves at the documented 23 B/ns)",
-                              range=(0, 200), prior=20),
+    "dma_fixed_static_ns": _c(0, "ns", "E", "as dma_fixed_hwdge_ns for pre-computed (static) descriptors (--disable-dge, trn1): "
+                              "nothing to generate at run time, so only dma_desc_ns per descriptor remains (our reading of "
+                              "DG 'none'); only #8 is sensitive to it, so it is not fitted"),
     "static_issue_ns": _c(50, "ns", "M", "CZ sync_engine_active_time / sync_engine_instruction_count = 5.8 us / 117"),
     "dma_transpose_eff_hbm": _c(0.9, "fraction", "D", "A2 §2 DMA transpose HBM->SBUF <=90%"),
     "dma_transpose_eff_sbuf": _c(0.5, "fraction", "D", "A2 §2 DMA transpose SBUF->SBUF <=50%"),
     "dma_bw_gbps": _c(368, "GB/s", "D", "DB/DO §1.3 16 x 23 B/ns (practical DMA cap per NC)"),
     "hbm_bw_gbps": _c(716, "GB/s", "M", "CZ §1.3 profiler MBU denominator per NC"),
     # kernel floor (§1.4, §4.2): launch + I/O + semaphores, per measurement mode
-    "floor_benchmark_us": _c(10.0, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to #4, #22-#24",
+    "floor_benchmark_us": _c(10.0, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to the 12 benchmark-mode points (#1-#4, #7, #22-#24)",
                              range=(10, 15.3), prior=13.0),
     "floor_profile_us": _c(16.0, "us", "F", "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
                            range=(10, 16), prior=13.2),

@@ -48,6 +48,7 @@ class Estimate:
     uncosted_ops: dict
     throttled_us: float
     exposed_load_stationary_us: float
+    window: int = 0                 # list-scheduling window used (ModelOptions.window)
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     trace_seconds: float = 0.0
@@ -182,7 +183,7 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
         throttled_us=sched.throttled_ns / 1e3, exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
         peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
         peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
-        schedule_seconds=sched_s, n_events=len(events),
+        schedule_seconds=sched_s, n_events=len(events), window=opts.window,
         trace=trace if keep else None, schedule=sched if keep else None, hw=hw)
 
 

@@ -94,6 +94,11 @@ def summary_text(est, top: int = 5) -> str:
         lines.append(f"  top kernel lines by busy time (estimate):")
         for loc, us, cnt, engs in est.top_lines[:top]:
             lines.append(f"    {loc:40s} {us:10.2f} us  {cnt:7d} instr  {engs}")
+    sched = est.schedule
+    if sched is not None and (sched.reordered or sched.elided):
+        lines.append(f"  scheduling (estimate)   {sched.reordered} instructions started ahead of program order "
+                     f"(window {getattr(est, 'window', '?')}); {len(sched.elided)} repeated loop-invariant "
+                     "nl.matmul transpose/copy instructions hoisted")
     if est.uncosted_ops:
         lines.append("  ops without a cost rule (costed as generic elementwise): "
                      + ", ".join(f"{k} x{v}" for k, v in sorted(est.uncosted_ops.items())))

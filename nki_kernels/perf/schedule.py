@@ -44,7 +44,8 @@ Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
   by the limit at its start.  A starved TensorE therefore runs at 50-100 % speed in
   repeated ramps, never at half speed indefinitely.
 
-* **DMAs** become ready when their dependencies finish and are issued in ready order.  In
+* **DMAs** become ready when their dependencies finish; the DMA queue is list-scheduled like
+  an engine (the first ready DMA, in program order, among the next ``window``).  In
   ``benchmark`` mode on a core with hardware DGE (``dge_queues`` > 0: two DGE instances per
   NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns`` +
   ``dge_issue_per_desc_ns`` per descriptor; the rest of the documented ~600 ns execution
@@ -73,9 +74,11 @@ ONCHIP = ("sbuf", "psum")
 COMPUTE_ENGINES = ("PE", "ACT", "DVE", "POOL")
 
 # The list-scheduling window (instructions per engine queue).  Estimate (E): no public
-# source gives the compiler's look-ahead; 8 is the smallest power of two above which no
-# calibration kernel or project kernel changes by more than 1 % (docs/cost-model.md).
-SCHEDULE_WINDOW = 8
+# source gives the compiler's look-ahead.  64 is the smallest power of two above which no
+# calibration kernel and no project kernel moves by more than ~1 % (the calibration kernels
+# do not move at all between 1 and 64; causal attention moves 4 % from 32 to 128 and 1 % from
+# 64 to 128; docs/cost-model.md).
+SCHEDULE_WINDOW = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -422,7 +425,8 @@ class Scheduler:
        and joins its engine's candidates (DMAs join the DMA ready queue);
     2. :meth:`_dispatch` — a free compute engine starts the first ready instruction within
        its window (or sleeps until the earliest one becomes ready);
-    3. :meth:`_issue_dmas` — ready DMAs go through the issue queues onto the DMA engines;
+    3. :meth:`_issue_dmas` — ready DMAs (list-scheduled in program order within the window,
+       :meth:`_next_dma`) go through the issue queues onto the DMA engines;
     4. :meth:`_finish` — a finished instruction releases its dependents.
     """
 
@@ -477,7 +481,9 @@ class Scheduler:
         self.slot_free = [0.0] * self.max_inflight
         self.inflight = 0
         self.issue_busy = 0.0
-        self.dma_ready: list = []
+        self.dma_queue = [i for i, ev in enumerate(events) if ev.engine == "DMA"]   # program order
+        self.dma_pos = 0
+        self.dma_released = 0
         self.dma_t: dict = {}
         self.cost_memo: dict = {}
 
@@ -522,7 +528,7 @@ class Scheduler:
             self.started[j] = True
             self._push(self.ready[j], _DONE, j)
         elif self.events[j].engine == "DMA":
-            heapq.heappush(self.dma_ready, (self.ready[j], j))
+            self.dma_released += 1
         else:
             touched.add(self.events[j].engine)
 
@@ -574,8 +580,12 @@ class Scheduler:
 
     # ---- step 3 -------------------------------------------------------------------------
     def _issue_dmas(self):
-        while self.dma_ready and self.inflight < self.max_inflight:
-            r, j = heapq.heappop(self.dma_ready)
+        while self.dma_released and self.inflight < self.max_inflight:
+            j = self._next_dma()
+            if j is None:
+                return
+            self.dma_released -= 1
+            r = self.ready[j]
             c = self._cost(self.events[j])
             k = min(range(self.n_issue), key=self.issue_free.__getitem__)
             q = min(range(self.max_inflight), key=self.slot_free.__getitem__)
@@ -599,6 +609,25 @@ class Scheduler:
             self.started[j] = True
             self.inflight += 1
             self._push(de, _DONE, j)
+
+    def _next_dma(self):
+        """The DMA queue is list-scheduled like an engine: the first released DMA (program
+        order) among the next ``window`` DMAs not yet issued."""
+        q = self.dma_queue
+        p = self.dma_pos
+        while p < len(q) and self.started[q[p]]:
+            p += 1
+        self.dma_pos = p
+        seen = 0
+        while p < len(q) and seen < self.opts.window:
+            i = q[p]
+            p += 1
+            if self.started[i]:
+                continue
+            seen += 1
+            if not self.remaining[i]:
+                return i
+        return None
 
     # ---- step 4 -------------------------------------------------------------------------
     def _finish(self, i, now, touched):
