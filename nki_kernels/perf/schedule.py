@@ -466,6 +466,7 @@ class Scheduler:
         self.busy = {e: False for e in self.queues}
         self.eng_free = {e: 0.0 for e in self.queues}
         self.wake_at = {e: math.inf for e in self.queues}
+        self.n_released = {e: 0 for e in self.queues}   # released, not started (fast exit)
         self.pe = _TensorEngineState(hw)
         # DMA front end
         self.dma_mode = opts.dma_mode(hw)
@@ -530,11 +531,12 @@ class Scheduler:
         elif self.events[j].engine == "DMA":
             self.dma_released += 1
         else:
+            self.n_released[self.events[j].engine] += 1
             touched.add(self.events[j].engine)
 
     # ---- step 2 -------------------------------------------------------------------------
     def _dispatch(self, e, now):
-        if self.busy[e]:
+        if self.busy[e] or not self.n_released[e]:
             return
         q = self.queues[e]
         p = self.qpos[e]
@@ -574,6 +576,7 @@ class Scheduler:
         self.start[best] = s
         self.end[best] = s + dur
         self.started[best] = True
+        self.n_released[e] -= 1
         self.busy[e] = True
         self.eng_free[e] = s + dur
         self._push(s + dur, _DONE, best)
