@@ -288,5 +288,15 @@ def test_repeated_loop_invariant_transposes_are_hoisted():
     assert hoisted.elided == {4: 1, 5: 2, 7: 1, 8: 2}
 
 
+def test_hoisted_repeats_have_no_slice_in_the_timeline():
+    from nki_kernels.perf import estimate_trace
+    from nki_kernels.perf.chrome_trace import to_chrome_trace
+    from nki_kernels.sim.trace import Trace
+    e = estimate_trace(Trace(events=_matmul_loop(reload_x=False)), hw=HW)
+    seqs = [x["args"]["seq"] for x in to_chrome_trace(e)["traceEvents"]
+            if x["ph"] == "X" and x.get("cat") in ("PE", "DVE")]
+    assert sorted(seqs) == [1, 2, 3, 6, 9]            # one transpose + copy, three matmuls
+
+
 def test_a_transpose_of_rewritten_data_is_not_hoisted():
     assert loop_invariant_transposes(_matmul_loop(reload_x=True)) == {}

@@ -54,7 +54,10 @@ def to_chrome_trace(est) -> dict:
         out.append({"name": "kernel floor T0", "cat": "floor", "ph": "X", "pid": PID, "tid": tid("floor"),
                     "ts": 0.0, "dur": off,
                     "args": {"estimate": True, "what": "launch + I/O + semaphores (fitted constant)"}})
+    elided = getattr(sched, "elided", {}) or {}
     for i, ev in enumerate(events):
+        if i in elided:                  # hoisted loop-invariant repeat: no work, no slice
+            continue
         loc = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
         args = {"line": loc, "file": ev.file, "api": ev.api, "seq": ev.seq,
                 "partitions": ev.partitions, "free_elems": ev.free_elems,
