@@ -182,6 +182,18 @@ def test_dma_queue_is_list_scheduled_in_program_order():
     assert lst.dma[2].issue_start == pytest.approx(lst.end[1])
 
 
+def test_small_dmas_share_the_engine_of_their_partitions():
+    # two 4-partition loads: both on engine 0 (partitions 0-3) queue one behind the other;
+    # with the second starting at partition 64 (meta, when the trace records it) it uses
+    # engine 8 and overlaps the first
+    a, b = load(0, 1, 10, P=4, F=2048), load(1, 2, 11, P=4, F=2048)
+    s = schedule([a, b], HW, ModelOptions(mode="profile"))
+    assert s.dma[1].data_start == pytest.approx(s.dma[0].data_end)
+    b.meta["partition_start"] = 64
+    s2 = schedule([a, b], HW, ModelOptions(mode="profile"))
+    assert s2.dma[1].data_start < s2.dma[0].data_end
+
+
 def test_trn1_has_no_dge_so_dmas_use_static_descriptors():
     # trn1: no hardware DGE -> one static-trigger queue (50 ns each) even in benchmark mode
     evs = [load(i, 1 + i, 10 + i, P=4, F=1) for i in range(3)]

@@ -477,6 +477,7 @@ class Scheduler:
                               if self.dma_mode == "hwdge" else 0.0)
         self.L = hw.v("dma_latency_ns")
         self.n_rings = int(hw.v("dma_rings"))
+        self.per_ring = int(hw.v("dma_partitions_per_ring"))
         self.ring_free = [0.0] * self.n_rings
         self.max_inflight = int(hw.v("dma_max_inflight"))
         self.slot_free = [0.0] * self.max_inflight
@@ -598,9 +599,11 @@ class Scheduler:
             self.issue_busy += c.issue_ns
             arrive = ie + self.issue_latency + self.L
             # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
-            # the trace does not record a tile's start partition, so tiles start at 0
+            # the start partition comes from meta["partition_start"] when the trace records
+            # it, else 0
             ds, de = math.inf, 0.0
-            for x in range(min(c.rings, self.n_rings)):
+            first = int((self.events[j].meta or {}).get("partition_start") or 0) // self.per_ring
+            for x in ((first + k) % self.n_rings for k in range(min(c.rings, self.n_rings))):
                 st = max(self.ring_free[x], arrive)
                 self.ring_free[x] = st + c.ring_ns
                 ds = min(ds, st)
