@@ -47,14 +47,14 @@ Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
 * **DMAs** become ready when their dependencies finish; the DMA queue is list-scheduled like
   an engine (the first ready DMA, in program order, among the next ``window``).  In
   ``benchmark`` mode on a core with hardware DGE (``dge_queues`` > 0: two DGE instances per
-  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns`` +
-  ``dge_issue_per_desc_ns`` per descriptor; the rest of the documented ~600 ns execution
+  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns``; the rest of the documented ~600 ns execution
   time of a DGE instruction (``dge_exec_ns``) is latency that overlaps other work.
   Without hardware DGE (``profile`` mode = ``--disable-dge``, or trn1) a ~50 ns static
-  trigger issues a DMA with pre-computed descriptors, and each descriptor costs at least
-  ``static_desc_ns`` on its DMA engine.  At most ``dma_max_inflight`` DMAs are in flight.
-  After ``dma_latency_ns`` the data moves on ``ceil(P/8)`` of the 16 DMA engines (the least
-  busy ones), each engine FIFO at ``max(desc cost, bytes/23 B/ns)`` per descriptor.
+  trigger issues a DMA with pre-computed descriptors.  At most ``dma_max_inflight`` DMAs are
+  in flight.  After ``dma_latency_ns`` the data moves on ``ceil(P/8)`` DMA engines (partition
+  p on engine p // 8); each engine serves its DMAs FIFO, busy for max(control, data) per DMA:
+  control = ``dma_fixed_hwdge_ns`` (or ``dma_fixed_static_ns``) + ``dma_desc_ns`` per
+  descriptor, data = bytes at 23 B/ns (costs.py).
 
 The kernel floor T0 is added by the caller (``nki_kernels.perf.model``).
 """
