@@ -13,15 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nki_kernels.backend import nki, nl, nisa
+from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
-# ---- hardware tile limits (trn2, spec §3) ------------------------------------------------
-TILE_K = nl.tile_size.pmax                   # 128: contraction tile = partition dim
-TILE_M = nl.tile_size.gemm_stationary_fmax   # 128: stationary free size (output rows per tile)
-TILE_N = nl.tile_size.gemm_moving_fmax       # 512: moving free size = one 2 KiB fp32 PSUM bank
+# ---- hardware tile limits (trn2; nl.tile_size via kernels/tiling.py) -----------------------
+TILE_K = T.PMAX                # 128: contraction tile = partition dim
+TILE_M = T.STATIONARY_FMAX     # 128: stationary free size (output rows per tile)
+TILE_N = T.MOVING_FMAX         # 512: moving free size = one 2 KiB fp32 PSUM bank
 # ---- tuning constants (ours) --------------------------------------------------------------
-GROUP_TILES = 4            # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
-SBUF_BUDGET = 192 * 1024   # bytes/partition the plan may use (of 212,984 usable): margin for the compiler
+GROUP_TILES = T.PSUM_BANKS // 2   # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
+SBUF_RESERVE = 20 * 1024   # bytes/partition left to the compiler (alignment, spills, slack)
+SBUF_BUDGET = T.SBUF_BYTES - SBUF_RESERVE   # bytes/partition the plan may use (192,504 on trn2)
 RUN_BYTES = 2048           # contiguous bytes per partition row a DMA should move (trn2-hardware §2)
 K_PARTS = 2                # resident blocks are split along K into this many SBUF tiles (pipeline fill)
 # first-order numbers for choosing blocks (trn2-hardware.md §1.2, §1.3)
@@ -31,12 +33,7 @@ DMA_BUSY_MAX = 0.75        # keep the DMA queues at most this busy in steady sta
 DMA_BIAS = 0.05            # weight of DMA time in the block choice: prefer less HBM traffic
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _roundup(a: int, b: int) -> int:
-    return _cdiv(a, b) * b
+_cdiv, _roundup = T.cdiv, T.round_up
 
 
 @dataclass(frozen=True)
@@ -187,13 +184,7 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
                       hbm_read_bytes=reads, hbm_write_bytes=M * N * itemsize)
 
 
-_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
-
-
-def _tile_sizes(total: int, tile: int) -> tuple:
-    """Static sizes of the tiles covering ``total`` elements: full tiles, then the remainder."""
-    full, rem = divmod(total, tile)
-    return (tile,) * full + ((rem,) if rem else ())
+_tile_sizes = T.tile_sizes
 
 
 # ---- loads ------------------------------------------------------------------------------------
@@ -461,7 +452,7 @@ def _check_args(kernel, lhs_name, lhs, rhs, lhs_layout):
     if k2 != k:
         fail(kernel, "rhs", f"shape {(k2, n)} with K={k2} but {lhs_name} {tuple(lhs.shape)} has K={k}",
              f"rhs.shape[0] == {lhs_name}.shape[{0 if lhs_layout == '(K, M)' else 1}]")
-    return m, n, k, _ITEMSIZE[name]
+    return m, n, k, T.itemsize(name)
 
 
 @nki.jit
@@ -490,7 +481,7 @@ def matmul(lhsT, rhs):
            cast, and one DMA stores the group (rows of group_n*512 contiguous elements).
         Every SBUF tile is allocated in its loop (double-buffered); the plan's working set is
         2*(K/128)*(block_m + block_n)*isz + 2*4*512*isz bytes/partition <= SBUF_BUDGET
-        (192 KiB of the 212,984 usable).  block_n = 1024 for 16-bit (2 KiB rows) or 512; among
+        (nl.tile_size.total_available_sbuf_size - 20 KiB = 192,504 B on trn2).  block_n = 1024 for 16-bit (2 KiB rows) or 512; among
         the block_m that fit, plan_matmul minimises fill + max(TensorE, DMA/0.75) + 5% of DMA.
           4096^3 bf16: block 896 x 512: 2*32*896*2 + 2*32*512*2 + 8,192 = 188,416 B;
                        HBM reads M*K + ceil(M/896)*K*N = 32 + 5*32 MiB = 192 MiB, writes 32 MiB
@@ -502,7 +493,7 @@ def matmul(lhsT, rhs):
         group (group_m*128 x group_n*512) and K streams through its PSUM tiles in chunks of
         chunk_tiles K tiles; reads ceil(N/block_n)*M*K + ceil(M/block_m)*K*N elements.
     Constraints:
-        Raise ValueError before any instruction: lhsT or rhs not rank 2; a dimension < 1;
+        Raise ValueError before any instruction: lhsT or rhs not an array or not rank 2; a dimension < 1;
         dtype not float32/float16/bfloat16; lhsT and rhs dtypes differ; lhsT.shape[0] !=
         rhs.shape[0].  No size limit otherwise: partial tiles on every axis are peeled.
         Tested on the interpreter: M, N, K in 1..1100 (hypothesis: random up to 300/700/300),
@@ -510,8 +501,8 @@ def matmul(lhsT, rhs):
     Numerics:
         fp32/fp16/bf16 inputs go to TensorE unconverted; products accumulate in fp32 PSUM over
         all of K (across K halves and chunks too); one rounding to rhs.dtype at eviction.
-        Matches the float64 oracle within conftest.TOLERANCE (fp32 rtol 1e-4, fp16 1e-2,
-        bf16 3e-2 plus atol relative to max|C|).
+        Matches the float64 oracle within nki_kernels/tolerances.py (fp32 rtol 1e-4, fp16
+        1e-2, bf16 3e-2 plus atol relative to max|C|).
     Pseudocode:
         for m0, bm in m_blocks:                                      # static
             A = sbuf[128, K/128, bm] (2 K halves)
