@@ -8,7 +8,24 @@ they are re-exported here for the tests.
 resolve to hw_tests/conftest.py when both folders run in one pytest session.)"""
 from __future__ import annotations
 
+import pytest
+
+from nki_kernels.sim import set_default_options
 from nki_kernels.tolerances import TOLERANCE, assert_close  # noqa: F401  (re-exported)
+
+
+@pytest.fixture(autouse=True)
+def strict_interpreter():
+    """The project's own kernels run with SimOptions(strict=True) as the process default:
+    hardware-unproven constructs (3-D SBUF->SBUF dma_transpose, slice of a slice, zero-trip
+    affine_range, ...) are errors, not warnings.  Imported by the kernel test modules (an
+    autouse fixture applies to the module that imports it); explicit SimOptions(...) in those
+    tests pass strict=True themselves."""
+    prev = set_default_options(strict=True)
+    try:
+        yield
+    finally:
+        set_default_options(prev)
 
 
 def load_data_module(name: str):

@@ -7,16 +7,17 @@ same-precision NumPy baseline (STYLE.md §4).  Structural checks read the instru
 from __future__ import annotations
 
 import re
+import warnings
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from sim_testing import assert_close
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 from nki_kernels.kernels import attention as attn
 from nki_kernels.kernels.attention import KEY_BLOCK, flash_attention
 from nki_kernels.oracles import attention_ref
-from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimOptions, SimWarning, simulate_kernel, trace_kernel
 
 DTYPES = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 
@@ -120,9 +121,9 @@ def test_attention_large_scores_rescale_running_max(rng):
 
 def test_attention_shuffled_affine_and_poison(rng):
     q, k, v = _inputs(rng, 2, 2, 520, 600, 32, np.float32)      # 2 pairs of q tiles + a tail
-    plain = simulate_kernel(flash_attention, q, k, v, options=SimOptions(poison=True))
+    plain = simulate_kernel(flash_attention, q, k, v, options=SimOptions(strict=True, poison=True))
     shuffled = simulate_kernel(flash_attention, q, k, v,
-                               options=SimOptions(poison=True, shuffle_affine_seed=11))
+                               options=SimOptions(strict=True, poison=True, shuffle_affine_seed=11))
     assert_close(shuffled, attention_ref(q, k, v), np.float32)
     np.testing.assert_array_equal(shuffled, plain)
 
@@ -136,7 +137,7 @@ def test_attention_no_seq_by_seq_buffer():
         z = np.zeros((1, 1, Sq, D), np.float32)
         zk = np.zeros((1, 1, Sk, D), np.float32)
         _, tr = trace_kernel(flash_attention, z, zk, zk, causal=False,
-                             options=SimOptions(trace_only=True, poison=False))
+                             options=SimOptions(strict=True, trace_only=True, poison=False))
         peaks[Sq] = tr.peak_sbuf_bytes_per_partition
         for ev in tr.events:
             shapes = list(ev.in_shapes) + [ev.out_shape]
@@ -157,7 +158,7 @@ def test_attention_causal_skips_blocks_above_diagonal():
     counts = {}
     for causal in (False, True):
         _, tr = trace_kernel(flash_attention, z, z, z, causal=causal,
-                             options=SimOptions(trace_only=True, poison=False))
+                             options=SimOptions(strict=True, trace_only=True, poison=False))
         counts[causal] = sum(1 for ev in tr.events if ev.op == "nc_matmul")
     # 16 query tiles x 4 key blocks: causal touches 1+1+1+1+2+2+2+2+... -> about 5/8 of the blocks
     assert counts[True] < 0.65 * counts[False], counts
@@ -262,7 +263,7 @@ def test_attention_gpsimd_only_masks(dt_name, causal, scale):
     dt = DTYPES[dt_name]
     z = np.zeros((1, 1, 1000, 64), dt)
     _, tr = trace_kernel(flash_attention, z, z, z, causal=causal, softmax_scale=scale,
-                         options=SimOptions(trace_only=True, poison=False))
+                         options=SimOptions(strict=True, trace_only=True, poison=False))
     pool = [ev for ev in tr.events if ev.engine == "POOL"]
     assert {ev.op for ev in pool} <= {"affine_select"}
     assert any(ev.op == "affine_select" for ev in pool) == causal
@@ -279,7 +280,11 @@ def test_attention_dma_transpose_flag(rng, monkeypatch):
     assert attn.USE_DMA_TRANSPOSE is False
     monkeypatch.setattr(attn, "USE_DMA_TRANSPOSE", True)
     q, k, v = _inputs(rng, 1, 1, 640, 2100, 64, ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=r"E024.*dma_transpose"):      # strict: hardware-unproven
+        trace_kernel(flash_attention, q, k, v)
     for causal in (False, True):
-        out, tr = trace_kernel(flash_attention, q, k, v, causal=causal)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimWarning)
+            out, tr = trace_kernel(flash_attention, q, k, v, causal=causal, options=SimOptions(strict=False))
         assert any(ev.op == "dma_transpose" for ev in tr.events) == (not causal)   # full steps only
         assert_close(out, attention_ref(q, k, v, causal=causal), ml_dtypes.bfloat16)

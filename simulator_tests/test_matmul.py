@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim_testing import assert_close
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 from nki_kernels.kernels import matmul as mm
 from nki_kernels.kernels import tiling
 from nki_kernels.oracles import matmul_mk_ref, matmul_ref
@@ -105,10 +105,10 @@ def test_matmul_shuffled_affine_and_poison(rng, monkeypatch):
     _small_budget(monkeypatch, 40 * 1024)
     a, b = _operands(rng, M, N, K, np.float32)
     for seed in (3, 11):
-        out = simulate_kernel(mm.matmul, a, b, options=SimOptions(poison=True, shuffle_affine_seed=seed))
+        out = simulate_kernel(mm.matmul, a, b, options=SimOptions(strict=True, poison=True, shuffle_affine_seed=seed))
         assert_close(out, matmul_ref(a, b), np.float32, what=f"shuffle seed {seed}")
     a2, b2 = _operands(rng, 130, 600, 300, np.float32, mk=True)
-    out = simulate_kernel(mm.matmul_mk, a2, b2, options=SimOptions(poison=True, shuffle_affine_seed=5))
+    out = simulate_kernel(mm.matmul_mk, a2, b2, options=SimOptions(strict=True, poison=True, shuffle_affine_seed=5))
     assert_close(out, matmul_mk_ref(a2, b2), np.float32, what="matmul_mk shuffled")
 
 
@@ -168,7 +168,7 @@ def test_matmul_big_plan_trace(n, dt):
     a = np.zeros((n, n), DTYPES[dt])
     isz = np.dtype(DTYPES[dt]).itemsize
     plan = mm.plan_matmul(n, n, n, isz)
-    _, trace = trace_kernel(mm.matmul, a, a, options=SimOptions(trace_only=True, poison=False))
+    _, trace = trace_kernel(mm.matmul, a, a, options=SimOptions(strict=True, trace_only=True, poison=False))
     dmas = [ev for ev in trace.events if ev.engine == "DMA"]
     loads = [ev for ev in dmas if ev.meta["src"] == "hbm"]
     assert sum(ev.bytes for ev in loads) == plan.hbm_read_bytes

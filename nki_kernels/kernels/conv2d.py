@@ -98,7 +98,7 @@ class SbufBudget:
     bias: int           # one column per C_out tile
     windows: int        # input windows, WINDOW_BUFFERS deep
     staging: int        # output staging tiles, STAGING_BUFFERS deep
-    pool_tmp: int       # pooled fp32 temporaries (pool > 1), POOL_BUFFERS deep
+    pool_tmp: int       # pool > 1: fp32 column maxima and pooled tiles, POOL_BUFFERS deep
     results: int        # one instruction result (<= one PSUM bank, 2 KiB) on its way into a
                         # tile: the compiler writes in place, the interpreter holds a copy
     limit: int          # SBUF_BYTES - SBUF_RESERVE
@@ -175,7 +175,7 @@ def _spatial(geo: ConvGeometry, n_ci: int, cmax: int, free: int):
     nr = T.round_up(T.cdiv(Hu, T.cdiv(Hu, nr_max)), p)  # balanced row tiles, multiples of p
     n_rt_full, last_rows = T.split(Hu, nr)
     n_rt = n_rt_full + (1 if last_rows else 0)
-    pool_tmp = POOL_BUFFERS * (nr // p) * (cw // p) * 4 if p > 1 else 0
+    pool_tmp = POOL_BUFFERS * (nr * (cw // p) + (nr // p) * (cw // p)) * 4 if p > 1 else 0
 
     def parts(G):
         return (WINDOW_BUFFERS * _window_bytes(geo, n_ci, G * nr, cw),
@@ -300,8 +300,9 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
 
     Engines (documented ALU table, api/nki.api.shared.rst @ 49ee15c5; CS149 trn2 solutions):
         TensorE matmuls and weight transposes; VectorE zeroes each PSUM bank (nl.zeros) and,
-        for pool > 1, max-pools straight out of PSUM: tensor_reduce(max) over axes (2, 4) of
-        the bank reshaped (m, nr/p, p, cw/p, p) (the form CS149 solutions ran on trn2);
+        for pool > 1, max-pools straight out of PSUM in two tensor_reduce(max): the innermost
+        axis of the bank viewed (m, nr, cw/p, p), then axis 2 of that fp32 result viewed
+        (m, nr/p, p, cw/p) (a single non-innermost axis, as CS149 solutions ran on trn2);
         ScalarE adds the bias with one activation(copy, bias=) per tile -- on the PSUM tile
         for pool 1, on the p*p-times smaller pooled tile for pool > 1 (max(x) + b == max(x + b)
         for a per-channel b).  GpSimd is not used.  No flags: nothing here lacks public
@@ -322,7 +323,7 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
     Numerics:
         Inputs in X's dtype go straight to TensorE; products accumulate in fp32 PSUM over
         C_in and all taps.  Pool 1: ScalarE adds the bias in fp32 and rounds once to X's
-        dtype.  Pool > 1: VectorE takes fp32 maxima, ScalarE adds the bias and rounds once:
+        dtype.  Pool > 1: VectorE takes fp32 maxima (exact), ScalarE adds the bias and rounds once:
         round(max(x) + b), which equals max(round(x + b)) bit for bit (rounding and adding b
         are monotone).  Tolerance vs the float64 oracle: nki_kernels/tolerances.py.
 
@@ -335,8 +336,9 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
                     ps = zeros(PSUM)                                  # (m, nr, cw) fp32
                     for ci, kh, kw: ps += nc_matmul(wT[:, ci, kh*KW+kw, co], x[:, ci, rt*nr+kh:, kw:])
                     if p == 1: o[:, rows] = activation(copy, ps, bias=b[co])             # ScalarE
-                    else:      mx = tensor_reduce(max, ps.reshape(m, nr/p, p, cw/p, p), axis=(2, 4))
-                               o[:, rows/p] = activation(copy, mx, bias=b[co])            # VectorE, ScalarE
+                    else:      c = tensor_reduce(max, ps.reshape(m, nr, cw/p, p), axis=3)      # VectorE
+                               mx = tensor_reduce(max, c.reshape(m, nr/p, p, cw/p), axis=2)   # VectorE
+                               o[:, rows/p] = activation(copy, mx, bias=b[co])                # ScalarE
                 dma(out[b, co, rows/p, cols/p], o)
 
     Cost notes (cost-model estimates, no hardware):
@@ -484,7 +486,11 @@ def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
         o_sb[:, rr:rr + nrows, :] = nisa.activation(op=nl.copy, data=ps, bias=bcol, dtype=_out_dtype(plan))
         return
     # max-pool straight out of PSUM (VectorE, fp32), then the bias on the p*p-times smaller
-    # result (ScalarE, one rounding): max(x) + b == max(x + b) for a per-channel b
-    windows = ps.reshape((cs_o, nrows // p, p, cw // p, p))
-    mx = nisa.tensor_reduce(nl.max, windows, axis=(2, 4), dtype=nl.float32)
+    # result (ScalarE, one rounding): max(x) + b == max(x + b) for a per-channel b.
+    # Columns first: the innermost axis of the bank viewed (m, nr, cw/p, p), the documented
+    # form; then rows: axis 2 of the SBUF result viewed (m, nr/p, p, cw/p), the single
+    # non-innermost axis CS149 solutions reduce on trn2 (the 2.26 docs allow neither axes
+    # (2, 4) at once nor non-consecutive axes).
+    cols = nisa.tensor_reduce(nl.max, ps.reshape((cs_o, nrows, cw // p, p)), axis=3, dtype=nl.float32)
+    mx = nisa.tensor_reduce(nl.max, cols.reshape((cs_o, nrows // p, p, cw // p)), axis=2, dtype=nl.float32)
     o_sb[:, rr // p:(rr + nrows) // p, :] = nisa.activation(op=nl.copy, data=mx, bias=bcol, dtype=_out_dtype(plan))
