@@ -28,6 +28,7 @@ def _track_name(key: str, mode: str) -> str:
 
 
 def to_chrome_trace(est) -> dict:
+    from . import accuracy
     if est.trace is None or est.schedule is None:
         raise ValueError("this Estimate was made with keep=False; re-run estimate_trace(..., keep=True)")
     sched = est.schedule
@@ -80,7 +81,8 @@ def to_chrome_trace(est) -> dict:
                         "ts": off + sched.start[i] / 1e3, "dur": (sched.end[i] - sched.start[i]) / 1e3,
                         "args": args})
     meta = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
-             "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name}"}}]
+             "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name} "
+                              f"({accuracy.band_text(est.latency_us)})"}}]
     for key, t in tids.items():
         meta.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": t,
                      "args": {"name": _track_name(key, est.mode)}})
@@ -89,7 +91,8 @@ def to_chrome_trace(est) -> dict:
             "otherData": {"estimate": True,
                           "note": "ESTIMATE from the nki-kernels cost model, not a hardware profile",
                           "kernel": est.kernel_name, "hardware": est.hardware, "mode": est.mode,
-                          "latency_us": est.latency_us, "floor_us": est.floor_us}}
+                          "latency_us": est.latency_us, "floor_us": est.floor_us,
+                          **accuracy.record(est)}}
 
 
 def write_chrome_trace(est, path: str) -> str:
