@@ -30,8 +30,10 @@ GROUP_TILES = {2: 4, 4: 2}       # query tiles per group by itemsize (fp32: 2, S
 STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, -m, alpha, q^T)
 SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
 MASK_FILL = 3.0e38               # |fill| of masked raw scores: finite, never a row's max
-EVICT_DVE = (1, 3)               # (a, b): a of every b TensorE-made p^T blocks are evicted by VectorE,
-                                 # the rest by ScalarE (both also read PSUM for max / exp)
+EVICT_DVE = {False: (1, 8),      # causal -> (a, b): a of every b TensorE-made p^T blocks are evicted
+             True: (0, 1)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
+                                 # cost-model tuned (S=4096 D=128 bf16): causal has fewer blocks per
+                                 # row max, so ScalarE takes all evictions
 # -- flags: constructs without public hardware evidence, OFF by default --------------------
 USE_DMA_TRANSPOSE = False        # p^T of full 2-byte steps by one 3-D SBUF->SBUF dma_transpose
                                  # (nki-samples keeps DMA transposes off on trn2; every AWS NKI 0.1
@@ -187,7 +189,8 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       (StageSchedule: stage s of item it + lag(s) in iteration it), groups of query tiles
       interleaved tile-fastest.  Per step of up to 2 key blocks (1,024 keys): two (128 x 512)
       fp32 score tiles in PSUM, p in an SBUF ring, p^T by 4 TensorE transposes per block
-      into one PSUM tile + one eviction, one (128 x D+1) fp32 PSUM group for p @ [V | 1].
+      into one PSUM tile + one eviction (ScalarE, 1 in 8 on VectorE when not causal), one
+      (128 x D+1) fp32 PSUM group for p @ [V | 1].
       Causal: blocks above the diagonal are never visited; only the last block of a tile is
       trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
       Every affine_range has >= 1 iteration; every tile operand indexes its base tile.
@@ -421,7 +424,7 @@ def _program(plan: AttentionPlan) -> _Program:
         if i not in pg.dma:
             pg.pe_slot[i] = len(pg.pe_slot) % plan.rings.pT
             for g in range(len(blocks)):
-                if _every(*EVICT_DVE, n_evict):
+                if _every(*EVICT_DVE[plan.causal], n_evict):
                     pg.dve_evict.add((i, g))
                 n_evict += 1
         if blocks[-1].masked:

@@ -24,6 +24,7 @@ WINDOW_BUFFERS = 2           # input windows in flight (double buffering)
 STAGING_BUFFERS = 2          # output staging tiles in flight
 POOL_BUFFERS = 4             # pool > 1: fp32 pooled temporaries in flight
 WEIGHT_STAGING_BUFFERS = 2   # raw (untransposed) weight tiles in flight during the weight setup
+WEIGHT_PRELOAD_BUDGET = 32 * 1024  # all of a group's raw weights may be loaded up front if they fit
 
 
 # ---- the plan: one frozen dataclass per concern --------------------------------------------
@@ -60,6 +61,9 @@ class ChannelTiles:
     groups: tuple       # ((first C_out tile, number of tiles), ...): tiles whose transposed
                         # weights are resident together; the input is streamed once per group
     taps_per_bank: int  # weight transposes grouped into one 2 KiB PSUM bank
+    preload: bool       # every raw weight tile of a group is loaded before the first transpose
+                        # (distinct tiles: no DMA waits for a transpose, none queues behind the
+                        # input windows); else WEIGHT_STAGING_BUFFERS rotating tiles
 
     @property
     def n_ci(self) -> int:
@@ -150,11 +154,20 @@ def _geometry(X, W, bias, pool_size) -> ConvGeometry:
                         Hp=H_out // p, Wp=W_out // p, dtype=dname, isz=T.itemsize(dname))
 
 
+def _weight_staging(geo: ConvGeometry, g: int) -> tuple:
+    """(preload?, bytes/partition of raw weight tiles live during a group's weight setup)."""
+    all_raw = g * geo.C_in * geo.taps * geo.isz
+    if all_raw <= WEIGHT_PRELOAD_BUDGET:
+        return True, all_raw
+    return False, WEIGHT_STAGING_BUFFERS * min(geo.C_in, T.PMAX) * geo.taps * geo.isz
+
+
 def _channel_tiles(geo: ConvGeometry, m: int, g: int) -> ChannelTiles:
     co_sizes = T.tile_sizes(geo.C_out, m)
     groups = tuple((t0, min(g, len(co_sizes) - t0)) for t0 in range(0, len(co_sizes), g))
     return ChannelTiles(ci_sizes=T.tile_sizes(geo.C_in, T.PMAX), co_width=m, co_sizes=co_sizes,
-                        groups=groups, taps_per_bank=max(1, T.PSUM_BANK_BYTES // (m * geo.isz)))
+                        groups=groups, taps_per_bank=max(1, T.PSUM_BANK_BYTES // (m * geo.isz)),
+                        preload=_weight_staging(geo, g)[0])
 
 
 def _window_bytes(geo: ConvGeometry, n_ci: int, rows: int, cw: int) -> int:
@@ -227,7 +240,6 @@ def plan_conv(X, W, bias, pool_size) -> ConvPlan:
     geo = _geometry(X, W, bias, pool_size)
     n_ci = T.cdiv(geo.C_in, T.PMAX)
     limit = T.SBUF_BYTES - SBUF_RESERVE
-    raw = WEIGHT_STAGING_BUFFERS * min(geo.C_in, T.PMAX) * geo.taps * geo.isz
     for m in _co_width_candidates(geo.C_out):
         per_tile = n_ci * geo.taps * m * geo.isz
         if per_tile > WEIGHT_BUDGET:
@@ -236,6 +248,7 @@ def plan_conv(X, W, bias, pool_size) -> ConvPlan:
         g_best = min(n_co, WEIGHT_BUDGET // per_tile)
         for g in sorted({g_best, 1}, reverse=True):
             weights, bias_b = g * per_tile, n_co * geo.isz
+            raw = _weight_staging(geo, g)[1]
             free = limit - weights - bias_b - T.PSUM_BANK_BYTES
             if raw > free:
                 continue
@@ -391,25 +404,46 @@ def _conv_group(X, W, out, bias_sb, plan, t0, n_tiles):
 
 def _prepare_weights(W, plan, t0, n_tiles):
     """Load the group's W rows (C_out on partitions) and transpose every tap on TensorE into
-    the resident stationary layout wT (C_in tile, n_ci, KH*KW, group C_out)."""
+    the resident stationary layout wT (C_in tile, n_ci, KH*KW, group C_out).  With
+    ch.preload every raw tile is loaded first (one named tile each); else raw tiles rotate."""
     geo, ch = plan.geo, plan.ch
-    m, tg = ch.co_width, ch.taps_per_bank
+    m = ch.co_width
     width = sum(ch.co_sizes[t0:t0 + n_tiles])
     wT = nl.ndarray((ch.kp, ch.n_ci, geo.taps, width), dtype=W.dtype, buffer=nl.sbuf)
+    raws = {}
+    if ch.preload:
+        for jt in nl.static_range(n_tiles):
+            for ci in nl.static_range(ch.n_ci):
+                raws[jt, ci] = _load_raw_weights(W, plan, t0 + jt, ci, name=f"w_raw_{jt}_{ci}")
     for jt in nl.static_range(n_tiles):
-        co0, cs_o = (t0 + jt) * m, ch.co_sizes[t0 + jt]
         for ci in nl.static_range(ch.n_ci):
-            ci0, cs_i = ci * T.PMAX, ch.ci_sizes[ci]
-            raw = nl.ndarray((cs_o, cs_i, geo.KH, geo.KW), dtype=W.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=raw, src=W[co0:co0 + cs_o, ci0:ci0 + cs_i, :, :])
-            for g0 in nl.static_range(0, geo.taps, tg):
-                gn = min(tg, geo.taps - g0)
-                pt = nl.ndarray((cs_i, gn, cs_o), dtype=W.dtype, buffer=nl.psum)
-                for j in nl.static_range(gn):
-                    kh, kw = divmod(g0 + j, geo.KW)
-                    pt[:, j, :] = nisa.nc_transpose(raw[:, :, kh, kw])
-                wT[0:cs_i, ci, g0:g0 + gn, jt * m:jt * m + cs_o] = nisa.tensor_copy(pt)
+            raw = raws.pop((jt, ci)) if ch.preload else _load_raw_weights(W, plan, t0 + jt, ci, name="w_raw")
+            _transpose_weights(wT, raw, plan, jt, ci)
     return wT
+
+
+def _load_raw_weights(W, plan, co_tile, ci, name):
+    """raw (cs_o, cs_i, KH, KW) = W[C_out tile, C_in tile] (C_out on partitions)."""
+    ch = plan.ch
+    co0, cs_o = co_tile * ch.co_width, ch.co_sizes[co_tile]
+    ci0, cs_i = ci * T.PMAX, ch.ci_sizes[ci]
+    raw = nl.ndarray((cs_o, cs_i, plan.geo.KH, plan.geo.KW), dtype=W.dtype, buffer=nl.sbuf, name=name)
+    nisa.dma_copy(dst=raw, src=W[co0:co0 + cs_o, ci0:ci0 + cs_i, :, :])
+    return raw
+
+
+def _transpose_weights(wT, raw, plan, jt, ci):
+    """wT[:, ci, taps, C_out tile jt] = raw[:, :, kh, kw].T per tap, taps_per_bank per PSUM bank."""
+    geo, ch = plan.geo, plan.ch
+    m, tg = ch.co_width, ch.taps_per_bank
+    cs_o, cs_i = raw.shape[0], raw.shape[1]
+    for g0 in nl.static_range(0, geo.taps, tg):
+        gn = min(tg, geo.taps - g0)
+        pt = nl.ndarray((cs_i, gn, cs_o), dtype=raw.dtype, buffer=nl.psum)
+        for j in nl.static_range(gn):
+            kh, kw = divmod(g0 + j, geo.KW)
+            pt[:, j, :] = nisa.nc_transpose(raw[:, :, kh, kw])
+        wT[0:cs_i, ci, g0:g0 + gn, jt * m:jt * m + cs_o] = nisa.tensor_copy(pt)
 
 
 def _conv_block(X, out, wT, bias_sb, plan, *, b, t0, n_co, r0, n_rt, last_rows):

@@ -243,13 +243,11 @@ def _load_lhs_transposed(dst, lhs, m0, rows, k0, k_full, k_rem):
 def _new_accumulators(m_sizes, n_sizes):
     """Up to GROUP_TILES zeroed fp32 PSUM tiles (one bank each), row-major over (m tile, n tile).
 
-    Each is created on its own line so the compiler gives each its own bank rotation."""
+    Each accumulator is its own tensor; the compiler's allocator decides the physical tiles
+    per tensor (2.26 general/nki/nki_direct_allocation_guide.rst, automatic allocation), and
+    the explicit name= gives each position in the group its own rotation in the cost model."""
     shapes = tuple((msz, nsz) for msz in m_sizes for nsz in n_sizes)
-    a0 = nl.zeros(shapes[0], nl.float32, buffer=nl.psum)
-    a1 = nl.zeros(shapes[1], nl.float32, buffer=nl.psum) if len(shapes) > 1 else None
-    a2 = nl.zeros(shapes[2], nl.float32, buffer=nl.psum) if len(shapes) > 2 else None
-    a3 = nl.zeros(shapes[3], nl.float32, buffer=nl.psum) if len(shapes) > 3 else None
-    return (a0, a1, a2, a3)[:len(shapes)]
+    return tuple(nl.zeros(shp, nl.float32, buffer=nl.psum, name=f"acc{i}") for i, shp in enumerate(shapes))
 
 
 def _matmul_step(accs, lhsT_sb, rhs_sb, t, ksz, m_sizes, m_off, n_sizes, n_off):
@@ -335,46 +333,33 @@ def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
             _group(out, parts, tail_m, n_mg * gm * TILE_M, tail_n, n_ng * gn * TILE_N, m0, n0, split)
 
 
-def _part_tiles(k_parts, cols, dtype):
-    """One K-major SBUF tile (128, K tiles of the part, cols) per K part."""
-    return tuple(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf)
-                 for _, kf, kr in k_parts)
+def _part_tiles(k_parts, cols, dtype, role):
+    """One K-major SBUF tile (128, K tiles of the part, cols) per K part, each named
+    ``<role>_k<part>`` (its own buffer rotation)."""
+    return tuple(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf, name=f"{role}_k{i}")
+                 for i, (_, kf, kr) in enumerate(k_parts))
+
+
+def _load_part(dst, src, k0, kf, kr, c0, cols):
+    """All whole K tiles of one part in one DMA, the partial K tile in a second."""
+    if kf:
+        nisa.dma_copy(dst=dst[:, 0:kf, 0:cols], src=_k_major_src(src, k0, kf, c0, cols))
+    if kr:
+        _load_partial_k(dst, src, k0, kf, kr, c0, cols)
 
 
 def _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols):
     """Fill the K parts of the rhs block, and of the lhsT block unless ``lhsT_tiles`` is None.
 
     Order: part 0 of both operands, then part 1, so TensorE can start on part 0 while part 1
-    is in flight.  All whole K tiles of a part move in one DMA.  Each (operand, part) is its
-    own statement, not a loop iteration: a tile and its double buffer belong to one
-    statement, so each part of each operand gets its own buffer rotation."""
-    k0, kf, kr = k_parts[0]
-    if lhsT_tiles is not None:
-        if transpose_lhs:
-            _load_lhs_transposed(lhsT_tiles[0], a, m0, rows, k0, kf, kr)
-        else:
-            if kf:
-                nisa.dma_copy(dst=lhsT_tiles[0][:, 0:kf, 0:rows], src=_k_major_src(a, k0, kf, m0, rows))
-            if kr:
-                _load_partial_k(lhsT_tiles[0], a, k0, kf, kr, m0, rows)
-    if kf:
-        nisa.dma_copy(dst=rhs_tiles[0][:, 0:kf, 0:cols], src=_k_major_src(rhs, k0, kf, n0, cols))
-    if kr:
-        _load_partial_k(rhs_tiles[0], rhs, k0, kf, kr, n0, cols)
-    if len(k_parts) > 1:
-        k0, kf, kr = k_parts[1]
+    is in flight."""
+    for p, (k0, kf, kr) in enumerate(k_parts):
         if lhsT_tiles is not None:
             if transpose_lhs:
-                _load_lhs_transposed(lhsT_tiles[1], a, m0, rows, k0, kf, kr)
+                _load_lhs_transposed(lhsT_tiles[p], a, m0, rows, k0, kf, kr)
             else:
-                if kf:
-                    nisa.dma_copy(dst=lhsT_tiles[1][:, 0:kf, 0:rows], src=_k_major_src(a, k0, kf, m0, rows))
-                if kr:
-                    _load_partial_k(lhsT_tiles[1], a, k0, kf, kr, m0, rows)
-        if kf:
-            nisa.dma_copy(dst=rhs_tiles[1][:, 0:kf, 0:cols], src=_k_major_src(rhs, k0, kf, n0, cols))
-        if kr:
-            _load_partial_k(rhs_tiles[1], rhs, k0, kf, kr, n0, cols)
+                _load_part(lhsT_tiles[p], a, k0, kf, kr, m0, rows)
+        _load_part(rhs_tiles[p], rhs, k0, kf, kr, n0, cols)
 
 
 def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
@@ -386,8 +371,8 @@ def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
 def _chunk(accs, a, rhs, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
     """Load one K chunk of both operands and accumulate the block's (single) group over it."""
     k_parts = ((k0, k_full, k_rem),)
-    lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype)
-    rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype)
+    lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype, "lhsT")
+    rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype, "rhs")
     _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols)
     _accumulate(accs, _zip_parts(lhsT_tiles, rhs_tiles, k_parts), m_sizes, 0, n_sizes, 0)
 
@@ -415,10 +400,10 @@ def _resident_blocks(out, a, rhs, plan, transpose_lhs):
     """Resident mode: per m-block one lhsT block (all of K) kept across the n-blocks."""
     for mb in nl.static_range(len(plan.m_blocks)):
         m0, rows = plan.m_blocks[mb]
-        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype)   # loaded with the first rhs block
+        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype, "lhsT")   # loaded with the first rhs block
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
-            rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype)
+            rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype, "rhs")
             _load_blocks(plan.k_parts, lhsT_tiles if nb == 0 else None, a, transpose_lhs, m0, rows,
                          rhs_tiles, rhs, n0, cols)
             _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0, rows, n0, cols,
