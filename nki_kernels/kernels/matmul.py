@@ -500,11 +500,15 @@ def matmul(lhsT, rhs):
                     res[:, i, j] = tensor_copy(acc[i, j], out.dtype)  # ScalarE
                     dma res -> out[m0 + rows(group), n0 + cols(group)]
     Cost notes (nki_kernels.perf.estimate, trn2 benchmark mode; estimates, not measurements):
-        TensorE-bound.  4096^3 bf16: 97.6% MFU, 1791 us (fill 19 us).  2048^3 bf16: 89.2%,
-        245 us = floor 12 + fill 8 + TensorE 220 (incl. 1.5 throttle) + tail 5 (last group's
-        eviction and store).  2048^3 fp32: 96.4%; 4096^3 fp32 (chunked): 98.0%.  DMA queues
-        30-45% busy; ScalarE evictions 2-6%.  K <= 128 with 16-bit inputs is eviction-bound:
-        there evictions alternate VectorE/ScalarE (plan.evict_split).
+        TensorE-bound.  4096^3 bf16: 92.5 % MFU, 1,889 us; 2048^3 bf16: 86.0 %, 254 us (the
+        cost model charges 32 cycles of instruction overhead per 512-column matmul, ~6 %, plus
+        the pipeline fill and the last group's eviction and store).  DMA queues 30-45 % busy;
+        ScalarE evictions a few %.  K <= 128 with 16-bit inputs is eviction-bound: there
+        evictions alternate VectorE/ScalarE (plan.evict_split).
+    Engines: TensorE matmuls (and transposes in matmul_mk), ScalarE/VectorE PSUM evictions
+        (tensor_copy), DMA loads/stores; no GpSimd.  Accumulators and K-part tiles are named
+        allocations (name=), one tensor each: the compiler allocates physical tiles per tensor
+        (2.26 general/nki/nki_direct_allocation_guide.rst), not per source line.
     """
     M, N, K, isz = _check_args("matmul", "lhsT", lhsT, rhs, "(K, M)")
     out = nl.ndarray((M, N), dtype=rhs.dtype, buffer=nl.shared_hbm)
@@ -539,7 +543,7 @@ def matmul_mk(lhs, rhs):
     Cost notes (estimates): transposes add (M/128)*(K/128) TensorE ops (~3% of the work) but
         TensorE idles at each m-block start while the 2-deep staging ring loads, transposes
         and copies row tile by row tile (in-order queues), which also re-arms the TensorE
-        throttle: 2048^3 bf16 65.9% MFU (331 us), 4096^3 bf16 70.9% (2463 us).
+        throttle: 2048^3 bf16 74.3 % MFU (294 us, corrected cost model).
     """
     M, N, K, isz = _check_args("matmul_mk", "lhs", lhs, rhs, "(M, K)")
     out = nl.ndarray((M, N), dtype=rhs.dtype, buffer=nl.shared_hbm)
