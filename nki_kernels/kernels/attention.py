@@ -242,7 +242,7 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
     out = nl.ndarray((plan.B, plan.H, plan.Sq, plan.D), plan.dtype, buffer=nl.shared_hbm)
     for b in nl.affine_range(plan.B):
         for h in nl.affine_range(plan.H):
-            _one_head(q, k, v, out, b, h, plan)
+            _one_head(q, k, v, out, plan, b=b, h=h)
     return out
 
 
@@ -317,7 +317,7 @@ def _load_v1(v, vt, b, h, plan):
         nisa.dma_copy(dst=vt[0:rem, n_full, 0:D], src=v[b, h, r0:Sk, :])
 
 
-def _one_head(q, k, v, out, b, h, plan):
+def _one_head(q, k, v, out, plan, *, b, h):
     """All query tiles of one (b, h) as ONE static software pipeline (no fill / drain between
     groups).  A function, so its resident K^T / [V | 1] die with it."""
     ql = _QLoader(q=q, b=b, h=h, plan=plan)
@@ -326,7 +326,7 @@ def _one_head(q, k, v, out, b, h, plan):
     vt = nl.ndarray((TILE_K, plan.n_kt, plan.D + 1), plan.dtype, buffer=nl.sbuf)
     _load_kT(k, kT, b, h, plan)
     _load_v1(v, vt, b, h, plan)
-    _pipeline(ql, out, kT, vt, b, h, plan)
+    _pipeline(ql, out, kT, vt, plan, b=b, h=h)
 
 
 # ---- the static schedule (trace-time Python, no instruction) -----------------------------------
@@ -349,6 +349,15 @@ class _Tile:
     qn: int             # rows
     slot: int           # state slot (STATE_SETS rotating sets of group_tiles slots)
     qset: int           # q^T slot set (gi % STATE_SETS)
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One (query tile, softmax step) of the pipeline, as a stage sees it."""
+    i: int              # index in the head's issue order
+    tile: _Tile         # its query tile
+    step: int           # softmax step of that tile
+    blocks: list        # the step's key blocks (_Block)
 
 
 def _key_steps(k_end: int, masked_last: bool) -> list:
@@ -457,7 +466,7 @@ class _State:
     o_ps: dict = field(default_factory=dict)        # item -> [o | l] PSUM tile
 
 
-def _pipeline(ql, out, kT, vt, b, h, plan):
+def _pipeline(ql, out, kT, vt, plan, *, b, h):
     """All (tile, step) items of the head in program order; iteration ``it`` issues stage s of
     item ``it + lag(s)`` (StageSchedule), a group's q^T just before its first scores, each
     tile's normalisation right after its last acc update, one store per group."""
@@ -499,11 +508,11 @@ def _pipeline(ql, out, kT, vt, b, h, plan):
             i = it + lag
             if 0 <= i < n and pg.items[i] is not None:
                 t, j = pg.items[i]
-                fn(st, pg, plan, i, pg.tiles[t], j, pg.steps[t][j])
+                fn(st, pg, plan, _Item(i=i, tile=pg.tiles[t], step=j, blocks=pg.steps[t][j]))
         if it in tile_done:
             _normalise(st, plan, pg.tiles[tile_done[it]])
         if it in epilogue:
-            _store(st, out, b, h, plan.groups[epilogue[it]], pg.tiles, plan)
+            _store(st, out, plan, b=b, h=h, ts=plan.groups[epilogue[it]], tiles=pg.tiles)
 
 
 def _normalise(st, plan, tc):
@@ -515,7 +524,7 @@ def _normalise(st, plan, tc):
                                                   engine=nisa.vector_engine)
 
 
-def _store(st, out, b, h, ts, tiles, plan):
+def _store(st, out, plan, *, b, h, ts, tiles):
     """One store DMA for a group's full tiles (+ one for a partial tile)."""
     D = plan.D
     nfull = sum(1 for t in ts if tiles[t].qn == TILE_Q)
@@ -549,20 +558,22 @@ def _bank(st, plan, i, g):
     return st.s_banks[(i % plan.rings.score_items) * STEP_BLOCKS + g]
 
 
-def _stage_scores(st, pg, plan, i, tc, j, blocks):
+def _stage_scores(st, pg, plan, item):
     """s_g = q^T^T @ K^T[:, block g]: one PSUM bank per block (a single matmul writes it)."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     for g in nl.static_range(len(blocks)):
         bl = blocks[g]
         _bank(st, plan, i, g)[0:tc.qn, 0:bl.w] = nisa.nc_matmul(st.qT_all[:, tc.qset, tc.tl, 0:tc.qn],
                                                                 st.kT[:, bl.kb0:bl.kb0 + bl.w])
 
 
-def _stage_extreme(st, pg, plan, i, tc, j, blocks):
+def _stage_extreme(st, pg, plan, item):
     """Row extreme of each block into columns 1.. of the step's ext slot (VectorE, from PSUM).
     A masked diagonal block: the extreme of its unmasked rectangle from PSUM; its triangle is
     copied to SBUF (fp32, VectorE), masked by affine_select (GpSimd, SBUF only) and reduced
     (VectorE) into the extra column.  Then m_j = extreme of (m_{j-1}, block extremes) into
     column 0 of the next slot, and -scale * m_j (VectorE)."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     qn, s_t, nb = tc.qn, tc.slot, len(blocks)
     rop = nl.max if plan.scale >= 0 else nl.min                    # extreme of scale * s
     fill = -MASK_FILL if plan.scale >= 0 else MASK_FILL
@@ -591,9 +602,10 @@ def _stage_extreme(st, pg, plan, i, tc, j, blocks):
                                                             engine=nisa.vector_engine)
 
 
-def _stage_exp(st, pg, plan, i, tc, j, blocks):
+def _stage_exp(st, pg, plan, item):
     """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE);
     a masked block's triangle is read from its masked SBUF copy."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, s_t = plan.dtype, tc.qn, tc.slot
     slot, r = j % plan.rings.ns, i % plan.rings.p
     bias = st.neg_m[0:qn, s_t, slot:slot + 1]
@@ -625,10 +637,11 @@ def _stage_exp(st, pg, plan, i, tc, j, blocks):
                                                                    scale=plan.scale, dtype=dt)
 
 
-def _stage_pT(st, pg, plan, i, tc, j, blocks):
+def _stage_pT(st, pg, plan, item):
     """p^T of item i: per block 128-key chunks on TensorE into one PSUM tile, evicted into the
     p^T ring by VectorE or ScalarE (EVICT_DVE); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
     of the whole step for the items the program picked."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, r = plan.dtype, tc.qn, i % plan.rings.p
     if i in pg.dma:
         nch = len(blocks) * CHUNKS
@@ -651,9 +664,10 @@ def _stage_pT(st, pg, plan, i, tc, j, blocks):
             st.pT_ring[0:rem, rt, b0 + full_ch, 0:qn] = nisa.tensor_copy(pT_ps[0:rem, full_ch, :], engine=eng)
 
 
-def _stage_pv(st, pg, plan, i, tc, j, blocks):
+def _stage_pv(st, pg, plan, item):
     """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group in the documented form
     (nl.zeros PSUM tile, then += of every matmul); read by the update stage."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     D, qn = plan.D, tc.qn
     o_ps = nl.zeros((qn, D + 1), nl.float32, buffer=nl.psum)
     pT_dma = st.pT_dma.pop(i, None)
@@ -670,9 +684,10 @@ def _stage_pv(st, pg, plan, i, tc, j, blocks):
     st.o_ps[i] = o_ps
 
 
-def _stage_update(st, pg, plan, i, tc, j, blocks):
+def _stage_update(st, pg, plan, item):
     """acc = alpha_j * acc + [o | l] (VectorE scalar_tensor_tensor, [o | l] read from PSUM);
     the first step copies [o | l] into acc (ScalarE)."""
+    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     qn, s_t = tc.qn, tc.slot
     o_ps = st.o_ps.pop(i)
     if j == 0:

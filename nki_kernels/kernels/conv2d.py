@@ -367,7 +367,7 @@ def fused_conv2d_maxpool(X, W, bias, pool_size=1):
     out = nl.ndarray((geo.B, geo.C_out, geo.Hp, geo.Wp), dtype=X.dtype, buffer=nl.shared_hbm)
     bias_sb = _load_bias(bias, plan)
     for t0, n_tiles in plan.ch.groups:
-        _conv_group(X, W, out, bias_sb, plan, t0, n_tiles)
+        _conv_group(X, W, out, bias_sb, plan, t0=t0, n_tiles=n_tiles)
     return out
 
 
@@ -386,7 +386,7 @@ def _load_bias(bias, plan):
     return bias_sb
 
 
-def _conv_group(X, W, out, bias_sb, plan, t0, n_tiles):
+def _conv_group(X, W, out, bias_sb, plan, *, t0, n_tiles):
     """All images for the C_out tiles t0 .. t0+n_tiles-1 (a function: the group's resident
     weights die when it returns, so two groups' weights are never live together)."""
     geo, sp = plan.geo, plan.sp

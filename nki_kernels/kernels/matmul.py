@@ -196,13 +196,13 @@ def _k_major_src(src, k0, k_full, c0, cols):
     return src[k0 + i_t * TILE_K + i_p, c0 + i_c]
 
 
-def _load_partial_k(dst, src, k0, k_full, k_rem, c0, cols):
+def _load_partial_k(dst, src, *, k0, k_full, k_rem, c0, cols):
     """The last, partial K tile (k_rem < 128 rows) of a K part into dst[0:k_rem, k_full, :]."""
     r = k0 + k_full * TILE_K
     nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r:r + k_rem, c0:c0 + cols])
 
 
-def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
+def _transpose_tiles(dst, stage, *, t0, ntiles, ksz, m_off, msz):
     """dst[0:ksz, t0 + q, m_off:m_off+msz] = stage[0:msz, (t0+q)*128 : +ksz].T for q < ntiles
     (<= 4 TensorE transposes into one PSUM bank, then one copy back to SBUF)."""
     tp = nl.ndarray((TILE_K, 4, TILE_M), stage.dtype, buffer=nl.psum)
@@ -212,7 +212,7 @@ def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
     dst[0:ksz, t0:t0 + ntiles, m_off:m_off + msz] = nisa.tensor_copy(tp[0:ksz, 0:ntiles, 0:msz])
 
 
-def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
+def _transpose_rows(dst, lhs, *, m0, m_off, msz, k0, k_full, k_rem):
     """One row tile of row-major lhs (msz rows x K chunk) -> K-major columns of dst."""
     kcols = k_full * TILE_K + k_rem
     stage = nl.ndarray((TILE_M, kcols), lhs.dtype, buffer=nl.sbuf)
@@ -221,21 +221,21 @@ def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
     n4, r4 = divmod(k_full, 4)
     if n4:
         for q in nl.affine_range(n4):
-            _transpose_tiles(dst, stage, q * 4, 4, TILE_K, m_off, msz)
+            _transpose_tiles(dst, stage, t0=q * 4, ntiles=4, ksz=TILE_K, m_off=m_off, msz=msz)
     if r4:
-        _transpose_tiles(dst, stage, n4 * 4, r4, TILE_K, m_off, msz)
+        _transpose_tiles(dst, stage, t0=n4 * 4, ntiles=r4, ksz=TILE_K, m_off=m_off, msz=msz)
     if k_rem:
-        _transpose_tiles(dst, stage, k_full, 1, k_rem, m_off, msz)
+        _transpose_tiles(dst, stage, t0=k_full, ntiles=1, ksz=k_rem, m_off=m_off, msz=msz)
 
 
-def _load_lhs_transposed(dst, lhs, m0, rows, k0, k_full, k_rem):
+def _load_lhs_transposed(dst, lhs, *, m0, rows, k0, k_full, k_rem):
     """dst[p, t, m] = lhs[m0 + m, k0 + t*128 + p]: row tiles loaded contiguously, transposed on TensorE."""
     m_full, m_rem = divmod(rows, TILE_M)
     if m_full:
         for j in nl.affine_range(m_full):
-            _transpose_rows(dst, lhs, m0, j * TILE_M, TILE_M, k0, k_full, k_rem)
+            _transpose_rows(dst, lhs, m0=m0, m_off=j * TILE_M, msz=TILE_M, k0=k0, k_full=k_full, k_rem=k_rem)
     if m_rem:
-        _transpose_rows(dst, lhs, m0, m_full * TILE_M, m_rem, k0, k_full, k_rem)
+        _transpose_rows(dst, lhs, m0=m0, m_off=m_full * TILE_M, msz=m_rem, k0=k0, k_full=k_full, k_rem=k_rem)
 
 
 # ---- one PSUM group of output tiles -------------------------------------------------------------
@@ -250,7 +250,7 @@ def _new_accumulators(m_sizes, n_sizes):
     return tuple(nl.zeros(shp, nl.float32, buffer=nl.psum, name=f"acc{i}") for i, shp in enumerate(shapes))
 
 
-def _matmul_step(accs, lhsT_sb, rhs_sb, t, ksz, m_sizes, m_off, n_sizes, n_off):
+def _matmul_step(accs, lhsT_sb, rhs_sb, *, t, ksz, m_sizes, m_off, n_sizes, n_off):
     """accs[j, q] += lhsT_sb[0:ksz, t, m tile j].T @ rhs_sb[0:ksz, t, n tile q] for the group."""
     i = 0
     for j, msz in enumerate(m_sizes):
@@ -265,12 +265,13 @@ def _matmul_step(accs, lhsT_sb, rhs_sb, t, ksz, m_sizes, m_off, n_sizes, n_off):
 def _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off):
     """Accumulate the group over every K tile held in SBUF, K outermost.  ``parts``: static
     tuple of (lhsT tile (128, t, rows), rhs tile (128, t, cols), full K tiles, partial rows)."""
+    group = dict(m_sizes=m_sizes, m_off=m_off, n_sizes=n_sizes, n_off=n_off)
     for lhsT_sb, rhs_sb, k_full, k_rem in parts:
         if k_full:
             for t in nl.affine_range(k_full):
-                _matmul_step(accs, lhsT_sb, rhs_sb, t, TILE_K, m_sizes, m_off, n_sizes, n_off)
+                _matmul_step(accs, lhsT_sb, rhs_sb, t=t, ksz=TILE_K, **group)
         if k_rem:
-            _matmul_step(accs, lhsT_sb, rhs_sb, k_full, k_rem, m_sizes, m_off, n_sizes, n_off)
+            _matmul_step(accs, lhsT_sb, rhs_sb, t=k_full, ksz=k_rem, **group)
 
 
 def _row_tiles_dst(out, r0, m_full, c0, cols):
@@ -279,7 +280,7 @@ def _row_tiles_dst(out, r0, m_full, c0, cols):
     return out[r0 + i_j * TILE_M + i_p, c0 + i_c]
 
 
-def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
+def _evict_and_store(out, accs, *, m_sizes, n_sizes, r0, c0, split):
     """PSUM -> SBUF (cast to out.dtype on ScalarE, or alternating VectorE/ScalarE when ``split``)
     -> one HBM store of the group's full row tiles (rows of sum(n_sizes) contiguous elements),
     one more for a partial row tile."""
@@ -302,14 +303,14 @@ def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
         nisa.dma_copy(dst=out[r:r + mr, c0:c0 + cols], src=res[0:mr, m_full, 0:cols])
 
 
-def _group(out, parts, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
+def _group(out, parts, *, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
     """One group of <= 4 output tiles: zero its PSUM banks, accumulate over K, evict, store."""
     accs = _new_accumulators(m_sizes, n_sizes)
     _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off)
-    _evict_and_store(out, accs, m_sizes, n_sizes, m0 + m_off, n0 + n_off, split)
+    _evict_and_store(out, accs, m_sizes=m_sizes, n_sizes=n_sizes, r0=m0 + m_off, c0=n0 + n_off, split=split)
 
 
-def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
+def _block_groups(out, parts, *, m0, rows, n0, cols, gm, gn, split):
     """All output tile groups of one (rows x cols) block whose operands are resident in SBUF:
     full (gm x gn)-tile groups in affine loops, the partial edge groups peeled (static sizes)."""
     m_full, m_rem = divmod(rows, TILE_M)
@@ -318,19 +319,24 @@ def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
     tail_m = (TILE_M,) * (m_full % gm) + ((m_rem,) if m_rem else ())
     full_n, n_ng = (TILE_N,) * gn, n_full // gn
     tail_n = (TILE_N,) * (n_full % gn) + ((n_rem,) if n_rem else ())
+    fixed = dict(m0=m0, n0=n0, split=split)
     if n_ng:
         for g_n in nl.affine_range(n_ng):
             if n_mg:
                 for g_m in nl.affine_range(n_mg):
-                    _group(out, parts, full_m, g_m * gm * TILE_M, full_n, g_n * gn * TILE_N, m0, n0, split)
+                    _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=full_n,
+                           n_off=g_n * gn * TILE_N, **fixed)
             if tail_m:
-                _group(out, parts, tail_m, n_mg * gm * TILE_M, full_n, g_n * gn * TILE_N, m0, n0, split)
+                _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=full_n,
+                       n_off=g_n * gn * TILE_N, **fixed)
     if tail_n:
         if n_mg:
             for g_m in nl.affine_range(n_mg):
-                _group(out, parts, full_m, g_m * gm * TILE_M, tail_n, n_ng * gn * TILE_N, m0, n0, split)
+                _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=tail_n,
+                       n_off=n_ng * gn * TILE_N, **fixed)
         if tail_m:
-            _group(out, parts, tail_m, n_mg * gm * TILE_M, tail_n, n_ng * gn * TILE_N, m0, n0, split)
+            _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=tail_n,
+                   n_off=n_ng * gn * TILE_N, **fixed)
 
 
 def _part_tiles(k_parts, cols, dtype, role):
@@ -340,15 +346,15 @@ def _part_tiles(k_parts, cols, dtype, role):
                  for i, (_, kf, kr) in enumerate(k_parts))
 
 
-def _load_part(dst, src, k0, kf, kr, c0, cols):
+def _load_part(dst, src, *, k0, kf, kr, c0, cols):
     """All whole K tiles of one part in one DMA, the partial K tile in a second."""
     if kf:
         nisa.dma_copy(dst=dst[:, 0:kf, 0:cols], src=_k_major_src(src, k0, kf, c0, cols))
     if kr:
-        _load_partial_k(dst, src, k0, kf, kr, c0, cols)
+        _load_partial_k(dst, src, k0=k0, k_full=kf, k_rem=kr, c0=c0, cols=cols)
 
 
-def _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols):
+def _load_blocks(k_parts, *, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols):
     """Fill the K parts of the rhs block, and of the lhsT block unless ``lhsT_tiles`` is None.
 
     Order: part 0 of both operands, then part 1, so TensorE can start on part 0 while part 1
@@ -356,10 +362,10 @@ def _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs
     for p, (k0, kf, kr) in enumerate(k_parts):
         if lhsT_tiles is not None:
             if transpose_lhs:
-                _load_lhs_transposed(lhsT_tiles[p], a, m0, rows, k0, kf, kr)
+                _load_lhs_transposed(lhsT_tiles[p], a, m0=m0, rows=rows, k0=k0, k_full=kf, k_rem=kr)
             else:
-                _load_part(lhsT_tiles[p], a, k0, kf, kr, m0, rows)
-        _load_part(rhs_tiles[p], rhs, k0, kf, kr, n0, cols)
+                _load_part(lhsT_tiles[p], a, k0=k0, kf=kf, kr=kr, c0=m0, cols=rows)
+        _load_part(rhs_tiles[p], rhs, k0=k0, kf=kf, kr=kr, c0=n0, cols=cols)
 
 
 def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
@@ -368,30 +374,30 @@ def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
 
 # ---- chunked mode (K too large to keep resident) -----------------------------------------------
 
-def _chunk(accs, a, rhs, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
+def _chunk(accs, a, rhs, *, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
     """Load one K chunk of both operands and accumulate the block's (single) group over it."""
     k_parts = ((k0, k_full, k_rem),)
     lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype, "lhsT")
     rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype, "rhs")
-    _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols)
+    _load_blocks(k_parts, lhsT_tiles=lhsT_tiles, a=a, transpose_lhs=transpose_lhs, m0=m0, rows=rows,
+                 rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
     _accumulate(accs, _zip_parts(lhsT_tiles, rhs_tiles, k_parts), m_sizes, 0, n_sizes, 0)
 
 
-def _chunked_block(out, a, rhs, transpose_lhs, plan, m0, rows, n0, cols):
+def _chunked_block(out, a, rhs, *, transpose_lhs, plan, m0, rows, n0, cols):
     """One PSUM group (rows x cols) accumulated over all of K, streamed in chunks of K tiles."""
     m_sizes, n_sizes = _tile_sizes(rows, TILE_M), _tile_sizes(cols, TILE_N)
     accs = _new_accumulators(m_sizes, n_sizes)
     k_full, k_rem = divmod(plan.K, TILE_K)
     kc = plan.chunk_tiles
     n_chunks, last_full = divmod(k_full, kc)
+    block = dict(transpose_lhs=transpose_lhs, m0=m0, rows=rows, n0=n0, cols=cols, m_sizes=m_sizes, n_sizes=n_sizes)
     if n_chunks:
         for c in nl.affine_range(n_chunks):
-            _chunk(accs, a, rhs, transpose_lhs, c * kc * TILE_K, kc, 0, m0, rows, n0, cols,
-                   m_sizes, n_sizes)
+            _chunk(accs, a, rhs, k0=c * kc * TILE_K, k_full=kc, k_rem=0, **block)
     if last_full or k_rem:
-        _chunk(accs, a, rhs, transpose_lhs, n_chunks * kc * TILE_K, last_full, k_rem, m0, rows, n0, cols,
-               m_sizes, n_sizes)
-    _evict_and_store(out, accs, m_sizes, n_sizes, m0, n0, plan.evict_split)
+        _chunk(accs, a, rhs, k0=n_chunks * kc * TILE_K, k_full=last_full, k_rem=k_rem, **block)
+    _evict_and_store(out, accs, m_sizes=m_sizes, n_sizes=n_sizes, r0=m0, c0=n0, split=plan.evict_split)
 
 
 # ---- driver -------------------------------------------------------------------------------------
@@ -404,10 +410,10 @@ def _resident_blocks(out, a, rhs, plan, transpose_lhs):
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
             rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype, "rhs")
-            _load_blocks(plan.k_parts, lhsT_tiles if nb == 0 else None, a, transpose_lhs, m0, rows,
-                         rhs_tiles, rhs, n0, cols)
-            _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0, rows, n0, cols,
-                          plan.group_m, plan.group_n, plan.evict_split)
+            _load_blocks(plan.k_parts, lhsT_tiles=lhsT_tiles if nb == 0 else None, a=a,
+                         transpose_lhs=transpose_lhs, m0=m0, rows=rows, rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
+            _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0=m0, rows=rows, n0=n0, cols=cols,
+                          gm=plan.group_m, gn=plan.group_n, split=plan.evict_split)
 
 
 def _chunked_blocks(out, a, rhs, plan, transpose_lhs):
@@ -416,7 +422,7 @@ def _chunked_blocks(out, a, rhs, plan, transpose_lhs):
         m0, rows = plan.m_blocks[mb]
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
-            _chunked_block(out, a, rhs, transpose_lhs, plan, m0, rows, n0, cols)
+            _chunked_block(out, a, rhs, transpose_lhs=transpose_lhs, plan=plan, m0=m0, rows=rows, n0=n0, cols=cols)
 
 
 def _matmul_blocks(out, a, rhs, plan, transpose_lhs):
