@@ -88,3 +88,13 @@ def test_every_instruction_passes_the_one_recording_path(monkeypatch):
     assert seen == [e.op for e in tr.events]
     assert {"dma_copy", "nc_matmul", "tensor_copy", "tensor_scalar", "memset", "nc_transpose",
             "tensor_tensor"} <= set(seen)
+
+
+def test_every_isa_instruction_is_registered_once_with_its_name():
+    from nki_kernels.sim import isa
+    assert {"nc_matmul", "tensor_tensor", "tensor_scalar", "tensor_reduce", "activation", "dma_copy",
+            "tensor_copy", "nc_transpose", "memset", "iota"} <= set(isa.INSTRUCTIONS)
+    for name, fn in isa.INSTRUCTIONS.items():
+        assert getattr(isa, name) is fn and fn.__name__ == name
+    with pytest.raises(RuntimeError, match="E019"):       # the decorator supplies the context
+        isa.tensor_copy(None)

@@ -43,6 +43,10 @@ BITVEC = frozenset(("invert", "bitwise_and", "bitwise_or", "bitwise_xor", "left_
 SCALAR_TENSOR_SCALAR = frozenset((("multiply", "add"), ("multiply", None), ("add", None)))
 
 
+LEGAL = frozenset((op, e) for op, (engines, _) in ALU_OPS.items() for e in engines)
+_PICKED: dict = {}
+
+
 def canonical(name: str) -> str:
     return ALIASES.get(name, name)
 
@@ -53,6 +57,8 @@ def _legal(name):
 
 def alu_op(api: str, arg: str, name: str) -> str:
     """``name`` as an ISA ALU op, or E021 if it is not one (e.g. divide)."""
+    if name in ALU_OPS:
+        return name
     n = canonical(name)
     if n not in ALU_OPS:
         raise NKISyntaxError("E021", api, arg, f"{name} is not supported in '{api}': not an ISA ALU op (SDK 2.26 tbl-aluop)",
@@ -63,6 +69,8 @@ def alu_op(api: str, arg: str, name: str) -> str:
 
 def check(api: str, arg: str, name: str, engine: str, *, integer: bool = False) -> None:
     """E025 if ALU op ``name`` cannot run on ``engine`` (names the legal engines)."""
+    if (name, engine) in LEGAL:
+        return
     n = alu_op(api, arg, name)
     engines = ALU_OPS[n][0]
     if engine in engines:
@@ -89,11 +97,17 @@ def pick(names, allowed, preferred: str) -> str:
     """The engine the compiler would use for ``engine=unknown``: ``preferred`` if every op runs
     there, else the first engine of ``allowed`` that runs them all (else ``preferred``, and the
     legality check names the problem)."""
-    ns = [canonical(n) for n in names if n is not None]
-    for e in (preferred,) + tuple(allowed):
-        if all(n not in ALU_OPS or e in ALU_OPS[n][0] for n in ns):
-            return e
-    return preferred
+    key = (tuple(names), allowed, preferred)
+    r = _PICKED.get(key)
+    if r is None:
+        ns = [canonical(n) for n in names if n is not None]
+        r = preferred
+        for e in (preferred,) + tuple(allowed):
+            if all(n not in ALU_OPS or e in ALU_OPS[n][0] for n in ns):
+                r = e
+                break
+        _PICKED[key] = r
+    return r
 
 
 def no_engine_parameter(api: str, kw: dict) -> None:

@@ -8,13 +8,15 @@ import sys
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import isa as _isa
+from . import tensor as _tensor_mod
+from . import limits as _limits
 from . import ops as _ops
-from .context import current as _current, maybe_current as _maybe_current
-from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
+from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
+from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .tensor import (IndexExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
-                     fresh as _fresh, mask_array as _mask_array, unproven as _unproven)
+from .indexing import IndexExpr, _MGridMaker, mask_array as _mask_array
+from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
 from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------
@@ -45,14 +47,24 @@ def static_cast(x, dtype):
 
 # ---- buffers ------------------------------------------------------------------------------
 class Buffer:
-    def __init__(self, name):
+    """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
+    ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
+
+    def __init__(self, name, phys_tiles=None):
         self.name = name
+        self.phys_tiles = phys_tiles
 
     def __repr__(self):
-        return f"nl.{self.name}"
+        return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, **kwargs):      # direct allocation: treated as automatic (spec §12)
-        return self
+    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
+        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
+        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
+        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
+        n = 1
+        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
+            n *= int(t)
+        return Buffer(self.name, n)
 
     def auto_alloc(self, *args, **kwargs):
         return self
@@ -69,20 +81,20 @@ def _buffer_name(buffer, api):
         return buffer.name
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return buffer
-    raise SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
                         "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
 class tile_size:
     """Hardware tile limits on trn2 (spec §3)."""
-    pmax = _hw.PMAX
-    psum_fmax = _hw.PSUM_FMAX
-    gemm_stationary_fmax = _hw.GEMM_STATIONARY_FMAX
-    gemm_moving_fmax = _hw.GEMM_MOVING_FMAX
-    bn_stats_fmax = _hw.BN_STATS_FMAX
+    pmax = _limits.PMAX
+    psum_fmax = _limits.PSUM_FMAX
+    gemm_stationary_fmax = _limits.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = _limits.GEMM_MOVING_FMAX
+    bn_stats_fmax = _limits.BN_STATS_FMAX
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = _hw.SBUF_BYTES_PER_PARTITION
+    total_available_sbuf_size = _limits.SBUF_BYTES_PER_PARTITION
 
 
 def par_dim(n):
@@ -93,7 +105,7 @@ def par_dim(n):
 def _hbm_alloc(shape, dtype, buf, api, name):
     ctx = _current(api)
     if buf == "shared_hbm" and ctx.loops:
-        raise SimRuntimeError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
+        raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                               "Create kernel outputs before any loop")
     if ctx.program_id and any(ctx.program_id):
         # SPMD instances after the first see the same HBM outputs (allocated by instance 0)
@@ -111,7 +123,8 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     buf = _buffer_name(buffer, "ndarray")
     if buf in ("hbm", "shared_hbm", "private_hbm"):
         return _hbm_alloc(shape, dtype, buf, "ndarray", name)
-    return _allocate(shape, dtype, buf, api="ndarray", name=name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name,
+                     phys_tiles=getattr(buffer, "phys_tiles", None))
 
 
 def _filled(api, shape, dtype, buffer, name, value):
@@ -254,7 +267,7 @@ def static_range(*args, **kwargs):
 # ---- indices ------------------------------------------------------------------------------
 def arange(*args):
     if len(args) == 0 or len(args) > 2:
-        raise SimValueError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+        raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
     return IndexExpr(np.arange(*[int(a) for a in args]))
 
 
@@ -275,7 +288,7 @@ def load(src, *, mask=None, dtype=None, **kwargs):
     # on-chip tiles are at least 2-D: a 1-element or 1-D HBM tensor loads as (1, 1) / (N, 1)
     # (known-issues doc "Tile on SBUF/PSUM must have at least 2 dimensions"; issue 8 item 16)
     shape = tuple(src.shape) + (1,) * (2 - len(src.shape)) if len(src.shape) < 2 else src.shape
-    if shape[0] > _hw.PMAX:
+    if shape[0] > _limits.PMAX:
         raise partition_error("load", "src", shape[0], "Load at most 128 rows per nl.load (tile the leading axis)")
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
@@ -308,7 +321,7 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     if len(src.shape) != 2:
         raise SimValueError("E020", "load_transpose2d", "src", f"expects a 2-D access, got shape {src.shape}")
     n, m_ = src.shape
-    if m_ > _hw.PMAX:
+    if m_ > _limits.PMAX:
         raise partition_error("load_transpose2d", "src", m_,
                               "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
@@ -324,8 +337,7 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
 
 def copy(src, *, mask=None, dtype=None, **kwargs):
     """SBUF/PSUM tile -> new SBUF tile (tensor_copy); never shares storage with ``src``."""
-    from .isa import tensor_copy
-    return tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
+    return _isa.tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
 
 
 def broadcast_to(src, shape, **kwargs):
@@ -426,13 +438,63 @@ def _binary(name):
     return op
 
 
-_mod = sys.modules[__name__]
-for _n in _ops.UNARY:
-    if _n not in ("identity", "copy"):    # nl.copy is the tensor_copy above
-        setattr(_mod, _n, _unary(_n))
-for _n in list(_ops.BINARY) + list(_ops.BITWISE):
-    if _n not in ("max", "min"):
-        setattr(_mod, _n, _binary(_n))
+# one registration line per elementwise nl.* op (grep '^name = '): the fp32 function and default
+# engine of each are in ops.UNARY / ops.BINARY / ops.BITWISE
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+negative = _unary("negative")
+abs = _unary("abs")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+arctan = _unary("arctan")
+erf = _unary("erf")
+erf_dx = _unary("erf_dx")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+gelu = _unary("gelu")
+gelu_dx = _unary("gelu_dx")
+gelu_apprx_tanh = _unary("gelu_apprx_tanh")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+silu = _unary("silu")
+silu_dx = _unary("silu_dx")
+softplus = _unary("softplus")
+mish = _unary("mish")
+ceil = _unary("ceil")
+floor = _unary("floor")
+trunc = _unary("trunc")
+logical_not = _unary("logical_not")
+invert = _unary("invert")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+fmod = _binary("fmod")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 copy._nki_op = "copy"
 
 
@@ -482,13 +544,15 @@ def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
         # (spec Corrections 3; issue 8 item 7)
         m = _mask_array(mask, x.shape, api)
         v = x.read_f32(m)
+        om = None
         if m is None or m is True:
             r = np.asarray(npfn(v, axis=ax, keepdims=keepdims), dtype=np.float32)
         else:
             r = _ops.masked_reduce(name, v, ax, keepdims, m)
+            om = _ops.reduce_out_mask(m, ax, keepdims)      # outputs with no selected input: not written
         d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
                                                     else _dt.float32), api)
-        out = _fresh(r, d, api=api)
+        out = _fresh(r, d, api=api, mask=om)
         _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
         return out
     op.__name__ = name
@@ -512,7 +576,7 @@ var = _reduction("var", np.var)
 # ---- matmul / transpose / composite --------------------------------------------------------
 def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     """``x @ y`` (``x.T @ y`` with transpose_x) into a new PSUM fp32 tile."""
-    from . import isa
+    isa = _isa
     ctx = _current("matmul")
     if isinstance(x, Tensor) and x.buffer == "psum":
         x = copy(x)
@@ -527,7 +591,7 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
 
 def transpose(x, *, dtype=None, mask=None, **kwargs):
     """2-D tile transpose on TensorE (both dims <= 128); result in PSUM (spec §8)."""
-    from . import isa
+    isa = _isa
     _ops.tile(x, "transpose", "x")
     if x.ndim != 2:
         raise SimValueError("E020", "transpose", "x",
@@ -553,3 +617,6 @@ def __getattr__(name):
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.language.{name}")
+
+
+_tensor_mod.OPS.nl = sys.modules[__name__]   # tile operators map to nl.* (see tensor._Ops)

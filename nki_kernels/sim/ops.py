@@ -11,10 +11,12 @@ import math
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
+from . import tensor as _tensor_mod
+from .indexing import mask_array
+from .tensor import HBM_KINDS, ON_CHIP, Tensor
 from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
@@ -120,6 +122,13 @@ def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
     return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
 
 
+def reduce_out_mask(m, axes, keepdims):
+    """The outputs of a masked reduction that have at least one selected input."""
+    if m is False:
+        return False
+    return np.any(m, axis=axes, keepdims=keepdims)
+
+
 def opcode(op, api: str, arg: str = "op") -> str:
     """Name of an ALU op given as nl.X, np.X or a string."""
     if isinstance(op, str):
@@ -164,10 +173,14 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
                            f"leading axis of the access {x.shape}",
                            "Index the block dimensions with ints so the nl.par_dim axis comes first")
-    if x.shape and x.shape[0] > hw.PMAX:
+    if x.shape and x.shape[0] > limits.PMAX:
         raise partition_error(api, arg, x.shape[0])
     if engine_access and x.buffer in ON_CHIP:
-        _partition_access(x, api, arg)
+        a = x.arr
+        # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and
+                (a.shape[0] == 1 or a.strides[0] == x.alloc.row_bytes)):
+            _partition_access(x, api, arg)
     return x
 
 
@@ -610,3 +623,7 @@ def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
     return _record_dma(ctx, api, dst, src, dst.size, op=op)
+
+
+_tensor_mod.OPS.assign = assign            # Tensor.__setitem__ / += (see tensor._Ops)
+_tensor_mod.OPS.accumulate = accumulate
