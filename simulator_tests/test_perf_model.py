@@ -247,7 +247,7 @@ def test_chrome_trace_is_well_formed_one_track_per_engine_and_sums_match():
     assert end == pytest.approx(e.latency_us)
     assert doc["otherData"]["estimate"] is True
     for t, n in names.items():
-        if n.startswith("DMA queue"):
+        if n.startswith("DMA queue") or n.startswith("DMA issue"):
             q = sorted((x for x in slices if x["tid"] == t), key=lambda x: x["ts"])
             for a, b in zip(q, q[1:]):
                 assert b["ts"] >= a["ts"] + a["dur"] - 1e-6

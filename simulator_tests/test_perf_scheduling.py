@@ -182,6 +182,18 @@ def test_dma_queue_is_list_scheduled_in_program_order():
     assert lst.dma[2].issue_start == pytest.approx(lst.end[1])
 
 
+def test_small_dmas_share_the_engine_of_their_partitions():
+    # two 4-partition loads: both on engine 0 (partitions 0-3) queue one behind the other;
+    # with the second starting at partition 64 (meta, when the trace records it) it uses
+    # engine 8 and overlaps the first
+    a, b = load(0, 1, 10, P=4, F=2048), load(1, 2, 11, P=4, F=2048)
+    s = schedule([a, b], HW, ModelOptions(mode="profile"))
+    assert s.dma[1].data_start == pytest.approx(s.dma[0].data_end)
+    b.meta["partition_start"] = 64
+    s2 = schedule([a, b], HW, ModelOptions(mode="profile"))
+    assert s2.dma[1].data_start < s2.dma[0].data_end
+
+
 def test_trn1_has_no_dge_so_dmas_use_static_descriptors():
     # trn1: no hardware DGE -> one static-trigger queue (50 ns each) even in benchmark mode
     evs = [load(i, 1 + i, 10 + i, P=4, F=1) for i in range(3)]
@@ -286,6 +298,16 @@ def test_repeated_loop_invariant_transposes_are_hoisted():
     assert pe(hoisted) < pe(kept) - one_transpose     # two of three transposes are gone
     assert hoisted.busy_ns["DVE"] == pytest.approx(kept.busy_ns["DVE"] / 3)
     assert hoisted.elided == {4: 1, 5: 2, 7: 1, 8: 2}
+
+
+def test_hoisted_repeats_have_no_slice_in_the_timeline():
+    from nki_kernels.perf import estimate_trace
+    from nki_kernels.perf.chrome_trace import to_chrome_trace
+    from nki_kernels.sim.trace import Trace
+    e = estimate_trace(Trace(events=_matmul_loop(reload_x=False)), hw=HW)
+    seqs = [x["args"]["seq"] for x in to_chrome_trace(e)["traceEvents"]
+            if x["ph"] == "X" and x.get("cat") in ("PE", "DVE")]
+    assert sorted(seqs) == [1, 2, 3, 6, 9]            # one transpose + copy, three matmuls
 
 
 def test_a_transpose_of_rewritten_data_is_not_hoisted():

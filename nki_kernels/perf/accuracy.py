@@ -50,6 +50,9 @@ def band_text(latency_us: float) -> str:
 
 def band_note(est) -> str:
     """Extra caveat for kernels unlike the calibration set."""
+    if est.hardware != "trn2":
+        return (f"hardware {est.hardware}: the band is a trn2 leave-one-out figure; the trn1 cross-check "
+                "(docs/cost-model.md) is off by up to 2-3x on small-DMA kernels")
     if est.critical_engine == "PE" or est.matmul_flops:
         return ("TensorE-heavy kernel: no public trn2 matmul/conv/attention latency is in the "
                 "calibration set, so this band is not validated for it")

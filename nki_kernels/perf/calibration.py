@@ -105,6 +105,32 @@ POINTS = [
           "profile", "dma_only", lambda: ((_f32(4, 2048, seed=8),), {}), "dma_data", False),
 ]
 
+# trn1 (NeuronCore-v2) rows of §3.2: a CROSS-CHECK of the TRN1 description (never fitted,
+# never gated; the trn1 constants are documented overrides or carried over from trn2).
+TRN1_POINTS = [
+    Point("29a", "trn1 vector_add_tiled n=25600 ROW_CHUNK=1 (run as 256 iters x 100)", 27404, "RP solution.md (trn1)",
+          "benchmark", "vector_add_tiled_v1", lambda: ((_f32(256, seed=1), _f32(256, seed=2)), {"row_chunk": 1}),
+          gated=False, scale=100),
+    Point("29b", "trn1 vector_add_tiled n=25600 ROW_CHUNK=128", 206, "RP", "benchmark", "vector_add_tiled_v1",
+          lambda: ((_f32(25600, seed=1), _f32(25600, seed=2)), {"row_chunk": 128}), gated=False),
+    Point("30a", "trn1 vector_add_stream n=25600 FREE_DIM=2", 53, "RP", "benchmark", "vector_add_stream_v1",
+          lambda: ((_f32(25600, seed=1), _f32(25600, seed=2)), {"free_dim": 2}), gated=False),
+    Point("30b", "trn1 vector_add_stream n=25600 FREE_DIM=200", 19, "RP", "benchmark", "vector_add_stream_v1",
+          lambda: ((_f32(25600, seed=1), _f32(25600, seed=2)), {"free_dim": 200}), gated=False),
+    Point("31a", "trn1 vector_add_stream n=256000 FREE_DIM=2000 (profile)", 34, "RP", "profile", "vector_add_stream_v1",
+          lambda: ((_f32(256000, seed=1), _f32(256000, seed=2)), {"free_dim": 2000}), gated=False),
+    Point("31b", "trn1 vector_add_stream n=256000 FREE_DIM=1000 (profile)", 29, "RP", "profile", "vector_add_stream_v1",
+          lambda: ((_f32(256000, seed=1), _f32(256000, seed=2)), {"free_dim": 1000}), gated=False),
+]
+
+
+def trn1_cross_check(progress=None) -> list:
+    """The §3.2 trn1 rows estimated with the TRN1 description (not fitted, not gated)."""
+    from .hardware import TRN1
+    traces = collect_traces(TRN1_POINTS, progress=progress)
+    return evaluate(traces, TRN1, points=TRN1_POINTS)
+
+
 EXCLUDED = {
     "9": "a target (<700 us), not a measurement",
     "14-16": "CS149 conv reference latencies: used in the bench table next to our conv estimate, "
@@ -181,9 +207,9 @@ _DEPS_CACHE: dict = {}
 
 
 # constants that cannot change a point's schedule in a mode (so scans of them reuse it)
-_IRRELEVANT = {"profile": {"dge_issue_ns", "dma_fixed_hwdge_ns", "dge_exec_ns", "floor_benchmark_us",
-                           "floor_profile_us"},
-               "benchmark": {"dma_fixed_static_ns", "static_issue_ns", "floor_benchmark_us", "floor_profile_us"}}
+_IRRELEVANT = {"static": {"dge_issue_ns", "dma_fixed_hwdge_ns", "dge_exec_ns", "floor_benchmark_us",
+                          "floor_profile_us"},
+               "hwdge": {"dma_fixed_static_ns", "static_issue_ns", "floor_benchmark_us", "floor_profile_us"}}
 _EST_CACHE: dict = {}
 
 
@@ -194,7 +220,7 @@ def _raw(traces: dict, hw: HardwareSpec, nbuf: int, points) -> list:
     for p in points:
         key = _trace_key(p)
         tr = traces[key]
-        skip = _IRRELEVANT[p.mode]
+        skip = _IRRELEVANT[ModelOptions(mode=p.mode).dma_mode(hw)]
         ck = (id(tr), p.mode, nbuf, tuple(sorted((k, v) for k, v in hw._values.items() if k not in skip)))
         est = _EST_CACHE.get(ck)
         if est is None:
@@ -474,6 +500,11 @@ def main(argv=None) -> int:
         loo = leave_one_out(traces, hw, fitter=fitter, start=recorded_start(hw, fitter))
     print(f"leave-one-out fits in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     print(table(insample, loo))
+    print("\ntrn1 cross-check (§3.2, TRN1 description: documented overrides, DMA/floor constants carried over "
+          "from trn2; NOT fitted, NOT gated):")
+    for r in trn1_cross_check():
+        print(f"  #{r.point.pid:4s} {r.point.mode:9s} measured {r.point.measured:10.1f} us  estimate "
+              f"{r.estimate:10.1f} us  {100 * r.error:+6.1f}%  {r.point.what}")
     return 0
 
 

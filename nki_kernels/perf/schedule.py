@@ -47,14 +47,14 @@ Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
 * **DMAs** become ready when their dependencies finish; the DMA queue is list-scheduled like
   an engine (the first ready DMA, in program order, among the next ``window``).  In
   ``benchmark`` mode on a core with hardware DGE (``dge_queues`` > 0: two DGE instances per
-  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns`` +
-  ``dge_issue_per_desc_ns`` per descriptor; the rest of the documented ~600 ns execution
+  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns``; the rest of the documented ~600 ns execution
   time of a DGE instruction (``dge_exec_ns``) is latency that overlaps other work.
   Without hardware DGE (``profile`` mode = ``--disable-dge``, or trn1) a ~50 ns static
-  trigger issues a DMA with pre-computed descriptors, and each descriptor costs at least
-  ``static_desc_ns`` on its DMA engine.  At most ``dma_max_inflight`` DMAs are in flight.
-  After ``dma_latency_ns`` the data moves on ``ceil(P/8)`` of the 16 DMA engines (the least
-  busy ones), each engine FIFO at ``max(desc cost, bytes/23 B/ns)`` per descriptor.
+  trigger issues a DMA with pre-computed descriptors.  At most ``dma_max_inflight`` DMAs are
+  in flight.  After ``dma_latency_ns`` the data moves on ``ceil(P/8)`` DMA engines (partition
+  p on engine p // 8); each engine serves its DMAs FIFO, busy for max(control, data) per DMA:
+  control = ``dma_fixed_hwdge_ns`` (or ``dma_fixed_static_ns``) + ``dma_desc_ns`` per
+  descriptor, data = bytes at 23 B/ns (costs.py).
 
 The kernel floor T0 is added by the caller (``nki_kernels.perf.model``).
 """
@@ -466,6 +466,7 @@ class Scheduler:
         self.busy = {e: False for e in self.queues}
         self.eng_free = {e: 0.0 for e in self.queues}
         self.wake_at = {e: math.inf for e in self.queues}
+        self.n_released = {e: 0 for e in self.queues}   # released, not started (fast exit)
         self.pe = _TensorEngineState(hw)
         # DMA front end
         self.dma_mode = opts.dma_mode(hw)
@@ -476,6 +477,7 @@ class Scheduler:
                               if self.dma_mode == "hwdge" else 0.0)
         self.L = hw.v("dma_latency_ns")
         self.n_rings = int(hw.v("dma_rings"))
+        self.per_ring = int(hw.v("dma_partitions_per_ring"))
         self.ring_free = [0.0] * self.n_rings
         self.max_inflight = int(hw.v("dma_max_inflight"))
         self.slot_free = [0.0] * self.max_inflight
@@ -530,11 +532,12 @@ class Scheduler:
         elif self.events[j].engine == "DMA":
             self.dma_released += 1
         else:
+            self.n_released[self.events[j].engine] += 1
             touched.add(self.events[j].engine)
 
     # ---- step 2 -------------------------------------------------------------------------
     def _dispatch(self, e, now):
-        if self.busy[e]:
+        if self.busy[e] or not self.n_released[e]:
             return
         q = self.queues[e]
         p = self.qpos[e]
@@ -574,6 +577,7 @@ class Scheduler:
         self.start[best] = s
         self.end[best] = s + dur
         self.started[best] = True
+        self.n_released[e] -= 1
         self.busy[e] = True
         self.eng_free[e] = s + dur
         self._push(s + dur, _DONE, best)
@@ -595,9 +599,11 @@ class Scheduler:
             self.issue_busy += c.issue_ns
             arrive = ie + self.issue_latency + self.L
             # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
-            # the trace does not record a tile's start partition, so tiles start at 0
+            # the start partition comes from meta["partition_start"] when the trace records
+            # it, else 0
             ds, de = math.inf, 0.0
-            for x in range(min(c.rings, self.n_rings)):
+            first = int((self.events[j].meta or {}).get("partition_start") or 0) // self.per_ring
+            for x in ((first + k) % self.n_rings for k in range(min(c.rings, self.n_rings))):
                 st = max(self.ring_free[x], arrive)
                 self.ring_free[x] = st + c.ring_ns
                 ds = min(ds, st)
