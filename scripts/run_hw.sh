@@ -8,7 +8,7 @@ PROG="run_hw.sh"
 
 # Exit codes (documented in --help and docs/hardware.md).
 readonly E_USAGE=2 E_INSTANCE=10 E_DEVICE=11 E_SDK=12 E_VENV=13 E_CORES=14 E_PROFILER=15
-readonly E_INSTALL=16 E_RESULTS=17 E_CONSTRUCTS=18 E_STEPS=20
+readonly E_INSTALL=16 E_RESULTS=17 E_CONSTRUCTS=19 E_STEPS=20
 
 usage() {
   cat <<EOF
@@ -53,7 +53,7 @@ Exit codes:
   16  installing the project failed
   17  the results folder could not be created or written (disk full, read-only); the
       manifest is marked "failed" with the reason when it can still be written
-  18  the construct smoke test (hw_tests/test_constructs.py) failed; nothing was benchmarked
+  19  the construct smoke test (hw_tests/test_constructs.py) failed; nothing was benchmarked
   20  the run finished but some step failed (see SUMMARY.md and logs/)
   130 interrupted by SIGINT (Ctrl-C)
   143 interrupted by SIGTERM

@@ -440,13 +440,13 @@ def test_construct_smoke_test_runs_first_and_stops_the_run_naming_the_construct(
     test_file.write_text(CONSTRUCTS)
     env = dict(fake["env"], NKI_HW_CONSTRUCTS_TEST=str(test_file))
     proc = run(fake, "--kernels", "matmul", "--no-estimate", env=env)
-    assert proc.returncode == 18, proc.stdout + proc.stderr
+    assert proc.returncode == 19, proc.stdout + proc.stderr
     assert "construct smoke test failed; nothing was benchmarked" in proc.stderr
     assert "test_dma_transpose_3d_construct: AssertionError: dma_transpose 3-D SBUF->SBUF" in proc.stderr
     assert "test_tensor_copy_construct" not in proc.stderr
     (folder,) = run_folders(fake)
     m = _manifest(folder)
-    assert (m["status"], m["exit_code"]) == ("failed", 18)
+    assert (m["status"], m["exit_code"]) == ("failed", 19)
     assert "test_dma_transpose_3d_construct" in m["failure_reason"]
     assert [s["name"] for s in m["steps"]] == ["install", "constructs"]
     assert not any(line.startswith("nki.benchmark") for line in fake_log(fake))
