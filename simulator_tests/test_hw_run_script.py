@@ -480,3 +480,12 @@ def test_own_kernel_flow_estimates_on_the_interpreter(fake):
     # The bench step fails: the fake SDK has no neuronxcc.nki.language for the project's kernel.
     assert proc.returncode == 20, proc.stdout + proc.stderr
     assert {s["status"] for n, s in steps.items() if n.startswith("bench-")} == {"failed"}
+
+
+def test_construct_smoke_test_that_cannot_run_says_why(fake):
+    test_file = fake["tmp"] / "test_constructs.py"
+    test_file.write_text("raise RuntimeError('NKI_HW_REQUIRE=1 but no Neuron device here')\n")
+    env = dict(fake["env"], NKI_HW_CONSTRUCTS_TEST=str(test_file))
+    proc = run(fake, "--kernels", "matmul", "--no-estimate", "--skip-install", env=env)
+    assert proc.returncode == 19, proc.stdout + proc.stderr
+    assert "collection failure: RuntimeError: NKI_HW_REQUIRE=1 but no Neuron device here" in proc.stderr
