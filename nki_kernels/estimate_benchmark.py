@@ -114,8 +114,8 @@ def _benchmark(dk, args, kwargs):
     if ignored:
         print(f"[nki-kernels] nki.benchmark: {', '.join(ignored)} ignored (no NEFF without the Neuron "
               "compiler)", file=sys.stderr, flush=True)
-    band = getattr(est, "band_text", "")            # from nki_kernels.perf when it has a band
-    band = band() if callable(band) else band
+    err = getattr(est, "typical_error", None)       # from nki_kernels.perf when it has a band
+    band = f"cost-model typical error \u00b1{100 * err:.0f} %" if isinstance(err, float) else ""
     try:
         from nki_kernels.perf.accuracy import band_note
         note = band_note(est)
