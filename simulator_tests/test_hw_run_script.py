@@ -291,9 +291,21 @@ def _session_processes(sid: int) -> list[str]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if int(fields[4]) == sid and fields[0] != "Z":
+        # /proc/PID/stat after the command name: state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
             left.append(f"{d.name} {cmd[:150]}")
     return left
+
+
+def test_session_scan_sees_a_live_child():
+    """The orphan check below must be able to fail: it finds a process of a given session."""
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert any(line.startswith(f"{proc.pid} sleep") for line in _session_processes(proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _session_processes(proc.pid) == []
 
 
 def _start(fake, *args, env=None):
