@@ -163,7 +163,8 @@ def cmd_run(args) -> int:
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        with install_neuronxcc_alias():
+        # The alias defaults third-party code to precision="compat"; an explicit --precision wins.
+        with install_neuronxcc_alias(precision=None if args.precision else "compat"):
             runpy.run_path(path, run_name="__main__")
     except SimError as exc:
         if exc.code == "E099" and not args.estimate_benchmark:
@@ -188,8 +189,8 @@ def _add_run_flags(r) -> None:
     g.add_argument("--no-poison", action="store_true",
                    help="do not fill uninitialised memory with NaN (default: poison it)")
     g.add_argument("--precision", choices=("hw", "compat"), default=None,
-                   help="hw: round every write to its dtype like hardware; compat: hold bf16/fp8 at "
-                        "fp32 like neuronxcc's simulator")
+                   help="hw: round every write to its dtype like hardware; compat (the default "
+                        "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator")
     r.add_argument("--estimate-benchmark", action="store_true",
                    help="nki.benchmark returns the cost model's ESTIMATE (not a measurement) as its "
                         "latency, with a banner before every use; nki.baremetal runs on the "
@@ -197,7 +198,7 @@ def _add_run_flags(r) -> None:
 
 
 def cmd_sim_bench(args) -> int:
-    from nki_kernels.sim.bench import main as bench_main
+    from nki_kernels.sim.speed import main as bench_main
     return bench_main(args.iters)
 
 
