@@ -418,11 +418,8 @@ def test_torch_modules_need_torch_only_when_used():
 def _pytest_hw_tests(**env_extra):
     env_vars = {k: v for k, v in os.environ.items() if not k.startswith("NKI_HW_")}
     env_vars.update(NKI_BACKEND="sim", **env_extra)
-    # The construct smoke test (hw_tests/test_constructs.py, run first by run_hw.sh) has its own
-    # count of cases and its own tests; the count below is that of the device test files.
     return subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "hw_tests"), "-rs", "-q",
-                           "-p", "no:cacheprovider", f"--ignore={ROOT / 'hw_tests' / 'test_constructs.py'}"],
-                          capture_output=True, text=True, cwd=ROOT,
+                           "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=ROOT,
                           env=env_vars, timeout=120)
 
 
