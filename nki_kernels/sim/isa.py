@@ -11,6 +11,8 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import hw as _hw
+from . import indirect as _indirect
+from . import matmul_perf_mode as _perf_mode
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
@@ -71,6 +73,7 @@ class reduce_cmd(enum.IntEnum):
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4     # 2.27 docstrings (337e6041): load imm1 into the accumulators, then reduce
 
 
 class _Constants:
@@ -117,7 +120,7 @@ def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=Non
         _ops.tile(dst, api, "dst", buffers=("sbuf",))
     if src.buffer in ON_CHIP:
         _ops.tile(src, api, "src", buffers=("sbuf",))
-    m = mask_array(mask, dst.shape, api)
+    m = _indirect.oob_mask(dst, src, mask_array(mask, dst.shape, api), oob_mode, api, rmw)
     _ops.dma_transfer(dst, src, api="nisa.dma_copy", mask=m, rmw=rmw)
 
 
@@ -157,8 +160,9 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
         if t.dtype not in _MM_DTYPES and t.dtype is not _dt.tfloat32:
             raise SimTypeError("E009", api, arg, f"dtype {_dt.name_of(t.dtype)} is not a TensorE input dtype",
                                "Use float32, tfloat32, bfloat16, float16 or float8")
-    if perf_mode is not None:
-        raise not_implemented(f"nisa.nc_matmul(perf_mode={perf_mode!r})")
+    if _perf_mode.mode_name(perf_mode) != "none":
+        return _perf_mode.double_row_matmul(stationary, moving, _perf_mode.mode_name(perf_mode), mask=mask,
+                                            tile_position=tile_position, tile_size=tile_size, api=_api)
     K, M = stationary.shape[0], _ops.free_size(stationary.shape)
     N = _ops.free_size(moving.shape)
     if moving.shape[0] != K:
@@ -667,6 +671,15 @@ def max8(*, src, dtype=None, mask=None, **kw):
     out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api)
     _ops.record_compute(ctx, "max8", "nisa.max8", DVE, [src], out, func="max8")
     return out
+
+
+# Instructions implemented in their own modules (grouped by concern), registered here:
+from .indirect import local_gather  # noqa: E402,F401
+from .language import fp32  # noqa: E402,F401  (nisa.fp32.min, 2.26 isa docs)
+from .matmul_perf_mode import matmul_perf_mode  # noqa: E402,F401
+from .rng import dropout  # noqa: E402,F401
+from .select import (nc_find_index8, nc_match_replace8, nc_stream_shuffle, range_select, select_reduce,  # noqa: E402,F401,E501
+                     sequence_bounds, tensor_copy_predicated, tensor_partition_reduce, tensor_scalar_cumulative)
 
 
 def __getattr__(name):

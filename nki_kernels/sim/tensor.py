@@ -23,6 +23,8 @@ from .errors import NKISyntaxError, SimIndexError, partition_error, psum_bank_er
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
+# Set by sim/indirect.py: builds the view for tensor-valued (index tile) keys.
+INDIRECT_VIEW = None
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
 
@@ -353,6 +355,8 @@ class Tensor:
                 flat.extend(k.parts)
             else:
                 flat.append(k)
+        if INDIRECT_VIEW is not None and any(isinstance(k, Tensor) for k in flat):
+            return INDIRECT_VIEW(self, flat)    # index tiles: sim/indirect.py
         if any(isinstance(k, (IndexExpr, MaskExpr)) for k in flat):
             return self._advanced(flat)
         return self._basic(flat)
