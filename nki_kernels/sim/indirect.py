@@ -47,6 +47,9 @@ class IndirectTensor(Tensor):
 
     def _resolve(self, mask):
         m = None if mask is None or isinstance(mask, bool) else np.broadcast_to(mask, self._shape)
+        vm = self._mask       # a predicate attached to the view itself (tile[pred])
+        if vm is not None and not isinstance(vm, bool):
+            m = vm if m is None else (m & vm)
         idx = []
         for k in self.key:
             if isinstance(k, np.ndarray):
