@@ -1,5 +1,5 @@
 """The CS149 part2 flow end to end: `nki-kernels run test_harness.py --simulate --test_maxpool` in
-a part2-shaped folder, with our own CS149-shaped harness (simulator_tests/data/cs149_part2; the
+a part2-shaped folder, with our own CS149-shaped harness (simulator_tests/data/cs149_part2/harness.py; the
 official harnesses stay outside the project), a correct and a wrong solution.
 
 The harness does what both official starters do at import and in --simulate mode (import
@@ -18,8 +18,8 @@ DATA = Path(__file__).parent / "data" / "cs149_part2"
 def _part2(tmp_path, solution):
     d = tmp_path / "part2"
     d.mkdir()
-    for name in ("test_harness.py", "conv2d_reference.py"):
-        shutil.copy(DATA / name, d / name)
+    shutil.copy(DATA / "harness.py", d / "test_harness.py")     # named as in the starters (kept
+    shutil.copy(DATA / "conv2d_reference.py", d)               # otherwise so pytest does not collect it)
     shutil.copy(DATA / solution, d / "conv2d.py")
     return d
 

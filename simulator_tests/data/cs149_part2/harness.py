@@ -1,4 +1,4 @@
-"""A CS149-shaped part2 harness (our own, small shapes) for the end-to-end test of
+"""A CS149-shaped part2 harness (our own, small shapes; copied as test_harness.py) for the end-to-end test of
 `nki-kernels run test_harness.py --simulate --test_maxpool`.
 
 It mirrors what the official CS149 starters' harnesses (2024 asst4-trainium, 2025
