@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 import traceback
+import unittest
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
@@ -227,7 +230,6 @@ def _exc_message(exc: BaseException) -> str:
 
 
 def _import_file(path: str):
-    import importlib.util
     name = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -236,48 +238,39 @@ def _import_file(path: str):
     return mod
 
 
-def _call_test(mod, test: str):
-    """Run the test; return the exception it raised (None when it passed)."""
-    import unittest
+def _find_test(mod, test: str):
+    """(class or None, function) of ``Class::method`` / ``function`` in the imported module."""
     cls_name, _, name = test.rpartition("::")
     if not cls_name:
         fn = getattr(mod, name)
-        import inspect
-        if inspect.signature(fn).parameters:
-            raise TypeError(f"{name} takes pytest fixtures ({', '.join(inspect.signature(fn).parameters)}), "
-                            "which the conformance runner does not provide")
-        return None, fn, None
+        params = inspect.signature(fn).parameters
+        if params:
+            raise TypeError(f"{name} takes pytest fixtures ({', '.join(params)}), which the conformance runner "
+                            "does not provide")
+        return None, fn
     cls = getattr(mod, cls_name)
-    fn = getattr(cls, name)
-    return cls, fn, unittest
+    return cls, getattr(cls, name)
 
 
-class _Capture:
+class _OneResult(unittest.TestResult):
     """A unittest result that keeps the raw exception of the one test it runs."""
 
     def __init__(self):
-        import unittest
-        base = unittest.TestResult
+        super().__init__()
+        self.exc = None
+        self.skip_reason = None
 
-        class R(base):
-            def __init__(s):
-                super().__init__()
-                s.exc = None
-                s.skip_reason = None
+    def addError(self, test, err):
+        super().addError(test, err)
+        self.exc = self.exc or err[1]
 
-            def addError(s, test, err):
-                super().addError(test, err)
-                s.exc = s.exc or err[1]
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self.exc = self.exc or err[1]
 
-            def addFailure(s, test, err):
-                super().addFailure(test, err)
-                s.exc = s.exc or err[1]
-
-            def addSkip(s, test, reason):
-                super().addSkip(test, reason)
-                s.skip_reason = reason
-
-        self.result = R()
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.skip_reason = reason
 
 
 def worker(path: str, test: str, out_path: str) -> int:
@@ -291,7 +284,7 @@ def worker(path: str, test: str, out_path: str) -> int:
         try:
             mod = _import_file(path)
             stage = "collect"
-            cls, fn, unittest_mod = _call_test(mod, test)
+            cls, fn = _find_test(mod, test)
         except BaseException as e:  # noqa: BLE001 - any failure of a third-party file is reported
             rec.update(message=f"{stage} of {os.path.basename(path)} failed: {_exc_message(e)}",
                        traceback=traceback.format_exc())
@@ -302,9 +295,10 @@ def worker(path: str, test: str, out_path: str) -> int:
             rec.update(outcome="skip", message=reason)
             return _write(out_path, rec)
         exc = tb = None
-        if cls is not None and isinstance(cls, type) and issubclass(cls, unittest_mod.TestCase):
-            cap = _Capture().result
-            case = cls(test.rpartition("::")[2])
+        method = test.rpartition("::")[2]
+        if cls is not None and isinstance(cls, type) and issubclass(cls, unittest.TestCase):
+            cap = _OneResult()
+            case = cls(method)
             case.run(cap)
             if cap.skip_reason is not None:
                 rec.update(outcome="skip", message=cap.skip_reason)
@@ -323,8 +317,8 @@ def worker(path: str, test: str, out_path: str) -> int:
                 if cls is not None:
                     obj = cls()
                     if hasattr(obj, "setup_method"):
-                        obj.setup_method(getattr(obj, test.rpartition("::")[2]))
-                    getattr(obj, test.rpartition("::")[2])()
+                        obj.setup_method(getattr(obj, method))
+                    getattr(obj, method)()
                 else:
                     fn()
             except BaseException as e:  # noqa: BLE001
