@@ -6,11 +6,12 @@ with :func:`current` and raise E019 when called outside a kernel (as neuronxcc d
 from __future__ import annotations
 
 import os
+import random
 import sys
 import threading
 import warnings
 
-from . import hw
+from . import limits
 from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
 from .dtypes import info as dtype_info
 from .options import SimOptions
@@ -40,9 +41,10 @@ class Alloc:
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         ctx._alloc_id += 1
         self.id = ctx._alloc_id
-        ctx.storage_ids.add(id(array))
         self.buffer = buffer
-        self.array = array
+        # storage is always held as a view (``.base`` set), so that tensor.fresh() can tell an
+        # operand's memory from a new result by ``base`` alone (results never alias, issue 8 item 14)
+        self.array = array if array.base is not None else array.view()
         self.dtype = dtype
         self.itemsize, self.dname = dtype_info(dtype)
         self._name = name
@@ -162,18 +164,21 @@ class Memory:
         tile (issue 8 item 17); the next instruction checks again, by then it is either consumed
         (released) or held by the kernel (counted)."""
         live = self.live
+        if live["sbuf"] <= limits.SBUF_BYTES_PER_PARTITION and live["psum"] <= limits.PSUM_BYTES_PER_PARTITION:
+            self.dirty = False        # fits even counting the result
+            return
         ex_buf, ex = None, 0
         if result is not None and result.token is not None and not result.token[2] and result.origin[1] == 0:
             ex_buf, ex = result.buffer, result.token[1]
         self.dirty = bool(ex)
         if not self.options.check_capacity or (
-                live["sbuf"] - (ex if ex_buf == "sbuf" else 0) <= hw.SBUF_BYTES_PER_PARTITION and
-                live["psum"] - (ex if ex_buf == "psum" else 0) <= hw.PSUM_BYTES_PER_PARTITION):
+                live["sbuf"] - (ex if ex_buf == "sbuf" else 0) <= limits.SBUF_BYTES_PER_PARTITION and
+                live["psum"] - (ex if ex_buf == "psum" else 0) <= limits.PSUM_BYTES_PER_PARTITION):
             return
         for buf, limit, code, fix in (
-            ("sbuf", hw.SBUF_BYTES_PER_PARTITION, "E006",
+            ("sbuf", limits.SBUF_BYTES_PER_PARTITION, "E006",
              "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles"),
-            ("psum", hw.PSUM_BYTES_PER_PARTITION, "E005",
+            ("psum", limits.PSUM_BYTES_PER_PARTITION, "E005",
              "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
         ):
             if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
@@ -198,13 +203,9 @@ class RunContext:
         self.hbm_registry: list = []      # HBM allocations of instance 0, shared by later instances
         self.hbm_cursor = 0
         self._alloc_id = 0
-        # id() of every allocation's storage array: fresh() copies a result that is one of them
-        # (stale ids of freed arrays only cost an unneeded copy)
-        self.storage_ids: set = set()
         self._warned: set = set()
         self.rng = None
         if options.shuffle_affine_seed is not None:
-            import random
             self.rng = random.Random(options.shuffle_affine_seed)
 
     # -- trace -------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     return out
 
 
-_tensor.INDIRECT_VIEW = indirect_view    # Tensor.__getitem__ hands tensor-valued keys to this module
+_tensor.OPS.indirect_view = indirect_view    # Tensor.__getitem__ hands tensor-valued keys to this module
 
 
 def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
@@ -173,7 +173,7 @@ def _ops_oob(api, value, n):
 _LOCAL_GATHER_ELEMS = (1, 2, 4, 8, 16, 32)
 
 
-def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, *, mask=None):
+def local_gather(ctx, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, *, mask=None):
     """``nisa.local_gather`` on GpSimd: each 16-partition group gathers from itself.
 
     2.26 isa docs: per core (16 partitions), the indices of its ``index`` slice flattened
@@ -182,7 +182,6 @@ def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, 
     test_nki_isa_local_gather.py passes ``index * num_elem_per_idx`` and compares against
     ``np.take(src[group], indices, axis=1)`` on a (128, 512, 4) source."""
     api = "local_gather"
-    ctx = _current(api)
     _ops.tile(src_buffer, api, "src_buffer", buffers=("sbuf",))
     _ops.tile(index, api, "index", buffers=("sbuf",))
     P = src_buffer.shape[0]

@@ -15,7 +15,7 @@ import enum
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import limits as _limits
 from .context import current as _current
 from .errors import SimTypeError, SimValueError
 from .tensor import fresh, mask_array
@@ -55,9 +55,9 @@ def double_row_matmul(stationary, moving, name, *, tile_position=(), tile_size=(
     if moving.shape[0] != K:
         raise SimValueError("E003", "nc_matmul", "moving", f"contraction sizes differ: {stationary.shape} vs "
                             f"{moving.shape}", got=moving.shape[0], limit=K)
-    if M > _hw.GEMM_STATIONARY_FMAX or N > _hw.GEMM_MOVING_FMAX:
-        raise SimValueError("E003", "nc_matmul", "moving" if N > _hw.GEMM_MOVING_FMAX else "stationary",
-                            f"free sizes M={M}, N={N} exceed {_hw.GEMM_STATIONARY_FMAX} / {_hw.GEMM_MOVING_FMAX}")
+    if M > _limits.GEMM_STATIONARY_FMAX or N > _limits.GEMM_MOVING_FMAX:
+        raise SimValueError("E003", "nc_matmul", "moving" if N > _limits.GEMM_MOVING_FMAX else "stationary",
+                            f"free sizes M={M}, N={N} exceed {_limits.GEMM_STATIONARY_FMAX} / {_limits.GEMM_MOVING_FMAX}")
     if tile_size and int(tuple(tile_size)[1]) != 128:
         raise SimValueError("E003", "nc_matmul", "tile_size", "double-row mode cannot be combined with column "
                             "tiling (2.27 nc_matmul)", f"got tile_size={tile_size}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import limits as _limits
 from . import ops as _ops
 from .context import current as _current
 from .errors import SimTypeError, SimValueError, partition_error
@@ -39,7 +39,7 @@ def rand(shape, dtype=np.float32, **kwargs):
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if not shape or any(s < 1 for s in shape):
         raise SimValueError("E011", api, "shape", f"shape must have at least one axis and positive sizes, got {shape}")
-    if shape[0] > _hw.PMAX:
+    if shape[0] > _limits.PMAX:
         raise partition_error(api, "shape", shape[0])
     d = _dt.canonical(dtype, op=api)
     if not _dt.is_float(d):
@@ -66,10 +66,11 @@ def random_seed(seed, *, mask=None, **kwargs):
     ctx.random_generator = np.random.default_rng(int(seed) & 0xFFFFFFFF)
 
 
-def dropout(data, prob, *, mask=None, dtype=None, _api="nisa.dropout", **kwargs):
-    """Validate like the hardware instruction; return ``data`` unchanged (as neuronxcc's simulator)."""
+def dropout(ctx, data, prob, *, mask=None, dtype=None, _api="nisa.dropout", **kwargs):
+    """Validate like the hardware instruction; return ``data`` unchanged (as neuronxcc's simulator).
+
+    The op body of ``nisa.dropout``: isa.instruction registers it and supplies ``ctx``."""
     api = "dropout"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     if isinstance(prob, Tensor):
         _ops.tile(prob, api, "prob")
@@ -93,4 +94,4 @@ def dropout(data, prob, *, mask=None, dtype=None, _api="nisa.dropout", **kwargs)
 
 def nl_dropout(x, rate, *, dtype=None, mask=None, **kwargs):
     """``nl.dropout(x, rate)``: the same instruction as ``nisa.dropout``."""
-    return dropout(x, rate, dtype=dtype, mask=mask, _api="nl.dropout")
+    return dropout(_current("dropout"), x, rate, dtype=dtype, mask=mask, _api="nl.dropout")

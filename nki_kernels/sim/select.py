@@ -20,7 +20,7 @@ import dis
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import limits as _limits
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, user_frame
@@ -58,7 +58,7 @@ _RESET = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf, "max
 def _acc(ctx) -> np.ndarray:
     a = getattr(ctx, "vector_accumulators", None)
     if a is None:
-        a = np.zeros(_hw.PMAX, dtype=np.float32)
+        a = np.zeros(_limits.PMAX, dtype=np.float32)
         ctx.vector_accumulators = a
     return a
 
@@ -119,14 +119,13 @@ def _max_only(api, reduce_op):
 _PRED_DTYPES = (_dt.uint8, _dt.uint16, _dt.uint32, _dt.bool_)
 
 
-def tensor_copy_predicated(*, src, dst, predicate, reverse_pred=False, mask=None, dtype=None, **kwargs):
+def tensor_copy_predicated(ctx, *, src, dst, predicate, reverse_pred=False, mask=None, dtype=None, **kwargs):
     """Copy ``src`` into ``dst`` where ``predicate`` is true; elsewhere ``dst`` is unmodified.
 
     2.26: predicate uint8/uint16/uint32 (a bool tile, 1 byte, is accepted: the SDK example loads
     ``np.less_equal(a, 0.8)``); src (tile or scalar), dst, predicate have the same partitions and
     elements per partition; src and predicate not both in PSUM."""
     api = "tensor_copy_predicated"
-    ctx = _current(api)
     _ops.tile(dst, api, "dst")
     _ops.tile(predicate, api, "predicate")
     if predicate.dtype not in _PRED_DTYPES:
@@ -157,11 +156,10 @@ def tensor_copy_predicated(*, src, dst, predicate, reverse_pred=False, mask=None
         ev.reads.append(dst.region())   # a partial write: the untouched elements keep dst's old values
 
 
-def select_reduce(*, dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=np.amax,
+def select_reduce(ctx, *, dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=np.amax,
                   reverse_pred=False, mask=None, dtype=None, **kwargs):
     """``dst = where(predicate, on_true, on_false)``, optionally max-reduced per partition (2.26)."""
     api = "select_reduce"
-    ctx = _current(api)
     _ops.tile(dst, api, "dst")
     _ops.tile(predicate, api, "predicate")
     _ops.tile(on_true, api, "on_true")
@@ -200,14 +198,13 @@ def select_reduce(*, dst, predicate, on_true, on_false, reduce_res=None, reduce_
 _RANGE_CMP = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 
-def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None, reduce_res=None,
+def range_select(ctx, *, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None, reduce_res=None,
                  reduce_op=np.amax, range_start=0, on_false_value=None, mask=None, dtype=None, **kwargs):
     """Keep elements whose free index + range_start satisfies both comparisons, else on_false_value.
 
     2.26 NumPy equivalent: ``idx = range_start + arange(N)``; ``m = op0(idx, bound0) & op1(idx, bound1)``;
     ``where(m, on_true_tile, on_false_value)``; max-reduced per partition into the accumulators."""
     api = "range_select"
-    ctx = _current(api)
     _ops.tile(on_true_tile, api, "on_true_tile")
     if not _dt.is_float(on_true_tile.dtype):
         raise SimTypeError("E009", api, "on_true_tile", "on_true_tile must have a float dtype")
@@ -274,13 +271,12 @@ def _first_matches(data2d, valid, vals):
     return idx
 
 
-def nc_find_index8(*, data, vals, mask=None, dtype=None, **kwargs):
+def nc_find_index8(ctx, *, data, vals, mask=None, dtype=None, **kwargs):
     """Indices (first occurrence, per partition) of the 8 ``vals`` in ``data`` -> (P, 8) uint32.
 
     2.26: data up to 5-D with 8..16384 elements per partition; output uint16 or uint32 (default
     uint32); a mask applies to data only; values absent from data are undefined (here: an error)."""
     api = "nc_find_index8"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P = data.shape[0]
     n = _ops.free_size(data.shape)
@@ -303,14 +299,13 @@ def nc_find_index8(*, data, vals, mask=None, dtype=None, **kwargs):
     return out
 
 
-def nc_match_replace8(*, data, vals, imm, dst_idx=None, mask=None, dtype=None, **kwargs):
+def nc_match_replace8(ctx, *, data, vals, imm, dst_idx=None, mask=None, dtype=None, **kwargs):
     """Replace the first occurrence of each of the 8 ``vals`` in ``data`` with ``imm``.
 
     2.26 NumPy equivalent in the docstring (free axes flattened, per partition); the indices of the
     matches go to ``dst_idx`` when given.  A mask applies to data: masked-out elements are neither
     matched nor written."""
     api = "nc_match_replace8"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P = data.shape[0]
     n = _ops.free_size(data.shape)
@@ -356,7 +351,7 @@ def _imm(x, P, api, arg):
     raise SimTypeError("E010", api, arg, f"{arg} must be a float32 scalar or a ({P}, 1) tile, got {type(x).__name__}")
 
 
-def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None, reduce_cmd=None, *,
+def tensor_scalar_cumulative(ctx, dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None, reduce_cmd=None, *,
                              reverse0=False, mask=None, dtype=None, **kwargs):
     """Per partition: ``reg = op1(op0(src[i], imm0), reg); dst[i] = reg`` over the flattened free axis.
 
@@ -365,7 +360,6 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
     reduce continues from the accumulator registers (shared with other VectorE accumulations).
     The operand order ``op1(value, reg)`` is the docstring's pseudocode."""
     api = "tensor_scalar_cumulative"
-    ctx = _current(api)
     for arg, t in (("dst", dst), ("src", src)):
         if t is None:
             raise SimTypeError("E010", api, arg, f"{arg}= is required")
@@ -409,14 +403,13 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
                         func=f"{n0},{n1}")
 
 
-def sequence_bounds(*, segment_ids, dtype=None, **kwargs):
+def sequence_bounds(ctx, *, segment_ids, dtype=None, **kwargs):
     """(1, N) segment ids -> (1, 2, N): [start, end) of each element's segment (GpSimd).
 
     2.26: partition dim 1; ids float32 or int32; id 0 is padding (start N, end -1); output
     dtype float32 or int32 (default: the input's).  NumPy reference in test_nki_isa_sequence_bounds.py:
     start = index of the first element of the run of equal ids, end = one past its last."""
     api = "sequence_bounds"
-    ctx = _current(api)
     _ops.tile(segment_ids, api, "segment_ids")
     if segment_ids.shape[0] != 1:
         raise SimValueError("E011", api, "segment_ids", f"the partition dimension must be 1, got {segment_ids.shape}",
@@ -449,14 +442,13 @@ def sequence_bounds(*, segment_ids, dtype=None, **kwargs):
 # cross-partition
 # ---------------------------------------------------------------------------------------
 
-def nc_stream_shuffle(src, dst, shuffle_mask, *, dtype=None, mask=None, **kwargs):
+def nc_stream_shuffle(ctx, src, dst, shuffle_mask, *, dtype=None, mask=None, **kwargs):
     """Within each 32-partition quadrant, ``dst[i] = src[shuffle_mask[i]]`` (255: leave dst[i]).
 
     2.26: src/dst in SBUF or PSUM, same dtype and elements per partition, in place allowed; the
     same 32-entry mask applies to every quadrant; ``mask=`` applies to dst; start partitions follow
     the active-partition rule (96/128 -> 0; 64 -> 0/64; 32 -> 0/32/64/96)."""
     api = "nc_stream_shuffle"
-    ctx = _current(api)
     _ops.tile(src, api, "src")
     _ops.tile(dst, api, "dst")
     if src.dtype != dst.dtype:
@@ -518,10 +510,9 @@ _PAR_REDUCE = {"add": np.sum, "maximum": np.max, "max": np.max, "bitwise_or": np
                "bitwise_and": np.bitwise_and.reduce}
 
 
-def tensor_partition_reduce(op, data, *, mask=None, dtype=None, **kwargs):
+def tensor_partition_reduce(ctx, op, data, *, mask=None, dtype=None, **kwargs):
     """Reduce across partitions (GpSimd): (P, ...) -> (1, ...) with add, max, bitwise_or or bitwise_and (2.26)."""
     api = "tensor_partition_reduce"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     name = _ops.opcode(op, api)
     if name not in _PAR_REDUCE:

@@ -20,14 +20,23 @@ import sys
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import Alloc, current, maybe_current
 from .errors import _SIM_DIR, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
-# Set by sim/indirect.py: builds the view for tensor-valued (index tile) keys.
-INDIRECT_VIEW = None
+
+
+class _Ops:
+    """What Tensor's operators call, bound by the modules above this one once they are loaded
+    (ops.py: assign, accumulate; language.py: nl; indirect.py: indirect_view, the view for
+    tensor-valued (index tile) keys) -- tensor.py cannot import them (they import tensor.py),
+    and function-local imports would hide the dependency."""
+    assign = accumulate = nl = indirect_view = None
+
+
+OPS = _Ops()
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
 
@@ -169,7 +178,7 @@ class _MGridMaker:
         key = key if isinstance(key, tuple) else (key,)
         for s in key:
             if not isinstance(s, slice) or s.step not in (None, 1):
-                raise SimValueError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
+                raise NKISyntaxError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
                                     "Write nl.mgrid[0:P, 0:F]")
         return MGrid(np.ogrid[key])
 
@@ -204,7 +213,7 @@ def mask_array(mask, shape, api="mask"):
             raise SimValueError("E011", api, "mask", f"mask of shape {mask.v.shape} does not broadcast "
                                 f"to the instruction's shape {tuple(shape)}",
                                 "Build the mask from the same aranges that index the operands") from None
-    raise SimTypeError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
+    raise SimValueError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
                        f"got {type(mask).__name__}", "Build it from nl.arange/mgrid comparisons combined with &")
 
 
@@ -427,8 +436,8 @@ class Tensor:
                 flat.extend(k.parts)
             else:
                 flat.append(k)
-        if INDIRECT_VIEW is not None and any(isinstance(k, Tensor) for k in flat):
-            return INDIRECT_VIEW(self, flat)    # index tiles: sim/indirect.py
+        if any(isinstance(k, Tensor) for k in flat):
+            return OPS.indirect_view(self, flat)    # index tiles: sim/indirect.py
         advanced = any(isinstance(k, IndexExpr) for k in flat)
         if self._sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != slice(None)
                                 for k in flat):
@@ -645,8 +654,7 @@ class Tensor:
         return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape, off=self.off)
 
     def __setitem__(self, key, value):
-        from .ops import assign
-        assign(self[key], value)
+        OPS.assign(self[key], value)
 
     # -- views ------------------------------------------------------------------------------
     def reshape(self, *shape, **kw):
@@ -659,7 +667,7 @@ class Tensor:
             raise SimNotImplementedError("E022", "reshape", self.name, "reshape not implemented for base tensor",
                                          "Reshape the tensor before indexing it with nl.arange")
         if int(np.prod(shape)) != self.size:
-            raise SimValueError("E022", "reshape", self.name,
+            raise SimValueError("E011", "reshape", self.name,
                                 f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
                                 "The element count must not change")
         try:
@@ -672,7 +680,7 @@ class Tensor:
         par = None
         if self.alloc.buffer in ON_CHIP:
             if self.par != 0 or shape[0] != self._shape[0]:
-                raise SimValueError("E022", "reshape", self.name,
+                raise SimValueError("E011", "reshape", self.name,
                                     f"an on-chip reshape must keep the partition axis first and unchanged "
                                     f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
                                     "Reshape only the free axes: (P, ...) -> (P, ...)")
@@ -684,24 +692,20 @@ class Tensor:
         if dt.itemsize(d) != self.itemsize or self.arr is None:
             raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
                                 f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
-        from .context import Alloc as _A
         ctx = current("view")
-        al = _A(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
+        al = Alloc(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
                 self.name + "_view", self.par)
         al.written = True
         return Tensor(al, arr=al.array, par=self.par)
 
     def astype(self, dtype):
-        from . import language as nl
-        return nl.copy(self, dtype=dtype)
+        return OPS.nl.copy(self, dtype=dtype)
 
     def broadcast_to(self, shape):
-        from . import language as nl
-        return nl.broadcast_to(self, shape=shape)
+        return OPS.nl.broadcast_to(self, shape=shape)
 
     def expand_dims(self, axis):
-        from . import language as nl
-        return nl.expand_dims(self, axis)
+        return OPS.nl.expand_dims(self, axis)
 
     def assert_shape(self, shape):
         if tuple(shape) != self._shape:
@@ -711,26 +715,21 @@ class Tensor:
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
     def __iadd__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "add")
+        return OPS.accumulate(self, other, "add")
 
     def __isub__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "subtract")
+        return OPS.accumulate(self, other, "subtract")
 
     def __imul__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "multiply")
+        return OPS.accumulate(self, other, "multiply")
 
     def __itruediv__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "divide")
+        return OPS.accumulate(self, other, "divide")
 
 
 def _binop(name, reverse=False):
     def f(self, other):
-        from . import language as nl
-        fn = getattr(nl, name)
+        fn = getattr(OPS.nl, name)
         return fn(other, self) if reverse else fn(self, other)
     f.__name__ = name
     return f
@@ -745,9 +744,9 @@ for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("true
 for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
                 ("eq", "equal"), ("ne", "not_equal")):
     setattr(Tensor, f"__{_n}__", _binop(_op))
-Tensor.__neg__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["negative"]).negative(s)
-Tensor.__invert__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["invert"]).invert(s)
-Tensor.__abs__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["abs"]).abs(s)
+Tensor.__neg__ = lambda s: OPS.nl.negative(s)
+Tensor.__invert__ = lambda s: OPS.nl.invert(s)
+Tensor.__abs__ = lambda s: OPS.nl.abs(s)
 Tensor.__hash__ = object.__hash__
 
 
@@ -774,7 +773,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         if par > 0:
             ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
                           "(warn_block_dimension_is_deprecated); each block is a separate tile")
-        if shape[par] > hw.PMAX:
+        if shape[par] > limits.PMAX:
             raise partition_error(api, "shape", shape[par])
     shape = tuple(int(s) for s in shape)
     for s in shape:
@@ -797,14 +796,14 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         arr = np.moveaxis(arr, 0, par)
     if buffer == "psum" and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
-        if per_block > hw.PSUM_BANK_BYTES:
+        if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
         al.written = True
     elif poison:
         al.unwritten = True
-    return Tensor(al, arr=arr, par=par)
+    return Tensor(al, arr=al.array, par=par)
 
 
 def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
@@ -817,14 +816,15 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     if len(shape) == 0:
         value = value.reshape(1, 1)
         shape = (1, 1)
-    if shape[0] > hw.PMAX:
+    if shape[0] > limits.PMAX:
         raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
     # A result never shares storage with an operand (issue 8 item 14): an op may hand over an
     # operand's own array (identity activation, reshape, transpose of a (1, N) tile, ...), so
-    # anything that is a view, or an allocation's storage, is copied here, once, for every op.
-    if value.base is not None or id(value) in ctx.storage_ids or not value.flags.c_contiguous:
+    # anything that is a view (allocation storage is always a view, see Alloc) is copied here,
+    # once, for every op.
+    if value.base is not None or not value.flags.c_contiguous:
         value = np.array(value, order="C")
     if mask is None or mask is True:
         mask = None
@@ -841,11 +841,11 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
             dt.cast_into(arr, value, d, where=mask)
     if buffer == "psum" and ctx.options.check_capacity:
         per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
-        if per > hw.PSUM_BANK_BYTES:
+        if per > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
-    t = Tensor(al, arr=arr, par=0)
+    t = Tensor(al, arr=al.array, par=0)
     t._exact = value
     t._exact_ver = al.version
     t._mask = mask
@@ -859,7 +859,7 @@ def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tenso
     arr = np.array(array, dtype=sd, copy=True, order="C")
     al = Alloc(ctx, "hbm", arr, d, name, None, immutable=not mutable)
     al.written = not mutable     # a writable (output) argument counts as written once written
-    return Tensor(al, arr=arr)
+    return Tensor(al, arr=al.array)
 
 
 def is_tensor(x) -> bool:
