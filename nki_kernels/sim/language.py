@@ -555,7 +555,7 @@ def finfo(dtype):
     """Machine limits of a float dtype (``nl.finfo``, 2.26 language docs; NumPy/ml_dtypes ``finfo``)."""
     d = _dt.canonical(dtype, op="finfo")
     if not _dt.is_float(d):
-        raise SimTypeError("E018", "finfo", "dtype", f"finfo needs a float dtype, got {_dt.name_of(d)}",
+        raise SimValueError("E018", "finfo", "dtype", f"finfo needs a float dtype, got {_dt.name_of(d)}",
                            "Use np.iinfo for integer types")
     return np.finfo(np.float32) if d is _dt.tfloat32 else _ml_dtypes.finfo(d)
 
