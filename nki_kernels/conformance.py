@@ -278,6 +278,7 @@ def worker(path: str, test: str, out_path: str) -> int:
     rec = {"outcome": "error", "message": "", "traceback": "", "marks": []}
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
+        # imported here, in the child only: the parent process never loads the interpreter
         from nki_kernels.sim import install_neuronxcc_alias
         install_neuronxcc_alias()
         stage = "import"
