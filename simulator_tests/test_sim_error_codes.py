@@ -75,3 +75,16 @@ def test_traceback_of_a_user_error_ends_at_the_users_line(monkeypatch):
     with pytest.raises(ValueError) as ei:
         simulate_kernel(_failing_kernel(), np.ones((4, 4), np.float32))
     assert "nki_kernels/sim/" in traceback.extract_tb(ei.value.__traceback__)[-1].filename
+
+
+def test_bad_mgrid_step_is_a_syntax_error():
+    import numpy as np
+
+    from nki_kernels.sim import nki, nl, simulate_kernel
+
+    @nki.jit
+    def k(a):
+        nl.mgrid[0:128:2, 0:4]
+        return a
+    with pytest.raises(NKISyntaxError, match="E014.*unit-step"):
+        simulate_kernel(k, np.ones((128, 4), np.float32))

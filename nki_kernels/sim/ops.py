@@ -15,7 +15,8 @@ from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
 from . import tensor as _tensor_mod
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
+from .indexing import mask_array
+from .tensor import HBM_KINDS, ON_CHIP, Tensor
 from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
@@ -119,6 +120,13 @@ def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
     fn, init = _MASKED_REDUCE[name]
     kw = {} if init is None else {"initial": init}
     return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
+
+
+def reduce_out_mask(m, axes, keepdims):
+    """The outputs of a masked reduction that have at least one selected input."""
+    if m is False:
+        return False
+    return np.any(m, axis=axes, keepdims=keepdims)
 
 
 def opcode(op, api: str, arg: str = "op") -> str:
