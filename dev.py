@@ -4,6 +4,7 @@
     python3 dev.py verify [--quick]      main job: every kernel in the simulator vs its oracle, with estimates
     python3 dev.py test [pytest args]    the test suite (what CI's .ci/run calls)
     python3 dev.py run [flags] FILE ...  run your NKI 0.1 file with neuronxcc.nki resolving to the interpreter
+    python3 dev.py conformance PATH      the SDK's nki/test examples (local aws-neuron-sdk checkout) through the interpreter
     python3 dev.py sim-bench             the interpreter's own speed
     python3 dev.py profile KERNEL        cost-model ESTIMATE of one kernel (summary + Perfetto timeline)
     python3 dev.py bench                 headline table of cost-model ESTIMATES

@@ -4,6 +4,7 @@
               against its NumPy oracle; print errors, pass/fail, wall time, estimates
   run FILE    run a Python file with `neuronxcc.nki` resolving to the interpreter
               (--strict, --shuffle SEED, --no-poison, --precision; --estimate-benchmark)
+  conformance PATH   run the SDK's nki/test examples (a local aws-neuron-sdk checkout) in the interpreter
   sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
   profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
 """
@@ -209,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("sim-bench", help="measure the interpreter's per-instruction overhead and matmul loop")
     b.add_argument("--iters", type=int, default=1000, help="matmuls in the loop (default 1000)")
     b.set_defaults(func=cmd_sim_bench)
+    from nki_kernels.conformance import add_subcommand as add_conformance
+    add_conformance(sub)
     try:
         from nki_kernels.perf.cli import add_subcommands
         add_subcommands(sub)

@@ -304,10 +304,10 @@ def test_device_only_apis_say_so():
 
 
 def test_unimplemented_api_is_named_not_attribute_error():
-    with pytest.raises(SimNotImplementedError, match=r"nki.isa.nc_find_index8 is not implemented in nki_kernels.sim"):
-        nisa.nc_find_index8
-    with pytest.raises(NotImplementedError, match="nki.language.dropout"):
-        nl.dropout
+    with pytest.raises(SimNotImplementedError, match=r"nki.isa.builtin_custom_op is not implemented in nki_kernels.sim"):
+        nisa.builtin_custom_op
+    with pytest.raises(NotImplementedError, match="nki.language.atomic_rmw"):
+        nl.atomic_rmw
     with pytest.raises(AttributeError):
         nl._private_name
 

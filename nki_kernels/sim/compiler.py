@@ -1,10 +1,24 @@
 """``neuronxcc.nki.compiler``: scheduling/allocation directives are accepted as no-ops."""
-from .errors import not_implemented
+from .errors import SimTypeError, not_implemented
 from .language import Buffer as _Buffer
 from .runner import skip_middle_end_transformations  # noqa: F401
 
-sbuf = _Buffer("sbuf")
-psum = _Buffer("psum")
+class _AllocatableBuffer(_Buffer):
+    """``ncc.sbuf`` / ``ncc.psum``: also ``.alloc(func)`` (2.26 ``compiler/sbuf.py``, ``psum.py``).
+
+    ``func(idx, pdim_size, fdim_size)`` maps a block index to an address; the interpreter
+    allocates automatically (like ``mod_alloc``), so only its callability is checked."""
+
+    def alloc(self, func, *args, **kwargs):
+        if not callable(func):
+            raise SimTypeError("E010", f"nki.compiler.{self.name}.alloc", "func",
+                               f"expected an allocation function (idx, pdim_size, fdim_size) -> address, got "
+                               f"{type(func).__name__}", "Pass a function such as the SDK example's mod_alloc(...)")
+        return self
+
+
+sbuf = _AllocatableBuffer("sbuf")
+psum = _AllocatableBuffer("psum")
 
 
 def _identity_decorator(*args, **kwargs):

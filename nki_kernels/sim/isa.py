@@ -12,8 +12,12 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import engines as _engines
+from . import indirect as _indirect
 from . import limits as _limits
+from . import matmul_perf_mode as _perf_mode
 from . import ops as _ops
+from . import rng as _rng
+from . import select as _select
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
 from .context import unproven
@@ -97,6 +101,7 @@ class reduce_cmd(enum.IntEnum):
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4     # 2.27 docstrings (337e6041): load imm1 into the accumulators, then reduce
 
 
 class _Constants:
@@ -143,7 +148,7 @@ def dma_copy(ctx, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mod
         _ops.tile(dst, api, "dst", buffers=("sbuf",), engine_access=False)
     if src.buffer in ON_CHIP:
         _ops.tile(src, api, "src", buffers=("sbuf",), engine_access=False)
-    m = mask_array(mask, dst.shape, api)
+    m = _indirect.oob_mask(dst, src, mask_array(mask, dst.shape, api), oob_mode, api, rmw)
     _ops.dma_transfer(dst, src, api="nisa.dma_copy", mask=m, rmw=rmw)
 
 
@@ -204,8 +209,9 @@ def nc_matmul(ctx, stationary, moving, *, is_stationary_onezero=False, is_moving
         if t.dtype not in _MM_DTYPES and t.dtype is not _dt.tfloat32:
             raise SimTypeError("E009", api, arg, f"dtype {_dt.name_of(t.dtype)} is not a TensorE input dtype",
                                "Use float32, tfloat32, bfloat16, float16 or float8")
-    if perf_mode is not None:
-        raise not_implemented(f"nisa.nc_matmul(perf_mode={perf_mode!r})")
+    if _perf_mode.mode_name(perf_mode) != "none":
+        return _perf_mode.double_row_matmul(stationary, moving, _perf_mode.mode_name(perf_mode), mask=mask,
+                                            tile_position=tile_position, tile_size=tile_size, api=_api)
     K, M = stationary.shape[0], _ops.free_size(stationary.shape)
     N = _ops.free_size(moving.shape)
     if moving.shape[0] != K:
@@ -800,6 +806,30 @@ def max8(ctx, *, src, dtype=None, mask=None, **kw):
     out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "max8", "nisa.max8", DVE, [src], out, func="max8")
     return out
+
+
+# Instructions implemented in their own modules (grouped by concern), registered here; their
+# bodies take the run context first, like the ones above.
+from .matmul_perf_mode import matmul_perf_mode  # noqa: E402,F401
+
+
+class fp32:
+    """``nisa.fp32`` (2.26 isa docs): FP32 limits, e.g. ``fp32.min``, range_select's default fill."""
+    min = float(np.finfo(np.float32).min)
+    max = float(np.finfo(np.float32).max)
+
+
+local_gather = instruction(_indirect.local_gather)
+dropout = instruction(_rng.dropout)
+tensor_copy_predicated = instruction(_select.tensor_copy_predicated)
+select_reduce = instruction(_select.select_reduce)
+range_select = instruction(_select.range_select)
+nc_find_index8 = instruction(_select.nc_find_index8)
+nc_match_replace8 = instruction(_select.nc_match_replace8)
+tensor_scalar_cumulative = instruction(_select.tensor_scalar_cumulative)
+sequence_bounds = instruction(_select.sequence_bounds)
+nc_stream_shuffle = instruction(_select.nc_stream_shuffle)
+tensor_partition_reduce = instruction(_select.tensor_partition_reduce)
 
 
 def __getattr__(name):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import sys
 
+import ml_dtypes as _ml_dtypes
 import numpy as np
 
 from . import dtypes as _dt
@@ -620,6 +621,21 @@ def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
     ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n), mask=rows)
     r = rsqrt(add(ms, float(epsilon), mask=rows), mask=rows)
     return multiply(multiply(x, r, mask=mask), w, dtype=dtype, mask=mask)
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (``nl.finfo``, 2.26 language docs; NumPy/ml_dtypes ``finfo``)."""
+    d = _dt.canonical(dtype, op="finfo")
+    if not _dt.is_float(d):
+        raise SimValueError("E018", "finfo", "dtype", f"finfo needs a float dtype, got {_dt.name_of(d)}",
+                           "Use np.iinfo for integer types")
+    return np.finfo(np.float32) if d is _dt.tfloat32 else _ml_dtypes.finfo(d)
+
+
+# APIs implemented in their own modules (grouped by concern), registered here:
+from .indirect import gather_flattened  # noqa: E402,F401
+from .rng import nl_dropout as dropout, rand, random_seed  # noqa: E402,F401
+from .select import loop_reduce  # noqa: E402,F401
 
 
 def __getattr__(name):

@@ -588,11 +588,16 @@ def _record_dma(ctx, api, dst, src, n_elems, *, op="dma_copy", extra=None):
             "contiguous_bytes": contig, "descriptors": desc}
     if extra:
         meta.update(extra)
+    reads = [src.region()] if src is not None else []
+    for t in (src, dst):     # an indirect access also reads its index tiles (sim/indirect.py)
+        for it in getattr(t, "index_tiles", ()):
+            reads.append(it.region())
+            meta["indirect"] = True
     return ctx.record(op, api, DMA, partitions=P, free_elems=max(1, n_elems // max(P, 1)),
                       in_shapes=[src.shape] if src is not None else [], out_shape=dst.shape,
                       in_dtypes=[dt.name_of(src.dtype)] if src is not None else [],
                       out_dtype=dt.name_of(dst.dtype), nbytes=n_elems * isz,
-                      reads=[src.region()] if src is not None else [], writes=[dst.region()], meta=meta)
+                      reads=reads, writes=[dst.region()], meta=meta)
 
 
 def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None, op="dma_copy"):

@@ -32,9 +32,10 @@ ON_CHIP = ("sbuf", "psum")
 
 class _Ops:
     """What Tensor's operators call, bound by the modules above this one once they are loaded
-    (ops.py: assign, accumulate; language.py: nl) -- tensor.py cannot import them (they import
-    tensor.py), and function-local imports would hide the dependency."""
-    assign = accumulate = nl = None
+    (ops.py: assign, accumulate; language.py: nl; indirect.py: indirect_view, the view for
+    tensor-valued (index tile) keys) -- tensor.py cannot import them (they import tensor.py),
+    and function-local imports would hide the dependency."""
+    assign = accumulate = nl = indirect_view = None
 
 
 OPS = _Ops()
@@ -283,6 +284,8 @@ class Tensor:
                 flat.extend(k.parts)
             else:
                 flat.append(k)
+        if any(isinstance(k, Tensor) for k in flat):
+            return OPS.indirect_view(self, flat)    # index tiles: sim/indirect.py
         advanced = any(isinstance(k, IndexExpr) for k in flat)
         if self._sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != slice(None)
                                 for k in flat):
