@@ -665,11 +665,12 @@ def _stage_pT(st, pg, plan, item):
 
 
 def _stage_pv(st, pg, plan, item):
-    """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group in the documented form
-    (nl.zeros PSUM tile, then += of every matmul); read by the update stage."""
+    """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group; the first ``+=`` into the
+    never-written PSUM tile overwrites it (documented accumulation rule), so no zeroing; read
+    by the update stage."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     D, qn = plan.D, tc.qn
-    o_ps = nl.zeros((qn, D + 1), nl.float32, buffer=nl.psum)
+    o_ps = nl.ndarray((qn, D + 1), nl.float32, buffer=nl.psum)
     pT_dma = st.pT_dma.pop(i, None)
     for g in nl.static_range(len(blocks)):
         bl = blocks[g]
