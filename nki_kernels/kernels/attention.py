@@ -30,10 +30,11 @@ GROUP_TILES = {2: 4, 4: 2}       # query tiles per group by itemsize (fp32: 2, S
 STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, -m, alpha, q^T)
 SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
 MASK_FILL = 3.0e38               # |fill| of masked raw scores: finite, never a row's max
-EVICT_DVE = {False: (1, 8),      # causal -> (a, b): a of every b TensorE-made p^T blocks are evicted
-             True: (0, 1)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
-                                 # cost-model tuned (S=4096 D=128 bf16): causal has fewer blocks per
-                                 # row max, so ScalarE takes all evictions
+EVICT_DVE = {False: (1, 4),      # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
+             True: (1, 8)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
+                                 # cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
+                                 # its p^T chunks in one 2 KiB PSUM bank); causal has fewer blocks
+                                 # per row max, so ScalarE takes more of them
 # -- flags: constructs without public hardware evidence, OFF by default --------------------
 USE_DMA_TRANSPOSE = False        # p^T of full 2-byte steps by one 3-D SBUF->SBUF dma_transpose
                                  # (nki-samples keeps DMA transposes off on trn2; every AWS NKI 0.1
@@ -189,15 +190,16 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       (StageSchedule: stage s of item it + lag(s) in iteration it), groups of query tiles
       interleaved tile-fastest.  Per step of up to 2 key blocks (1,024 keys): two (128 x 512)
       fp32 score tiles in PSUM, p in an SBUF ring, p^T by 4 TensorE transposes per block
-      into one PSUM tile + one eviction (ScalarE, 1 in 8 on VectorE when not causal), one
-      (128 x D+1) fp32 PSUM group for p @ [V | 1].
+      into one PSUM bank per step (fp32: per block) + one eviction per bank (ScalarE; 1 in 4
+      steps on VectorE, causal 1 in 8), one (128 x D+1) fp32 PSUM group for p @ [V | 1],
+      accumulated without zeroing.
       Causal: blocks above the diagonal are never visited; only the last block of a tile is
       trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
       Every affine_range has >= 1 iteration; every tile operand indexes its base tile.
     Engines (2.26 ALU table, api/nki.api.shared.rst @ 49ee15c5): TensorE q k^T, p @ v and
       all transposes; VectorE row max (PSUM), running max, -m, acc = alpha*acc + [o|l]
-      (scalar_tensor_tensor reading PSUM), normalisation (reciprocal, multiply), PSUM zeroing,
-      part of the p^T evictions; ScalarE exp and alpha (activation), the rest of the p^T
+      (scalar_tensor_tensor reading PSUM), normalisation (reciprocal, multiply), part of the
+      p^T evictions; ScalarE exp and alpha (activation), the rest of the p^T
       evictions, the first step's acc copy; GpSimd only affine_select (the causal mask, as in
       nki-samples flash_fwd), never arithmetic.
     Flags (module constants, OFF by default: no public hardware evidence):
@@ -235,7 +237,7 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
         out[r0:r0+n] = acc[:, :D] * (1 / max(acc[:, D], 1e-30))
     Cost notes: (cost-model ESTIMATES, no hardware) per 128 x 512 block VectorE's fp32 row max
       from PSUM and ScalarE's exp are the floors; p^T costs TensorE 4 transposes and a 512-
-      element PSUM eviction per block (split VectorE/ScalarE by EVICT_DVE).  The README bench
+      element PSUM eviction per block (split VectorE/ScalarE by EVICT_DVE, one copy per step).  The README bench
       table has the current estimates and attention_design.md the engine-busy breakdown.
     """
     plan = plan_attention(q, k, v, causal, softmax_scale)
@@ -389,7 +391,7 @@ class _Program:
     dma: set = field(default_factory=set)           # items whose p^T is a DMA transpose (flag)
     pe_slot: dict = field(default_factory=dict)     # item -> p^T ring slot (TensorE-made)
     tri_slot: dict = field(default_factory=dict)    # item -> triangle ring slot
-    dve_evict: set = field(default_factory=set)     # (item, block) whose p^T eviction is VectorE
+    dve_evict: set = field(default_factory=set)     # items whose p^T eviction is VectorE
 
 
 def _program(plan: AttentionPlan) -> _Program:
@@ -432,10 +434,9 @@ def _program(plan: AttentionPlan) -> _Program:
             n_full_steps += 1
         if i not in pg.dma:
             pg.pe_slot[i] = len(pg.pe_slot) % plan.rings.pT
-            for g in range(len(blocks)):
-                if _every(*EVICT_DVE[plan.causal], n_evict):
-                    pg.dve_evict.add((i, g))
-                n_evict += 1
+            if _every(*EVICT_DVE[plan.causal], n_evict):
+                pg.dve_evict.add(i)
+            n_evict += 1
         if blocks[-1].masked:
             pg.tri_slot[i] = len(pg.tri_slot) % plan.rings.tri
     return pg
@@ -638,8 +639,9 @@ def _stage_exp(st, pg, plan, item):
 
 
 def _stage_pT(st, pg, plan, item):
-    """p^T of item i: per block 128-key chunks on TensorE into one PSUM tile, evicted into the
-    p^T ring by VectorE or ScalarE (EVICT_DVE); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
+    """p^T of item i: 128-key chunks on TensorE into PSUM tiles of one bank each (the whole
+    step for 2-byte p, one block for fp32), each evicted into the p^T ring by one VectorE or
+    ScalarE copy (EVICT_DVE picks the engine per step); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
     of the whole step for the items the program picked."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, r = plan.dtype, tc.qn, i % plan.rings.p
@@ -648,20 +650,22 @@ def _stage_pT(st, pg, plan, item):
         st.pT_dma[i] = nisa.dma_transpose(st.p_ring[0:qn, r, :].reshape((qn, nch, TILE_K)), axes=(2, 1, 0))
         return
     rt = pg.pe_slot[i]
-    for g in nl.static_range(len(blocks)):
-        bl = blocks[g]
-        pT_ps = nl.ndarray((TILE_K, CHUNKS, qn), dt, buffer=nl.psum)
-        full_ch, rem = T.split(bl.w, TILE_K)
-        for c in nl.static_range(full_ch + (1 if rem else 0)):
-            kc = min(TILE_K, bl.w - c * TILE_K)
-            c0 = g * KEY_BLOCK + c * TILE_K
+    chunks = [(g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
+              for g, bl in enumerate(blocks) for c in range(T.cdiv(bl.w, TILE_K))]
+    eng = nisa.vector_engine if i in pg.dve_evict else nisa.scalar_engine
+    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)         # chunks per PSUM bank: 8 (2-byte), 4 (fp32)
+    for b0, nb in T.spans(len(chunks), per):
+        pT_ps = nl.ndarray((TILE_K, per, qn), dt, buffer=nl.psum)
+        for c in nl.static_range(nb):
+            c0, kc = chunks[b0 + c]
             pT_ps[0:kc, c, :] = nisa.nc_transpose(st.p_ring[0:qn, r, c0:c0 + kc])
-        eng = nisa.vector_engine if (i, g) in pg.dve_evict else nisa.scalar_engine
-        b0 = g * CHUNKS
-        if full_ch:
-            st.pT_ring[:, rt, b0:b0 + full_ch, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full_ch, :], engine=eng)
-        if rem:
-            st.pT_ring[0:rem, rt, b0 + full_ch, 0:qn] = nisa.tensor_copy(pT_ps[0:rem, full_ch, :], engine=eng)
+        # every chunk but possibly the step's last is a full 128 keys
+        full = sum(1 for _, kc in chunks[b0:b0 + nb] if kc == TILE_K)
+        if full:
+            st.pT_ring[:, rt, b0:b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full, :], engine=eng)
+        if full < nb:
+            kc = chunks[b0 + nb - 1][1]
+            st.pT_ring[0:kc, rt, b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[0:kc, full, :], engine=eng)
 
 
 def _stage_pv(st, pg, plan, item):
