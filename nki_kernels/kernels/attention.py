@@ -27,9 +27,9 @@ MAX_D = T.PMAX                   # head dim = contraction of q k^T (partitions o
 K_LOAD_TILES = 8                 # 128-key tiles of k per load DMA during setup
 # -- tuning (ours) ----------------------------------------------------------------------------
 GROUP_TILES = {2: 4, 4: 2}       # query tiles per group by itemsize (fp32: 2, SBUF)
-STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, -m, alpha, q^T)
+STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, alpha, q^T)
 SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
-MASK_FILL = 3.0e38               # |fill| of masked raw scores: finite, never a row's max
+MASK_FILL = 3.0e38               # -fill of masked (scaled) scores: finite, never a row's max
 EVICT_DVE = {False: (1, 4),      # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
              True: (1, 8)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
                                  # cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
@@ -49,7 +49,7 @@ class Rings:
     pT: int             # TensorE-made p^T, one step per slot
     tri: int            # fp32 SBUF copies of masked diagonal triangles (128 x 128)
     score_items: int    # items whose score tiles (STEP_BLOCKS PSUM banks each) can be live at once
-    ns: int             # per-tile step slots of the running extreme / -m / alpha
+    ns: int             # per-tile step slots of ext (-m, block maxima) / alpha
 
 
 RINGS = {2: Rings(p=8, pT=4, tri=2, score_items=3, ns=6),
@@ -62,8 +62,8 @@ class StageSchedule:
     item's chain (scores -> row extreme -> exp -> p^T -> p @ v -> acc update) is spread over
     6 iterations while every in-order engine queue holds other items' work."""
     scores: int = 5     # q k^T of the item's blocks (TensorE -> PSUM banks)
-    extreme: int = 4    # row extremes, running max, -m (VectorE)
-    exp: int = 3        # alpha and p = exp(scale * s - m) (ScalarE)
+    extreme: int = 4    # negated row maxima and the running -m (VectorE)
+    exp: int = 3        # alpha and p = exp(s - m), s pre-scaled (ScalarE)
     pT: int = 2         # p^T (TensorE transposes + an eviction, or the DMA-transpose flag)
     pv: int = 0         # [o | l] = p @ [V | 1] (TensorE -> PSUM)
     update: int = -1    # acc = alpha * acc + [o | l] (VectorE, reading PSUM)
@@ -197,7 +197,8 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
       Every affine_range has >= 1 iteration; every tile operand indexes its base tile.
     Engines (2.26 ALU table, api/nki.api.shared.rst @ 49ee15c5): TensorE q k^T, p @ v and
-      all transposes; VectorE row max (PSUM), running max, -m, acc = alpha*acc + [o|l]
+      all transposes; VectorE scale * q^T, negated row max (PSUM), running -m, acc =
+      alpha*acc + [o|l]
       (scalar_tensor_tensor reading PSUM), normalisation (reciprocal, multiply), part of the
       p^T evictions; ScalarE exp and alpha (activation), the rest of the p^T
       evictions, the first step's acc copy; GpSimd only affine_select (the causal mask, as in
@@ -213,24 +214,27 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       softmax_scale None (1/sqrt(D)) or a finite real (0 and negative allowed).
       tested: Sq, Sk in 1..4,096 incl. non-multiples of 128 and Sq != Sk; D in {1, 32, 64,
       128}; B, H <= 2; strict interpreter mode.
-    Numerics: q k^T and p v on TensorE in the input dtype, fp32 PSUM accumulation; row max, exp,
+    Numerics: q^T is scaled by softmax_scale when it is made (rounded to the input dtype, as
+      nki-samples flash_fwd scales q), so PSUM holds scale * s and every extreme is a max
+      (scale < 0 and scale = 0 need no special case); q k^T and p v on TensorE in the input
+      dtype, fp32 PSUM accumulation; row max, exp,
       acc, l and the normalisation in fp32; p rounded to the input dtype before p v (as in
       FlashAttention) and l is the fp32 sum of those rounded p (the ones column of [V | 1]).
-      Masked scores become -3e38 in an fp32 SBUF copy of the diagonal triangle (finite; +3e38
-      for scale < 0, where the row extreme is a min); the running max starts at the first
+      Masked scores become -3e38 in an fp32 SBUF copy of the diagonal triangle (finite,
+      exp -> 0); the running max is kept negated (-m, the exp bias) and starts at the first
       step's max (no -inf anywhere); out = acc * reciprocal(max(l, 1e-30)).  Tolerance vs
       the float64 oracle: nki_kernels/tolerances.py; bf16/fp16 within 2x a same-precision
       NumPy baseline.
     Pseudocode (per b, h):
       KT = transpose(k) (D x Sk); V1 = [v | 1] in 128-key tiles
       for each query tile (rows r0..r0+n), interleaved with its group:
-        QT = transpose(q[r0:r0+n])                             # D x n stationary
+        QT = scale * transpose(q[r0:r0+n])                     # D x n stationary
         for each step of <= 2 key blocks j (512 keys; causal: up to the diagonal):
-          s_j = QT^T @ KT[:, j]                                # PSUM n x 512 fp32
+          s_j = QT^T @ KT[:, j]                                # PSUM n x 512 fp32 (scaled)
           tri = where(row >= key, s_j[:, u:], -3e38)           # diagonal block only (SBUF)
           m_new = max(m, max_j rowmax(s_j))                    # VectorE
-          alpha = exp(scale*(m - m_new))                       # ScalarE
-          p_j = exp(scale * s_j - scale * m_new)               # ScalarE, input dtype
+          alpha = exp(m - m_new)                               # ScalarE
+          p_j = exp(s_j - m_new)                               # ScalarE, input dtype
           pT = transpose(p)                                    # TensorE -> PSUM -> SBUF
           [o | l]_step = p @ [V | 1]                           # one PSUM group n x (D+1)
           acc = alpha * acc + [o | l]_step;  m = m_new         # VectorE (first step: copy)
@@ -448,10 +452,9 @@ def _program(plan: AttentionPlan) -> _Program:
 class _State:
     """On-chip tensors of the head's pipeline (allocated once; slots indexed statically)."""
     acc: object         # (128, slots, D+1) fp32: [o | l] accumulators per tile slot
-    ext: object         # (128, slots, ns, STEP_BLOCKS+2) fp32: running extreme (col 0), block
-                        # extremes (1..STEP_BLOCKS), masked-triangle extreme (last)
-    neg_m: object       # (128, slots, ns) fp32: -scale * running extreme
-    alpha: object       # (128, slots, ns) fp32: exp(scale * (m_prev - m))
+    ext: object         # (128, slots, ns, STEP_BLOCKS+2) fp32, all negated: -m entering the step
+                        # (col 0; the exp bias), -block maxima (1..STEP_BLOCKS), -masked-triangle max (last)
+    alpha: object       # (128, slots, ns) fp32: exp(m_prev - m)
     p_ring: object      # (128, rings.p, 1024) input dtype: p of one step per slot
     pT_ring: object     # (128 keys, rings.pT, 8 chunks, 128 queries) input dtype
     tri_ring: object    # (128, rings.tri, 128) fp32: masked triangle copies
@@ -476,7 +479,6 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
     st = _State(
         acc=nl.ndarray((TILE_Q, slots, D + 1), nl.float32, buffer=nl.sbuf),
         ext=nl.ndarray((TILE_Q, slots, R.ns, STEP_BLOCKS + 2), nl.float32, buffer=nl.sbuf),
-        neg_m=nl.ndarray((TILE_Q, slots, R.ns), nl.float32, buffer=nl.sbuf),
         alpha=nl.ndarray((TILE_Q, slots, R.ns), nl.float32, buffer=nl.sbuf),
         p_ring=nl.ndarray((TILE_Q, R.p, STEP_BLOCKS * KEY_BLOCK), dt, buffer=nl.sbuf),
         pT_ring=nl.ndarray((TILE_K, R.pT, STEP_BLOCKS * CHUNKS, TILE_Q), dt, buffer=nl.sbuf),
@@ -501,8 +503,9 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
             gi = prologue[it]
             for t in plan.groups[gi]:
                 tc = pg.tiles[t]
-                st.qT_all[:, tc.qset, tc.tl, 0:tc.qn] = nisa.tensor_copy(
-                    nisa.nc_transpose(ql.q_all[0:tc.qn, tc.tl, :]), engine=nisa.vector_engine)
+                st.qT_all[:, tc.qset, tc.tl, 0:tc.qn] = nisa.tensor_scalar(    # scale * q^T
+                    nisa.nc_transpose(ql.q_all[0:tc.qn, tc.tl, :]), nl.multiply, plan.scale, dtype=plan.dtype,
+                    engine=nisa.vector_engine)
             if gi + 1 < len(plan.groups):
                 ql.load(gi + 1)          # one group ahead (q is dead once its q^T is made)
         for fn, lag in stages:
@@ -569,73 +572,63 @@ def _stage_scores(st, pg, plan, item):
 
 
 def _stage_extreme(st, pg, plan, item):
-    """Row extreme of each block into columns 1.. of the step's ext slot (VectorE, from PSUM).
-    A masked diagonal block: the extreme of its unmasked rectangle from PSUM; its triangle is
-    copied to SBUF (fp32, VectorE), masked by affine_select (GpSimd, SBUF only) and reduced
-    (VectorE) into the extra column.  Then m_j = extreme of (m_{j-1}, block extremes) into
-    column 0 of the next slot, and -scale * m_j (VectorE)."""
+    """Negated row max of each block of (pre-scaled) scores into columns 1.. of the step's ext
+    slot (VectorE tensor_reduce(max, negate=True), from PSUM).  A masked diagonal block: the
+    max of its unmasked rectangle from PSUM; its triangle is copied to SBUF (fp32, VectorE),
+    masked by affine_select (GpSimd, SBUF only) and reduced (VectorE) into the extra column.
+    Then -m_j = min(-m_{j-1}, -block maxima) into column 0 of the next slot: the exp bias
+    itself, so no separate -m instruction."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     qn, s_t, nb = tc.qn, tc.slot, len(blocks)
-    rop = nl.max if plan.scale >= 0 else nl.min                    # extreme of scale * s
-    fill = -MASK_FILL if plan.scale >= 0 else MASK_FILL
     slot, nxt = j % plan.rings.ns, (j + 1) % plan.rings.ns
     hi = nb + 1
     for g in nl.static_range(nb):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         if not bl.masked:
-            st.ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(rop, bank[0:qn, 0:bl.w], axis=1, keepdims=True)
+            st.ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:bl.w], axis=1,
+                                                                      negate=True, keepdims=True)
             continue
         u = _split(tc, bl)
         col = 1 + g
         if u:
-            st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, bank[0:qn, 0:u], axis=1, keepdims=True)
-            col, hi = nb + 1, nb + 2           # the triangle's extreme goes to the extra column
+            st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:u], axis=1,
+                                                                      negate=True, keepdims=True)
+            col, hi = nb + 1, nb + 2           # the triangle's max goes to the extra column
         r, tw = pg.tri_slot[i], bl.w - u
         st.tri_ring[0:qn, r, 0:tw] = nisa.tensor_copy(bank[0:qn, u:bl.w], engine=nisa.vector_engine)
         st.tri_ring[0:qn, r, 0:tw] = nisa.affine_select(_mask_pred(tc.q0, qn, bl.kb0 + u, tw),
-                                                        st.tri_ring[0:qn, r, 0:tw], fill)
-        st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, st.tri_ring[0:qn, r, 0:tw], axis=1,
-                                                                  keepdims=True)
+                                                        st.tri_ring[0:qn, r, 0:tw], -MASK_FILL)
+        st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, st.tri_ring[0:qn, r, 0:tw], axis=1,
+                                                                  negate=True, keepdims=True)
         st.tri[i] = (g, u)
     lo = 0 if j > 0 else 1
-    st.ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(rop, st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True)
-    st.neg_m[0:qn, s_t, slot:slot + 1] = nisa.tensor_scalar(st.ext[0:qn, s_t, nxt, 0:1], nl.multiply, -plan.scale,
-                                                            engine=nisa.vector_engine)
+    st.ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(nl.min, st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True)
 
 
 def _stage_exp(st, pg, plan, item):
-    """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE);
-    a masked block's triangle is read from its masked SBUF copy."""
+    """alpha_j = exp(m_{j-1} - m_j) and p = exp(s - m_j) in the input dtype (ScalarE; s is
+    already scaled: q^T carries the softmax scale); a masked block's triangle is read from
+    its masked SBUF copy."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, s_t = plan.dtype, tc.qn, tc.slot
-    slot, r = j % plan.rings.ns, i % plan.rings.p
-    bias = st.neg_m[0:qn, s_t, slot:slot + 1]
+    slot, nxt, r = j % plan.rings.ns, (j + 1) % plan.rings.ns, i % plan.rings.p
+    bias = st.ext[0:qn, s_t, nxt, 0:1]                  # -m_j
     if j > 0:
-        prev = (j - 1) % plan.rings.ns
-        st.alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, st.neg_m[0:qn, s_t, prev:prev + 1],
+        st.alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, st.ext[0:qn, s_t, slot, 0:1],   # -m_{j-1}
                                                              bias=bias, scale=-1.0)
     tri = st.tri.pop(i, None)
     for g in nl.static_range(len(blocks)):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         c0 = g * KEY_BLOCK
         if not bl.masked:
-            st.p_ring[0:qn, r, c0:c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0:bl.w], bias=bias,
-                                                               scale=plan.scale, dtype=dt)
+            st.p_ring[0:qn, r, c0:c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0:bl.w], bias=bias, dtype=dt)
             continue
         _, u = tri
         tw, rt = bl.w - u, pg.tri_slot[i]
         if u:
-            st.p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias,
-                                                            scale=plan.scale, dtype=dt)
-        if plan.scale == 0:
-            # scale 0 maps every score, masked ones too, to exp(0) = 1: mask after the exp (SBUF)
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
-                                                                   scale=0.0, dtype=dt)
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.affine_select(_mask_pred(tc.q0, qn, bl.kb0 + u, tw),
-                                                                      st.p_ring[0:qn, r, c0 + u:c0 + bl.w], 0.0)
-        else:
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
-                                                                   scale=plan.scale, dtype=dt)
+            st.p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias, dtype=dt)
+        st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
+                                                               dtype=dt)
 
 
 def _stage_pT(st, pg, plan, item):
