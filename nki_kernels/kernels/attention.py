@@ -31,7 +31,7 @@ STATE_SETS = 2                   # rotating per-group slot sets of the state (ac
 SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
 MASK_FILL = 3.0e38               # -fill of masked (scaled) scores: finite, never a row's max
 EVICT_DVE = {False: (1, 4),      # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
-             True: (1, 8)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
+             True: (1, 6)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
                                  # cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
                                  # its p^T chunks in one 2 KiB PSUM bank); causal has fewer blocks
                                  # per row max, so ScalarE takes more of them
@@ -191,7 +191,7 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       interleaved tile-fastest.  Per step of up to 2 key blocks (1,024 keys): two (128 x 512)
       fp32 score tiles in PSUM, p in an SBUF ring, p^T by 4 TensorE transposes per block
       into one PSUM bank per step (fp32: per block) + one eviction per bank (ScalarE; 1 in 4
-      steps on VectorE, causal 1 in 8), one (128 x D+1) fp32 PSUM group for p @ [V | 1],
+      steps on VectorE, causal 1 in 6), one (128 x D+1) fp32 PSUM group for p @ [V | 1],
       accumulated without zeroing.
       Causal: blocks above the diagonal are never visited; only the last block of a tile is
       trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
