@@ -27,13 +27,14 @@ MAX_D = T.PMAX                   # head dim = contraction of q k^T (partitions o
 K_LOAD_TILES = 8                 # 128-key tiles of k per load DMA during setup
 # -- tuning (ours) ----------------------------------------------------------------------------
 GROUP_TILES = {2: 4, 4: 2}       # query tiles per group by itemsize (fp32: 2, SBUF)
-STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, -m, alpha, q^T)
+STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, alpha, q^T)
 SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
-MASK_FILL = 3.0e38               # |fill| of masked raw scores: finite, never a row's max
-EVICT_DVE = {False: (1, 8),      # causal -> (a, b): a of every b TensorE-made p^T blocks are evicted
-             True: (0, 1)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
-                                 # cost-model tuned (S=4096 D=128 bf16): causal has fewer blocks per
-                                 # row max, so ScalarE takes all evictions
+MASK_FILL = 3.0e38               # -fill of masked (scaled) scores: finite, never a row's max
+EVICT_DVE = {False: (1, 4),      # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
+             True: (1, 6)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
+                                 # cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
+                                 # its p^T chunks in one 2 KiB PSUM bank); causal has fewer blocks
+                                 # per row max, so ScalarE takes more of them
 # -- flags: constructs without public hardware evidence, OFF by default --------------------
 USE_DMA_TRANSPOSE = False        # p^T of full 2-byte steps by one 3-D SBUF->SBUF dma_transpose
                                  # (nki-samples keeps DMA transposes off on trn2; every AWS NKI 0.1
@@ -48,7 +49,7 @@ class Rings:
     pT: int             # TensorE-made p^T, one step per slot
     tri: int            # fp32 SBUF copies of masked diagonal triangles (128 x 128)
     score_items: int    # items whose score tiles (STEP_BLOCKS PSUM banks each) can be live at once
-    ns: int             # per-tile step slots of the running extreme / -m / alpha
+    ns: int             # per-tile step slots of ext (-m, block maxima) / alpha
 
 
 RINGS = {2: Rings(p=8, pT=4, tri=2, score_items=3, ns=6),
@@ -61,8 +62,8 @@ class StageSchedule:
     item's chain (scores -> row extreme -> exp -> p^T -> p @ v -> acc update) is spread over
     6 iterations while every in-order engine queue holds other items' work."""
     scores: int = 5     # q k^T of the item's blocks (TensorE -> PSUM banks)
-    extreme: int = 4    # row extremes, running max, -m (VectorE)
-    exp: int = 3        # alpha and p = exp(scale * s - m) (ScalarE)
+    extreme: int = 4    # negated row maxima and the running -m (VectorE)
+    exp: int = 3        # alpha and p = exp(s - m), s pre-scaled (ScalarE)
     pT: int = 2         # p^T (TensorE transposes + an eviction, or the DMA-transpose flag)
     pv: int = 0         # [o | l] = p @ [V | 1] (TensorE -> PSUM)
     update: int = -1    # acc = alpha * acc + [o | l] (VectorE, reading PSUM)
@@ -189,15 +190,17 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       (StageSchedule: stage s of item it + lag(s) in iteration it), groups of query tiles
       interleaved tile-fastest.  Per step of up to 2 key blocks (1,024 keys): two (128 x 512)
       fp32 score tiles in PSUM, p in an SBUF ring, p^T by 4 TensorE transposes per block
-      into one PSUM tile + one eviction (ScalarE, 1 in 8 on VectorE when not causal), one
-      (128 x D+1) fp32 PSUM group for p @ [V | 1].
+      into one PSUM bank per step (fp32: per block) + one eviction per bank (ScalarE; 1 in 4
+      steps on VectorE, causal 1 in 6), one (128 x D+1) fp32 PSUM group for p @ [V | 1],
+      accumulated without zeroing.
       Causal: blocks above the diagonal are never visited; only the last block of a tile is
       trimmed, and only its <= 128-key triangle is masked (on an SBUF copy).
       Every affine_range has >= 1 iteration; every tile operand indexes its base tile.
     Engines (2.26 ALU table, api/nki.api.shared.rst @ 49ee15c5): TensorE q k^T, p @ v and
-      all transposes; VectorE row max (PSUM), running max, -m, acc = alpha*acc + [o|l]
-      (scalar_tensor_tensor reading PSUM), normalisation (reciprocal, multiply), PSUM zeroing,
-      part of the p^T evictions; ScalarE exp and alpha (activation), the rest of the p^T
+      all transposes; VectorE scale * q^T, negated row max (PSUM), running -m, acc =
+      alpha*acc + [o|l]
+      (scalar_tensor_tensor reading PSUM), normalisation (reciprocal, multiply), part of the
+      p^T evictions; ScalarE exp and alpha (activation), the rest of the p^T
       evictions, the first step's acc copy; GpSimd only affine_select (the causal mask, as in
       nki-samples flash_fwd), never arithmetic.
     Flags (module constants, OFF by default: no public hardware evidence):
@@ -211,31 +214,34 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
       softmax_scale None (1/sqrt(D)) or a finite real (0 and negative allowed).
       tested: Sq, Sk in 1..4,096 incl. non-multiples of 128 and Sq != Sk; D in {1, 32, 64,
       128}; B, H <= 2; strict interpreter mode.
-    Numerics: q k^T and p v on TensorE in the input dtype, fp32 PSUM accumulation; row max, exp,
+    Numerics: q^T is scaled by softmax_scale when it is made (rounded to the input dtype, as
+      nki-samples flash_fwd scales q), so PSUM holds scale * s and every extreme is a max
+      (scale < 0 and scale = 0 need no special case); q k^T and p v on TensorE in the input
+      dtype, fp32 PSUM accumulation; row max, exp,
       acc, l and the normalisation in fp32; p rounded to the input dtype before p v (as in
       FlashAttention) and l is the fp32 sum of those rounded p (the ones column of [V | 1]).
-      Masked scores become -3e38 in an fp32 SBUF copy of the diagonal triangle (finite; +3e38
-      for scale < 0, where the row extreme is a min); the running max starts at the first
+      Masked scores become -3e38 in an fp32 SBUF copy of the diagonal triangle (finite,
+      exp -> 0); the running max is kept negated (-m, the exp bias) and starts at the first
       step's max (no -inf anywhere); out = acc * reciprocal(max(l, 1e-30)).  Tolerance vs
       the float64 oracle: nki_kernels/tolerances.py; bf16/fp16 within 2x a same-precision
       NumPy baseline.
     Pseudocode (per b, h):
       KT = transpose(k) (D x Sk); V1 = [v | 1] in 128-key tiles
       for each query tile (rows r0..r0+n), interleaved with its group:
-        QT = transpose(q[r0:r0+n])                             # D x n stationary
+        QT = scale * transpose(q[r0:r0+n])                     # D x n stationary
         for each step of <= 2 key blocks j (512 keys; causal: up to the diagonal):
-          s_j = QT^T @ KT[:, j]                                # PSUM n x 512 fp32
+          s_j = QT^T @ KT[:, j]                                # PSUM n x 512 fp32 (scaled)
           tri = where(row >= key, s_j[:, u:], -3e38)           # diagonal block only (SBUF)
           m_new = max(m, max_j rowmax(s_j))                    # VectorE
-          alpha = exp(scale*(m - m_new))                       # ScalarE
-          p_j = exp(scale * s_j - scale * m_new)               # ScalarE, input dtype
+          alpha = exp(m - m_new)                               # ScalarE
+          p_j = exp(s_j - m_new)                               # ScalarE, input dtype
           pT = transpose(p)                                    # TensorE -> PSUM -> SBUF
           [o | l]_step = p @ [V | 1]                           # one PSUM group n x (D+1)
           acc = alpha * acc + [o | l]_step;  m = m_new         # VectorE (first step: copy)
         out[r0:r0+n] = acc[:, :D] * (1 / max(acc[:, D], 1e-30))
     Cost notes: (cost-model ESTIMATES, no hardware) per 128 x 512 block VectorE's fp32 row max
       from PSUM and ScalarE's exp are the floors; p^T costs TensorE 4 transposes and a 512-
-      element PSUM eviction per block (split VectorE/ScalarE by EVICT_DVE).  The README bench
+      element PSUM eviction per block (split VectorE/ScalarE by EVICT_DVE, one copy per step).  The README bench
       table has the current estimates and attention_design.md the engine-busy breakdown.
     """
     plan = plan_attention(q, k, v, causal, softmax_scale)
@@ -389,7 +395,7 @@ class _Program:
     dma: set = field(default_factory=set)           # items whose p^T is a DMA transpose (flag)
     pe_slot: dict = field(default_factory=dict)     # item -> p^T ring slot (TensorE-made)
     tri_slot: dict = field(default_factory=dict)    # item -> triangle ring slot
-    dve_evict: set = field(default_factory=set)     # (item, block) whose p^T eviction is VectorE
+    dve_evict: set = field(default_factory=set)     # items whose p^T eviction is VectorE
 
 
 def _program(plan: AttentionPlan) -> _Program:
@@ -432,10 +438,9 @@ def _program(plan: AttentionPlan) -> _Program:
             n_full_steps += 1
         if i not in pg.dma:
             pg.pe_slot[i] = len(pg.pe_slot) % plan.rings.pT
-            for g in range(len(blocks)):
-                if _every(*EVICT_DVE[plan.causal], n_evict):
-                    pg.dve_evict.add((i, g))
-                n_evict += 1
+            if _every(*EVICT_DVE[plan.causal], n_evict):
+                pg.dve_evict.add(i)
+            n_evict += 1
         if blocks[-1].masked:
             pg.tri_slot[i] = len(pg.tri_slot) % plan.rings.tri
     return pg
@@ -447,10 +452,9 @@ def _program(plan: AttentionPlan) -> _Program:
 class _State:
     """On-chip tensors of the head's pipeline (allocated once; slots indexed statically)."""
     acc: object         # (128, slots, D+1) fp32: [o | l] accumulators per tile slot
-    ext: object         # (128, slots, ns, STEP_BLOCKS+2) fp32: running extreme (col 0), block
-                        # extremes (1..STEP_BLOCKS), masked-triangle extreme (last)
-    neg_m: object       # (128, slots, ns) fp32: -scale * running extreme
-    alpha: object       # (128, slots, ns) fp32: exp(scale * (m_prev - m))
+    ext: object         # (128, slots, ns, STEP_BLOCKS+2) fp32, all negated: -m entering the step
+                        # (col 0; the exp bias), -block maxima (1..STEP_BLOCKS), -masked-triangle max (last)
+    alpha: object       # (128, slots, ns) fp32: exp(m_prev - m)
     p_ring: object      # (128, rings.p, 1024) input dtype: p of one step per slot
     pT_ring: object     # (128 keys, rings.pT, 8 chunks, 128 queries) input dtype
     tri_ring: object    # (128, rings.tri, 128) fp32: masked triangle copies
@@ -475,7 +479,6 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
     st = _State(
         acc=nl.ndarray((TILE_Q, slots, D + 1), nl.float32, buffer=nl.sbuf),
         ext=nl.ndarray((TILE_Q, slots, R.ns, STEP_BLOCKS + 2), nl.float32, buffer=nl.sbuf),
-        neg_m=nl.ndarray((TILE_Q, slots, R.ns), nl.float32, buffer=nl.sbuf),
         alpha=nl.ndarray((TILE_Q, slots, R.ns), nl.float32, buffer=nl.sbuf),
         p_ring=nl.ndarray((TILE_Q, R.p, STEP_BLOCKS * KEY_BLOCK), dt, buffer=nl.sbuf),
         pT_ring=nl.ndarray((TILE_K, R.pT, STEP_BLOCKS * CHUNKS, TILE_Q), dt, buffer=nl.sbuf),
@@ -500,8 +503,9 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
             gi = prologue[it]
             for t in plan.groups[gi]:
                 tc = pg.tiles[t]
-                st.qT_all[:, tc.qset, tc.tl, 0:tc.qn] = nisa.tensor_copy(
-                    nisa.nc_transpose(ql.q_all[0:tc.qn, tc.tl, :]), engine=nisa.vector_engine)
+                st.qT_all[:, tc.qset, tc.tl, 0:tc.qn] = nisa.tensor_scalar(    # scale * q^T
+                    nisa.nc_transpose(ql.q_all[0:tc.qn, tc.tl, :]), nl.multiply, plan.scale, dtype=plan.dtype,
+                    engine=nisa.vector_engine)
             if gi + 1 < len(plan.groups):
                 ql.load(gi + 1)          # one group ahead (q is dead once its q^T is made)
         for fn, lag in stages:
@@ -568,78 +572,69 @@ def _stage_scores(st, pg, plan, item):
 
 
 def _stage_extreme(st, pg, plan, item):
-    """Row extreme of each block into columns 1.. of the step's ext slot (VectorE, from PSUM).
-    A masked diagonal block: the extreme of its unmasked rectangle from PSUM; its triangle is
-    copied to SBUF (fp32, VectorE), masked by affine_select (GpSimd, SBUF only) and reduced
-    (VectorE) into the extra column.  Then m_j = extreme of (m_{j-1}, block extremes) into
-    column 0 of the next slot, and -scale * m_j (VectorE)."""
+    """Negated row max of each block of (pre-scaled) scores into columns 1.. of the step's ext
+    slot (VectorE tensor_reduce(max, negate=True), from PSUM).  A masked diagonal block: the
+    max of its unmasked rectangle from PSUM; its triangle is copied to SBUF (fp32, VectorE),
+    masked by affine_select (GpSimd, SBUF only) and reduced (VectorE) into the extra column.
+    Then -m_j = min(-m_{j-1}, -block maxima) into column 0 of the next slot: the exp bias
+    itself, so no separate -m instruction."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     qn, s_t, nb = tc.qn, tc.slot, len(blocks)
-    rop = nl.max if plan.scale >= 0 else nl.min                    # extreme of scale * s
-    fill = -MASK_FILL if plan.scale >= 0 else MASK_FILL
     slot, nxt = j % plan.rings.ns, (j + 1) % plan.rings.ns
     hi = nb + 1
     for g in nl.static_range(nb):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         if not bl.masked:
-            st.ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(rop, bank[0:qn, 0:bl.w], axis=1, keepdims=True)
+            st.ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:bl.w], axis=1,
+                                                                      negate=True, keepdims=True)
             continue
         u = _split(tc, bl)
         col = 1 + g
         if u:
-            st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, bank[0:qn, 0:u], axis=1, keepdims=True)
-            col, hi = nb + 1, nb + 2           # the triangle's extreme goes to the extra column
+            st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:u], axis=1,
+                                                                      negate=True, keepdims=True)
+            col, hi = nb + 1, nb + 2           # the triangle's max goes to the extra column
         r, tw = pg.tri_slot[i], bl.w - u
         st.tri_ring[0:qn, r, 0:tw] = nisa.tensor_copy(bank[0:qn, u:bl.w], engine=nisa.vector_engine)
         st.tri_ring[0:qn, r, 0:tw] = nisa.affine_select(_mask_pred(tc.q0, qn, bl.kb0 + u, tw),
-                                                        st.tri_ring[0:qn, r, 0:tw], fill)
-        st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(rop, st.tri_ring[0:qn, r, 0:tw], axis=1,
-                                                                  keepdims=True)
+                                                        st.tri_ring[0:qn, r, 0:tw], -MASK_FILL)
+        st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, st.tri_ring[0:qn, r, 0:tw], axis=1,
+                                                                  negate=True, keepdims=True)
         st.tri[i] = (g, u)
     lo = 0 if j > 0 else 1
-    st.ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(rop, st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True)
-    st.neg_m[0:qn, s_t, slot:slot + 1] = nisa.tensor_scalar(st.ext[0:qn, s_t, nxt, 0:1], nl.multiply, -plan.scale,
-                                                            engine=nisa.vector_engine)
+    st.ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(nl.min, st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True)
 
 
 def _stage_exp(st, pg, plan, item):
-    """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE);
-    a masked block's triangle is read from its masked SBUF copy."""
+    """alpha_j = exp(m_{j-1} - m_j) and p = exp(s - m_j) in the input dtype (ScalarE; s is
+    already scaled: q^T carries the softmax scale); a masked block's triangle is read from
+    its masked SBUF copy."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, s_t = plan.dtype, tc.qn, tc.slot
-    slot, r = j % plan.rings.ns, i % plan.rings.p
-    bias = st.neg_m[0:qn, s_t, slot:slot + 1]
+    slot, nxt, r = j % plan.rings.ns, (j + 1) % plan.rings.ns, i % plan.rings.p
+    bias = st.ext[0:qn, s_t, nxt, 0:1]                  # -m_j
     if j > 0:
-        prev = (j - 1) % plan.rings.ns
-        st.alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, st.neg_m[0:qn, s_t, prev:prev + 1],
+        st.alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, st.ext[0:qn, s_t, slot, 0:1],   # -m_{j-1}
                                                              bias=bias, scale=-1.0)
     tri = st.tri.pop(i, None)
     for g in nl.static_range(len(blocks)):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         c0 = g * KEY_BLOCK
         if not bl.masked:
-            st.p_ring[0:qn, r, c0:c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0:bl.w], bias=bias,
-                                                               scale=plan.scale, dtype=dt)
+            st.p_ring[0:qn, r, c0:c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0:bl.w], bias=bias, dtype=dt)
             continue
         _, u = tri
         tw, rt = bl.w - u, pg.tri_slot[i]
         if u:
-            st.p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias,
-                                                            scale=plan.scale, dtype=dt)
-        if plan.scale == 0:
-            # scale 0 maps every score, masked ones too, to exp(0) = 1: mask after the exp (SBUF)
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
-                                                                   scale=0.0, dtype=dt)
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.affine_select(_mask_pred(tc.q0, qn, bl.kb0 + u, tw),
-                                                                      st.p_ring[0:qn, r, c0 + u:c0 + bl.w], 0.0)
-        else:
-            st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
-                                                                   scale=plan.scale, dtype=dt)
+            st.p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias, dtype=dt)
+        st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
+                                                               dtype=dt)
 
 
 def _stage_pT(st, pg, plan, item):
-    """p^T of item i: per block 128-key chunks on TensorE into one PSUM tile, evicted into the
-    p^T ring by VectorE or ScalarE (EVICT_DVE); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
+    """p^T of item i: 128-key chunks on TensorE into PSUM tiles of one bank each (the whole
+    step for 2-byte p, one block for fp32), each evicted into the p^T ring by one VectorE or
+    ScalarE copy (EVICT_DVE picks the engine per step); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
     of the whole step for the items the program picked."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, r = plan.dtype, tc.qn, i % plan.rings.p
@@ -648,28 +643,31 @@ def _stage_pT(st, pg, plan, item):
         st.pT_dma[i] = nisa.dma_transpose(st.p_ring[0:qn, r, :].reshape((qn, nch, TILE_K)), axes=(2, 1, 0))
         return
     rt = pg.pe_slot[i]
-    for g in nl.static_range(len(blocks)):
-        bl = blocks[g]
-        pT_ps = nl.ndarray((TILE_K, CHUNKS, qn), dt, buffer=nl.psum)
-        full_ch, rem = T.split(bl.w, TILE_K)
-        for c in nl.static_range(full_ch + (1 if rem else 0)):
-            kc = min(TILE_K, bl.w - c * TILE_K)
-            c0 = g * KEY_BLOCK + c * TILE_K
+    chunks = [(g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
+              for g, bl in enumerate(blocks) for c in range(T.cdiv(bl.w, TILE_K))]
+    eng = nisa.vector_engine if i in pg.dve_evict else nisa.scalar_engine
+    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)         # chunks per PSUM bank: 8 (2-byte), 4 (fp32)
+    for b0, nb in T.spans(len(chunks), per):
+        pT_ps = nl.ndarray((TILE_K, per, qn), dt, buffer=nl.psum)
+        for c in nl.static_range(nb):
+            c0, kc = chunks[b0 + c]
             pT_ps[0:kc, c, :] = nisa.nc_transpose(st.p_ring[0:qn, r, c0:c0 + kc])
-        eng = nisa.vector_engine if (i, g) in pg.dve_evict else nisa.scalar_engine
-        b0 = g * CHUNKS
-        if full_ch:
-            st.pT_ring[:, rt, b0:b0 + full_ch, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full_ch, :], engine=eng)
-        if rem:
-            st.pT_ring[0:rem, rt, b0 + full_ch, 0:qn] = nisa.tensor_copy(pT_ps[0:rem, full_ch, :], engine=eng)
+        # every chunk but possibly the step's last is a full 128 keys
+        full = sum(1 for _, kc in chunks[b0:b0 + nb] if kc == TILE_K)
+        if full:
+            st.pT_ring[:, rt, b0:b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full, :], engine=eng)
+        if full < nb:
+            kc = chunks[b0 + nb - 1][1]
+            st.pT_ring[0:kc, rt, b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[0:kc, full, :], engine=eng)
 
 
 def _stage_pv(st, pg, plan, item):
-    """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group in the documented form
-    (nl.zeros PSUM tile, then += of every matmul); read by the update stage."""
+    """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group; the first ``+=`` into the
+    never-written PSUM tile overwrites it (documented accumulation rule), so no zeroing; read
+    by the update stage."""
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     D, qn = plan.D, tc.qn
-    o_ps = nl.zeros((qn, D + 1), nl.float32, buffer=nl.psum)
+    o_ps = nl.ndarray((qn, D + 1), nl.float32, buffer=nl.psum)
     pT_dma = st.pT_dma.pop(i, None)
     for g in nl.static_range(len(blocks)):
         bl = blocks[g]
