@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import compiler, isa, language, nki, typing  # noqa: F401
+from ._core import module_getattr
 from .nki import Kernel, jit, simulate, trace  # noqa: F401
 from .tensor import NkiTensor  # noqa: F401
 
@@ -26,14 +27,7 @@ _collectives = types.ModuleType("nki.collectives")
 _collectives.__doc__ = "nki.collectives is not implemented in nki_kernels.sim (E100 on use)"
 
 
-def _collectives_getattr(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    from ._core import not_implemented
-    raise not_implemented(f"nki.collectives.{name}")
-
-
-_collectives.__getattr__ = _collectives_getattr
+_collectives.__getattr__ = module_getattr("nki.collectives")
 nki.collectives = _collectives
 
 _MODULES = {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.typing": typing,

@@ -85,7 +85,18 @@ def land(api: str, dst: Tensor, value: Tensor) -> None:
     """Write an instruction's fresh result into ``dst`` (the instruction writes dst directly)."""
     v = fit_result(api, dst, value)
     ev = v._event
-    if ev is not None and ev.engine == DMA and dst.alloc.buffer in HBM_KINDS and v.is_fresh():
+    dal = dst.alloc
+    if ev is not None and dst.arr is not None and dal.buffer in ON_CHIP and v.alloc.buffer in ON_CHIP \
+            and (ev.engine != PE or dal.buffer == "psum") and (ev.engine != DMA or dal.buffer != "psum") \
+            and v.is_fresh() and not dal.immutable:
+        # the hot path of core_ops.assign for a fresh result (same steps, without re-checking)
+        dst.write(v._exact, api=api)
+        ev.writes = [dst.region()]
+        ev.out_dtype = dal.dname
+        ev.meta["psum_out"] = dal.buffer == "psum"
+        current(api).memory.release(v.alloc)
+        return
+    if ev is not None and ev.engine == DMA and dal.buffer in HBM_KINDS and v.is_fresh():
         # a DMA (e.g. dma_transpose) whose destination is HBM: still one instruction
         dst.write(v._exact, api=api)
         ev.writes = [dst.region()]
@@ -111,6 +122,37 @@ def same_partitions(api, **tiles):
 
 def free_size(shape) -> int:
     return core_ops.free_size(shape)
+
+
+class Unimplemented:
+    """Stands for a documented NKI name the interpreter does not implement: importing it works
+    (``from nki.isa import sendrecv`` at module level), using it raises E100."""
+
+    def __init__(self, api: str):
+        self._api = api
+
+    def __call__(self, *args, **kwargs):
+        raise not_implemented(self._api)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Unimplemented(f"{self._api}.{name}")
+
+    def __getitem__(self, item):
+        raise not_implemented(self._api)
+
+    def __repr__(self):
+        return f"<not implemented in nki_kernels.sim: {self._api}>"
+
+
+def module_getattr(prefix: str):
+    """A module ``__getattr__`` for an NKI 0.7 namespace: unknown public names are Unimplemented."""
+    def __getattr__(name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return Unimplemented(f"{prefix}.{name}")
+    return __getattr__
 
 
 def new_kernel(func, grid=(), **options) -> CoreKernel:

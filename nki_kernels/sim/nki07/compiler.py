@@ -1,5 +1,5 @@
 """``nki.compiler``: compiler directives, accepted as no-ops by the interpreter."""
-from ._core import not_implemented
+from ._core import module_getattr
 from .language import no_reorder, psum, sbuf  # noqa: F401
 
 
@@ -20,7 +20,4 @@ def _identity_decorator(*args, **kwargs):
 enable_stack_allocator = force_auto_alloc = multi_buffer = allocation_scope = _identity_decorator
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise not_implemented(f"nki.compiler.{name}")
+__getattr__ = module_getattr("nki.compiler")

@@ -112,10 +112,12 @@ def _dst(dst, api, buffers=C.ON_CHIP):
     return dst.t
 
 
-def _src(x, api, arg, buffers=C.ON_CHIP):
-    if not isinstance(x, NkiTensor):
+def _src(x, api, arg, buffers=None):
+    """The core tensor of an operand; with ``buffers``, also checked as a tile there (for operands
+    the core instruction does not check itself)."""
+    if x.__class__ is not NkiTensor:
         raise C.SimTypeError("E010", api, arg, f"expected a tensor, got {type(x).__name__}")
-    return C.check_tile(x.t, api, arg, buffers=buffers)
+    return x.t if buffers is None else C.check_tile(x.t, api, arg, buffers=buffers)
 
 
 def _opnd(x):
@@ -251,7 +253,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     pm = perf_mode if perf_mode is not None else matmul_perf_mode.none
     if pm != matmul_perf_mode.none:
         raise C.not_implemented(f"nisa.nc_matmul(perf_mode={pm!r})")
-    r = _isa.nc_matmul(_src(stationary, api, "stationary", ("sbuf",)), _src(moving, api, "moving", ("sbuf",)),
+    r = _isa.nc_matmul(_src(stationary, api, "stationary"), _src(moving, api, "moving"),
                        is_transpose=is_transpose, tile_position=tile_position or (), tile_size=tile_size or (),
                        _api="nisa.nc_matmul")
     kind = _psum_kind(d)
@@ -278,7 +280,7 @@ def nc_transpose(dst, data, engine=engine.unknown, **kw):
     api = "nc_transpose"
     d = _dst(dst, api)
     _extra(api, kw, d)
-    src = _src(data, api, "data")
+    src = _src(data, api, "data", C.ON_CHIP)
     e = _enum(engine, globals()["engine"], api, "engine")
     if e in (None, globals()["engine"].unknown):     # auto: from the destination buffer (RN 0.3 fix)
         e = globals()["engine"].tensor if (d.alloc.buffer == "psum" and src.alloc.buffer == "sbuf") \
@@ -320,7 +322,7 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, **kw):
     d = _dst(dst, api)
     _extra(api, kw, d)
     e = _eng(engine, api, ("data1", data1), ("data2", data2), ("dst", dst))
-    r = _isa.tensor_tensor(_src(data1, api, "data1"), _src(data2, api, "data2"), op, engine=e, dtype=d.dtype)
+    r = _isa.tensor_tensor(_src(data1, api, "data1"), _src(data2, api, "data2"), op, engine=e)
     _land(api, d, r)
 
 
@@ -331,7 +333,7 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     _extra(api, kw, d)
     e = _eng(engine, api, ("data", data), ("dst", dst))
     r = _isa.tensor_scalar(_src(data, api, "data"), op0, _opnd(operand0), reverse0, op1, _opnd(operand1), reverse1,
-                           engine=e, dtype=d.dtype)
+                           engine=e)
     _land(api, d, r)
 
 
@@ -342,7 +344,7 @@ def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False
     _extra(api, kw, d)
     r = _isa.scalar_tensor_tensor(data=_src(data, api, "data"), op0=op0, operand0=_opnd(operand0), op1=op1,
                                   operand1=_src(operand1, api, "operand1"), reverse0=reverse0, reverse1=reverse1,
-                                  engine=e, dtype=d.dtype)
+                                  engine=e)
     _land(api, d, r)
 
 
@@ -364,9 +366,9 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, **kw):
     d = _dst(dst, api)
     e = _eng(kw.pop("engine", None), api, ("data", data))
     _extra(api, kw, d)
-    src = _src(data, api, "data")
+    src = _src(data, api, "data", C.ON_CHIP)
     ax = _trailing_axes(data, axis, api)
-    r = _isa.tensor_reduce(op, src, ax, negate=negate, keepdims=keepdims, engine=e, dtype=d.dtype)
+    r = _isa.tensor_reduce(op, src, ax, negate=negate, keepdims=keepdims, engine=e)
     _land(api, d, r)
 
 
@@ -413,7 +415,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     d = _dst(dst, api)
     _extra(api, kw, d)
     cmd = _enum(reduce_cmd, globals()["reduce_cmd"], api, "reduce_cmd")
-    src = _src(data, api, "data")
+    src = _src(data, api, "data", C.ON_CHIP)
     P = src.shape[0]
     r = _isa.activation(op, src, bias=_bias(bias, P, api), scale=_opnd(scale), dtype=d.dtype)
     ev = r._event
@@ -429,7 +431,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
         if cmd == RC.load_reduce:
             raise C.not_implemented("nisa.activation(reduce_cmd=load_reduce)")
         if reduce_res is not None:
-            rr = _src(reduce_res, api, "reduce_res")
+            rr = _src(reduce_res, api, "reduce_res", C.ON_CHIP)
             if rr.shape[0] != P or C.free_size(rr.shape) != 1:
                 raise C.SimValueError("E011", api, "reduce_res", f"reduce_res must be ({P}, 1), got {rr.shape}")
             rr.write(regs[:P].reshape(rr.shape), api=api)
@@ -443,7 +445,7 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
     api = "activation_reduce"
     d = _dst(dst, api)
     _extra(api, kw, d)
-    src = _src(data, api, "data")
+    src = _src(data, api, "data", C.ON_CHIP)
     r = _isa.activation_reduce(op, src, reduce_op=reduce_op, reduce_res=_src(reduce_res, api, "reduce_res"),
                                bias=_bias(bias, src.shape[0], api), scale=_opnd(scale), dtype=d.dtype)
     _land(api, d, r)
@@ -564,12 +566,12 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, **kw):
     ctx = C.current(api)
     d = _dst(dst, api)
     _extra(api, kw, d)
-    p = _src(predicate, api, "predicate")
+    p = _src(predicate, api, "predicate", C.ON_CHIP)
     pv = np.asarray(p.read()).reshape(d.shape) != 0
     if reverse_pred:
         pv = ~pv
     if isinstance(src, NkiTensor):
-        s = _src(src, api, "src")
+        s = _src(src, api, "src", C.ON_CHIP)
         sv = s.read_f32().reshape(d.shape)
         ins = [s, p, d]
     else:
@@ -644,7 +646,4 @@ def core_barrier(data, cores, engine=engine.gpsimd, **kw):
     return None
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise C.not_implemented(f"nki.isa.{name}")
+__getattr__ = C.module_getattr("nki.isa")

@@ -466,7 +466,4 @@ NKIObject = object
 tensor = NkiTensor
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise C.not_implemented(f"nki.language.{name}")
+__getattr__ = C.module_getattr("nki.language")

@@ -169,6 +169,23 @@ def simulate(kernel, options=None):
     return run
 
 
+class _CpuSimulate:
+    """``nki.cpu_simulate(kernel)[lnc](**inputs)``: the form nki-library's test harness calls."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
+
+    def __getitem__(self, lnc):
+        return simulate(self.kernel[lnc])
+
+    def __call__(self, *args, **kwargs):
+        return simulate(self.kernel)(*args, **kwargs)
+
+
+cpu_simulate = _CpuSimulate
+dtype = np.dtype     # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype objects here
+
+
 def trace(kernel, *args, options=None, **kwargs):
     """``(outputs, trace)`` of a run: the instruction trace the cost model reads."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
@@ -180,7 +197,4 @@ def simulator_requested() -> bool:
     return os.environ.get("NKI_SIMULATOR", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise C.not_implemented(f"nki.{name}")
+__getattr__ = C.module_getattr("nki")

@@ -1,5 +1,5 @@
 """``nki.typing``: annotations for kernel parameters (``nt.tensor[128, 512]``); no runtime effect."""
-from ._core import not_implemented
+from ._core import module_getattr
 
 
 class _Annotation:
@@ -21,7 +21,4 @@ mutable_tensor = _Annotation("mutable_tensor")
 scalar = _Annotation("scalar")
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise not_implemented(f"nki.typing.{name}")
+__getattr__ = module_getattr("nki.typing")
