@@ -135,7 +135,7 @@ class Unimplemented:
         raise not_implemented(self._api)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("_"):     # introspection (pytest, inspect, copy) must see a plain object
             raise AttributeError(name)
         return Unimplemented(f"{self._api}.{name}")
 
