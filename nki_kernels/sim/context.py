@@ -34,11 +34,13 @@ def maybe_current() -> "RunContext | None":
 class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis."""
     __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
-                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "__weakref__")
+                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "unwritten",
+                 "__weakref__")
 
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
         ctx._alloc_id += 1
         self.id = ctx._alloc_id
+        ctx.storage_ids.add(id(array))
         self.buffer = buffer
         self.array = array
         self.dtype = dtype
@@ -47,6 +49,7 @@ class Alloc:
         self.par_axis = par_axis
         self.immutable = immutable
         self.written = False
+        self.unwritten = False    # poisoned and not yet fully written: reads check for poison
         self.version = 0
         self.zeroed = zeroed
         self.origin = user_location() if origin else ("<instruction result>", 0)
@@ -90,12 +93,26 @@ class Memory:
         # loop allocates the new tile before the old one is unbound, as the compiler's allocator would
         # not (it reuses the dead tile's space).
         self.dirty = False
+        # block-dimension tensors (axes before nl.par_dim): alloc id -> [token, storage bytes of one
+        # block within a partition row, NKI bytes of one block, set of live block indices]
+        self.blocks: dict = {}
 
     def track(self, alloc: Alloc) -> None:
         n = alloc.bytes_per_partition
         tok = [alloc.buffer, n, False, self, alloc.id, alloc, alloc.array.shape, alloc.origin]
         tok[5] = alloc._name   # not the Alloc itself: the token must not keep it alive
         alloc.token = tok
+        if alloc.par_axis:
+            # The block dimension "does not reflect the number of physical tiles" (2.26
+            # nki.compiler psum.alloc / nki_block_dimension_migration_guide.rst): count the blocks
+            # in use -- written and not yet read since -- not every logical block (issue 8 items
+            # 5 and 17).  A block read and later read again is counted optimistically.
+            nblocks = 1
+            for d in alloc.array.shape[:alloc.par_axis]:
+                nblocks *= d
+            if nblocks:
+                self.blocks[alloc.id] = [tok, alloc.row_bytes // nblocks, n // nblocks, set()]
+                n = tok[1] = 0
         self.live[alloc.buffer] += n
         self.tiles[alloc.buffer][alloc.id] = tok
         self.dirty = True
@@ -107,17 +124,51 @@ class Memory:
             tok[2] = True
             self.live[tok[0]] -= tok[1]
             self.tiles[tok[0]].pop(tok[4], None)
+            self.blocks.pop(tok[4], None)
+
+    def block_liveness(self, reads, writes) -> None:
+        """Update the live blocks of block-dimension tensors: a read retires the blocks it
+        covers, a write (after the reads of the same instruction) makes them live."""
+        for regions, live in ((reads, False), (writes, True)):
+            for r in regions:
+                b = self.blocks.get(r.alloc_id)
+                if b is None or r.hi <= r.lo:
+                    continue
+                tok, brow, bbytes, cur = b
+                idx = range(r.lo // brow, (r.hi - 1) // brow + 1)
+                if live:
+                    cur.update(idx)
+                else:
+                    cur.difference_update(idx)
+                n = len(cur) * bbytes
+                if n != tok[1]:
+                    self.live[tok[0]] += n - tok[1]
+                    if n > tok[1]:
+                        self.dirty = True
+                    tok[1] = n
+                    if self.live[tok[0]] > self.peak[tok[0]]:
+                        self.peak[tok[0]] = self.live[tok[0]]
 
     def release(self, alloc: Alloc) -> None:
         """A temporary consumed by an assignment no longer occupies memory."""
         if alloc.token is not None:
             self._free(alloc.token)
 
-    def check(self, api: str) -> None:
-        """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12)."""
-        self.dirty = False
-        if not self.options.check_capacity or (self.live["sbuf"] <= hw.SBUF_BYTES_PER_PARTITION and
-                                               self.live["psum"] <= hw.PSUM_BYTES_PER_PARTITION):
+    def check(self, api: str, result: "Alloc | None" = None) -> None:
+        """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12).
+
+        ``result`` is the fresh result tile of the instruction being recorded: it is not counted
+        yet, because `psum += nc_matmul(...)` / `dst[...] = op(...)` make it land in an existing
+        tile (issue 8 item 17); the next instruction checks again, by then it is either consumed
+        (released) or held by the kernel (counted)."""
+        live = self.live
+        ex_buf, ex = None, 0
+        if result is not None and result.token is not None and not result.token[2] and result.origin[1] == 0:
+            ex_buf, ex = result.buffer, result.token[1]
+        self.dirty = bool(ex)
+        if not self.options.check_capacity or (
+                live["sbuf"] - (ex if ex_buf == "sbuf" else 0) <= hw.SBUF_BYTES_PER_PARTITION and
+                live["psum"] - (ex if ex_buf == "psum" else 0) <= hw.PSUM_BYTES_PER_PARTITION):
             return
         for buf, limit, code, fix in (
             ("sbuf", hw.SBUF_BYTES_PER_PARTITION, "E006",
@@ -125,7 +176,7 @@ class Memory:
             ("psum", hw.PSUM_BYTES_PER_PARTITION, "E005",
              "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
         ):
-            if self.live[buf] > limit:
+            if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
                 biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[1])[:4]
                 desc = ", ".join(f"{t[5] or 't%d' % t[4]}{tuple(t[6])} {t[1]} B from "
                                  f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
@@ -147,6 +198,9 @@ class RunContext:
         self.hbm_registry: list = []      # HBM allocations of instance 0, shared by later instances
         self.hbm_cursor = 0
         self._alloc_id = 0
+        # id() of every allocation's storage array: fresh() copies a result that is one of them
+        # (stale ids of freed arrays only cost an unneeded copy)
+        self.storage_ids: set = set()
         self._warned: set = set()
         self.rng = None
         if options.shuffle_affine_seed is not None:
@@ -154,13 +208,18 @@ class RunContext:
             self.rng = random.Random(options.shuffle_affine_seed)
 
     # -- trace -------------------------------------------------------------------------
-    def record(self, op, api, engine, *, partitions, free_elems, in_shapes=(), out_shape=(),
+    def record(self, op, api, engine, partitions=0, free_elems=0, in_shapes=(), out_shape=(),
                in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), meta=None,
-               accumulate=False) -> Event | None:
+               accumulate=False, result=None) -> Event | None:
+        """THE instruction-recording path: every instruction the interpreter executes passes
+        here exactly once (capacity check, block liveness, trace event), after its operands were
+        validated.  ``result``: the instruction's fresh result allocation, if any."""
         if self.memory.dirty:
-            self.memory.check(api)
+            self.memory.check(api, result)
         if not self.options.trace:
             return None
+        if self.memory.blocks:
+            self.memory.block_liveness(reads, writes)
         f = sys._getframe(1)
         while f.f_code.co_filename.startswith(_SIM_DIR):
             f = f.f_back

@@ -14,8 +14,8 @@ from . import hw as _hw
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
-from .tensor import ON_CHIP, MaskExpr, Tensor, allocate, fresh, mask_array
-from .trace import ACT, DMA, DVE, PE, POOL
+from .tensor import ON_CHIP, MaskExpr, Tensor, fresh, mask_array
+from .trace import ACT, DVE, PE, POOL
 
 
 class engine(enum.IntEnum):
@@ -132,7 +132,8 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
         raise SimValueError("E020", api, "axes", f"unsupported permutation {axes}",
                             "Allowed: (1,0), (2,1,0), (3,1,2,0)")
     v = np.transpose(src.read_f32(), axes)
-    out = fresh(np.ascontiguousarray(v), _dtype(dtype, src.dtype, api), api=api)
+    out = fresh(np.ascontiguousarray(v), _dtype(dtype, src.dtype, api), api=api,
+                mask=mask_array(mask, v.shape, api))
     out._event = _ops._record_dma(ctx, "nisa.dma_transpose", out, src, out.size, op="dma_transpose")
     return out
 
@@ -191,16 +192,18 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
     else:
         a = stationary.read_f32()
         b = moving.read_f32().reshape(K, N)
-        r = (a.T @ b).reshape(out_shape)
+        r = a.T @ b
+        if r.shape != out_shape:
+            r = r.reshape(out_shape)
     out = fresh(r, _dt.float32, "psum", api=api, mask=mask_array(mask, out_shape, api))
-    if ctx.options.trace:
-        ev = ctx.record("nc_matmul", _api, PE, partitions=K, free_elems=N,
-                        in_shapes=[stationary.shape, moving.shape], out_shape=out_shape,
-                        in_dtypes=[_dt.name_of(stationary.dtype), _dt.name_of(moving.dtype)], out_dtype="float32",
-                        nbytes=(stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4),
-                        flops=2 * K * M * N, reads=[stationary.region(), moving.region()],
-                        writes=[out.region()], meta={"K": K, "M": M, "N": N, "psum_out": True})
-        out._event = ev
+    ev = ctx.record("nc_matmul", _api, PE, partitions=K, free_elems=N,
+                    in_shapes=[stationary.shape, moving.shape], out_shape=out_shape,
+                    in_dtypes=[_dt.name_of(stationary.dtype), _dt.name_of(moving.dtype)], out_dtype="float32",
+                    nbytes=(stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4),
+                    flops=2 * K * M * N, reads=[stationary.region(), moving.region()],
+                    writes=[out.region()], meta={"K": K, "M": M, "N": N, "psum_out": True},
+                    result=out.alloc)
+    out._event = ev
     return out
 
 
@@ -230,14 +233,14 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
     r = np.ascontiguousarray(data.read_f32().reshape(P, F).T) if not ctx.options.trace_only else \
         np.zeros((F, P), np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), buf, api=api, mask=mask_array(mask, (F, P), api))
-    if ctx.options.trace:
-        out._event = ctx.record("nc_transpose", _api, e, partitions=P, free_elems=F, in_shapes=[data.shape],
-                                out_shape=(F, P), in_dtypes=[_dt.name_of(data.dtype)],
-                                out_dtype=_dt.name_of(out.dtype), nbytes=2 * data.size * data.itemsize,
-                                flops=2 * P * P * F if kind == "tensor" else 0,
-                                reads=[data.region()], writes=[out.region()],
-                                meta={"engine_kind": kind, "psum_in": data.buffer == "psum",
-                                      "psum_out": buf == "psum", "K": P, "M": P, "N": F})
+    out._event = ctx.record("nc_transpose", _api, e, partitions=P, free_elems=F, in_shapes=[data.shape],
+                            out_shape=(F, P), in_dtypes=[_dt.name_of(data.dtype)],
+                            out_dtype=_dt.name_of(out.dtype), nbytes=2 * data.size * data.itemsize,
+                            flops=2 * P * P * F if kind == "tensor" else 0,
+                            reads=[data.region()], writes=[out.region()],
+                            meta={"engine_kind": kind, "psum_in": data.buffer == "psum",
+                                  "psum_out": buf == "psum", "K": P, "M": P, "N": F},
+                            result=out.alloc)
     return out
 
 
@@ -380,7 +383,9 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
 
 
 def _reduce_axes(data, axis, api):
+    """Free axes to reduce; negative axes normalise as in NumPy (spec Corrections 3)."""
     ax = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ax = tuple(int(a) + data.ndim if -data.ndim < a < 0 else int(a) for a in ax)
     for a in ax:
         if a <= 0 or a >= data.ndim:
             raise SimValueError("E023", api, "axis",
@@ -406,7 +411,11 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
     if negate and (bit or name.startswith("logical")):
         raise NKISyntaxError("E021", api, "negate", "negate is only valid for arithmetic reduce ops")
     fn = _ops.REDUCE[name]
+    m = mask_array(mask, data.shape, api)      # mask= selects the inputs (spec Corrections 3)
     if bit:
+        if m is not None and m is not True:
+            raise SimValueError("E011", api, "mask", "a mask on a bitwise tensor_reduce is not supported here",
+                                "Slice the input instead")
         v = data.read().astype(np.int64)
         r = v
         for a in sorted(ax, reverse=True):
@@ -414,11 +423,13 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
         if keepdims:
             r = np.expand_dims(r, tuple(sorted(ax)))
     else:
-        r = np.asarray(fn(data.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        if m is None or m is True:
+            r = np.asarray(fn(data.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        else:
+            r = _ops.masked_reduce(name, data.read_f32(m), ax, keepdims, m)
         if negate:
             r = -r
-    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api,
-                mask=mask_array(mask, r.shape, api))
+    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api)
     _ops.record_compute(ctx, "tensor_reduce", "nisa.tensor_reduce", eng, [data], out, func=name)
     return out
 
@@ -614,6 +625,21 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     return out
 
 
+def _row_mask(mask, data, api, *, reduce_dim_ok):
+    """Output mask of a per-partition reducing instruction: the partitions ``mask`` selects, as a
+    (P, 1) array (None: all).  bn_stats/bn_aggr take no mask on the reduce dimension
+    (known-issues doc: "the mask sent to bn_stats could not contain any indices from the
+    reduction dimension")."""
+    m = mask_array(mask, data.shape, api)
+    if m is None or m is True or m is False:
+        return m
+    flat = m.reshape(m.shape[0], -1)
+    if not reduce_dim_ok and not (flat == flat[:, :1]).all():
+        raise SimValueError("E011", api, "mask", f"{api} does not support a mask on the reduce (free) dimension",
+                            "Mask partitions only, e.g. mask=(i_p < n) (nki_known_issues.rst)")
+    return flat.any(axis=1, keepdims=True)
+
+
 def bn_stats(data, *, mask=None, dtype=None, **kw):
     """Per partition over <= 512 free elements: (count, mean, var*count) for even and odd elements."""
     api = "bn_stats"
@@ -624,6 +650,7 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
         raise SimValueError("E020", api, "data", "bn_stats free size exceeds nl.tile_size.bn_stats_fmax",
                             "Split the free axis into chunks of 512 and combine them with bn_aggr",
                             got=F, limit=_hw.BN_STATS_FMAX)
+    rows = _row_mask(mask, data, api, reduce_dim_ok=False)
     x = data.read_f32().reshape(P, F)
     cols = []
     for part in (x[:, 0::2], x[:, 1::2]):
@@ -631,7 +658,7 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
         mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
         var = part.var(axis=1) if n else np.zeros(P, np.float32)
         cols += [np.full(P, n, np.float32), mean, var * n]
-    out = fresh(np.stack(cols, axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api)
+    out = fresh(np.stack(cols, axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "bn_stats", "nisa.bn_stats", DVE, [data], out, func="bn_stats")
     return out
 
@@ -642,13 +669,14 @@ def bn_aggr(data, *, mask=None, dtype=None, **kw):
     ctx = _current(api)
     _ops.tile(data, api, "data")
     P = data.shape[0]
+    rows = _row_mask(mask, data, api, reduce_dim_ok=False)
     s = data.read_f32().reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
     tot = n.sum(axis=1)
     safe = np.where(tot == 0, 1, tot)
     mu = (n * mean).sum(axis=1) / safe
     var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
-    out = fresh(np.stack([mu, var], axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api)
+    out = fresh(np.stack([mu, var], axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "bn_aggr", "nisa.bn_aggr", DVE, [data], out, func="bn_aggr")
     return out
 
@@ -663,8 +691,12 @@ def max8(*, src, dtype=None, mask=None, **kw):
     if x.shape[1] < 8:
         raise SimValueError("E011", api, "src", "max8 needs at least 8 elements per partition",
                             got=x.shape[1], limit=8)
+    rows = _row_mask(mask, src, api, reduce_dim_ok=True)
+    m = mask_array(mask, src.shape, api)
+    if m is not None and m is not True and m is not False:
+        x = np.where(m.reshape(P, -1), x, -np.inf)        # mask= selects the inputs
     r = -np.sort(-x, axis=1)[:, :8]
-    out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api)
+    out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "max8", "nisa.max8", DVE, [src], out, func="max8")
     return out
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import sys
-import types
 
 import numpy as np
 
@@ -14,9 +13,9 @@ from . import ops as _ops
 from .context import current as _current, maybe_current as _maybe_current
 from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .tensor import (ON_CHIP as _ON_CHIP, IndexExpr, MaskExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
+from .tensor import (IndexExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
                      fresh as _fresh, mask_array as _mask_array)
-from .trace import ACT, DMA, DVE, PE, POOL
+from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
@@ -167,7 +166,9 @@ def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
 
 
 def shared_identity_matrix(n, dtype=uint8, **kw):
-    t = _allocate((n, n), dtype, "sbuf", api="shared_identity_matrix", fill=0)
+    """An (n, n) identity in HBM, like shared_constant (2.26 language doc: "create a new identity
+    tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load; issue 8 item 10)."""
+    t = _allocate((n, n), dtype, "hbm", api="shared_identity_matrix")
     t.write(np.eye(n, dtype=np.float32))
     return t
 
@@ -267,14 +268,17 @@ def load(src, *, mask=None, dtype=None, **kwargs):
     ctx = _current("load")
     _ops.hbm(src, "load", "src")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load")
-    shape = src.shape if len(src.shape) >= 1 else (1,)
+    # on-chip tiles are at least 2-D: a 1-element or 1-D HBM tensor loads as (1, 1) / (N, 1)
+    # (known-issues doc "Tile on SBUF/PSUM must have at least 2 dimensions"; issue 8 item 16)
+    shape = tuple(src.shape) + (1,) * (2 - len(src.shape)) if len(src.shape) < 2 else src.shape
     if shape[0] > _hw.PMAX:
         raise partition_error("load", "src", shape[0], "Load at most 128 rows per nl.load (tile the leading axis)")
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
-    ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
-    if m is None and ev is not None:   # `tile[...] = nl.load(...)` becomes one DMA into tile
+    ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same" if shape == src.shape else "reshape")
+    if ev is not None:   # `tile[...] = nl.load(...)` becomes one DMA into tile (under the load's mask)
         dst._event, dst._exact, dst._exact_ver = ev, dst.arr, dst.alloc.version
+        dst._mask = m
     return dst
 
 
@@ -305,13 +309,17 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
                               "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
     dst = _allocate((m_, n), d, "sbuf", api="load_transpose2d")
-    dst.write(src.read().T)
-    _ops._record_dma(ctx, "nl.load_transpose2d", dst, src, dst.size, op="dma_transpose")
+    m = _mask_array(mask, (m_, n), "load_transpose2d")     # mask= is on the result tile
+    if m is not False:
+        dst.write(src.read(None if m is None or m is True else m.T).T, m)
+    ev = _ops._record_dma(ctx, "nl.load_transpose2d", dst, src, dst.size, op="dma_transpose")
+    if ev is not None:    # lands directly when assigned, under its mask (like nl.load)
+        dst._event, dst._exact, dst._exact_ver, dst._mask = ev, dst.arr, dst.alloc.version, m
     return dst
 
 
 def copy(src, *, mask=None, dtype=None, **kwargs):
-    """SBUF/PSUM tile -> new SBUF tile (tensor_copy)."""
+    """SBUF/PSUM tile -> new SBUF tile (tensor_copy); never shares storage with ``src``."""
     from .isa import tensor_copy
     return tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
 
@@ -416,7 +424,7 @@ def _binary(name):
 
 _mod = sys.modules[__name__]
 for _n in _ops.UNARY:
-    if _n not in ("identity",):
+    if _n not in ("identity", "copy"):    # nl.copy is the tensor_copy above
         setattr(_mod, _n, _unary(_n))
 for _n in list(_ops.BINARY) + list(_ops.BITWISE):
     if _n not in ("max", "min"):
@@ -443,11 +451,14 @@ def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
 
 # ---- reductions ---------------------------------------------------------------------------
 def _axes(x, axis, api):
+    """Reduction axes; negative axes normalise as in NumPy (2.26 nl.sum is "similar to
+    numpy.sum"; spec Corrections 3); the partition axis stays illegal."""
     ax = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ax = tuple(int(a) + x.ndim if -x.ndim <= a < 0 else int(a) for a in ax)
     for a in ax:
         if a < 0:
-            raise SimValueError("E023", api, "axis", f"negative axis {a} is not supported",
-                                f"Name free axes explicitly (1..{x.ndim - 1})")
+            raise SimValueError("E023", api, "axis", f"axis {a - x.ndim} out of range for a tile of rank {x.ndim}",
+                                f"Name free axes (1..{x.ndim - 1} or -1..{1 - x.ndim})")
         if a == 0:
             raise SimValueError("E023", api, "axis", "cannot reduce the partition axis (axis 0)",
                                 "Reduce free axes only; transpose first to reduce across partitions")
@@ -463,10 +474,17 @@ def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
         ctx = _current(api)
         _ops.tile(x, api, "x")
         ax = _axes(x, axis, api)
-        r = np.asarray(npfn(x.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        # a reduction's mask= selects its inputs; it is not applied to the output shape
+        # (spec Corrections 3; issue 8 item 7)
+        m = _mask_array(mask, x.shape, api)
+        v = x.read_f32(m)
+        if m is None or m is True:
+            r = np.asarray(npfn(v, axis=ax, keepdims=keepdims), dtype=np.float32)
+        else:
+            r = _ops.masked_reduce(name, v, ax, keepdims, m)
         d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
                                                     else _dt.float32), api)
-        out = _fresh(r, d, api=api, mask=_mask_array(mask, r.shape, api))
+        out = _fresh(r, d, api=api)
         _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
         return out
     op.__name__ = name
@@ -515,14 +533,16 @@ def transpose(x, *, dtype=None, mask=None, **kwargs):
 
 
 def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
-    m = max(x, axis=axis, keepdims=True)
-    e = exp(subtract(x, m))
-    return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
+    """exp(x - max) / sum(exp(x - max)); ``mask=`` restricts every step (masked-out outputs
+    are not written)."""
+    m = max(x, axis=axis, keepdims=True, mask=mask)
+    e = exp(subtract(x, m, mask=mask), mask=mask)
+    return divide(e, sum(e, axis=axis, keepdims=True, mask=mask), dtype=dtype, mask=mask)
 
 
 def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
-    ms = divide(sum(square(x), axis=axis, keepdims=True), float(n))
-    return multiply(multiply(x, rsqrt(add(ms, float(epsilon)))), w, dtype=dtype)
+    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n))
+    return multiply(multiply(x, rsqrt(add(ms, float(epsilon))), mask=mask), w, dtype=dtype, mask=mask)
 
 
 def __getattr__(name):

@@ -7,7 +7,6 @@ its operands with the helpers here, (2) computes with one vectorised NumPy call 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -15,9 +14,8 @@ from . import dtypes as dt
 from . import hw
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, fresh, mask_array
-from .errors import _SIM_DIR
-from .trace import ACT, DMA, DVE, PE, POOL, Event
+from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
+from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
 # op codes: nl.add / np.add / "add" all name the same ALU op
@@ -100,6 +98,26 @@ try:  # numpy aliases
     _NP_CODES[np.amin] = "min"
 except AttributeError:  # pragma: no cover
     pass
+
+
+_MASKED_REDUCE = {
+    "sum": (np.sum, None), "add": (np.sum, None), "prod": (np.prod, None), "multiply": (np.prod, None),
+    "max": (np.max, -np.inf), "maximum": (np.max, -np.inf), "min": (np.min, np.inf), "minimum": (np.min, np.inf),
+    "mean": (np.mean, None), "var": (np.var, None),
+}
+
+
+def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
+    """Reduce only the elements ``m`` selects (a reduction's mask= selects inputs)."""
+    if m is False:
+        m = np.zeros(v.shape, bool)
+    if name in ("all", "logical_and"):
+        return np.all(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    if name in ("logical_or",):
+        return np.any(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    fn, init = _MASKED_REDUCE[name]
+    kw = {} if init is None else {"initial": init}
+    return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
 
 
 def opcode(op, api: str, arg: str = "op") -> str:
@@ -221,12 +239,10 @@ def _strided(t: Tensor) -> bool:
 
 def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="", flops_per_elem=1,
                    extra_meta=None):
-    """Record an elementwise-class instruction producing ``out`` from ``inputs`` (the hot path:
-    builds the Event directly)."""
-    if ctx.memory.dirty:
-        ctx.memory.check(api)
+    """Record an elementwise-class instruction producing ``out`` from ``inputs`` (through the one
+    recording path, RunContext.record)."""
     if not ctx.options.trace:
-        return None
+        return ctx.record(op, api, engine, result=out.alloc)
     oshape = out._shape
     oal = out.alloc
     P = oshape[0] if oshape else 1
@@ -254,14 +270,8 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
             "strided": strided}
     if extra_meta:
         meta.update(extra_meta)
-    f = sys._getframe(1)
-    while f.f_code.co_filename.startswith(_SIM_DIR):
-        f = f.f_back
-    events = ctx.trace.events
-    ev = Event(len(events), op, api, engine, P, N, tuple(in_shapes), oshape, tuple(in_dtypes), oal.dname, nbytes,
-               P * N * n_ops * flops_per_elem, reads, [out.region()], False, meta, f.f_code.co_filename,
-               f.f_lineno, ctx.program_id, ctx.loops)
-    events.append(ev)
+    ev = ctx.record(op, api, engine, P, N, in_shapes, oshape, in_dtypes, oal.dname, nbytes,
+                    P * N * n_ops * flops_per_elem, reads, [out.region()], meta, False, oal)
     out._event = ev
     return ev
 
@@ -306,6 +316,23 @@ def _place(value: np.ndarray, dst_shape, how):
     return np.broadcast_to(pa_pad(value, nd), dst_shape)
 
 
+def _landing_mask(m, value: Tensor, dst_shape, how):
+    """Where an instruction result lands in its destination: the assignment's mask and the
+    producing instruction's own mask= (a masked instruction leaves the rest of an existing
+    destination untouched -- issue 8 item 15; poison belongs to memory nobody wrote)."""
+    vm = value._mask
+    if vm is None or vm is True:
+        return m
+    if vm is False:
+        return False
+    vm = _place(vm, dst_shape, how)
+    if m is None or m is True:
+        return vm
+    if m is False:
+        return False
+    return m & vm
+
+
 def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
     """``dst[...] = value``: a copy (or memset) into dst; an instruction result lands directly."""
     ctx = current(api)
@@ -314,21 +341,31 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
         if _same_region(dst, value):
             return  # `t[...] += x` writes back its own view: already done
         how = _fit(api, value.shape, dst.shape, dst.name)
-        _check_pe_destination(value, dst, api)
+        _check_dma_destination(value, dst, api)
         if value.is_fresh() and value._event is not None and dst.buffer in ON_CHIP \
                 and value.buffer in ON_CHIP:
-            # the producing instruction writes dst directly (rounded once to dst's dtype)
-            dst.write(_place(value._exact, dst.shape, how), m, api=api)
             ev = value._event
-            ev.writes = [dst.region()]
-            ev.out_dtype = dt.name_of(dst.dtype)
-            ev.meta["psum_out"] = dst.buffer == "psum"
+            lm = _landing_mask(m, value, dst.shape, how)
+            if ev.engine == PE and dst.buffer != "psum":
+                # TensorE writes only PSUM ("nc_matmul must write outputs to PSUM", 2.26 isa doc):
+                # `sbuf[...] = nc_matmul(...)` / `= nc_transpose(...)` is the PSUM result plus a
+                # copy into SBUF -- 2.26 nl.store: "an extra copy will be performed"; the errors
+                # doc describes assignment as a copy (issue 8 item 1).  The copy is an eviction.
+                dst.write(_place(value._exact, dst.shape, how), lm, api=api)
+                record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy",
+                               extra_meta={"eviction": True})
+                return
+            # the producing instruction writes dst directly (rounded once to dst's dtype)
+            dst.write(_place(value._exact, dst.shape, how), lm, api=api)
+            _retarget(ctx, ev, dst)
             ctx.memory.release(value.alloc)
             return
         if dst.buffer in ON_CHIP and value.buffer in ON_CHIP:
             tile(value, api, "value")
             dst.write(_place(value.read(), dst.shape, how), m, api=api)
-            record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy")
+            record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy",
+                           extra_meta={"eviction": True} if value.buffer == "psum" and dst.buffer == "sbuf"
+                           else None)
             return
         dma_transfer(dst, value, api=api, mask=m, how=how)
         return
@@ -343,39 +380,53 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
                        "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
 
 
-def _check_pe_destination(value, dst, api):
-    """TensorE writes only PSUM: a fresh matmul/transpose result cannot land in SBUF/HBM."""
+def _retarget(ctx, ev, dst: Tensor, accumulate=False) -> None:
+    """The recorded instruction ``ev`` wrote its fresh result straight into ``dst`` (results land
+    in their destination; an accumulation also reads it)."""
+    r = dst.region()
+    if accumulate:
+        ev.reads.append(r)
+    ev.writes = [r]
+    ev.out_dtype = dt.name_of(dst.dtype)
+    ev.meta["psum_out"] = dst.buffer == "psum"
+    if ctx.memory.blocks:
+        ctx.memory.block_liveness((), ev.writes)
+
+
+def _check_dma_destination(value, dst, api):
+    """DMA cannot write PSUM: a fresh load result cannot land in a PSUM tile."""
     ev = value._event if isinstance(value, Tensor) and value.is_fresh() else None
     if ev is not None and ev.engine == DMA and dst.buffer == "psum":
         raise SimTypeError("E007", api, dst.name,
                            f"Expected the destination of '{ev.op}' to be in address space 'sbuf|hbm', but got a "
                            f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
-    if ev is not None and ev.engine == PE and dst.buffer != "psum":
-        raise SimTypeError("E007", api, dst.name,
-                           f"Expected the destination of '{ev.op}' to be in address space 'psum', but got a "
-                           f"tile in '{dst.buffer}' instead",
-                           "Accumulate into an nl.zeros(..., buffer=nl.psum) tile, then copy it out with "
-                           "nisa.tensor_copy")
 
 
 def accumulate(dst: Tensor, other, opname: str):
     """``dst += other`` (and -=, *=, /=).  Matmul results accumulate in PSUM for free (spec §8)."""
     api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
     ctx = current(api)
-    _check_pe_destination(other, dst, api)
+    _check_dma_destination(other, dst, api)
     if isinstance(other, Tensor) and opname == "add" and dst.buffer == "psum" and other.is_fresh() \
             and other._event is not None and other._event.op == "nc_matmul":
         how = _fit(api, other.shape, dst.shape, dst.name)
-        acc = dst.read_f32() + _place(other._exact, dst.shape, how)
-        dst.write(acc, api=api)
+        cur = dst.read_raw()
+        pm = dt.poison_mask(cur)
+        if pm is not None and pm.any():
+            # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official
+            # samples accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8,
+            # issue 8 item 4); per element, so a partly written accumulator is handled too
+            cur = np.where(pm, np.float32(0), cur)
+        acc = cur.astype(np.float32, copy=False) + _place(other._exact, dst.shape, how)
+        dst.write(acc, _landing_mask(None, other, dst.shape, how), api=api)
         ev = other._event
-        ev.reads.append(dst.region())
-        ev.writes = [dst.region()]
         ev.accumulate = True
-        ev.out_dtype = dt.name_of(dst.dtype)
+        _retarget(ctx, ev, dst, accumulate=True)
         ctx.memory.release(other.alloc)
         return dst
     if ctx.options.warn_non_psum_accumulate:
+        # `sbuf += nl.matmul(...)`, `sbuf += psum_tile` are legal NKI 0.1: a VectorE
+        # read-modify-write (spec §8; issue 8 item 18) -- warned, never raised
         what = "a matmul result accumulated into PSUM" if dst.buffer != "psum" else "a matmul result"
         ctx.warn_once("iadd", f"`{api}` on a {dst.buffer.upper()} tile with something other than "
                       f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "

@@ -14,12 +14,15 @@ On-chip (SBUF/PSUM) tensors remember which axis is the partition axis (``par``);
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from . import dtypes as dt
 from . import hw
 from .context import Alloc, current, maybe_current
-from .errors import NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
+from .errors import _SIM_DIR, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
@@ -29,6 +32,19 @@ HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 # ---------------------------------------------------------------------------------------
 # Affine index expressions and masks
 # ---------------------------------------------------------------------------------------
+
+def _calling_api() -> str:
+    """The NKI API the user called (the outermost interpreter frame below the user's line)."""
+    f = sys._getframe(1)
+    last = None
+    while f is not None and f.f_code.co_filename.startswith(_SIM_DIR):
+        last = f
+        f = f.f_back
+    if last is None:
+        return "an instruction"
+    api = last.f_locals.get("api")
+    return api if isinstance(api, str) else last.f_code.co_name
+
 
 def _iv(x):
     return x.v if isinstance(x, IndexExpr) else x
@@ -112,9 +128,13 @@ class MaskExpr:
     __invert__ = lambda s: MaskExpr(~s.v)
 
     def __bool__(self):
-        raise SimValueError("E015", "mask", None,
-                            "'and'/'or'/'not'/'if' cannot be used on NKI mask expressions",
-                            "Combine predicates with & (and |), e.g. mask=(i_p < 64) & (i_f < n)")
+        # `m1 and m2` traces in real NKI 0.1 as Python's `and`: m1 is truthy, the result is m2
+        # (SDK nki/test test_nki_isa_nc_match_replace8 passes `mask=(ix < a and iy < b)` and its
+        # golden value matches the second predicate alone; the known-issues doc says `and` is
+        # not supported for masks).  Accept it, with a warning (an error under strict).
+        unproven("mask_and", "`and`/`or`/`if` on an NKI mask expression evaluates the mask as True "
+                 "(Python semantics: `m1 and m2` is m2 alone); combine predicates with &")
+        return True
 
     def __repr__(self):
         return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
@@ -152,6 +172,20 @@ class _MGridMaker:
         return MGrid(np.ogrid[key])
 
 
+def unproven(key, message: str) -> None:
+    """A construct that is legal on paper but has public evidence of trouble on hardware (issue 8
+    'Too lax'): a SimWarning naming the user's line, once per line; an E024 error under
+    ``SimOptions.strict``."""
+    ctx = maybe_current()
+    if ctx is None:
+        return
+    if ctx.options.strict:
+        raise SimValueError("E024", "strict", None, message,
+                            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
+                            "without strict to get a warning")
+    ctx.warn_once(key, message)
+
+
 def mask_array(mask, shape, api="mask"):
     """Evaluate ``mask=`` for an output of ``shape``: None (all), a bool, or a bool array."""
     if mask is None:
@@ -178,7 +212,8 @@ def mask_array(mask, shape, api="mask"):
 
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
-    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "_exact", "_exact_ver", "_event", "off")
+    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "_exact", "_exact_ver", "_event", "off", "_mask",
+                 "_sliced")
     __array_priority__ = 100
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
@@ -192,6 +227,8 @@ class Tensor:
         self._exact = None
         self._exact_ver = -1
         self._event = None
+        self._mask = None      # the mask= of the instruction that produced this fresh result
+        self._sliced = False   # made by indexing with a slice/arange (nested indexing warns)
 
     # -- metadata -------------------------------------------------------------------------
     shape = property(lambda s: s._shape)
@@ -218,6 +255,10 @@ class Tensor:
                f"buffer={self.alloc.buffer})"
 
     def __bool__(self):
+        if self.alloc.buffer in HBM_KINDS:
+            # `if hbm_tensor:` (an optional kernel argument) is truthy in real NKI 0.1: the SDK's
+            # nki/test examples test optional tensors this way (issue 8 item 12)
+            return True
         raise SimValueError("E015", "tensor", self.name,
                             "the truth value of a tensor is ambiguous (dynamic control flow is not supported)",
                             "Use mask= or nl.where instead of if/and/or on tile values")
@@ -241,6 +282,9 @@ class Tensor:
         """Index arrays for an advanced view under ``mask`` (masked-out points use index 0)."""
         idx = []
         m = None if mask is None or isinstance(mask, bool) else mask
+        vm = self._mask
+        if vm is not None and not isinstance(vm, bool):
+            m = vm if m is None else (m & vm)
         for axis, k in enumerate(self.key):
             if isinstance(k, np.ndarray):
                 kk = np.broadcast_to(k, self._shape)
@@ -260,10 +304,39 @@ class Tensor:
         return tuple(idx)
 
     def read(self, mask=None) -> np.ndarray:
-        """Values in storage dtype, shape ``self.shape``."""
-        if self.arr is not None:
-            return self.arr
-        return self.src[self._resolve(mask)]
+        """Values in storage dtype, shape ``self.shape`` (an instruction reading its operand)."""
+        a = self.arr if self.arr is not None else self.src[self._resolve(mask)]
+        if self.alloc.unwritten:
+            self._check_poison(a, mask)
+        return a
+
+    def read_raw(self) -> np.ndarray:
+        """Values without the never-written check (the read half of a read-modify-write)."""
+        return self.arr if self.arr is not None else self.src[self._resolve(None)]
+
+    def _check_poison(self, a, mask):
+        """Issue 11: the first read of never-written memory by an instruction warns, once per
+        tensor, naming the instruction, the tensor and where it was allocated."""
+        al = self.alloc
+        pm = dt.poison_mask(a)
+        if pm is None:
+            al.unwritten = False     # ints/fp8 cannot carry the poison pattern: not detectable
+            return
+        if mask is not None and not isinstance(mask, bool):
+            pm = pm & np.broadcast_to(mask, pm.shape)
+        elif mask is False:
+            return
+        if not pm.any():
+            return
+        al.unwritten = False         # once per tensor
+        ctx = maybe_current()
+        if ctx is None:
+            return
+        f, ln = al.origin
+        ctx.warn_once(("poison", al.id),
+                      f"{_calling_api()} reads {int(pm.sum())} never-written element(s) of tensor "
+                      f"`{al.name}` {tuple(self._shape)} (allocated at {os.path.basename(f)}:{ln}); they hold "
+                      f"garbage on hardware (NaN poison here)")
 
     def read_f32(self, mask=None) -> np.ndarray:
         a = self.read(mask)
@@ -280,6 +353,8 @@ class Tensor:
         if mask is False:
             return
         where = None if mask is None or mask is True else mask
+        if self.arr is None and self._mask is not None:      # a tile[pred] view
+            where = self._mask if where is None else (np.broadcast_to(where, self._shape) & self._mask)
         if self.arr is not None:
             if where is not None:
                 where = np.broadcast_to(where, self._shape)
@@ -293,6 +368,8 @@ class Tensor:
             tmp = np.empty(np.shape(v), dtype=self.src.dtype)
             dt.cast_into(tmp, v, al.dtype)
             self.src[idx] = tmp
+        if al.unwritten and where is None and self.size == al.array.size:
+            al.unwritten = False          # the whole allocation was written
         al.written = True
         al.version += 1
 
@@ -341,11 +418,6 @@ class Tensor:
 
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> "Tensor":
-        if self.arr is None:
-            raise SimNotImplementedError("E100", "index", self.name,
-                                         "indexing a view that was itself indexed with nl.arange/mgrid "
-                                         "is not implemented in nki_kernels.sim",
-                                         "Index the original tensor once with the combined expression")
         key = key if isinstance(key, tuple) else (key,)
         flat = []
         for k in key:
@@ -353,9 +425,41 @@ class Tensor:
                 flat.extend(k.parts)
             else:
                 flat.append(k)
-        if any(isinstance(k, (IndexExpr, MaskExpr)) for k in flat):
-            return self._advanced(flat)
-        return self._basic(flat)
+        advanced = any(isinstance(k, IndexExpr) for k in flat)
+        if self._sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != slice(None)
+                                for k in flat):
+            # CS149 course tips (asst4-trainium2 README): "Do not use nested slicing/mgrid
+            # (e.g. t[0:128, 128:256][0:64, 0:64])" -- legal on paper, trouble in practice
+            unproven("nested_index", f"indexing `{self.name}` again after slicing it (slice of a slice) is "
+                     "hardware-unproven (CS149 tips: do not use nested slicing/mgrid); index the original "
+                     "tensor once with the combined range")
+        if len(flat) == 1 and isinstance(flat[0], MaskExpr):
+            return self._masked_view(flat[0])
+        if self.arr is None:
+            if advanced:
+                raise SimNotImplementedError("E100", "index", self.name,
+                                             "indexing a view that was itself indexed with nl.arange/mgrid "
+                                             "again with nl.arange/mgrid is not implemented in nki_kernels.sim",
+                                             "Index the original tensor once with the combined expression")
+            t = self._compose(flat)
+        elif advanced:
+            t = self._advanced(flat)
+        else:
+            t = self._basic(flat)
+        t._sliced = any(isinstance(k, (slice, IndexExpr)) for k in flat)
+        return t
+
+    def _masked_view(self, m: MaskExpr) -> "Tensor":
+        """``tile[pred]`` with a boolean affine expression: the whole tile, accessed only where
+        ``pred`` holds (decision, README divergences: the 2.26 docs do not define this form; it
+        reads as the mask= predicate attached to the access)."""
+        if self.arr is None:
+            raise SimNotImplementedError("E100", "index", self.name, "a predicate index on an arange view",
+                                         "Index the tile with slices first, then with the predicate")
+        idx = np.indices(self._shape, sparse=True)
+        t = Tensor(self.alloc, src=self.arr, key=tuple(idx), par=self.par, shape=self._shape, off=self.off)
+        t._mask = mask_array(m, self._shape, "index")
+        return t
 
     def _oob(self, axis, lo, hi, n):
         return SimIndexError(
@@ -383,6 +487,8 @@ class Tensor:
         out_axis = 0
         off = self.off
         strides = self.arr.strides
+        onchip = self.alloc.buffer in ON_CHIP
+        lazy = False
         for axis, n in enumerate(shape):
             k = key[axis] if axis < len(key) else slice(None)
             if isinstance(k, Tensor):
@@ -400,7 +506,10 @@ class Tensor:
                 if stop < 0:
                     stop += n
                 if start < 0 or start > n or stop > n:
-                    raise self._oob(axis, start, max(stop - 1, start), n)
+                    # bounds are checked at the instruction, under its mask, not here
+                    # (err_tensor_access_out_of_bound: avoidable "by providing a proper mask";
+                    # spec Corrections 9, issue 8 item 3)
+                    lazy = True
                 npkey.append(slice(start, max(stop, start), step))
                 if start < n:
                     off += start * strides[axis]
@@ -409,12 +518,20 @@ class Tensor:
                 out_axis += 1
             elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
                 i = int(k)
-                if i < -n or i >= n:
-                    raise self._oob(axis, i, i, n)
-                if i < 0:
+                if i < 0 and i >= -n:
                     i += n
-                npkey.append(i)
-                off += i * strides[axis]
+                if i < 0 or i >= n:
+                    lazy = True
+                if onchip and axis == par:
+                    # on-chip tiles stay at least 2-D: an int on the partition axis keeps a unit
+                    # partition axis (known-issues doc: index (1, M) buffers as my_sbuf[0, 0:M])
+                    npkey.append(slice(i, i + 1))
+                    new_par = out_axis
+                    out_axis += 1
+                else:
+                    npkey.append(i)
+                if 0 <= i < n:
+                    off += i * strides[axis]
             elif k is None:
                 raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
                                     "Use .reshape or .expand_dims")
@@ -422,7 +539,66 @@ class Tensor:
                 raise SimIndexError("E008", "index", self.name,
                                     f"unsupported index {k!r} of type {type(k).__name__}",
                                     "Use ints, slices, nl.ds(start, size), nl.arange or nl.mgrid")
-        return Tensor(self.alloc, arr=self.arr[tuple(npkey)], par=new_par, off=off)
+        if lazy:
+            return self._lazy(npkey, new_par, out_axis)
+        a = self.arr[tuple(npkey)]
+        if onchip and a.ndim < 2:
+            # known-issues doc: tiles on SBUF/PSUM have at least 2 dimensions, so t[:, j] is (P, 1)
+            a = a.reshape(a.shape + (1,) * (2 - a.ndim))
+        return Tensor(self.alloc, arr=a, par=new_par, off=off)
+
+    def _lazy(self, npkey, new_par, n_out) -> "Tensor":
+        """A basic view reaching outside the tensor: kept as index arrays and bounds-checked by
+        the instruction that accesses it, under its mask."""
+        nd = max(n_out, 2) if self.alloc.buffer in ON_CHIP else n_out
+        keys, shape, j = [], [], 0
+        for k in npkey:
+            if isinstance(k, slice):
+                r = np.arange(k.start, k.stop, k.step)
+                keys.append(r.reshape((1,) * j + (len(r),) + (1,) * (nd - j - 1)))
+                shape.append(len(r))
+                j += 1
+            else:
+                keys.append(np.full((1,) * nd, k, dtype=np.int64))
+        shape += [1] * (nd - len(shape))
+        return Tensor(self.alloc, src=self.arr, key=tuple(keys), par=new_par, shape=tuple(shape), off=self.off)
+
+    def _compose(self, key) -> "Tensor":
+        """Basic indexing (ints, slices) of an index-array view: index the broadcast index arrays."""
+        shape = self._shape
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
+            key = key[:i] + [slice(None)] * (len(shape) - len(key) + 1) + key[i + 1:]
+        if len(key) > len(shape):
+            raise SimIndexError("E008", "index", self.name,
+                                f"too many indices: {len(key)} for a tensor of rank {len(shape)}")
+        onchip = self.alloc.buffer in ON_CHIP
+        sel = []
+        for axis, n in enumerate(shape):
+            k = key[axis] if axis < len(key) else slice(None)
+            if isinstance(k, slice):
+                sel.append(k)
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                i = int(k) + (n if k < 0 else 0)
+                if not 0 <= i < n:
+                    raise self._oob(axis, int(k), int(k), n)
+                sel.append(slice(i, i + 1) if onchip and axis == 0 else i)
+            else:
+                raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r} on an index view",
+                                    "Use ints or slices")
+        sel = tuple(sel)
+        keys = [np.broadcast_to(k, shape)[sel] if isinstance(k, np.ndarray) else k for k in self.key]
+        arrays = [k for k in keys if isinstance(k, np.ndarray)]
+        new_shape = arrays[0].shape if arrays else ()
+        if onchip and len(new_shape) < 2:
+            pad = (1,) * (2 - len(new_shape))
+            keys = [k.reshape(k.shape + pad) if isinstance(k, np.ndarray) else k for k in keys]
+            new_shape = new_shape + pad
+        t = Tensor(self.alloc, src=self.src, key=tuple(keys), par=self.par, shape=new_shape, off=self.off)
+        if self._mask is not None and not isinstance(self._mask, bool):
+            m = np.broadcast_to(self._mask, shape)[sel]
+            t._mask = m.reshape(new_shape)
+        return t
 
     def _advanced(self, key):
         if len(key) != len(self._shape):
@@ -607,7 +783,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
     phys = shape if not par else (shape[par],) + shape[:par] + shape[par + 1:]
     if fill is None:
         poison = ctx.options.poison if poison is None else poison
-        arr = np.full(phys, dt.poison_value(d), dtype=sd) if poison else np.zeros(phys, dtype=sd)
+        arr = dt.poison_fill(phys, d, sd) if poison else np.zeros(phys, dtype=sd)
     elif fill == 0:
         arr = np.zeros(phys, dtype=sd)
     else:
@@ -622,6 +798,8 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
         al.written = True
+    elif poison:
+        al.unwritten = True
     return Tensor(al, arr=arr, par=par)
 
 
@@ -639,16 +817,24 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
         raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
+    # A result never shares storage with an operand (issue 8 item 14): an op may hand over an
+    # operand's own array (identity activation, reshape, transpose of a (1, N) tile, ...), so
+    # anything that is a view, or an allocation's storage, is copied here, once, for every op.
+    if value.base is not None or id(value) in ctx.storage_ids or not value.flags.c_contiguous:
+        value = np.array(value, order="C")
     if mask is None or mask is True:
+        mask = None
         if value.dtype == sd and d is not dt.tfloat32:
             arr = value
         else:
             arr = np.empty(shape, dtype=sd)
             dt.cast_into(arr, value, d)
     else:
-        arr = np.full(shape, dt.poison_value(d) if ctx.options.poison else 0, dtype=sd)
+        # masked-out elements were written by nobody: poison (or 0 without poison)
+        arr = dt.poison_fill(shape, d, sd) if ctx.options.poison else np.zeros(shape, dtype=sd)
         if mask is not False:
-            dt.cast_into(arr, value, d, where=np.broadcast_to(mask, shape))
+            mask = np.broadcast_to(mask, shape)
+            dt.cast_into(arr, value, d, where=mask)
     if buffer == "psum" and ctx.options.check_capacity:
         per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
         if per > hw.PSUM_BANK_BYTES:
@@ -658,16 +844,17 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     t = Tensor(al, arr=arr, par=0)
     t._exact = value
     t._exact_ver = al.version
+    t._mask = mask
     return t
 
 
-def hbm_input(ctx, array: np.ndarray, name: str) -> Tensor:
-    """A kernel argument: an immutable HBM copy of the caller's array."""
+def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tensor:
+    """A kernel argument: an HBM copy of the caller's array (immutable unless ``mutable``)."""
     d = dt.canonical(array.dtype, op="simulate_kernel", arg=name)
     sd = dt.storage_dtype(d, ctx.options.precision)
     arr = np.array(array, dtype=sd, copy=True, order="C")
-    al = Alloc(ctx, "hbm", arr, d, name, None, immutable=True)
-    al.written = True
+    al = Alloc(ctx, "hbm", arr, d, name, None, immutable=not mutable)
+    al.written = not mutable     # a writable (output) argument counts as written once written
     return Tensor(al, arr=arr)
 
 
