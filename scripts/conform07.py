@@ -11,8 +11,9 @@ point the runner at local clones.
 Suites:
   sdk-examples    the SDK's nki/examples kernels that import `nki`, with inputs and NumPy
                   references written here (the examples' own mains need a device or torch_xla)
-  sdk-docstrings  the runnable code blocks of the NKI 0.6 API docstrings (nki/api/nki/language,
-                  nki/api/nki/isa): self-contained ones run as a kernel body, their asserts checked
+  sdk-docstrings  the code blocks of the NKI 0.6 API docstrings (nki/api/nki/language, nki/api/nki/isa),
+                  the NKI language guide and the access-pattern deep dive: self-contained ones run
+                  as a kernel body, their asserts checked
   nki-library     nki-library's own `-m fast` tests in its simulation mode, with its simulator
                   hook pointed at this interpreter (scripts/conform07_nkilib_plugin.py); needs a
                   Python with torch and the library's test requirements (--library-python)
@@ -160,24 +161,44 @@ def _code_blocks(doc):
     return out
 
 
-def run_sdk_docstrings(sdk):
-    import nki  # the alias
-    rows = []
+_GUIDES = ("nki/get-started/nki-language-guide.rst", "nki/deep-dives/nki-aps.rst")
+
+
+def _doc_snippets(sdk):
+    """(label, code, needs_import) for the API docstrings' and the guides' python code blocks."""
     for rel in ("nki/api/nki/language/__init__.py", "nki/api/nki/isa/__init__.py"):
         mod = "nl" if "language" in rel else "nisa"
         tree = ast.parse(open(os.path.join(sdk, rel), encoding="utf-8").read())
         for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                continue
-            for j, code in enumerate(_code_blocks(ast.get_docstring(node) or "")):
-                if "import nki" not in code:
-                    continue
-                label = f"{mod}.{node.name}#{j}"
-                if "@nki.jit" in code:
-                    rows.append((label, "SKIP", "a whole kernel without inputs", 0.0))
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                for j, code in enumerate(_code_blocks(ast.get_docstring(node) or "")):
+                    if "import nki" in code:
+                        yield f"{mod}.{node.name}#{j}", code
+    for rel in _GUIDES:
+        for j, code in enumerate(_code_blocks(open(os.path.join(sdk, rel), encoding="utf-8").read())):
+            if re.search(r"\b(nl|nisa)\.", code):
+                yield f"{os.path.basename(rel)}#{j}", code
+
+
+def run_sdk_docstrings(sdk):
+    import nki  # the alias
+    rows = []
+    for label, code in _doc_snippets(sdk):
+        if True:
+                if "@nki.jit" in code or re.search(r"^\s*def \w+\(", code, re.M):
+                    rows.append((label, "SKIP", "defines a kernel/function without inputs", 0.0))
                     continue
                 src = ("import numpy as np\nimport nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
                        "def _k():\n" + textwrap.indent(code, "    ") + "\n    return None\n")
+                if re.search(r"=\s*\.\.\.\s*[,)]", code):
+                    rows.append((label, "SKIP", "has `...` placeholders", 0.0))
+                    continue
+                try:
+                    compile(code, label, "exec")
+                except SyntaxError as e:
+                    rows.append((label, "SKIP", f"not valid Python ({e.msg})", 0.0))
+                    continue
+                expect_error = "illegal" in code.lower()    # the docs' own counter-examples
                 env = {}
                 t0 = time.perf_counter()
                 try:
@@ -185,13 +206,17 @@ def run_sdk_docstrings(sdk):
                         warnings.simplefilter("ignore")
                         exec(compile(src, f"<{label}>", "exec"), env)
                         nki.simulate(env["_k"])()
-                    status, why = "PASS", ""
+                    status, why = ("FAIL", "a documented illegal access ran") if expect_error else ("PASS", "")
                 except NameError as e:
                     status, why = "SKIP", f"not self-contained ({e})"
                 except AssertionError:
                     status, why = "FAIL", "an assert of the example failed"
+                except AttributeError as e:
+                    status, why = "SKIP", f"pseudo-code ({e})"
                 except Exception as e:  # noqa: BLE001
-                    status, why = "ERROR", f"{type(e).__name__}: {str(e)[:160]}"
+                    coded = re.match(r"\[E\d{3}\]", str(e)) is not None
+                    status = "PASS" if expect_error and coded else "ERROR"
+                    why = "" if status == "PASS" else f"{type(e).__name__}: {str(e)[:160]}"
                 rows.append((label, status, why, time.perf_counter() - t0))
     return rows
 

@@ -141,7 +141,8 @@ def test_ndarray_uninitialised_is_poisoned():
         nisa.dma_copy(dst=t[:, 0:2], src=a[:, 0:2])    # half of it written
         nisa.dma_copy(dst=out, src=t)
         return out
-    out = k(rand(8, 4))
+    with pytest.warns(SimWarning, match="never-written"):
+        out = k(rand(8, 4))
     assert np.isfinite(out[:, :2]).all() and np.isnan(out[:, 2:]).all()
     out = nki.simulate(k, options=SimOptions(poison=False))(rand(8, 4))
     assert np.isfinite(out).all()

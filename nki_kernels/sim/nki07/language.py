@@ -179,12 +179,18 @@ def shared_constant(constant, dtype=None, **kw):
 
 
 def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
-    t = _nl.shared_identity_matrix(n, dtype=dtype)
+    """An (n, n) identity tile in SBUF (NL ``shared_identity_matrix``: its examples feed the result
+    straight to ``nl.transpose``/``nl.matmul``), or written into ``dst``."""
+    api = "shared_identity_matrix"
+    ctx = C.current(api)
+    n = int(n)
+    out = C.fresh(np.eye(n, dtype=np.float32), C.dt.canonical(dtype, op=api), api=api)
+    C.record_compute(ctx, "iota", f"nl.{api}", C.POOL, [], out, func="identity")
     if dst is not None:
-        from . import isa
-        isa.tensor_copy(dst, NkiTensor(t))
+        from .isa import _land
+        _land(api, unwrap(dst), out)
         return dst
-    return NkiTensor(t)
+    return NkiTensor(out)
 
 
 def rand(shape, dtype=float32, buffer=sbuf, name="", **kw):

@@ -40,6 +40,20 @@ class DynSlice:
         return slice(s, s + n * self.step, self.step)
 
 
+class Shape(tuple):
+    """A tensor shape: a tuple that also compares equal to a list (``assert A.shape == [512, 512]``
+    appears in the NKI migration guide)."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = tuple.__hash__
+
+
 class NkiTensor:
     """A view of an HBM, SBUF or PSUM allocation.  On chip, axis 0 is the partition axis."""
     __slots__ = ("t", "__weakref__")
@@ -49,7 +63,7 @@ class NkiTensor:
         self.t = t
 
     # ---- metadata (T5) -------------------------------------------------------------------
-    shape = property(lambda s: s.t.shape)
+    shape = property(lambda s: Shape(s.t._shape))
     dtype = property(lambda s: s.t.alloc.dtype)
     ndim = property(lambda s: len(s.t.shape))
     size = property(lambda s: s.t.size)
@@ -347,13 +361,28 @@ class NkiTensor:
     reinterpret_cast = view
 
     # ---- access patterns (V4) --------------------------------------------------------------
-    def ap(self, pattern=None, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None):
+    def ap(self, pattern=None, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None,
+           *more):
         api = "ap"
         t = self.t
         al = t.alloc
         if pattern is None:
             raise C.SimValueError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
-        pat = [(int(s), int(c)) for s, c in pattern]
+        if _is_pair(pattern):
+            # `t.ap([32, 16], [1, 32])` (the form of an example in the NKI access-pattern deep dive):
+            # the [stride, count] pairs given as separate positional arguments
+            pairs = [pattern]
+            rest = [offset, scalar_offset, vector_offset, dtype] + list(more)
+            while rest and _is_pair(rest[0]):
+                pairs.append(rest.pop(0))
+            if any(r is not None for r in rest):
+                raise C.SimTypeError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
+                                     "pairs when passing other arguments", "t.ap(pattern=[[s0, n0], [s1, n1]], ...)")
+            pattern, offset, scalar_offset, vector_offset, dtype = pairs, None, None, None, None
+        try:
+            pat = [(int(s), int(c)) for s, c in pattern]
+        except (TypeError, ValueError):
+            raise C.SimValueError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
         base = al.array
         if not base.flags.c_contiguous:   # pragma: no cover - allocations are contiguous
             raise C.SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
@@ -396,12 +425,21 @@ class NkiTensor:
                 sh[ax] = c
                 idx += (np.arange(c, dtype=np.int64) * s).reshape(sh)
             return NkiTensor(C.Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
+        if al.buffer in C.ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes \
+                and pat[0][0] != al.row_bytes // isz:
+            raise C.SimValueError("E008", api, "pattern", f"on-chip access patterns step whole partitions: the first "
+                                  f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
+                                  "Give the partition dimension first, with step = elements per partition")
         if lo < 0 or hi >= flat.size:
             raise C.SimIndexError("E008", api, self.name,
                                   f"access pattern {pattern} at offset {start} reaches elements [{lo}, {hi}] "
                                   f"of a {flat.size}-element tensor", "Fix the pattern's strides/counts or offset")
         v = np.lib.stride_tricks.as_strided(flat[start:], counts, [s * isz for s in strides])
         return NkiTensor(C.view_of(src_t, v))
+
+
+def _is_pair(x):
+    return isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(v, (int, np.integer)) for v in x)
 
 
 # ---- operators map to nl.* ------------------------------------------------------------------
