@@ -114,6 +114,50 @@ def test_sub_kernel_inline_and_tuple_outputs():
     check(o2, a)
 
 
+def test_kernel_writes_its_arguments():
+    """K8: kernel arguments may be written (nki-library kernels fill output arguments in place)."""
+    @nki.jit
+    def k(a, out):
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    a = rand(16, 8)
+    check(k(a, np.zeros_like(a)), a)
+
+
+def test_find_index8_match_replace8_stream_shuffle():
+    """nc_find_index8 (duplicates advance, absent -> all ones), nc_match_replace8, nc_stream_shuffle."""
+    data = np.tile(np.array([1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8], np.float32), (2, 1))
+    vals = np.tile(np.array([3, 8, 8, 8, 8, 8, 8, 8], np.float32), (2, 1))
+    vals[1, 0] = 5.0                                     # absent in partition 1
+
+    @nki.jit
+    def k(d, v, x):
+        o1 = nl.ndarray((2, 8), nl.uint32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((2, 11), nl.float32, buffer=nl.shared_hbm)
+        o3 = nl.ndarray((2, 8), nl.uint32, buffer=nl.shared_hbm)
+        o4 = nl.ndarray((64, 4), nl.float32, buffer=nl.shared_hbm)
+        dt, vt = nl.load(d), nl.load(v)
+        i = nl.ndarray((2, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=i, data=dt, vals=vt)
+        nl.store(o1, i)
+        r = nl.ndarray((2, 11), nl.float32, buffer=nl.sbuf)
+        j = nl.ndarray((2, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.nc_match_replace8(dst=r, data=dt, vals=vt, imm=-1.0, dst_idx=j)
+        nl.store(o2, r)
+        nl.store(o3, j)
+        s = nl.ndarray((64, 4), nl.float32, buffer=nl.sbuf)
+        nisa.nc_stream_shuffle(dst=s, src=nl.load(x), shuffle_mask=[31 - p for p in range(32)])
+        nl.store(o4, s)
+        return o1, o2, o3, o4
+    x = rand(64, 4)
+    o1, o2, o3, o4 = k(data, vals, x)
+    np.testing.assert_array_equal(o1[0], [2, 4, 5, 6, 7, 8, 9, 10])
+    assert o1[1, 0] == 0xFFFFFFFF
+    np.testing.assert_array_equal(o3[0], [2, 10, 9, 8, 7, 6, 5, 4])      # the ISA docstring's example
+    np.testing.assert_array_equal(o2[0], [1, 2, -1, 4, -1, -1, -1, -1, -1, -1, -1])
+    check(o4, np.concatenate([x[:32][::-1], x[32:][::-1]]))
+
+
 def test_torch_in_torch_out():
     """K2: nki.simulate accepts CPU torch tensors and returns torch tensors."""
     torch = pytest.importorskip("torch")

@@ -30,7 +30,8 @@ _collectives.__doc__ = "nki.collectives is not implemented in nki_kernels.sim (E
 _collectives.__getattr__ = module_getattr("nki.collectives")
 nki.collectives = _collectives
 
-_MODULES = {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.typing": typing,
+_MODULES = {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.constants": isa.constants,
+            "nki.typing": typing,
             "nki.compiler": compiler, "nki.collectives": _collectives}
 
 

@@ -81,11 +81,27 @@ class NkiValidationError(ValueError):
     pass
 
 
+class _Constants:
+    """``nki.isa.constants``: the enums again (``from nki.isa import constants`` in nki-library)."""
+    engine, reduce_cmd, dge_mode, oob_mode = engine, reduce_cmd, dge_mode, oob_mode
+    matmul_perf_mode, nc_version, dma_engine = matmul_perf_mode, nc_version, dma_engine
+
+
+constants = _Constants()
+
+
 def _enum(x, cls, api, arg):
+    """An enum argument.  MIG (0.2 -> 0.3) says raw integers are rejected, but nki-library (NKI 0.6,
+    run on hardware) passes ``dge_mode=3``: an int naming a member is accepted as that member."""
     if x is None or isinstance(x, cls):
         return x
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        try:
+            return cls(int(x))
+        except ValueError:
+            pass
     raise C.SimTypeError("E021", api, arg, f"expected a nki.isa.{cls.__name__} member, got {x!r}",
-                         f"Integer enum constants are not supported since NKI 0.3: use nisa.{cls.__name__}.<name>")
+                         f"Use nisa.{cls.__name__}.<name> ({', '.join(m.name for m in cls)})")
 
 
 _CORE_ENGINE = {engine.tensor: _isa.engine.tensor, engine.scalar: _isa.engine.scalar,
@@ -579,6 +595,107 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, **kw):
     r = np.where(pv, sv, d.read_f32()).astype(np.float32)
     d.write(r, api=api)
     C.record_compute(ctx, "tensor_copy_predicated", "nisa.tensor_copy_predicated", C.DVE, ins, d, func="select")
+
+
+def _per_partition(t, api, arg, lo=8, hi=16384):
+    v = t.read_f32().reshape(t.shape[0], -1)
+    if not lo <= v.shape[1] <= hi:
+        raise C.SimValueError("E011", api, arg, f"{arg} must have {lo}..{hi} elements per partition, got {v.shape[1]}",
+                              got=v.shape[1], limit=f"{lo}..{hi}")
+    return v
+
+
+def _match8(data, vals, order):
+    """Per partition, the position of the first not-yet-paired occurrence of each value, visiting the
+    8 values in ``order`` (-1 where absent)."""
+    P, F = data.shape
+    used = np.zeros((P, F), bool)
+    idx = np.full((P, 8), -1, np.int64)
+    rows = np.arange(P)
+    for j in order:
+        hit = (data == vals[:, j:j + 1]) & ~used
+        first = hit.argmax(axis=1)
+        found = hit[rows, first]
+        idx[found, j] = first[found]
+        used[rows[found], first[found]] = True
+    return idx
+
+
+def nc_find_index8(dst, data, vals, **kw):
+    """Index of the first occurrence of each of 8 values per partition; duplicates advance through
+    successive occurrences; absent -> all ones (ISA ``nc_find_index8``; RN 0.6 simulator fixes)."""
+    api = "nc_find_index8"
+    ctx = C.current(api)
+    d = _dst(dst, api)
+    _extra(api, kw, d)
+    src = _src(data, api, "data", C.ON_CHIP)
+    vv = _src(vals, api, "vals", C.ON_CHIP)
+    x = _per_partition(src, api, "data")
+    v = _per_partition(vv, api, "vals", 8, 8)
+    if d.dtype not in (C.dt.uint32, C.dt.uint16):
+        raise C.SimTypeError("E009", api, "dst", f"dst must be uint32 or uint16, got {C.dt.name_of(d.dtype)}")
+    idx = _match8(x, v, range(8))
+    idx[idx < 0] = np.iinfo(d.dtype).max
+    out = C.fresh(idx.reshape(d.shape), d.dtype, api=api)
+    C.record_compute(ctx, "nc_find_index8", "nisa.nc_find_index8", C.DVE, [src, vv], out, func="find_index8")
+    _land(api, d, out)
+
+
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, **kw):
+    """Replace the first occurrence of each of 8 values per partition with ``imm`` (values visited in
+    reverse order, ISA ``nc_match_replace8``); their positions go to ``dst_idx`` if given."""
+    api = "nc_match_replace8"
+    ctx = C.current(api)
+    d = _dst(dst, api)
+    _extra(api, kw, d)
+    src = _src(data, api, "data", C.ON_CHIP)
+    vv = _src(vals, api, "vals", C.ON_CHIP)
+    x = _per_partition(src, api, "data")
+    idx = _match8(x, _per_partition(vv, api, "vals", 8, 8), range(7, -1, -1))
+    r = x.copy()
+    rows = np.repeat(np.arange(x.shape[0])[:, None], 8, axis=1)
+    ok = idx >= 0
+    r[rows[ok], idx[ok]] = np.float32(imm)
+    out = C.fresh(r.reshape(src.shape), d.dtype, api=api)
+    ev = C.record_compute(ctx, "nc_match_replace8", "nisa.nc_match_replace8", C.DVE, [src, vv], out, func="match8")
+    if dst_idx is not None:
+        di = _src(dst_idx, api, "dst_idx", C.ON_CHIP)
+        di.write(np.where(ok, idx, np.iinfo(np.uint32).max).reshape(di.shape), api=api)
+        if ev is not None:
+            ev.writes.append(di.region())
+    _land(api, d, out)
+
+
+def nc_stream_shuffle(dst, src, shuffle_mask, **kw):
+    """Cross-partition move within each 32-partition quadrant: ``dst[q*32+i] = src[q*32+mask[i]]``;
+    mask value 255 leaves the destination partition unmodified (ISA ``nc_stream_shuffle``)."""
+    api = "nc_stream_shuffle"
+    ctx = C.current(api)
+    d = _dst(dst, api)
+    _extra(api, kw, d)
+    s = _src(src, api, "src", C.ON_CHIP)
+    mask = [int(m) for m in shuffle_mask]
+    if len(mask) != 32 or any(not (0 <= m < 32 or m == 255) for m in mask):
+        raise C.SimValueError("E011", api, "shuffle_mask", "shuffle_mask must be 32 ints in 0..31 or 255")
+    if d.dtype != s.dtype or C.free_size(d.shape) != C.free_size(s.shape):
+        raise C.SimValueError("E011", api, "dst", "dst must have src's dtype and elements per partition")
+    sv = s.read_f32().reshape(s.shape[0], -1)
+    Pd = d.shape[0]
+    keep = [p for p in range(Pd) if mask[p % 32] == 255]
+    r = np.zeros((Pd, sv.shape[1]), np.float32)
+    if keep:
+        r[keep] = d.read_f32().reshape(Pd, -1)[keep]
+    for p in range(Pd):
+        m = mask[p % 32]
+        if m != 255:
+            q = (p // 32) * 32 + m
+            if q >= sv.shape[0]:
+                raise C.SimIndexError("E008", api, "shuffle_mask", f"partition {p} reads src partition {q}, src has "
+                                      f"{sv.shape[0]}")
+            r[p] = sv[q]
+    out = C.fresh(r.reshape(d.shape), d.dtype, api=api)
+    C.record_compute(ctx, "nc_stream_shuffle", "nisa.nc_stream_shuffle", C.DVE, [s], out, func="shuffle")
+    _land(api, d, out)
 
 
 # ---- registers and runtime control flow (C5) -----------------------------------------------------

@@ -35,20 +35,20 @@ def _to_core(x):
     return x
 
 
-def _check_outputs(x):
-    """K6: returned HBM tensors must be nl.shared_hbm."""
+def _check_outputs(x, inputs=()):
+    """K6: returned HBM tensors must be nl.shared_hbm (or kernel arguments, K8)."""
     if isinstance(x, NkiTensor):
         b = x.t.alloc.buffer
-        if b in ("hbm", "private_hbm") and not x.t.alloc.immutable:
+        if b in ("hbm", "private_hbm") and x.t.alloc.id not in inputs:
             raise C.SimValueError("E007", "return", x.name, f"kernel outputs must be allocated in nl.shared_hbm, "
                                   f"got nl.{b} (a compile error since NKI 0.3)",
                                   "Allocate outputs with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)")
     elif isinstance(x, (tuple, list)):
         for v in x:
-            _check_outputs(v)
+            _check_outputs(v, inputs)
     elif isinstance(x, dict):
         for v in x.values():
-            _check_outputs(v)
+            _check_outputs(v, inputs)
 
 
 class Kernel(C.CoreKernel):
@@ -59,10 +59,17 @@ class Kernel(C.CoreKernel):
         self.kernel_fn = fn
 
         def entry(*args, **kwargs):
+            # K8: kernel arguments are HBM tensors a kernel may write (nki-library kernels write their
+            # output arguments), unlike NKI 0.1's immutable inputs
+            inputs = set()
+            for a in list(args) + list(kwargs.values()):
+                if isinstance(a, C.Tensor):
+                    a.alloc.immutable = False
+                    inputs.add(a.alloc.id)
             args = [_to_nki(a) for a in args]
             kwargs = {k: _to_nki(v) for k, v in kwargs.items()}
             out = fn(*args, **kwargs)
-            _check_outputs(out)
+            _check_outputs(out, inputs)
             return _to_core(out)
         entry.__name__ = getattr(fn, "__name__", "kernel")
         entry.__wrapped__ = fn
