@@ -93,6 +93,34 @@ def test_lnc_launch_program_id():
     check(k(a[:128]), a[:128])          # LNC=1 by default: program_id() == 0
 
 
+def test_lnc_instances_run_in_lockstep():
+    """K4: instances run concurrently (one NKI call at a time, round robin): every core may first
+    initialise the whole shared output and then write its own shard (nki-library's pattern)."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        zero = nl.zeros(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=out, src=zero)                   # every instance clears everything
+        pid = nl.program_id(0)
+        rows = a.shape[0] // nl.num_programs()
+        t = nl.load(a[pid * rows:(pid + 1) * rows, :])
+        nl.store(out[pid * rows:(pid + 1) * rows, :], t)
+        return out
+    a = rand(128, 16)
+    check(k[2](a), a)
+    check(k[4](a), a)
+
+    @nki.jit
+    def bad(a):
+        if nl.program_id(0) == 1:
+            nl.ndarray((256, 4), nl.float32, buffer=nl.sbuf)  # E001 in instance 1 only
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+    with pytest.raises(ValueError, match=r"\[E001\]"):
+        bad[2](a)
+
+
 def test_sub_kernel_inline_and_tuple_outputs():
     """K5: a function (or jitted kernel) called inside a kernel runs inline on tiles; K6 tuples out."""
     def helper(t):

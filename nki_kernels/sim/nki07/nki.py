@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core as C
 from . import compiler, isa, language, typing  # noqa: F401
+from .lnc import lnc_entry
 from .tensor import NkiTensor
 
 def _to_nki(x):
@@ -71,6 +72,7 @@ class Kernel(C.CoreKernel):
             out = fn(*args, **kwargs)
             _check_outputs(out, inputs)
             return _to_core(out)
+        entry = lnc_entry(entry)
         entry.__name__ = getattr(fn, "__name__", "kernel")
         entry.__wrapped__ = fn
         super().__init__(entry, grid=tuple(grid) or (1,), **options)
