@@ -222,13 +222,15 @@ def run_sdk_docstrings(sdk):
 
 
 # ---- suite 3: nki-library ---------------------------------------------------------------------------
-def run_nki_library(lib, python, timeout):
+def run_nki_library(lib, python, timeout, only=()):
     plugin_dir = os.path.join(ROOT, "scripts")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([plugin_dir, ROOT, os.path.join(lib, "src"), lib]),
                OPENBLAS_NUM_THREADS="1", NKI_BACKEND="sim")
     rows = []
     files = sorted(os.path.relpath(os.path.join(d, f), lib) for d, _, fs in os.walk(os.path.join(lib, "test/integration"))
                    for f in fs if f.startswith("test_") and f.endswith(".py"))
+    if only:
+        files = [f for f in files if any(o in f for o in only)]
     for f in files:
         t0 = time.perf_counter()
         try:
@@ -255,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--library-python", default=sys.executable,
                     help="Python with torch + nki-library test requirements (default: this one)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per nki-library test file (default 300)")
+    ap.add_argument("--only", action="append", default=[], metavar="SUBSTRING",
+                    help="nki-library: only test files whose path contains SUBSTRING (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every case")
     args = ap.parse_args(argv)
     if not args.sdk and not args.nki_library:
@@ -274,7 +278,7 @@ def main(argv=None) -> int:
                 if args.verbose or r[1] in ("FAIL", "ERROR"):
                     print(f"  {name}: {r[0]:45s} {r[1]:5s} {r[3]:6.2f}s {r[2]}")
     if args.nki_library:
-        rows = run_nki_library(args.nki_library, args.library_python, args.timeout)
+        rows = run_nki_library(args.nki_library, args.library_python, args.timeout, args.only)
         tot = collections.Counter()
         for f, counts, first, secs in rows:
             if isinstance(counts, str):

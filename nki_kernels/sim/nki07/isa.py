@@ -698,6 +698,35 @@ def nc_stream_shuffle(dst, src, shuffle_mask, **kw):
     _land(api, d, out)
 
 
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
+    """Per GpSimd core (partitions 0, 16, ..., 112 only): the indices (+ index_offset) of the non-zero
+    elements, padding_val, and the count in the last slot; other partitions of dst are untouched
+    (ISA ``nonzero_with_count``)."""
+    api = "nonzero_with_count"
+    ctx = C.current(api)
+    d = _dst(dst, api, ("sbuf",))
+    _extra(api, kw, d)
+    s = _src(src, api, "src", ("sbuf",))
+    if s.dtype not in (C.dt.float32, C.dt.int32) or d.dtype != C.dt.int32:
+        raise C.SimTypeError("E009", api, "dst", "src must be float32/int32 and dst int32")
+    P, T = s.shape[0], C.free_size(s.shape)
+    if d.shape[0] != P or C.free_size(d.shape) != T + 1:
+        raise C.SimValueError("E011", api, "dst", f"dst must be ({P}, {T + 1}) for src {s.shape}")
+    rows = list(range(0, P, 16))
+    x = np.asarray(s.read()).reshape(P, T)[rows]
+    r = np.full((len(rows), T + 1), int(padding_val), np.int64)
+    for k, row in enumerate(x):
+        nz = np.flatnonzero(row)
+        r[k, :nz.size] = nz + int(index_offset)
+        r[k, T] = nz.size
+    view = d.arr.reshape(P, T + 1)
+    for k, p in enumerate(rows):
+        view[p] = r[k]
+    d.alloc.written = True
+    d.alloc.version += 1
+    C.record_compute(ctx, "nonzero_with_count", "nisa.nonzero_with_count", C.POOL, [s], d, func="nonzero")
+
+
 # ---- registers and runtime control flow (C5) -----------------------------------------------------
 class VirtualRegister:
     """A 32-bit engine register; in the interpreter it holds a Python int."""
