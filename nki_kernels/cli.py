@@ -160,7 +160,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_sim_bench(args) -> int:
-    from nki_kernels.sim.bench import main as bench_main
+    from nki_kernels.sim.speed import main as bench_main
     return bench_main(args.iters)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from .errors import SimValueError
+
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -86,7 +88,6 @@ _STORAGE: dict = {}
 
 def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
     """Map whatever a user passes as a dtype to an NKI dtype, or raise E018."""
-    from .errors import SimValueError
     if dt is tfloat32 or isinstance(dt, _TF32):
         return tfloat32
     if isinstance(dt, str):

@@ -8,13 +8,15 @@ import sys
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import isa as _isa
+from . import tensor as _tensor_mod
+from . import limits as _limits
 from . import ops as _ops
-from .context import current as _current, maybe_current as _maybe_current
-from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
+from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
+from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .tensor import (IndexExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
-                     fresh as _fresh, mask_array as _mask_array)
+from .indexing import IndexExpr, _MGridMaker, mask_array as _mask_array
+from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
 from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------
@@ -69,20 +71,20 @@ def _buffer_name(buffer, api):
         return buffer.name
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return buffer
-    raise SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
                         "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
 class tile_size:
     """Hardware tile limits on trn2 (spec §3)."""
-    pmax = _hw.PMAX
-    psum_fmax = _hw.PSUM_FMAX
-    gemm_stationary_fmax = _hw.GEMM_STATIONARY_FMAX
-    gemm_moving_fmax = _hw.GEMM_MOVING_FMAX
-    bn_stats_fmax = _hw.BN_STATS_FMAX
+    pmax = _limits.PMAX
+    psum_fmax = _limits.PSUM_FMAX
+    gemm_stationary_fmax = _limits.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = _limits.GEMM_MOVING_FMAX
+    bn_stats_fmax = _limits.BN_STATS_FMAX
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = _hw.SBUF_BYTES_PER_PARTITION
+    total_available_sbuf_size = _limits.SBUF_BYTES_PER_PARTITION
 
 
 def par_dim(n):
@@ -93,7 +95,7 @@ def par_dim(n):
 def _hbm_alloc(shape, dtype, buf, api, name):
     ctx = _current(api)
     if buf == "shared_hbm" and ctx.loops:
-        raise SimRuntimeError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
+        raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                               "Create kernel outputs before any loop")
     if ctx.program_id and any(ctx.program_id):
         # SPMD instances after the first see the same HBM outputs (allocated by instance 0)
@@ -225,6 +227,10 @@ def _loop(kind, args):
     if ctx is None:
         yield from order
         return
+    if kind == "affine" and not order:
+        # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
+        _unproven("zero_trip", f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
+                  "loop with an `if` on the trip count")
     outer = ctx.loops
     for i in order:
         ctx.loops = outer + ((kind, i),)
@@ -250,7 +256,7 @@ def static_range(*args, **kwargs):
 # ---- indices ------------------------------------------------------------------------------
 def arange(*args):
     if len(args) == 0 or len(args) > 2:
-        raise SimValueError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+        raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
     return IndexExpr(np.arange(*[int(a) for a in args]))
 
 
@@ -271,7 +277,7 @@ def load(src, *, mask=None, dtype=None, **kwargs):
     # on-chip tiles are at least 2-D: a 1-element or 1-D HBM tensor loads as (1, 1) / (N, 1)
     # (known-issues doc "Tile on SBUF/PSUM must have at least 2 dimensions"; issue 8 item 16)
     shape = tuple(src.shape) + (1,) * (2 - len(src.shape)) if len(src.shape) < 2 else src.shape
-    if shape[0] > _hw.PMAX:
+    if shape[0] > _limits.PMAX:
         raise partition_error("load", "src", shape[0], "Load at most 128 rows per nl.load (tile the leading axis)")
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
@@ -288,7 +294,7 @@ def store(dst, value, *, mask=None, **kwargs):
     _ops.hbm(dst, "store", "dst")
     m = _mask_array(mask, dst.shape, "store")
     if isinstance(value, Tensor):
-        _ops.tile(value, "store", "value")
+        _ops.tile(value, "store", "value", engine_access=False)
         how = _ops._fit("store", value.shape, dst.shape, dst.name)
         if value.buffer == "psum":       # PSUM values are first copied to SBUF [lang]
             value = copy(value)
@@ -304,7 +310,7 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     if len(src.shape) != 2:
         raise SimValueError("E020", "load_transpose2d", "src", f"expects a 2-D access, got shape {src.shape}")
     n, m_ = src.shape
-    if m_ > _hw.PMAX:
+    if m_ > _limits.PMAX:
         raise partition_error("load_transpose2d", "src", m_,
                               "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
@@ -320,8 +326,7 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
 
 def copy(src, *, mask=None, dtype=None, **kwargs):
     """SBUF/PSUM tile -> new SBUF tile (tensor_copy); never shares storage with ``src``."""
-    from .isa import tensor_copy
-    return tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
+    return _isa.tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
 
 
 def broadcast_to(src, shape, **kwargs):
@@ -508,7 +513,7 @@ var = _reduction("var", np.var)
 # ---- matmul / transpose / composite --------------------------------------------------------
 def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     """``x @ y`` (``x.T @ y`` with transpose_x) into a new PSUM fp32 tile."""
-    from . import isa
+    isa = _isa
     ctx = _current("matmul")
     if isinstance(x, Tensor) and x.buffer == "psum":
         x = copy(x)
@@ -523,7 +528,7 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
 
 def transpose(x, *, dtype=None, mask=None, **kwargs):
     """2-D tile transpose on TensorE (both dims <= 128); result in PSUM (spec §8)."""
-    from . import isa
+    isa = _isa
     _ops.tile(x, "transpose", "x")
     if x.ndim != 2:
         raise SimValueError("E020", "transpose", "x",
@@ -549,3 +554,6 @@ def __getattr__(name):
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.language.{name}")
+
+
+_tensor_mod.OPS.nl = sys.modules[__name__]   # tile operators map to nl.* (see tensor._Ops)

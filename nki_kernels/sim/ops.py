@@ -11,10 +11,12 @@ import math
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, mask_array
+from . import tensor as _tensor_mod
+from .indexing import mask_array
+from .tensor import HBM_KINDS, ON_CHIP, Tensor
 from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
@@ -151,8 +153,9 @@ def _space_error(api, arg, t, allowed):
                          "sbuf": "Use an SBUF/PSUM tile"}.get(got, "Move it to the right buffer"))
 
 
-def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
-    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``."""
+def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> Tensor:
+    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
+    ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
     if not isinstance(x, Tensor):
         raise SimTypeError("E010", api, arg, f"expected a tile, got {type(x).__name__}",
                            "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)")
@@ -163,9 +166,68 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
                            f"leading axis of the access {x.shape}",
                            "Index the block dimensions with ints so the nl.par_dim axis comes first")
-    if x.shape and x.shape[0] > hw.PMAX:
+    if x.shape and x.shape[0] > limits.PMAX:
         raise partition_error(api, arg, x.shape[0])
+    if engine_access and x.buffer in ON_CHIP:
+        a = x.arr
+        # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and
+                (a.shape[0] == 1 or a.strides[0] == x.alloc.row_bytes)):
+            _partition_access(x, api, arg)
     return x
+
+
+def _start_partition(x: Tensor) -> tuple[int, int]:
+    """(first partition, partition step) of an on-chip access."""
+    al = x.alloc
+    if x.arr is not None:
+        row = al.row_bytes
+        start = x.off // row if row else 0
+        step = abs(x.arr.strides[0]) // row if row and x.arr.ndim and x.arr.shape[0] > 1 else 1
+        return start, step
+    if al.par_axis:
+        return 0, 1          # an index view of a block-dimension tensor: blocks start at partition 0
+    k = x.key[0] if x.key else 0
+    if isinstance(k, np.ndarray):
+        v = np.unique(k)
+        step = int(np.min(np.diff(v))) if v.size > 1 else 1
+        if v.size > 1 and not np.all(np.diff(v) == step):
+            step = -1
+        return int(v.min()) + x.off // al.row_bytes if al.row_bytes else int(v.min()), step
+    return int(k), 1
+
+
+def _partition_access(x: Tensor, api, arg) -> None:
+    """SBUF/PSUM access rules of a compute-engine operand (SDK 2.26 arch guide
+    general/nki/arch/trainium_inferentia2_arch.rst, "Data streaming"): no partition striding (a
+    tile occupies consecutive partitions); start_partition 0 for 64 < P <= 128, 0/64 for
+    32 < P <= 64, 0/32/64/96 for P <= 32; at most a 4-D access pattern along the free axes."""
+    n = x._shape[0] if x._shape else 1
+    start, step = _start_partition(x)
+    if n > 1 and step != 1:
+        raise SimValueError("E026", api, arg, f"the access of '{x.name}' strides the partition axis (step "
+                            f"{step}); hardware does not allow partition striding",
+                            "Access consecutive partitions (copy a strided selection with a DMA first)")
+    allowed = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    if start not in allowed:
+        raise SimValueError("E026", api, arg, f"an access of {n} partitions of '{x.name}' starts at partition "
+                            f"{start}; allowed starts for {n} partitions: {'/'.join(map(str, allowed))}",
+                            "Start the tile slice at an allowed partition (or allocate a separate tile)",
+                            got=start, limit="/".join(map(str, allowed)))
+    a = x.arr
+    if a is not None and a.ndim > 5:
+        dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:]) if d != 1]
+        merged = []
+        for d, st in dims:
+            if merged and merged[-1][1] == st * d:
+                merged[-1] = (merged[-1][0] * d, st)
+            else:
+                merged.append((d, st))
+        if len(merged) > 4:
+            raise SimValueError("E026", api, arg, f"the access of '{x.name}' {tuple(x.shape)} needs a "
+                                f"{len(merged)}-D free-axis access pattern; engines support up to 4-D",
+                                "Reshape contiguous free axes together or split the instruction",
+                                got=len(merged), limit=4)
 
 
 def hbm(x, api: str, arg: str) -> Tensor:
@@ -231,10 +293,24 @@ def out_dtype(dtype, default, api):
 
 
 def _strided(t: Tensor) -> bool:
+    """Does the innermost free axis step more than 16 bytes (no VectorE fast mode)?  For an
+    arange/mgrid view the step is read off its index arrays: an identity t[i.p, i.x] is not
+    strided (issue 9 item 1)."""
     a = t.arr
-    if a is None:
-        return True
-    return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+    if a is not None:
+        return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+    shape = t._shape
+    if len(shape) < 2 or shape[-1] < 2:
+        return False
+    step = 0
+    for k, st in zip(t.key, t.src.strides):
+        if isinstance(k, np.ndarray) and k.shape[-1] > 1:
+            row = k.reshape(-1, k.shape[-1])[0]
+            d = np.diff(row)
+            if d.size and not np.all(d == d[0]):
+                return True
+            step += int(d[0]) * st if d.size else 0
+    return abs(step) > 16
 
 
 def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="", flops_per_elem=1,
@@ -245,8 +321,11 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
         return ctx.record(op, api, engine, result=out.alloc)
     oshape = out._shape
     oal = out.alloc
-    P = oshape[0] if oshape else 1
-    N = free_size(oshape)
+    par = out.par or 0
+    # partitions = the partition axis, also of a block-dimension tile (nl.zeros((n, par_dim(128), F))
+    # spans 128 partitions, n*F elements each -- issue 9 item 1)
+    P = oshape[par] if oshape else 1
+    N = out.size // P if P else 0
     psum_in = strided = False
     nbytes = out.size * oal.itemsize
     in_shapes, in_dtypes, reads = [], [], []
@@ -280,9 +359,21 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
 # assignment and +=
 # ---------------------------------------------------------------------------------------
 
+def _same_key(ka, kb) -> bool:
+    if isinstance(ka, np.ndarray) or isinstance(kb, np.ndarray):
+        return isinstance(ka, np.ndarray) and isinstance(kb, np.ndarray) and \
+            (ka is kb or ka.shape == kb.shape and np.array_equal(ka, kb))
+    return ka == kb
+
+
 def _same_region(a: Tensor, b: Tensor) -> bool:
-    if a.alloc is not b.alloc or a.arr is None or b.arr is None:
+    """Is ``b`` the very view ``a`` (the write-back half of ``view[...] += x``)?"""
+    if a.alloc is not b.alloc:
         return False
+    if a.arr is None or b.arr is None:
+        # `t[i_p, i_f] += x` writes back its own arange view: no extra copy (issue 9 item 1)
+        return a.arr is None and b.arr is None and a.src is b.src and a.off == b.off and \
+            a._shape == b._shape and len(a.key) == len(b.key) and all(map(_same_key, a.key, b.key))
     return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
 
 
@@ -411,7 +502,7 @@ def accumulate(dst: Tensor, other, opname: str):
             and other._event is not None and other._event.op == "nc_matmul":
         how = _fit(api, other.shape, dst.shape, dst.name)
         cur = dst.read_raw()
-        pm = dt.poison_mask(cur)
+        pm = dt.poison_mask(cur) if dst.alloc.unwritten else None
         if pm is not None and pm.any():
             # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official
             # samples accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8,
@@ -525,3 +616,7 @@ def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
     return _record_dma(ctx, api, dst, src, dst.size, op=op)
+
+
+_tensor_mod.OPS.assign = assign            # Tensor.__setitem__ / += (see tensor._Ops)
+_tensor_mod.OPS.accumulate = accumulate

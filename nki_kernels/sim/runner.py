@@ -1,8 +1,11 @@
 """Kernel entry points: ``nki.jit``, ``simulate_kernel``, SPMD grids, device-only stubs (spec §2)."""
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import os
+import textwrap
 import warnings
 from typing import Any
 
@@ -10,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .context import RunContext, activate, maybe_current
-from .errors import SimRuntimeError, SimValueError, SimWarning, needs_device
+from .errors import SimError, SimRuntimeError, SimTypeError, SimValueError, SimWarning, needs_device, trim_traceback
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
 
@@ -121,9 +124,6 @@ def _return_line(func) -> int | None:
     code = getattr(func, "__code__", None)
     if code is None:
         return None
-    import ast
-    import inspect
-    import textwrap
     try:
         src, first = inspect.getsourcelines(func)
         tree = ast.parse(textwrap.dedent("".join(src)))
@@ -134,9 +134,23 @@ def _return_line(func) -> int | None:
     return first + rets[0].lineno - 1 if len(rets) == 1 else None
 
 
+class _ReturnSite:
+    """(file, line) of the kernel's `return`, looked up only when an error needs it."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def get(self):
+        code = getattr(self.func, "__code__", None)
+        if code is None:
+            return None
+        return (code.co_filename, _return_line(self.func) or code.co_firstlineno)
+
+
 def _to_numpy(x, ctx, where=None):
     if isinstance(x, Tensor):
         if x.buffer not in HBM_KINDS:
+            where = where.get() if where is not None else None
             # Decision (README divergences): real NKI 0.1's simulate_kernel returns an on-chip tile's
             # values (issue 8 item 12, SDK simulator behaviour), while on hardware top-level outputs
             # must be in HBM (nki_known_issues.rst "Top-level tensors must be on HBM").  So: the
@@ -144,7 +158,7 @@ def _to_numpy(x, ctx, where=None):
             what = (f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
                     "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that")
             if ctx.options.strict:
-                raise SimValueError("E007", "return", x.name, what, where=where)
+                raise SimTypeError("E007", "return", x.name, what, where=where)
             file, line = where if where is not None else ("<kernel>", 0)
             key = ("sbuf_return", file, line)
             if key not in ctx._warned:
@@ -175,7 +189,17 @@ def _unwrap(kernel):
 
 
 def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
-    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``."""
+    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
+
+    A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
+    (``NKI_SIM_FULL_TRACEBACK=1`` keeps the interpreter's frames)."""
+    try:
+        return _trace_kernel(kernel, *args, options=options, **kwargs)
+    except SimError as e:
+        raise e.with_traceback(trim_traceback(e.__traceback__))
+
+
+def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     k = _unwrap(kernel)
     opts = options if options is not None else default_options()
     grid = k.grid
@@ -197,10 +221,7 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
             r = k.func(*conv, **kw)
             if result is None:
                 result = r
-        code = getattr(k.func, "__code__", None)
-        where = None
-        if code is not None:
-            where = (code.co_filename, _return_line(k.func) or code.co_firstlineno)
+        where = _ReturnSite(k.func)
         outputs = _to_numpy(result, ctx, where)
         if mutable:
             for a, t in list(zip(args, conv)) + [(kwargs[n], kw[n]) for n in kwargs]:
@@ -217,7 +238,6 @@ def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) 
 
 
 def _arg_names(func, n):
-    import inspect
     try:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):

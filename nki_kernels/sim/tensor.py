@@ -1,6 +1,6 @@
 """Tensors, tiles, views and affine index expressions (spec §3, §4).
 
-A :class:`Tensor` is a view of an :class:`~.context.Alloc`:
+A :class:`Tensor` is a view of an :class:`~.memory.Alloc`:
 
 * a *basic* view (ints, slices, ``...``, ``nl.ds``) holds a NumPy view ``arr`` of the
   allocation's storage, so reads and writes go straight to memory;
@@ -20,12 +20,24 @@ import sys
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
-from .context import Alloc, current, maybe_current
+from . import limits
+from .context import current, maybe_current, unproven
+from .memory import Alloc
 from .errors import _SIM_DIR, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
+from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
 from .trace import Region
 
 ON_CHIP = ("sbuf", "psum")
+
+
+class _Ops:
+    """What Tensor's operators call, bound by the modules above this one once they are loaded
+    (ops.py: assign, accumulate; language.py: nl) -- tensor.py cannot import them (they import
+    tensor.py), and function-local imports would hide the dependency."""
+    assign = accumulate = nl = None
+
+
+OPS = _Ops()
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
 
@@ -44,166 +56,6 @@ def _calling_api() -> str:
         return "an instruction"
     api = last.f_locals.get("api")
     return api if isinstance(api, str) else last.f_code.co_name
-
-
-def _iv(x):
-    return x.v if isinstance(x, IndexExpr) else x
-
-
-class IndexExpr:
-    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``."""
-    __slots__ = ("v",)
-    __array_priority__ = 100
-
-    def __init__(self, v):
-        self.v = np.asarray(v, dtype=np.int64)
-
-    shape = property(lambda s: s.v.shape)
-    ndim = property(lambda s: s.v.ndim)
-
-    def __getitem__(self, key):
-        return IndexExpr(self.v[key])
-
-    def _bin(self, o, f):
-        if isinstance(o, (IndexExpr, int, np.integer)):
-            return IndexExpr(f(self.v, _iv(o)))
-        return NotImplemented
-
-    __add__ = lambda s, o: s._bin(o, np.add)
-    __radd__ = lambda s, o: s._bin(o, np.add)
-    __sub__ = lambda s, o: s._bin(o, np.subtract)
-    __rsub__ = lambda s, o: s._bin(o, lambda a, b: b - a)
-    __mul__ = lambda s, o: s._bin(o, np.multiply)
-    __rmul__ = lambda s, o: s._bin(o, np.multiply)
-    __floordiv__ = lambda s, o: s._bin(o, np.floor_divide)
-    __mod__ = lambda s, o: s._bin(o, np.mod)
-    __neg__ = lambda s: IndexExpr(-s.v)
-
-    def _cmp(self, o, f):
-        if isinstance(o, (IndexExpr, int, np.integer)):
-            return MaskExpr(f(self.v, _iv(o)))
-        return NotImplemented
-
-    __lt__ = lambda s, o: s._cmp(o, np.less)
-    __le__ = lambda s, o: s._cmp(o, np.less_equal)
-    __gt__ = lambda s, o: s._cmp(o, np.greater)
-    __ge__ = lambda s, o: s._cmp(o, np.greater_equal)
-    __eq__ = lambda s, o: s._cmp(o, np.equal)
-
-    def __ne__(self, o):
-        raise SimValueError("E015", "mask", None, "'!=' is not supported in NKI mask expressions",
-                            "Write the predicate with <, <=, >, >= combined by &")
-
-    __hash__ = None
-
-    def __bool__(self):
-        raise SimValueError("E015", "index", None,
-                            "an index expression has no truth value (control flow cannot depend on arange)",
-                            "Use it in mask= instead of an if statement")
-
-    def __repr__(self):
-        return f"IndexExpr(shape={self.v.shape}, range=[{self.v.min() if self.v.size else 0}, "\
-               f"{self.v.max() if self.v.size else 0}])"
-
-
-class MaskExpr:
-    """A predicate over index points (built from IndexExpr comparisons, combined with &, |, ~)."""
-    __slots__ = ("v",)
-    __array_priority__ = 100
-
-    def __init__(self, v):
-        self.v = np.asarray(v, dtype=bool)
-
-    def _b(self, o, f):
-        if isinstance(o, MaskExpr):
-            return MaskExpr(f(self.v, o.v))
-        if isinstance(o, (bool, np.bool_)):
-            return MaskExpr(f(self.v, bool(o)))
-        return NotImplemented
-
-    __and__ = lambda s, o: s._b(o, np.logical_and)
-    __rand__ = lambda s, o: s._b(o, np.logical_and)
-    __or__ = lambda s, o: s._b(o, np.logical_or)
-    __ror__ = lambda s, o: s._b(o, np.logical_or)
-    __invert__ = lambda s: MaskExpr(~s.v)
-
-    def __bool__(self):
-        # `m1 and m2` traces in real NKI 0.1 as Python's `and`: m1 is truthy, the result is m2
-        # (SDK nki/test test_nki_isa_nc_match_replace8 passes `mask=(ix < a and iy < b)` and its
-        # golden value matches the second predicate alone; the known-issues doc says `and` is
-        # not supported for masks).  Accept it, with a warning (an error under strict).
-        unproven("mask_and", "`and`/`or`/`if` on an NKI mask expression evaluates the mask as True "
-                 "(Python semantics: `m1 and m2` is m2 alone); combine predicates with &")
-        return True
-
-    def __repr__(self):
-        return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
-
-
-class MGrid:
-    """Result of ``nl.mgrid[0:P, 0:F, ...]``: unpackable, with fields .p .x .y .z, usable as index."""
-    __slots__ = ("parts",)
-
-    def __init__(self, parts):
-        self.parts = tuple(IndexExpr(p) for p in parts)
-
-    def __iter__(self):
-        return iter(self.parts)
-
-    def __len__(self):
-        return len(self.parts)
-
-    def __getitem__(self, i):
-        return self.parts[i]
-
-    p = property(lambda s: s.parts[0])
-    x = property(lambda s: s.parts[1])
-    y = property(lambda s: s.parts[2])
-    z = property(lambda s: s.parts[3])
-
-
-class _MGridMaker:
-    def __getitem__(self, key):
-        key = key if isinstance(key, tuple) else (key,)
-        for s in key:
-            if not isinstance(s, slice) or s.step not in (None, 1):
-                raise SimValueError("E014", "mgrid", None, f"mgrid expects unit-step slices, got {s!r}",
-                                    "Write nl.mgrid[0:P, 0:F]")
-        return MGrid(np.ogrid[key])
-
-
-def unproven(key, message: str) -> None:
-    """A construct that is legal on paper but has public evidence of trouble on hardware (issue 8
-    'Too lax'): a SimWarning naming the user's line, once per line; an E024 error under
-    ``SimOptions.strict``."""
-    ctx = maybe_current()
-    if ctx is None:
-        return
-    if ctx.options.strict:
-        raise SimValueError("E024", "strict", None, message,
-                            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
-                            "without strict to get a warning")
-    ctx.warn_once(key, message)
-
-
-def mask_array(mask, shape, api="mask"):
-    """Evaluate ``mask=`` for an output of ``shape``: None (all), a bool, or a bool array."""
-    if mask is None:
-        return None
-    if isinstance(mask, (bool, np.bool_)):
-        return bool(mask)
-    if isinstance(mask, MaskExpr):
-        m = mask.v
-        if m.ndim < len(shape):
-            m = m.reshape(m.shape + (1,) * (len(shape) - m.ndim))
-        try:
-            return np.broadcast_to(m, shape)
-        except ValueError:
-            raise SimValueError("E011", api, "mask", f"mask of shape {mask.v.shape} does not broadcast "
-                                f"to the instruction's shape {tuple(shape)}",
-                                "Build the mask from the same aranges that index the operands") from None
-    raise SimTypeError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
-                       f"got {type(mask).__name__}", "Build it from nl.arange/mgrid comparisons combined with &")
 
 
 # ---------------------------------------------------------------------------------------
@@ -641,8 +493,7 @@ class Tensor:
         return Tensor(self.alloc, src=self.arr, key=tuple(parts), par=par, shape=shape, off=self.off)
 
     def __setitem__(self, key, value):
-        from .ops import assign
-        assign(self[key], value)
+        OPS.assign(self[key], value)
 
     # -- views ------------------------------------------------------------------------------
     def reshape(self, *shape, **kw):
@@ -655,7 +506,7 @@ class Tensor:
             raise SimNotImplementedError("E022", "reshape", self.name, "reshape not implemented for base tensor",
                                          "Reshape the tensor before indexing it with nl.arange")
         if int(np.prod(shape)) != self.size:
-            raise SimValueError("E022", "reshape", self.name,
+            raise SimValueError("E011", "reshape", self.name,
                                 f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
                                 "The element count must not change")
         try:
@@ -668,7 +519,7 @@ class Tensor:
         par = None
         if self.alloc.buffer in ON_CHIP:
             if self.par != 0 or shape[0] != self._shape[0]:
-                raise SimValueError("E022", "reshape", self.name,
+                raise SimValueError("E011", "reshape", self.name,
                                     f"an on-chip reshape must keep the partition axis first and unchanged "
                                     f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
                                     "Reshape only the free axes: (P, ...) -> (P, ...)")
@@ -680,24 +531,20 @@ class Tensor:
         if dt.itemsize(d) != self.itemsize or self.arr is None:
             raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
                                 f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
-        from .context import Alloc as _A
         ctx = current("view")
-        al = _A(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
+        al = Alloc(ctx, self.alloc.buffer, self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d,
                 self.name + "_view", self.par)
         al.written = True
         return Tensor(al, arr=al.array, par=self.par)
 
     def astype(self, dtype):
-        from . import language as nl
-        return nl.copy(self, dtype=dtype)
+        return OPS.nl.copy(self, dtype=dtype)
 
     def broadcast_to(self, shape):
-        from . import language as nl
-        return nl.broadcast_to(self, shape=shape)
+        return OPS.nl.broadcast_to(self, shape=shape)
 
     def expand_dims(self, axis):
-        from . import language as nl
-        return nl.expand_dims(self, axis)
+        return OPS.nl.expand_dims(self, axis)
 
     def assert_shape(self, shape):
         if tuple(shape) != self._shape:
@@ -707,26 +554,21 @@ class Tensor:
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
     def __iadd__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "add")
+        return OPS.accumulate(self, other, "add")
 
     def __isub__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "subtract")
+        return OPS.accumulate(self, other, "subtract")
 
     def __imul__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "multiply")
+        return OPS.accumulate(self, other, "multiply")
 
     def __itruediv__(self, other):
-        from .ops import accumulate
-        return accumulate(self, other, "divide")
+        return OPS.accumulate(self, other, "divide")
 
 
 def _binop(name, reverse=False):
     def f(self, other):
-        from . import language as nl
-        fn = getattr(nl, name)
+        fn = getattr(OPS.nl, name)
         return fn(other, self) if reverse else fn(self, other)
     f.__name__ = name
     return f
@@ -741,9 +583,9 @@ for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("true
 for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
                 ("eq", "equal"), ("ne", "not_equal")):
     setattr(Tensor, f"__{_n}__", _binop(_op))
-Tensor.__neg__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["negative"]).negative(s)
-Tensor.__invert__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["invert"]).invert(s)
-Tensor.__abs__ = lambda s: __import__("nki_kernels.sim.language", fromlist=["abs"]).abs(s)
+Tensor.__neg__ = lambda s: OPS.nl.negative(s)
+Tensor.__invert__ = lambda s: OPS.nl.invert(s)
+Tensor.__abs__ = lambda s: OPS.nl.abs(s)
 Tensor.__hash__ = object.__hash__
 
 
@@ -770,7 +612,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         if par > 0:
             ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
                           "(warn_block_dimension_is_deprecated); each block is a separate tile")
-        if shape[par] > hw.PMAX:
+        if shape[par] > limits.PMAX:
             raise partition_error(api, "shape", shape[par])
     shape = tuple(int(s) for s in shape)
     for s in shape:
@@ -793,14 +635,14 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         arr = np.moveaxis(arr, 0, par)
     if buffer == "psum" and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
-        if per_block > hw.PSUM_BANK_BYTES:
+        if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
     al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
     if fill is not None:
         al.written = True
     elif poison:
         al.unwritten = True
-    return Tensor(al, arr=arr, par=par)
+    return Tensor(al, arr=al.array, par=par)
 
 
 def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
@@ -813,14 +655,15 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
     if len(shape) == 0:
         value = value.reshape(1, 1)
         shape = (1, 1)
-    if shape[0] > hw.PMAX:
+    if shape[0] > limits.PMAX:
         raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
     # A result never shares storage with an operand (issue 8 item 14): an op may hand over an
     # operand's own array (identity activation, reshape, transpose of a (1, N) tile, ...), so
-    # anything that is a view, or an allocation's storage, is copied here, once, for every op.
-    if value.base is not None or id(value) in ctx.storage_ids or not value.flags.c_contiguous:
+    # anything that is a view (allocation storage is always a view, see Alloc) is copied here,
+    # once, for every op.
+    if value.base is not None or not value.flags.c_contiguous:
         value = np.array(value, order="C")
     if mask is None or mask is True:
         mask = None
@@ -837,11 +680,11 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
             dt.cast_into(arr, value, d, where=mask)
     if buffer == "psum" and ctx.options.check_capacity:
         per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize(d)
-        if per > hw.PSUM_BANK_BYTES:
+        if per > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
-    t = Tensor(al, arr=arr, par=0)
+    t = Tensor(al, arr=al.array, par=0)
     t._exact = value
     t._exact_ver = al.version
     t._mask = mask
@@ -855,7 +698,7 @@ def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tenso
     arr = np.array(array, dtype=sd, copy=True, order="C")
     al = Alloc(ctx, "hbm", arr, d, name, None, immutable=not mutable)
     al.written = not mutable     # a writable (output) argument counts as written once written
-    return Tensor(al, arr=arr)
+    return Tensor(al, arr=al.array)
 
 
 def is_tensor(x) -> bool:
