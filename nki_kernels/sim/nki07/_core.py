@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt  # noqa: F401  (re-exported)
-from .. import hw  # noqa: F401
+from .. import limits as hw  # noqa: F401  (trn2 limits: PMAX, PSUM and SBUF sizes)
 from .. import isa as core_isa  # noqa: F401  (the 0.1 instruction implementations)
 from .. import language as core_nl  # noqa: F401
 from .. import ops as core_ops
-from ..context import Alloc, activate, current, maybe_current  # noqa: F401
+from ..context import activate, current, maybe_current  # noqa: F401
+from ..memory import Alloc  # noqa: F401
 from ..errors import (NKISyntaxError, SimError, SimIndexError, SimNotImplementedError,  # noqa: F401
                       SimRuntimeError, SimTypeError, SimValueError, SimWarning, _SIM_DIR,
                       needs_device, not_implemented, partition_error, user_location)

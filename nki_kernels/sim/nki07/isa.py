@@ -100,7 +100,7 @@ def _enum(x, cls, api, arg):
             return cls(int(x))
         except ValueError:
             pass
-    raise C.SimTypeError("E021", api, arg, f"expected a nki.isa.{cls.__name__} member, got {x!r}",
+    raise C.NKISyntaxError("E021", api, arg, f"expected a nki.isa.{cls.__name__} member, got {x!r}",
                          f"Use nisa.{cls.__name__}.<name> ({', '.join(m.name for m in cls)})")
 
 
@@ -193,7 +193,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
             raise C.SimTypeError("E010", api, arg, f"expected a tensor, got {type(t).__name__}",
                                  "Call nisa.dma_copy(dst=..., src=...)")
     if "dst_rmw_op" in kw:
-        raise C.SimTypeError("E021", api, "dst_rmw_op", "dst_rmw_op was removed in NKI 0.3",
+        raise C.NKISyntaxError("E021", api, "dst_rmw_op", "dst_rmw_op was removed in NKI 0.3",
                              "Use nisa.dma_compute(dst, [src, dst], reduce_op=nl.add)")
     _extra(api, kw)
     dm = _enum(dge_mode, globals()["dge_mode"], api, "dge_mode")
@@ -217,7 +217,7 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
         raise C.SimTypeError("E010", api, "dst", "dma_transpose(dst, src, axes) takes tensors")
     dm = _enum(dge_mode, globals()["dge_mode"], api, "dge_mode")
     if dm not in (None, globals()["dge_mode"].unknown, globals()["dge_mode"].hwdge, globals()["dge_mode"].swdge):
-        raise C.SimValueError("E021", api, "dge_mode", f"dge_mode {dm!r} is not valid for dma_transpose",
+        raise C.NKISyntaxError("E021", api, "dge_mode", f"dge_mode {dm!r} is not valid for dma_transpose",
                               "Use dge_mode.unknown or hwdge")
     nd = src.ndim
     ax = tuple(axes) if axes is not None else {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
@@ -356,11 +356,9 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, **kw):
     api = "scalar_tensor_tensor"
     d = _dst(dst, api)
-    e = _eng(kw.pop("engine", None), api, ("data", data), ("operand1", operand1))
     _extra(api, kw, d)
     r = _isa.scalar_tensor_tensor(data=_src(data, api, "data"), op0=op0, operand0=_opnd(operand0), op1=op1,
-                                  operand1=_src(operand1, api, "operand1"), reverse0=reverse0, reverse1=reverse1,
-                                  engine=e)
+                                  operand1=_src(operand1, api, "operand1"), reverse0=reverse0, reverse1=reverse1)
     _land(api, d, r)
 
 
@@ -380,11 +378,10 @@ def _trailing_axes(data, axis, api):
 def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, **kw):
     api = "tensor_reduce"
     d = _dst(dst, api)
-    e = _eng(kw.pop("engine", None), api, ("data", data))
     _extra(api, kw, d)
     src = _src(data, api, "data", C.ON_CHIP)
     ax = _trailing_axes(data, axis, api)
-    r = _isa.tensor_reduce(op, src, ax, negate=negate, keepdims=keepdims, engine=e)
+    r = _isa.tensor_reduce(op, src, ax, negate=negate, keepdims=keepdims)
     _land(api, d, r)
 
 

@@ -59,7 +59,7 @@ def _buf(buffer, api):
     if isinstance(buffer, str):
         raise C.SimTypeError("E007", api, "buffer", f"string buffer names are not supported (got {buffer!r})",
                              f"Use nl.{buffer}" if buffer in _REGIONS else "Use nl.sbuf, nl.psum or nl.shared_hbm")
-    raise C.SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+    raise C.SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
                           "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
@@ -269,7 +269,7 @@ def while_loop(init, body_fun):
     while int(r) != 0:
         r = body_fun(VirtualRegister(int(r)))
         if not hasattr(r, "__nki_register__") and not isinstance(r, (int, np.integer)):
-            raise C.SimTypeError("E011", "while_loop", "body_fun", "the while_loop body must return the next "
+            raise C.SimValueError("E011", "while_loop", "body_fun", "the while_loop body must return the next "
                                  "condition register", "End the body with `return r`")
         n += 1
         if n > 10_000_000:   # pragma: no cover - a guard, not a semantic

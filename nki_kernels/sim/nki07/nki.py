@@ -41,7 +41,7 @@ def _check_outputs(x, inputs=()):
     if isinstance(x, NkiTensor):
         b = x.t.alloc.buffer
         if b in ("hbm", "private_hbm") and x.t.alloc.id not in inputs:
-            raise C.SimValueError("E007", "return", x.name, f"kernel outputs must be allocated in nl.shared_hbm, "
+            raise C.SimTypeError("E007", "return", x.name, f"kernel outputs must be allocated in nl.shared_hbm, "
                                   f"got nl.{b} (a compile error since NKI 0.3)",
                                   "Allocate outputs with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)")
     elif isinstance(x, (tuple, list)):

@@ -21,7 +21,7 @@ def _int_of(x, api, arg):
         return int(x)
     if isinstance(x, NkiTensor):
         if x.t.size != 1:
-            raise C.SimValueError("E008", api, arg, f"a dynamic index must be a single value, got shape {x.shape}",
+            raise C.SimIndexError("E008", api, arg, f"a dynamic index must be a single value, got shape {x.shape}",
                                   "Use a (1, 1) int32 tensor")
         return int(np.asarray(x.t.read()).reshape(-1)[0])
     raise C.SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
@@ -216,16 +216,16 @@ class NkiTensor:
             raise C.SimIndexError("E008", api, "dim", f"dimension {d} out of range for rank {self.ndim}")
         d = int(d) % nd
         if d == 0 and not allow_partition and self._onchip():
-            raise C.SimValueError("E022", api, "dim", "the partition dimension (0) of an on-chip tensor cannot "
+            raise C.SimValueError("E026", api, "dim", "the partition dimension (0) of an on-chip tensor cannot "
                                   "be changed by this view", "Apply it to a free dimension (>= 1)")
         return d
 
     def permute(self, dims):
         dims = tuple(int(d) for d in dims)
         if sorted(dims) != list(range(self.ndim)):
-            raise C.SimValueError("E022", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
+            raise C.SimValueError("E011", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
         if self._onchip() and dims[0] != 0:
-            raise C.SimValueError("E022", "permute", "dims", "on-chip tensors keep the partition dim first "
+            raise C.SimValueError("E026", "permute", "dims", "on-chip tensors keep the partition dim first "
                                   f"(dims[0] must be 0), got {dims}")
         return self._new(self._need_basic("permute").transpose(dims))
 
@@ -233,7 +233,7 @@ class NkiTensor:
         d = self._dim(dim, "broadcast")
         a = self._need_basic("broadcast")
         if a.shape[d] != 1:
-            raise C.SimValueError("E022", "broadcast", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
+            raise C.SimValueError("E011", "broadcast", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
         shape = a.shape[:d] + (int(size),) + a.shape[d + 1:]
         return self._new(np.lib.stride_tricks.as_strided(a, shape, a.strides[:d] + (0,) + a.strides[d + 1:]))
 
@@ -246,7 +246,7 @@ class NkiTensor:
         d = self._dim(dim, "squeeze_dim")
         a = self._need_basic("squeeze_dim")
         if a.shape[d] != 1:
-            raise C.SimValueError("E022", "squeeze_dim", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
+            raise C.SimValueError("E011", "squeeze_dim", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
         return self._new(np.squeeze(a, d))
 
     def reshape_dim(self, dim, shape):
@@ -257,16 +257,16 @@ class NkiTensor:
             known = int(np.prod([s for s in shape if s != -1]))
             shape = tuple(n // known if s == -1 else s for s in shape)
         if int(np.prod(shape)) != n:
-            raise C.SimValueError("E022", "reshape_dim", "shape", f"{shape} does not multiply to {n}")
+            raise C.SimValueError("E011", "reshape_dim", "shape", f"{shape} does not multiply to {n}")
         if d == 0 and self._onchip() and len([s for s in shape if s != 1]) > 1:
-            raise C.SimValueError("E022", "reshape_dim", "dim", "the partition dimension cannot be split")
+            raise C.SimValueError("E026", "reshape_dim", "dim", "the partition dimension cannot be split")
         return self.reshape(self.shape[:d] + shape + self.shape[d + 1:])
 
     def flatten_dims(self, start_dim, end_dim):
         s = self._dim(start_dim, "flatten_dims")
         e = self._dim(end_dim, "flatten_dims")
         if e < s:
-            raise C.SimValueError("E022", "flatten_dims", "end_dim", f"end_dim {e} < start_dim {s}")
+            raise C.SimValueError("E011", "flatten_dims", "end_dim", f"end_dim {e} < start_dim {s}")
         shp = self.shape
         return self.reshape(shp[:s] + (int(np.prod(shp[s:e + 1])),) + shp[e + 1:])
 
@@ -279,16 +279,16 @@ class NkiTensor:
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         a = self._need_basic("reshape")
         if int(np.prod(shape)) != a.size:
-            raise C.SimValueError("E022", "reshape", "shape",
+            raise C.SimValueError("E011", "reshape", "shape",
                                   f"cannot reshape {self.shape} ({a.size} elements) to {shape}",
                                   "The element count must not change (NKI 0.5 validates it)")
         if self._onchip() and (not shape or shape[0] != self.shape[0]):
-            raise C.SimValueError("E022", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
+            raise C.SimValueError("E026", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
                                   f"({self.shape[0]}), got {shape}", "Reshape only the free dims")
         try:
             v = np.reshape(a, shape, copy=False)
         except ValueError:
-            raise C.SimValueError("E022", "reshape", "shape", f"the layout of this {self.shape} view (strides "
+            raise C.SimNotImplementedError("E022", "reshape", "shape", f"the layout of this {self.shape} view (strides "
                                   f"{self.strides}) is incompatible with shape {shape}",
                                   "Reshape the whole tensor before slicing or permuting it") from None
         return self._new(v)
@@ -300,21 +300,21 @@ class NkiTensor:
             return [x if isinstance(x, (tuple, list)) else (x,) for x in p]
         src, dst = names(src_pattern), names(dst_pattern)
         if len(src) != self.ndim:
-            raise C.SimValueError("E022", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
+            raise C.SimValueError("E011", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
         sizes = {}
         for grp, n in zip(src, self.shape):
             unknown = [x for x in grp if x not in fixed]
             known = int(np.prod([fixed[x] for x in grp if x in fixed])) if grp else 1
             if len(unknown) > 1:
-                raise C.SimValueError("E022", "rearrange", "fixed_sizes", f"sizes of {unknown} are ambiguous")
+                raise C.SimValueError("E011", "rearrange", "fixed_sizes", f"sizes of {unknown} are ambiguous")
             for x in grp:
                 sizes[x] = fixed[x] if x in fixed else n // known
             if int(np.prod([sizes[x] for x in grp])) != n:
-                raise C.SimValueError("E022", "rearrange", "fixed_sizes", f"group {grp} does not multiply to {n}")
+                raise C.SimValueError("E011", "rearrange", "fixed_sizes", f"group {grp} does not multiply to {n}")
         order = [x for grp in src for x in grp]
         flat_dst = [x for grp in dst for x in grp]
         if sorted(order) != sorted(flat_dst):
-            raise C.SimValueError("E022", "rearrange", "dst_pattern", "src and dst name different dimensions")
+            raise C.SimValueError("E011", "rearrange", "dst_pattern", "src and dst name different dimensions")
         t = self.reshape(tuple(sizes[x] for x in order))
         t = t.permute(tuple(order.index(x) for x in flat_dst)) if order != flat_dst else t
         return t.reshape(tuple(int(np.prod([sizes[x] for x in grp])) for grp in dst))
@@ -348,13 +348,13 @@ class NkiTensor:
         a = self._need_basic("view")
         sd = C.dt.storage_dtype(d, C.current("view").options.precision)
         if a.ndim and a.strides[-1] != a.itemsize and a.shape[-1] != 1:
-            raise C.SimValueError("E022", "view", "dtype", "the last dimension must be contiguous")
+            raise C.SimNotImplementedError("E022", "view", "dtype", "the last dimension must be contiguous")
         if d is self.dtype:
             return self
         try:
             v = a.view(sd)
         except ValueError as e:
-            raise C.SimValueError("E022", "view", "dtype", f"cannot reinterpret {self.shape} "
+            raise C.SimValueError("E011", "view", "dtype", f"cannot reinterpret {self.shape} "
                                   f"{C.dt.name_of(self.dtype)} as {C.dt.name_of(d)}: {e}") from None
         return NkiTensor(C.reinterpret(self.t, v, d))
 
@@ -367,7 +367,7 @@ class NkiTensor:
         t = self.t
         al = t.alloc
         if pattern is None:
-            raise C.SimValueError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
+            raise C.SimIndexError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
         if _is_pair(pattern):
             # `t.ap([32, 16], [1, 32])` (the form of an example in the NKI access-pattern deep dive):
             # the [stride, count] pairs given as separate positional arguments
@@ -376,13 +376,13 @@ class NkiTensor:
             while rest and _is_pair(rest[0]):
                 pairs.append(rest.pop(0))
             if any(r is not None for r in rest):
-                raise C.SimTypeError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
+                raise C.SimIndexError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
                                      "pairs when passing other arguments", "t.ap(pattern=[[s0, n0], [s1, n1]], ...)")
             pattern, offset, scalar_offset, vector_offset, dtype = pairs, None, None, None, None
         try:
             pat = [(int(s), int(c)) for s, c in pattern]
         except (TypeError, ValueError):
-            raise C.SimValueError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
+            raise C.SimIndexError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
         base = al.array
         if not base.flags.c_contiguous:   # pragma: no cover - allocations are contiguous
             raise C.SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
@@ -427,7 +427,7 @@ class NkiTensor:
             return NkiTensor(C.Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
         if al.buffer in C.ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes \
                 and pat[0][0] != al.row_bytes // isz:
-            raise C.SimValueError("E008", api, "pattern", f"on-chip access patterns step whole partitions: the first "
+            raise C.SimValueError("E026", api, "pattern", f"on-chip access patterns step whole partitions: the first "
                                   f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
                                   "Give the partition dimension first, with step = elements per partition")
         if lo < 0 or hi >= flat.size:
