@@ -647,6 +647,26 @@ def test_error_points_at_user_line():
     assert ei.value.where.startswith("test_nki07_api.py:")
 
 
+def test_explicit_address_is_not_counted_twice():
+    """T1 address=: placed tensors (reused addresses) do not add to live SBUF; out of range is E006."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        tiles = [nl.ndarray((128, 16384), nl.float32, buffer=nl.sbuf, address=(0, 0)) for _ in range(8)]
+        for t in tiles:
+            nisa.memset(dst=t, value=1.0)
+        nl.store(out, tiles[0][0:a.shape[0], 0:a.shape[1]])
+        return out
+    check(k(rand(4, 4)), np.ones((4, 4)))
+
+    @nki.jit
+    def k2(a):
+        nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf, address=(0, 210000))
+        return a
+    with pytest.raises(ValueError, match=r"\[E006\]"):
+        k2(rand(2, 2))
+
+
 def test_capacity_is_checked():
     """The same SBUF capacity check as the 0.1 front end (E006)."""
     @nki.jit

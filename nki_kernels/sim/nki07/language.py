@@ -120,7 +120,34 @@ def ndarray(shape, dtype=float32, buffer=sbuf, name="", address=None, **kw):
     shape = _shape(shape, "ndarray")
     if b in C.HBM_KINDS:
         return NkiTensor(_nl.ndarray(shape, dtype, buffer=getattr(_nl, b), name=name))
-    return NkiTensor(C.allocate(shape, dtype, b, api="ndarray", name=name))
+    t = C.allocate(shape, dtype, b, api="ndarray", name=name)
+    if address is not None:
+        _placed(t, address, b)
+    return NkiTensor(t)
+
+
+def _placed(t, address, b):
+    """``address=(partition_offset, free_offset_bytes)`` (MIG "Improved allocation API"): the kernel
+    places the tensor itself (nki-library's allocators reuse addresses), so it is not counted as a new
+    live allocation; it must fit the partitions and the buffer's per-partition bytes."""
+    api = "ndarray"
+    try:
+        p0, f0 = (int(a) for a in address)
+    except (TypeError, ValueError):
+        raise C.SimValueError("E011", api, "address", f"address must be (partition_offset, free_offset), "
+                              f"got {address!r}") from None
+    C.current(api).memory.release(t.alloc)
+    limit = C.hw.SBUF_BYTES_PER_PARTITION if b == "sbuf" else C.hw.PSUM_BYTES_PER_PARTITION
+    end = f0 + t.alloc.bytes_per_partition
+    if p0 < 0 or p0 + t.shape[0] > C.hw.PMAX:
+        raise C.partition_error(api, "address", p0 + t.shape[0])
+    if f0 < 0 or end > limit:
+        raise C.SimValueError("E006" if b == "sbuf" else "E005", api, "address",
+                              f"the tensor at free offset {f0} ends at byte {end} of a {limit}-byte partition",
+                              "Place it lower or make it smaller", got=end, limit=limit)
+    if b == "psum" and f0 % C.hw.PSUM_BANK_BYTES:
+        raise C.SimValueError("E004", api, "address", f"PSUM allocations start at a bank boundary "
+                              f"(multiple of {C.hw.PSUM_BANK_BYTES} bytes), got {f0}")
 
 
 def _filled(api, shape, dtype, buffer, name, value):
