@@ -69,7 +69,8 @@ def _sim_07():
     return nki, language, isa
 
 
-_IMPL = {"0.1": (_real_01, _sim_01, "neuronx-cc (SDK 2.26/2.27)"), "0.7": (_real_07, _sim_07, "nki (SDK >= 2.33)")}
+_IMPL = {"0.1": (_real_01, _sim_01, "neuronxcc.nki", "neuronx-cc, SDK 2.26/2.27"),
+         "0.7": (_real_07, _sim_07, "nki", "the nki package, SDK >= 2.33")}
 _cache: dict = {}
 
 
@@ -79,7 +80,7 @@ def resolve(api: str = "0.1") -> Backend:
         raise ValueError(f"resolve(api={api!r}): allowed API versions are {', '.join(API_VERSIONS)}")
     if api in _cache:
         return _cache[api]
-    real, sim, pkg = _IMPL[api]
+    real, sim, mod, pkg = _IMPL[api]
     choice = _choice
     if api == "0.7" and choice == "auto" and os.environ.get("NKI_SIMULATOR", "").strip() in ("1", "true", "yes"):
         choice = "sim"
@@ -90,7 +91,7 @@ def resolve(api: str = "0.1") -> Backend:
             b = Backend(api, "neuron", *real())
         except ImportError as e:
             raise ImportError(
-                f"NKI_BACKEND=neuron but the NKI {api} package {pkg} is not importable. Install it from the Neuron "
+                f"NKI_BACKEND=neuron but {mod} is not importable (NKI {api}: {pkg}). Install it from the Neuron "
                 "package repository (see README 'Hardware runbook'), or use NKI_BACKEND=sim") from e
     else:
         try:
