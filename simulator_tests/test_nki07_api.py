@@ -523,6 +523,22 @@ def test_abs_max_docstring_semantics_and_bool():
     assert k() is None
 
 
+def test_rand_and_random_seed():
+    """nl.rand: uniform [0, 1); the same nl.random_seed gives the same values (NL examples)."""
+    @nki.jit
+    def k():
+        o = nl.ndarray((2, 128, 64), nl.float32, buffer=nl.shared_hbm)
+        seed = nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf)
+        nl.random_seed(seed)
+        nl.store(o[0], nl.rand((128, 64), dtype=nl.float32))
+        nl.random_seed(seed)
+        nl.store(o[1], nl.rand((128, 64), dtype=nl.float32))
+        return o
+    o = k()
+    assert (o >= 0).all() and (o < 1).all() and o.std() > 0.2
+    np.testing.assert_array_equal(o[0], o[1])
+
+
 # ---- C1-C5: loops ------------------------------------------------------------------------------------
 def test_fori_and_while_loops_with_registers():
     """C2 fori_loop (body returns nothing), C3 while_loop on a register, C5 register_load/store."""

@@ -340,7 +340,7 @@ def test_dynamic_range_deprecated():
 def test_unimplemented_api_is_coded():
     """Anything not implemented raises E100, never AttributeError."""
     raises(NotImplementedError, "E100", lambda a: nisa.local_gather(a, a, a))
-    raises(NotImplementedError, "E100", lambda a: nl.rand((4, 4), nl.float32))
+    raises(NotImplementedError, "E100", lambda a: nl.gather_flattened(a, a))
 
 
 def test_api_outside_kernel():

@@ -220,12 +220,35 @@ def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
     return NkiTensor(out)
 
 
+def _rng(ctx):
+    r = ctx.__dict__.get("_nki07_rng")
+    if r is None:
+        r = ctx.__dict__["_nki07_rng"] = np.random.default_rng(0)
+    return r
+
+
 def rand(shape, dtype=float32, buffer=sbuf, name="", **kw):
-    raise C.not_implemented("nki.language.rand")
+    """Uniform [0, 1) values (NL ``rand``).  The interpreter's generator is NumPy's PCG64 seeded by
+    ``random_seed`` (0 by default): the same seed gives the same values, not the hardware's values."""
+    api = "rand"
+    ctx = C.current(api)
+    b = _buf(buffer, api)
+    if b not in C.ON_CHIP:
+        raise C.SimTypeError("E007", api, "buffer", "nl.rand creates an SBUF or PSUM tile", "Use nl.sbuf")
+    shape = _shape(shape, api)
+    out = C.fresh(_rng(ctx).random(shape, dtype=np.float32), C.dt.canonical(dtype, op=api), b, api=api)
+    C.record_compute(ctx, "rng", "nl.rand", C.POOL, [], out, func="rng")
+    return NkiTensor(out)
 
 
 def random_seed(seed):
-    raise C.not_implemented("nki.language.random_seed")
+    """Seed ``nl.rand`` from a (1, 1) SBUF/PSUM tensor (NL ``random_seed``)."""
+    api = "random_seed"
+    ctx = C.current(api)
+    if not isinstance(seed, NkiTensor) or seed.size != 1:
+        raise C.SimTypeError("E010", api, "seed", "the seed is a (1, 1) tensor on SBUF or PSUM",
+                             "nl.random_seed(nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf))")
+    ctx.__dict__["_nki07_rng"] = np.random.default_rng(int(np.asarray(seed.t.read()).reshape(-1)[0]))
 
 
 def dropout(x, rate, dtype=None):
