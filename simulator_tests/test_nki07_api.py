@@ -359,6 +359,23 @@ def test_matmul_onto_memset_psum_warns_and_accumulates():
     check(out, 2 * (a.T.astype(np.float64) @ b), rtol=1e-4, atol=1e-3)
 
 
+def test_matmul_fp8_double_row():
+    """I2 performance mode double_row: [K, 2, M] x [K, 2, N] contracted over K and the 2-row axis."""
+    f8 = ml_dtypes.float8_e4m3          # trn2's FP8 e4m3 (nl.float8_e4m3)
+    a = rand(128, 2, 32).astype(f8)
+    b = rand(128, 2, 64).astype(f8)
+
+    @nki.jit
+    def k(s, m):
+        out = nl.ndarray((32, 64), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((32, 64), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(acc, nl.load(s), nl.load(m), perf_mode=nisa.matmul_perf_mode.double_row)
+        nl.store(out, nl.copy(acc))
+        return out
+    ref = np.einsum("krm,krn->mn", a.astype(np.float64), b.astype(np.float64))
+    check(k(a, b), ref, rtol=1e-5, atol=1e-4)
+
+
 def test_transpose_engines():
     """I7: nc_transpose on TensorE (SBUF -> PSUM) and VectorE (<= 32x32); dma_transpose (I6)."""
     @nki.jit

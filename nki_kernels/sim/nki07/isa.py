@@ -267,11 +267,14 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         raise C.SimTypeError("E009", api, "dst", f"the nc_matmul destination must be a float32 PSUM tile on trn2, "
                              f"got {C.dt.name_of(d.dtype)}", "Allocate dst with dtype=nl.float32, buffer=nl.psum")
     pm = perf_mode if perf_mode is not None else matmul_perf_mode.none
-    if pm != matmul_perf_mode.none:
-        raise C.not_implemented(f"nisa.nc_matmul(perf_mode={pm!r})")
-    r = _isa.nc_matmul(_src(stationary, api, "stationary"), _src(moving, api, "moving"),
-                       is_transpose=is_transpose, tile_position=tile_position or (), tile_size=tile_size or (),
-                       _api="nisa.nc_matmul")
+    if pm == matmul_perf_mode.double_row or pm == "double_row":
+        r = _double_row(ctx, api, stationary, moving, tile_position, tile_size)
+    elif pm == matmul_perf_mode.none or pm == "none":
+        r = _isa.nc_matmul(_src(stationary, api, "stationary"), _src(moving, api, "moving"),
+                           is_transpose=is_transpose, tile_position=tile_position or (), tile_size=tile_size or (),
+                           _api="nisa.nc_matmul")
+    else:
+        raise C.NKISyntaxError("E021", api, "perf_mode", f"unknown perf_mode {pm!r}", "Use nisa.matmul_perf_mode.*")
     kind = _psum_kind(d)
     if accumulate is None:
         written = kind != 0
@@ -290,6 +293,38 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     else:
         C.land(api, d, r)
     kind[...] = 1
+
+
+_FP8 = (C.dt.float8_e4m3, C.dt.float8_e5m2)
+
+
+def _double_row(ctx, api, stationary, moving, tile_position, tile_size):
+    """FP8 double-row mode (ISA ``nc_matmul`` "Performance mode"): the contraction runs over the
+    partition axis and the first free axis, which must be 2: [K, 2, M] x [K, 2, N] -> [M, N]."""
+    st = _src(stationary, api, "stationary", ("sbuf",))
+    mv = _src(moving, api, "moving", ("sbuf",))
+    for arg, t in (("stationary", st), ("moving", mv)):
+        if t.dtype not in _FP8:
+            raise C.SimTypeError("E009", api, arg, f"double_row mode takes float8 inputs, got {C.dt.name_of(t.dtype)}",
+                                 "Use float8_e4m3 / float8_e5m2 tiles, or perf_mode=none")
+        if t.ndim != 3 or t.shape[1] != 2:
+            raise C.SimValueError("E003", api, arg, f"double_row operands are [K, 2, free], got {t.shape}")
+    if tile_position or tile_size:
+        raise C.SimValueError("E003", api, "tile_size", "double_row cannot be combined with PE tiling")
+    K, M, N = st.shape[0], st.shape[2], mv.shape[2]
+    if mv.shape[0] != K or M > C.hw.GEMM_STATIONARY_FMAX or N > C.hw.GEMM_MOVING_FMAX:
+        raise C.SimValueError("E003", api, "moving", f"double_row shapes {st.shape} x {mv.shape}: K must match, "
+                              f"M <= {C.hw.GEMM_STATIONARY_FMAX}, N <= {C.hw.GEMM_MOVING_FMAX}")
+    r = np.einsum("krm,krn->mn", st.read_f32(), mv.read_f32(), dtype=np.float32) \
+        if not ctx.options.trace_only else np.zeros((M, N), np.float32)
+    out = C.fresh(np.ascontiguousarray(r), C.dt.float32, "psum", api=api)
+    out._event = ctx.record("nc_matmul", "nisa.nc_matmul", C.PE, partitions=K, free_elems=N,
+                            in_shapes=[st.shape, mv.shape], out_shape=(M, N),
+                            in_dtypes=[C.dt.name_of(st.dtype), C.dt.name_of(mv.dtype)], out_dtype="float32",
+                            nbytes=st.size * st.itemsize + mv.size * mv.itemsize + M * N * 4, flops=2 * 2 * K * M * N,
+                            reads=[st.region(), mv.region()], writes=[out.region()],
+                            meta={"K": 2 * K, "M": M, "N": N, "psum_out": True, "perf_mode": "double_row"})
+    return out
 
 
 def nc_transpose(dst, data, engine=engine.unknown, **kw):
