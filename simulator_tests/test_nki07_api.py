@@ -468,6 +468,30 @@ def test_iota_and_affine_select_causal_mask():
     check(o2, np.where(np.tril(np.ones((8, 8))) > 0, a, -9984.0))
 
 
+def test_range_select_with_max_reduce():
+    """range_select: keep free indices with bound0 <= range_start + i < bound1, max-reduce the rest."""
+    @nki.jit
+    def k(a, lo, hi):
+        o = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        om = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        d = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        mx = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=d, on_true_tile=nl.load(a), comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=nl.load(lo), bound1=nl.load(hi), reduce_op=nl.maximum, reduce_res=mx,
+                          reduce_cmd=nisa.reduce_cmd.reset_reduce, range_start=4)
+        nl.store(o, d)
+        nl.store(om, mx)
+        return o, om
+    a = rand(8, 16)
+    lo = np.full((8, 1), 6, np.float32)
+    hi = (8 + np.arange(8, dtype=np.float32)).reshape(8, 1)
+    o, om = k(a, lo, hi)
+    i = 4 + np.arange(16)[None, :]
+    ref = np.where((i >= lo) & (i < hi), a, np.finfo(np.float32).min)
+    np.testing.assert_array_equal(o, ref)
+    np.testing.assert_array_equal(om, ref.max(axis=1, keepdims=True))
+
+
 def test_memset_int_and_copy_predicated():
     """I10 memset with an int value; tensor_copy_predicated keeps dst where the predicate is 0."""
     @nki.jit

@@ -730,6 +730,46 @@ def nc_stream_shuffle(dst, src, shuffle_mask, **kw):
     _land(api, d, out)
 
 
+_FP32_MIN = float(np.finfo(np.float32).min)
+
+
+def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd.reset_reduce,
+                 reduce_res=None, reduce_op=None, range_start=0, on_false_value=_FP32_MIN, **kw):
+    """``dst = (cmp0(i, bound0) & cmp1(i, bound1)) ? on_true_tile : on_false_value`` with i =
+    range_start + the free index, and a free-axis reduce into ``reduce_res`` (ISA ``range_select``,
+    its NumPy equivalent).  Only reset_reduce is modelled for the accumulator."""
+    api = "range_select"
+    ctx = C.current(api)
+    d = _dst(dst, api)
+    _extra(api, kw, d)
+    src = _src(on_true_tile, api, "on_true_tile", C.ON_CHIP)
+    P = src.shape[0]
+    names = [C.opcode(o, api, a) for o, a in ((comp_op0, "comp_op0"), (comp_op1, "comp_op1"))]
+    for n in names:
+        if n not in ("equal", "less", "less_equal", "greater", "greater_equal"):
+            raise C.NKISyntaxError("E021", api, "comp_op0", f"{n} is not a range_select comparison")
+    b0 = _src(bound0, api, "bound0", C.ON_CHIP).read_f32().reshape(P, 1)
+    b1 = _src(bound1, api, "bound1", C.ON_CHIP).read_f32().reshape(P, 1)
+    x = src.read_f32().reshape(P, -1)
+    idx = (np.float32(range_start) + np.arange(x.shape[1], dtype=np.float32))[None, :]
+    m = C.BINARY[names[0]](idx, b0) & C.BINARY[names[1]](idx, b1)
+    r = np.where(m, x, np.float32(on_false_value)).astype(np.float32)
+    out = C.fresh(r.reshape(src.shape), d.dtype, api=api)
+    ev = C.record_compute(ctx, "range_select", "nisa.range_select", C.DVE, [src], out, func="select")
+    if reduce_res is not None:
+        cmd = _enum(reduce_cmd, globals()["reduce_cmd"], api, "reduce_cmd")
+        if cmd != globals()["reduce_cmd"].reset_reduce:
+            raise C.not_implemented(f"nisa.range_select(reduce_cmd={cmd!r})")
+        rn = "maximum" if reduce_op is None else C.opcode(reduce_op, api, "reduce_op")
+        if rn not in C.REDUCE:
+            raise C.NKISyntaxError("E021", api, "reduce_op", f"{rn} is not a reduce op")
+        rr = _src(reduce_res, api, "reduce_res", C.ON_CHIP)
+        rr.write(np.asarray(C.REDUCE[rn](r, axis=1)).reshape(rr.shape), api=api)
+        if ev is not None:
+            ev.writes.append(rr.region())
+    _land(api, d, out)
+
+
 def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
     """Per GpSimd core (partitions 0, 16, ..., 112 only): the indices (+ index_offset) of the non-zero
     elements, padding_val, and the count in the last slot; other partitions of dst are untouched
