@@ -725,15 +725,18 @@ def test_explicit_address_is_not_counted_twice():
 
 
 def test_capacity_is_checked():
-    """The same SBUF capacity check as the 0.1 front end (E006)."""
+    """The same SBUF capacity accounting as the 0.1 front end: a warning for 0.7 code (the 0.2+
+    compiler frees tiles after their last use), E006 under strict."""
     @nki.jit
     def k(a):
         tiles = [nl.ndarray((128, 16384), nl.float32, buffer=nl.sbuf) for _ in range(4)]
         for t in tiles:
             nisa.memset(dst=t, value=0.0)
         return a
-    with pytest.raises(ValueError, match=r"\[E006\]"):
+    with pytest.warns(SimWarning, match=r"\[E006\]"):
         k(rand(2, 2))
+    with pytest.raises(ValueError, match=r"\[E006\]"):
+        nki.simulate(k, options=SimOptions(strict=True))(rand(2, 2))
 
 
 def test_no_warnings_on_clean_kernel():

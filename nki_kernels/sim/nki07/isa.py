@@ -205,7 +205,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
                              "Reinterpret with .view(dtype), or use dge_mode.swdge/none to cast")
     for arg, t in (("dst", dst), ("src", src)):
         if t.t.alloc.buffer == "sbuf" and t.t.arr is not None:
-            C.check_tile(t.t, api, arg, buffers=("sbuf",))
+            C.check_tile(t.t, api, arg, buffers=("sbuf",), engine_access=False)   # a DMA side
     C.dma_transfer(dst.t, src.t, api="nisa.dma_copy")
 
 

@@ -62,6 +62,7 @@ class Kernel(C.CoreKernel):
         def entry(*args, **kwargs):
             # K8: kernel arguments are HBM tensors a kernel may write (nki-library kernels write their
             # output arguments), unlike NKI 0.1's immutable inputs
+            C.capacity_as_warning(C.current("kernel"))
             inputs = set()
             for a in list(args) + list(kwargs.values()):
                 if isinstance(a, C.Tensor):
