@@ -280,7 +280,7 @@ class NkiTensor:
         a = self._need_basic("reshape")
         if int(np.prod(shape)) != a.size:
             raise C.SimValueError("E011", "reshape", "shape",
-                                  f"cannot reshape {self.shape} ({a.size} elements) to {shape}",
+                                  f"size mismatch: cannot reshape {self.shape} ({a.size} elements) to {shape}",
                                   "The element count must not change (NKI 0.5 validates it)")
         if self._onchip() and (not shape or shape[0] != self.shape[0]):
             raise C.SimValueError("E026", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
@@ -288,8 +288,8 @@ class NkiTensor:
         try:
             v = np.reshape(a, shape, copy=False)
         except ValueError:
-            raise C.SimNotImplementedError("E022", "reshape", "shape", f"the layout of this {self.shape} view (strides "
-                                  f"{self.strides}) is incompatible with shape {shape}",
+            raise C.SimNotImplementedError("E022", "reshape", "shape", f"non-contiguous layout: this {self.shape} view (strides "
+                                  f"{self.strides}) cannot be seen as shape {shape}",
                                   "Reshape the whole tensor before slicing or permuting it") from None
         return self._new(v)
 
@@ -348,7 +348,7 @@ class NkiTensor:
         a = self._need_basic("view")
         sd = C.dt.storage_dtype(d, C.current("view").options.precision)
         if a.ndim and a.strides[-1] != a.itemsize and a.shape[-1] != 1:
-            raise C.SimNotImplementedError("E022", "view", "dtype", "the last dimension must be contiguous")
+            raise C.SimNotImplementedError("E022", "view", "dtype", "non-contiguous layout: the last dimension must be contiguous")
         if d is self.dtype:
             return self
         try:
