@@ -117,15 +117,32 @@ def test_tensor_reduce_op_must_be_a_legal_reduction():
         run(lambda t: nisa.tensor_reduce(np.less, t, axis=1, keepdims=True))
 
 
-def test_tensor_reduce_axes_must_be_consecutive():
-    x = np.ones((128, 2, 3, 4), F32)
+def test_tensor_reduce_non_consecutive_axes_warn_and_fail_under_strict():
+    from nki_kernels.sim import SimOptions, SimWarning
+    x = np.random.default_rng(2).standard_normal((128, 2, 3, 4)).astype(F32)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 3), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, nisa.tensor_reduce(np.add, t, axis=(1, 3)))
+        return out
+    with pytest.warns(SimWarning, match="non-consecutive axes"):
+        out = simulate_kernel(k, x)
+    np.testing.assert_allclose(out, x.sum(axis=(1, 3)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(SimValueError, match="E024.*non-consecutive"):
+        simulate_kernel(k, x, options=SimOptions(strict=True))
+
+
+def test_tensor_reduce_at_most_four_axes():
+    x = np.ones((128, 2, 2, 2, 2, 2), F32)
 
     @nki.jit
     def k(a):
         t = nl.load(a)
-        nisa.tensor_reduce(np.add, t, axis=(1, 3))
+        nisa.tensor_reduce(np.add, t, axis=(1, 2, 3, 4, 5))
         return a
-    with pytest.raises(SimValueError, match="E023.*consecutive"):
+    with pytest.raises(SimValueError, match="E023.*at most four"):
         simulate_kernel(k, x)
 
 

@@ -77,3 +77,17 @@ def test_sbuf_tile_returned_points_at_the_return_line():
     with pytest.raises(TypeError) as ei:
         simulate_kernel(k, X, options=SimOptions(strict=True))
     assert ei.value.code == "E007" and ei.value.line == line_of("ret")
+
+
+def test_reading_the_masked_out_part_of_a_result_warns():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        t = nl.load(a)
+        r = nisa.tensor_scalar(t, np.multiply, 2.0, mask=(i_p < 64))  # <- masked_result
+        nl.store(out, r)
+        return out
+    with pytest.warns(SimWarning, match=f"allocated at test_sim_poison.py:{line_of('masked_result')}"):
+        out = simulate_kernel(k, X)
+    assert np.all(out[:64] == 2) and np.all(np.isnan(out[64:]))

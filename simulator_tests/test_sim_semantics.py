@@ -570,3 +570,67 @@ def test_block_dimension_psum_with_all_blocks_live_overflows():
         warnings.simplefilter("ignore", SimWarning)
         with pytest.raises(ValueError, match="E005"):
             simulate_kernel(_block_kernel(False), _x((128, 512)))
+
+
+@pytest.mark.parametrize("tiles,ok", [(2, True), (9, False)])
+def test_mod_alloc_counts_its_physical_tiles(tiles, ok):
+    from nki_kernels.sim import compiler as ncc
+
+    @nki.jit
+    def k(a):
+        s = nl.load(a[:, 0:128])
+        m = nl.load(a)
+        res = nl.ndarray((16, nl.par_dim(128), 512), nl.float32,
+                         buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(tiles,)))
+        res[0] += nisa.nc_matmul(s, m)
+        return a
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimWarning)
+        if ok:
+            simulate_kernel(k, _x((128, 512)))
+        else:
+            with pytest.raises(ValueError, match="E005"):
+                simulate_kernel(k, _x((128, 512)))
+
+
+@pytest.mark.parametrize("op", ["bn_aggr", "rms_norm", "tensor_reduce"])
+def test_mask_is_honoured_more(op):
+    @nki.jit
+    def k(a):
+        i_p = nl.arange(128)[:, None]
+        m = i_p < 64
+        t = nl.load(a)
+        if op == "bn_aggr":
+            r = nisa.bn_aggr(nisa.bn_stats(t), mask=m)
+        elif op == "rms_norm":
+            r = nl.rms_norm(t, nl.load(a), axis=1, n=8, mask=m)
+        else:
+            r = nisa.tensor_reduce(np.add, t, axis=1, keepdims=True, mask=m)
+        dst = nl.zeros(r.shape, nl.float32)
+        dst[...] = r
+        out = nl.ndarray(r.shape, nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, dst)
+        return out
+    x = _x((128, 8)) + 2
+    out = simulate_kernel(k, x)
+    assert np.all(out[64:] == 0), "masked-out partitions must keep the destination's zeros"
+    assert np.all(np.isfinite(out[:64])) and np.any(out[:64] != 0)
+    if op == "tensor_reduce":
+        np.testing.assert_allclose(out[:64], x[:64].sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_compute_on_an_index_view_past_the_end_under_a_mask_is_legal():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)                                   # (128, 8)
+        i_p, i_f = nl.mgrid[0:128, 0:8]
+        z = nl.zeros((128, 8), nl.float32)
+        # columns i_f + 4 run past the tile for i_f >= 4; the mask drops exactly those
+        z[i_p, i_f] = nisa.tensor_copy(t[i_p, i_f + 4], mask=(i_f < 4))
+        nl.store(out, z)
+        return out
+    x = _x((128, 8))
+    out = simulate_kernel(k, x)
+    np.testing.assert_array_equal(out[:, :4], x[:, 4:])
+    assert np.all(out[:, 4:] == 0)

@@ -15,7 +15,7 @@ from . import ops as _ops
 from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
 from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .indexing import IndexExpr, _MGridMaker, mask_array as _mask_array
+from .indexing import IndexExpr, MaskExpr, _MGridMaker, mask_array as _mask_array
 from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
 from .trace import ACT, DVE, POOL
 
@@ -47,14 +47,24 @@ def static_cast(x, dtype):
 
 # ---- buffers ------------------------------------------------------------------------------
 class Buffer:
-    def __init__(self, name):
+    """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
+    ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
+
+    def __init__(self, name, phys_tiles=None):
         self.name = name
+        self.phys_tiles = phys_tiles
 
     def __repr__(self):
-        return f"nl.{self.name}"
+        return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, **kwargs):      # direct allocation: treated as automatic (spec §12)
-        return self
+    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
+        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
+        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
+        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
+        n = 1
+        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
+            n *= int(t)
+        return Buffer(self.name, n)
 
     def auto_alloc(self, *args, **kwargs):
         return self
@@ -113,7 +123,8 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     buf = _buffer_name(buffer, "ndarray")
     if buf in ("hbm", "shared_hbm", "private_hbm"):
         return _hbm_alloc(shape, dtype, buf, "ndarray", name)
-    return _allocate(shape, dtype, buf, api="ndarray", name=name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name,
+                     phys_tiles=getattr(buffer, "phys_tiles", None))
 
 
 def _filled(api, shape, dtype, buffer, name, value):
@@ -367,12 +378,12 @@ def _unary(name):
         api = name
         ctx = _current(api)
         _ops.tile(x, api, "x")
-        if name == "invert":
-            r = np.invert(x.read().astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32() == 0)
-        else:
-            r = np.asarray(fn(x.read_f32()), dtype=np.float32)
-        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         m = _mask_array(mask, x.shape, api)
+        if name == "invert":
+            r = np.invert(x.read(m).astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32(m) == 0)
+        else:
+            r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
+        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         out = _fresh(r, d, api=api, mask=m)
         _ops.record_compute(ctx, "activation" if engine == ACT else "tensor_scalar", f"nl.{name}",
                             engine, [x], out, func=name)
@@ -400,11 +411,12 @@ def _binary(name):
         shapes = [v.shape for v in (x, y) if isinstance(v, Tensor)]
         shape = _ops.pa_shape(api, *shapes)
         nd = len(shape)
+        m = _mask_array(mask, shape, api)
         if is_bit:
-            a = x.read().astype(np.int64) if isinstance(x, Tensor) else int(x)
-            b = y.read().astype(np.int64) if isinstance(y, Tensor) else int(y)
+            a = x.read(m).astype(np.int64) if isinstance(x, Tensor) else int(x)
+            b = y.read(m).astype(np.int64) if isinstance(y, Tensor) else int(y)
         else:
-            a, b = _ops.value_of(x), _ops.value_of(y)
+            a, b = _ops.value_of(x, m), _ops.value_of(y, m)
         if isinstance(a, np.ndarray):
             a = _ops.pa_pad(a, nd)
         if isinstance(b, np.ndarray):
@@ -416,7 +428,6 @@ def _binary(name):
             r = r.astype(np.float32, copy=False)
         default = _dt.bool_ if is_cmp else _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y))
         d = _ops.out_dtype(dtype, default, api)
-        m = _mask_array(mask, shape, api)
         out = _fresh(np.ascontiguousarray(r), d, api=api, mask=m)
         both = isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape == y.shape
         _ops.record_compute(ctx, "tensor_tensor" if both else "tensor_scalar", f"nl.{name}", DVE, [x, y], out,
@@ -427,13 +438,63 @@ def _binary(name):
     return op
 
 
-_mod = sys.modules[__name__]
-for _n in _ops.UNARY:
-    if _n not in ("identity", "copy"):    # nl.copy is the tensor_copy above
-        setattr(_mod, _n, _unary(_n))
-for _n in list(_ops.BINARY) + list(_ops.BITWISE):
-    if _n not in ("max", "min"):
-        setattr(_mod, _n, _binary(_n))
+# one registration line per elementwise nl.* op (grep '^name = '): the fp32 function and default
+# engine of each are in ops.UNARY / ops.BINARY / ops.BITWISE
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+negative = _unary("negative")
+abs = _unary("abs")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+arctan = _unary("arctan")
+erf = _unary("erf")
+erf_dx = _unary("erf_dx")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+gelu = _unary("gelu")
+gelu_dx = _unary("gelu_dx")
+gelu_apprx_tanh = _unary("gelu_apprx_tanh")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+silu = _unary("silu")
+silu_dx = _unary("silu_dx")
+softplus = _unary("softplus")
+mish = _unary("mish")
+ceil = _unary("ceil")
+floor = _unary("floor")
+trunc = _unary("trunc")
+logical_not = _unary("logical_not")
+invert = _unary("invert")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+fmod = _binary("fmod")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 copy._nki_op = "copy"
 
 
@@ -483,13 +544,15 @@ def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
         # (spec Corrections 3; issue 8 item 7)
         m = _mask_array(mask, x.shape, api)
         v = x.read_f32(m)
+        om = None
         if m is None or m is True:
             r = np.asarray(npfn(v, axis=ax, keepdims=keepdims), dtype=np.float32)
         else:
             r = _ops.masked_reduce(name, v, ax, keepdims, m)
+            om = _ops.reduce_out_mask(m, ax, keepdims)      # outputs with no selected input: not written
         d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
                                                     else _dt.float32), api)
-        out = _fresh(r, d, api=api)
+        out = _fresh(r, d, api=api, mask=om)
         _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
         return out
     op.__name__ = name
@@ -546,8 +609,17 @@ def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
 
 
 def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
-    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n))
-    return multiply(multiply(x, rsqrt(add(ms, float(epsilon))), mask=mask), w, dtype=dtype, mask=mask)
+    """x * rsqrt(sum(x^2, axis) / n + epsilon) * w; ``mask=`` restricts every step (the per-row
+    steps run on the rows the mask selects)."""
+    m = _mask_array(mask, x.shape, "rms_norm") if isinstance(x, Tensor) else None
+    rows = None
+    if m is not None and m is not True and m is not False:
+        rows = MaskExpr(_ops.reduce_out_mask(m, _axes(x, axis, "rms_norm"), True))
+    elif m is False:
+        rows = False
+    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n), mask=rows)
+    r = rsqrt(add(ms, float(epsilon), mask=rows), mask=rows)
+    return multiply(multiply(x, r, mask=mask), w, dtype=dtype, mask=mask)
 
 
 def __getattr__(name):

@@ -13,10 +13,11 @@ from .options import SimOptions
 class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis."""
     __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
-                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "unwritten",
+                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "unwritten", "phys_tiles",
                  "__weakref__")
 
-    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
+    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True,
+                 phys_tiles=None):
         ctx._alloc_id += 1
         self.id = ctx._alloc_id
         self.buffer = buffer
@@ -30,6 +31,7 @@ class Alloc:
         self.immutable = immutable
         self.written = False
         self.unwritten = False    # poisoned and not yet fully written: reads check for poison
+        self.phys_tiles = phys_tiles   # physical tiles of a mod_alloc'd block-dimension tensor
         self.version = 0
         self.zeroed = zeroed
         self.origin = user_location() if origin else ("<instruction result>", 0)
@@ -90,7 +92,10 @@ class Memory:
             nblocks = 1
             for d in alloc.array.shape[:alloc.par_axis]:
                 nblocks *= d
-            if nblocks:
+            if nblocks and alloc.phys_tiles is not None:
+                # under mod_alloc the physical tiles are given: num_bank_tiles etc. (issue 8 item 5)
+                n = tok[1] = min(nblocks, alloc.phys_tiles) * (n // nblocks)
+            elif nblocks:
                 self.blocks[alloc.id] = [tok, alloc.row_bytes // nblocks, n // nblocks, set()]
                 n = tok[1] = 0
         self.live[alloc.buffer] += n
@@ -104,7 +109,8 @@ class Memory:
             tok[2] = True
             self.live[tok[0]] -= tok[1]
             self.tiles[tok[0]].pop(tok[4], None)
-            self.blocks.pop(tok[4], None)
+            if self.blocks:
+                self.blocks.pop(tok[4], None)
 
     def block_liveness(self, reads, writes) -> None:
         """Update the live blocks of block-dimension tensors: a read retires the blocks it

@@ -122,6 +122,13 @@ def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
     return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
 
 
+def reduce_out_mask(m, axes, keepdims):
+    """The outputs of a masked reduction that have at least one selected input."""
+    if m is False:
+        return False
+    return np.any(m, axis=axes, keepdims=keepdims)
+
+
 def opcode(op, api: str, arg: str = "op") -> str:
     """Name of an ALU op given as nl.X, np.X or a string."""
     if isinstance(op, str):

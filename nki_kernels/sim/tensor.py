@@ -23,7 +23,7 @@ from . import dtypes as dt
 from . import limits
 from .context import current, maybe_current, unproven
 from .memory import Alloc
-from .errors import _SIM_DIR, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
+from .errors import _SIM_DIR, user_location, NKISyntaxError, SimIndexError, partition_error, psum_bank_error, SimNotImplementedError, SimTypeError, SimValueError
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
 from .trace import Region
 
@@ -156,8 +156,11 @@ class Tensor:
         return tuple(idx)
 
     def read(self, mask=None) -> np.ndarray:
-        """Values in storage dtype, shape ``self.shape`` (an instruction reading its operand)."""
-        a = self.arr if self.arr is not None else self.src[self._resolve(mask)]
+        """Values in storage dtype, shape ``self.shape`` (an instruction reading its operand).
+        ``mask``: the instruction's mask; one of another shape (the instruction's output shape,
+        which this operand broadcasts to) only limits the never-written check."""
+        rm = mask if mask is None or mask is True or mask is False or mask.shape == self._shape else None
+        a = self.arr if self.arr is not None else self.src[self._resolve(rm)]
         if self.alloc.unwritten:
             self._check_poison(a, mask)
         return a
@@ -174,10 +177,13 @@ class Tensor:
         if pm is None:
             al.unwritten = False     # ints/fp8 cannot carry the poison pattern: not detectable
             return
-        if mask is not None and not isinstance(mask, bool):
-            pm = pm & np.broadcast_to(mask, pm.shape)
-        elif mask is False:
+        if mask is False:
             return
+        if mask is not None and mask is not True:
+            try:
+                pm = np.broadcast_to(pm, np.broadcast_shapes(pm.shape, mask.shape)) & mask
+            except ValueError:
+                pass                  # a mask that does not line up with the operand: check it all
         if not pm.any():
             return
         al.unwritten = False         # once per tensor
@@ -597,7 +603,7 @@ class ParDim(int):
     """``nl.par_dim(n)``: marks the partition axis; axes before it are (deprecated) block dims."""
 
 
-def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=None) -> Tensor:
+def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=None, phys_tiles=None) -> Tensor:
     """Create a tensor; checks partition size (E001) and the PSUM bank (E004)."""
     ctx = current(api)
     if isinstance(shape, (int, np.integer)):
@@ -637,7 +643,7 @@ def allocate(shape, dtype, buffer, *, api="ndarray", name="", fill=None, poison=
         per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
         if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
-    al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0))
+    al = Alloc(ctx, buffer, arr, d, name, par, zeroed=(fill == 0), phys_tiles=phys_tiles)
     if fill is not None:
         al.written = True
     elif poison:
@@ -684,6 +690,10 @@ def fresh(value, dtype, buffer="sbuf", *, api, mask=None) -> Tensor:
             raise psum_bank_error(api, None, f"the result ({shape} {dt.name_of(d)})", per)
     al = Alloc(ctx, buffer, arr, d, "", 0, origin=False)
     al.written = True
+    if mask is not None and ctx.options.poison:
+        # the masked-out part was written by nobody: reading it warns like any never-written memory
+        al.unwritten = True
+        al.origin = user_location()
     t = Tensor(al, arr=al.array, par=0)
     t._exact = value
     t._exact_ver = al.version
