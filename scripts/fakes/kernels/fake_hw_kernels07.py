@@ -1,0 +1,11 @@
+"""The NumPy stand-ins of fake_hw_kernels.py wrapped in the fake ``nki.jit`` (NKI 0.7 fakes).
+
+Needs a fake SDK tree with ``nki`` on PYTHONPATH (``sdk_2_33``); selected with
+``NKI_HW_KERNEL_<NAME>=fake_hw_kernels07:<name>``.  Not NKI code.
+"""
+import nki
+
+import fake_hw_kernels
+
+matmul = nki.jit(fake_hw_kernels.matmul)
+conv2d = nki.jit(fake_hw_kernels.conv2d)
