@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -37,6 +38,20 @@ def sdk_path(*pythonpath):
 
 
 # ------------------------------------------------------------------------- detection
+def test_fake_neuron_explorer_is_shellcheck_clean():
+    if shutil.which("shellcheck") is None:
+        pytest.skip(reason="shellcheck not installed (python3 dev.py test installs it as root)")
+    proc = subprocess.run(["shellcheck", str(FAKES / "bin" / "neuron-explorer")], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_help_documents_the_sdk_paths_and_exit_18():
+    text = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert "SDK >= 2.33: the NKI 0.7 kernels" in text and "SDK 2.30-2.32: refused (exit 18)" in text
+    assert "  18  the SDK is refused" in text and "10, 11, 15, 13, 12, 18, 14" in text
+
+
 @pytest.mark.parametrize("tree, rc, path, fragments", [
     ("sdk", 0, "nki01", ["SDK 2.26", "neuronx-cc 2.21.18209.0+fake", "NKI 0.1 path"]),
     ("sdk_2_28", 1, "-", ["lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)", "Fix: "]),

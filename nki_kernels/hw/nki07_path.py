@@ -30,7 +30,8 @@ NKI 0.7 has no ``nki.baremetal`` / ``nki.benchmark`` / ``nki.profile`` (they lef
   The per-execution NTFFs are deleted once read; run_hw.sh's separate ``capture
   --profile-nth-exec=2`` step keeps one profile per case.
 - **smoke** runs first: one tiny kernel per NKI 0.7 construct the kernels rely on
-  (``constructs_nki07``), so a first hardware run names a failing construct within a minute.
+  (``nki_kernels.kernels.smoke_nki07``), so a first hardware run names a failing construct
+  within a minute.
 
 Kernels: ``NKI_HW_KERNEL_<NAME>`` (module:function) selects a kernel exactly as on the 0.1
 path; unset, it defaults to this project's 0.7 kernel (``KERNEL_TARGETS``).  LNC: kernels
@@ -61,7 +62,7 @@ KERNEL_TARGETS = {
     "matmul": "nki_kernels.kernels.matmul_nki07:matmul",
     "attention": "nki_kernels.kernels.attention_nki07:flash_attention",
 }
-SMOKE_MODULE = "nki_kernels.hw.constructs_nki07"
+SMOKE_MODULE = "nki_kernels.kernels.smoke_nki07"
 PROFILER = "neuron-explorer"
 PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
@@ -409,7 +410,7 @@ def check_kernel(kernel: str, shape_set: str, out_dir: str, *, seed: int = DEFAU
 def smoke(out_file: str, *, lnc: int = 1, module: str | None = None) -> dict:
     """Run every NKI 0.7 construct of the smoke module on the device against NumPy.
 
-    ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``constructs_nki07``) exposes
+    ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``nki_kernels.kernels.smoke_nki07``) exposes
     ``CONSTRUCTS``: objects with ``name``, ``used_by``, ``flag``, ``kernel``, ``inputs()`` and
     ``reference(*inputs)``.  Writes ``out_file``; ``"failed"`` lists the failing constructs.
     """
