@@ -383,3 +383,26 @@ def test_a_failing_construct_stops_the_run_before_any_kernel_job(fake):
     log = (folder / m["steps"][0]["log"]).read_text()
     assert "construct row_max: FAILED" in log and "avoid it with --fake-flag" in log
     assert not any("matmul" in line for line in _log(fake))
+
+
+def test_official_simulate_runs_a_host_entry_through_its_jitted_kernel(monkeypatch):
+    calls = []
+
+    def simulate(kernel):
+        return lambda *a, **kw: calls.append((kernel, a, kw)) or "simulated"
+
+    monkeypatch.setattr(nki07_path, "_nki", lambda: type("N", (), {"simulate": staticmethod(simulate)}))
+
+    class Entry:
+        kernel = "the jitted kernel"
+
+        def prepare(self, x, scale=1):
+            return (x, "plan"), {"scale": scale}
+
+    assert nki07_path.official_simulate(Entry(), (1,), {"scale": 2}) == "simulated"
+    assert calls == [("the jitted kernel", (1, "plan"), {"scale": 2})]
+
+    def plain(x):
+        return x
+    nki07_path.official_simulate(plain, (3,), {})
+    assert calls[-1] == (plain, (3,), {})
