@@ -243,11 +243,15 @@ def test_check_catches_all_zero_outputs_and_records_each_check(tmp_path):
 
 def test_smoke_names_the_failing_construct_and_its_flag(tmp_path):
     env = _nki07_env(tmp_path, NKI_HW_SMOKE_MODULE="fake_constructs07", FAKE_SMOKE_FAIL="row_max")
-    proc = _step(env, "smoke", "--out", str(tmp_path / "smoke.json"))
+    proc = _step(env, "smoke", "--out", str(tmp_path / "smoke.json"), "--junitxml", str(tmp_path / "smoke.xml"))
     assert proc.returncode == 1
     assert "construct row_max: FAILED" in proc.stdout and "avoid it with --fake-flag" in proc.stdout
     assert "construct copy_roundtrip: ok" in proc.stdout
     assert json.loads((tmp_path / "smoke.json").read_text())["failed"] == ["row_max"]
+    import xml.etree.ElementTree as ET
+    cases = {c.get("name"): c.find("failure") for c in ET.parse(tmp_path / "smoke.xml").getroot().iter("testcase")}
+    assert set(cases) == {"copy_roundtrip", "row_max"} and cases["copy_roundtrip"] is None
+    assert "used by attention; avoid it with --fake-flag" in cases["row_max"].get("message")
 
 
 # ------------------------------------------------------------------------- run_hw.sh

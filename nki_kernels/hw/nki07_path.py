@@ -418,7 +418,24 @@ def check_kernel(kernel: str, shape_set: str, out_dir: str, *, seed: int = DEFAU
 
 
 # ------------------------------------------------------------------------- smoke test
-def smoke(out_file: str, *, lnc: int = 1, module: str | None = None) -> dict:
+def write_junit(path: str, suite: str, rows: list[dict]) -> None:
+    """The smoke results as a JUnit XML file (one ``testcase`` per construct, a ``failure``
+    naming what failed, the kernels using it and the flag that avoids it), so run_hw.sh
+    reports the 0.7 smoke test exactly as the 0.1 one (pytest's report)."""
+    import xml.etree.ElementTree as ET  # noqa: PLC0415
+    root = ET.Element("testsuite", name=suite, tests=str(len(rows)),
+                      failures=str(sum(1 for r in rows if not r["ok"])))
+    for r in rows:
+        case = ET.SubElement(root, "testcase", classname=suite, name=r["name"])
+        if not r["ok"]:
+            avoid = f"avoid it with {r['flag']}" if r["flag"] else "no kernel flag avoids it"
+            ET.SubElement(case, "failure", message=f"{r['error']} (used by {r['used_by']}; {avoid})")
+    tmp = f"{path}.tmp"
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, path)
+
+
+def smoke(out_file: str, *, lnc: int = 1, module: str | None = None, junit: str | None = None) -> dict:
     """Run every NKI 0.7 construct of the smoke module on the device against NumPy.
 
     ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``nki_kernels.kernels.smoke_nki07``) exposes
@@ -449,6 +466,8 @@ def smoke(out_file: str, *, lnc: int = 1, module: str | None = None) -> dict:
               "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
     os.makedirs(os.path.dirname(os.path.abspath(out_file)), exist_ok=True)
     _write_json(out_file, record)
+    if junit:
+        write_junit(junit, "smoke_nki07", rows)
     return record
 
 
@@ -476,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("smoke", help="run the NKI 0.7 construct smoke test on the device")
     p.add_argument("--out", required=True, help="JSON report file")
+    p.add_argument("--junitxml", default=None, help="also write a JUnit XML report")
     p.add_argument("--lnc", type=int, default=1)
     p = sub.add_parser("check", help="correctness of one kernel: NumPy call, torch-xla, simulator cross-check")
     p.add_argument("--kernel", required=True, choices=shapes.KERNELS)
@@ -503,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(a, "lnc", 1) not in (1, 2):
         ap.error(f"--lnc must be 1 or 2, got {a.lnc}")
     if a.cmd == "smoke":
-        rec = smoke(a.out, lnc=a.lnc)
+        rec = smoke(a.out, lnc=a.lnc, junit=a.junitxml)
         if rec["failed"]:
             print(f"smoke test: {len(rec['failed'])} construct(s) failed: {', '.join(rec['failed'])} "
                   f"(details in {a.out})", file=sys.stderr)
