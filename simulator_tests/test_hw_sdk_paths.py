@@ -294,13 +294,15 @@ def test_run_hw_refuses_sdks_that_cannot_run_either_path(fake, tree, code, messa
     assert not any(line.startswith(("pip", "nki.")) for line in _log(fake))
 
 
-def test_run_hw_on_sdk_2_29_takes_the_01_path_with_a_warning(fake):
-    env = dict(fake["env"], PYTHONPATH=os.pathsep.join([str(FAKES / "sdk_2_29"), str(FAKES / "kernels")]),
+@pytest.mark.parametrize("tree, release, warning", [("sdk", "2.26", False), ("sdk_2_29", "2.29", True)])
+def test_run_hw_takes_the_01_path_on_2_26_and_on_2_29_with_a_warning(fake, tree, release, warning):
+    env = dict(fake["env"], PYTHONPATH=os.pathsep.join([str(FAKES / tree), str(FAKES / "kernels")]),
                NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul")
     proc = run(fake, "--kernels", "matmul", "--skip-install", "--skip-tests", "--no-estimate", "--iters", "2",
                env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SDK 2.29" in proc.stdout and "warning: neuronxcc.nki is deprecated in SDK 2.29" in proc.stdout
+    assert f"SDK {release}" in proc.stdout and "NKI 0.1 path" in proc.stdout
+    assert (f"warning: neuronxcc.nki is deprecated in SDK {release}" in proc.stdout) == warning
     m = json.loads((_folder(fake) / "manifest.json").read_text())
     assert (m["environment"]["nki_path"], m["environment"]["profiler"]) == ("nki01", "neuron-profile")
     assert any(line.startswith("nki.benchmark") for line in _log(fake))
