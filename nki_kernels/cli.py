@@ -3,6 +3,7 @@
   verify      run every kernel in the simulator on representative shapes (incl. CS149)
               against its NumPy oracle; print errors, pass/fail, wall time, estimates
   run FILE    run a Python file with `neuronxcc.nki` resolving to the interpreter
+              (--strict, --shuffle SEED, --no-poison, --precision; --estimate-benchmark)
   sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
   profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
 """
@@ -128,17 +129,71 @@ def cmd_verify(args) -> int:
     return 1 if failed else 0
 
 
+def _run_options(args):
+    """SimOptions for `run`: NKI_SIM_OPTIONS, then the command-line flags on top."""
+    from nki_kernels.sim.options import _from_env
+    opts = _from_env()
+    changes = {}
+    if args.strict:
+        changes["strict"] = True
+    if args.shuffle is not None:
+        changes["shuffle_affine_seed"] = args.shuffle
+    if args.no_poison:
+        changes["poison"] = False
+    if args.precision is not None:
+        changes["precision"] = args.precision
+    return opts.replace(**changes) if changes else opts
+
+
 def cmd_run(args) -> int:
-    from nki_kernels.sim import install_neuronxcc_alias
+    from nki_kernels.sim import SimError, install_neuronxcc_alias, set_default_options
     path = args.file
     if not os.path.isfile(path):
-        print(f"nki-kernels run: no such file: {path}", file=sys.stderr)
+        print(f"nki-kernels run: no such file: {path} (relative to {os.getcwd()})", file=sys.stderr)
         return 2
+    try:
+        opts = _run_options(args)
+    except ValueError as exc:
+        print(f"nki-kernels run: {exc}", file=sys.stderr)
+        return 2
+    previous = set_default_options(opts)
+    if args.estimate_benchmark:
+        from nki_kernels import estimate_benchmark
+        estimate_benchmark.install()
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    with install_neuronxcc_alias():
-        runpy.run_path(path, run_name="__main__")
+    try:
+        with install_neuronxcc_alias():
+            runpy.run_path(path, run_name="__main__")
+    except SimError as exc:
+        if exc.code == "E099" and not args.estimate_benchmark:
+            print("nki-kernels run: no Neuron device here; add --estimate-benchmark before the file "
+                  "to get cost-model ESTIMATES from nki.benchmark and simulated nki.baremetal outputs",
+                  file=sys.stderr)
+        raise
+    finally:
+        if args.estimate_benchmark:
+            estimate_benchmark.uninstall()
+        set_default_options(previous)
     return 0
+
+
+def _add_run_flags(r) -> None:
+    g = r.add_argument_group("interpreter checks (override NKI_SIM_OPTIONS; give them before FILE)")
+    g.add_argument("--strict", action="store_true",
+                   help="turn every SimWarning about a hardware-unproven construct into an error")
+    g.add_argument("--shuffle", metavar="SEED", type=int, default=None,
+                   help="run every nl.affine_range in a seeded shuffled order (exposes loop-carried "
+                        "dependencies)")
+    g.add_argument("--no-poison", action="store_true",
+                   help="do not fill uninitialised memory with NaN (default: poison it)")
+    g.add_argument("--precision", choices=("hw", "compat"), default=None,
+                   help="hw: round every write to its dtype like hardware; compat: hold bf16/fp8 at "
+                        "fp32 like neuronxcc's simulator")
+    r.add_argument("--estimate-benchmark", action="store_true",
+                   help="nki.benchmark returns the cost model's ESTIMATE (not a measurement) as its "
+                        "latency, with a banner before every use; nki.baremetal runs on the "
+                        "interpreter. Off by default (those APIs need a device)")
 
 
 def cmd_sim_bench(args) -> int:
@@ -155,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("run", help="run a Python file with neuronxcc.nki aliased to the interpreter")
-    r.add_argument("file")
+    _add_run_flags(r)
+    r.add_argument("file", help="the Python file (relative to the current directory)")
     r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
     r.set_defaults(func=cmd_run)
     b = sub.add_parser("sim-bench", help="measure the interpreter's per-instruction overhead and matmul loop")

@@ -6,12 +6,16 @@
     hw_manifest.py step-start --dir RUN --id ID --name NAME --phase PHASE --log LOG
                               [--kernel K] [--case C] [--core N] -- COMMAND...
     hw_manifest.py step-end   --dir RUN --id ID --rc RC
-    hw_manifest.py finish     --dir RUN --status completed|interrupted|failed --exit-code N
+    hw_manifest.py finish     --dir RUN --status completed|interrupted|failed --exit-code N [--reason TEXT]
+    hw_manifest.py junit-failures FILE.xml   (one line per failed/errored test: name: message)
 
 Each step is its own file ``RUN/steps/<id>.json`` (parallel workers never write the same
 file); ``RUN/manifest.json`` is rebuilt from them after every change and replaced
 atomically, so it is always valid JSON.  ``finish`` lists every file with its size,
 marks steps still running as ``interrupted`` and writes ``RUN/SUMMARY.md``.
+
+A file that cannot be written (disk full, read-only folder) is one line on stderr,
+``hw_manifest.py: cannot write PATH: REASON``, exit code 3, and no temporary file is left.
 """
 from __future__ import annotations
 
@@ -34,12 +38,30 @@ def _parse_time(s: str) -> dt.datetime:
     return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
 
 
-def write_json(path: str, obj) -> None:
+E_WRITE = 3
+
+
+class WriteError(Exception):
+    """A results file could not be written; the message names the file and the reason."""
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``path`` atomically (temporary file + rename); on failure remove the temporary file."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise WriteError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def write_json(path: str, obj) -> None:
+    write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 def read_json(path: str):
@@ -94,7 +116,10 @@ def rebuild(run: str) -> dict:
 
 
 def cmd_init(a) -> int:
-    os.makedirs(os.path.join(a.dir, "steps"), exist_ok=True)
+    try:
+        os.makedirs(os.path.join(a.dir, "steps"), exist_ok=True)
+    except OSError as e:
+        raise WriteError(f"cannot create {os.path.join(a.dir, 'steps')}: {e.strerror or e}") from None
     env = _pairs(a.env)
     for key, path in _pairs(a.env_json).items():
         try:
@@ -181,6 +206,8 @@ def write_summary(run: str, manifest: dict) -> None:
         "- steps: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"),
         "",
     ]
+    if manifest.get("failure_reason"):
+        lines += [f"The run stopped: {manifest['failure_reason']}", ""]
     if manifest["status"] == "interrupted":
         lines += ["The run was interrupted: finished steps and their files are intact; steps "
                   "marked `interrupted` did not complete.", ""]
@@ -207,8 +234,7 @@ def write_summary(run: str, manifest: dict) -> None:
                   "`neuron-profile view -n <stem>.neff -s <stem>.ntff` (or `neuron-explorer`).", ""]
         lines += [f"- `{os.path.relpath(p, run)}`" for p in profiles]
         lines.append("")
-    with open(os.path.join(run, "SUMMARY.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines))
+    write_text(os.path.join(run, "SUMMARY.md"), "\n".join(lines))
 
 
 def cmd_finish(a) -> int:
@@ -221,10 +247,29 @@ def cmd_finish(a) -> int:
     base_path = os.path.join(a.dir, BASE)
     base = read_json(base_path)
     base.update(status=a.status, exit_code=a.exit_code, finished_utc=now)
+    if a.reason:
+        base["failure_reason"] = a.reason
     write_json(base_path, base)
     manifest = rebuild(a.dir)
     write_summary(a.dir, manifest)
     rebuild(a.dir)  # list SUMMARY.md among the files
+    return 0
+
+
+def cmd_junit_failures(a) -> int:
+    """Print ``classname::name: message`` for every failed or errored test of a JUnit XML file."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(a.file).getroot()
+    except (OSError, ET.ParseError) as e:
+        print(f"(no readable JUnit report {a.file}: {e})")
+        return 1
+    for case in root.iter("testcase"):
+        for bad in list(case.findall("failure")) + list(case.findall("error")):
+            msg = (bad.get("message") or bad.text or "").strip().splitlines()
+            name = case.get("name", "?")
+            cls = case.get("classname", "")
+            print(f"{cls + '::' if cls else ''}{name}: {msg[0][:300] if msg else bad.tag}")
     return 0
 
 
@@ -256,9 +301,16 @@ def main(argv=None) -> int:
     p.add_argument("--status", required=True,
                    choices=["completed", "completed_with_failures", "interrupted", "failed"])
     p.add_argument("--exit-code", type=int, required=True)
+    p.add_argument("--reason", default="", help="why the run stopped (written to manifest and SUMMARY.md)")
+    p = sub.add_parser("junit-failures")
+    p.add_argument("file")
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "step-start": cmd_step_start, "step-end": cmd_step_end,
-            "finish": cmd_finish}[a.cmd](a)
+    try:
+        return {"init": cmd_init, "step-start": cmd_step_start, "step-end": cmd_step_end,
+                "finish": cmd_finish, "junit-failures": cmd_junit_failures}[a.cmd](a)
+    except WriteError as e:
+        print(f"hw_manifest.py: {e}", file=sys.stderr)
+        return E_WRITE
 
 
 if __name__ == "__main__":

@@ -9,20 +9,22 @@ PROG="run_hw.sh"
 
 # Exit codes (documented in --help and docs/hardware.md).
 readonly E_USAGE=2 E_INSTANCE=10 E_DEVICE=11 E_SDK=12 E_VENV=13 E_CORES=14 E_PROFILER=15
-readonly E_INSTALL=16 E_RESULTS=17 E_SDK_REFUSED=18 E_STEPS=20
+readonly E_INSTALL=16 E_RESULTS=17 E_SDK_REFUSED=18 E_CONSTRUCTS=19 E_STEPS=20
 
 usage() {
   cat <<EOF
 Usage: scripts/run_hw.sh [options]
 
 Run the nki-kernels hardware job on a trn2 instance: preflight, install the project into
-the Neuron venv, run the correctness tests, benchmark every selected case, capture a
-profile per case (NEFF + NTFF, summary-json/-text, Perfetto trace), compare with the
-cost-model estimate, and write everything to a new results/<UTC timestamp>-<git sha>/
-folder with manifest.json and SUMMARY.md.  The installed SDK picks the path:
-  SDK 2.26/2.27 (2.28/2.29 warn): the NKI 0.1 kernels (neuronxcc.nki): hw_tests with
-      nki.baremetal and torch-neuronx, latency from nki.benchmark, neuron-profile captures;
-  SDK >= 2.33: the NKI 0.7 kernels (import nki): a construct smoke test first, then
+the Neuron venv, run the construct smoke test (the run stops if a construct fails), run the
+correctness tests, benchmark every selected case, capture a profile per case (NEFF + NTFF,
+summary-json/-text, Perfetto trace), compare with the cost-model estimate, and write
+everything to a new results/<UTC timestamp>-<git sha>/ folder with manifest.json and
+SUMMARY.md.  The installed SDK picks the path:
+  SDK 2.26/2.27 (2.28/2.29 warn): the NKI 0.1 kernels (neuronxcc.nki): smoke test
+      hw_tests/test_constructs.py, hw_tests with nki.baremetal and torch-neuronx, latency
+      from nki.benchmark, neuron-profile captures;
+  SDK >= 2.33: the NKI 0.7 kernels (import nki): smoke test of the NKI 0.7 constructs,
       @nki.jit on NumPy and torch-neuronx vs the oracles (nki.simulate cross-check where it
       exists), latency from profiled executions and captures with neuron-explorer;
   SDK 2.30-2.32: refused (exit 18): neuronxcc.nki kernels no longer compile there.
@@ -30,7 +32,7 @@ folder with manifest.json and SUMMARY.md.  The installed SDK picks the path:
 Options:
   --kernels LIST     comma-separated: conv2d,matmul,attention or 'all' (default: all)
   --shapes SET       quick | cs149 | full (default: quick)
-  --cores N|LIST     N = use N free NeuronCores; LIST = core ids such as 0-3 or 0,8.
+  --cores N|LIST     N >= 1 = use N free NeuronCores; LIST = core ids such as 0-3 or 0,8.
                      Independent jobs are spread over them with NEURON_RT_VISIBLE_CORES,
                      one job per core at a time (default: 1)
   --timeout SECONDS  limit for every single step (default: 1800)
@@ -40,7 +42,7 @@ Options:
                      else the first of /opt/aws_neuronx_venv_pytorch_2_8, _2_9, _*)
   --results-dir DIR  parent of the run folder (default: <repo>/results)
   --skip-install     do not pip-install the project (it is still found via PYTHONPATH)
-  --skip-tests       do not run hw_tests or the smoke test (benchmarks and profiles only)
+  --skip-tests       do not run hw_tests, nor the construct smoke test (benchmarks and profiles only)
   --no-estimate      skip the cost-model estimate and the profile-vs-estimate comparison
   --dry-run          run the read-only preflight probes, list their failures, print every
                      command the job would run, run nothing, exit 0
@@ -57,20 +59,28 @@ Exit codes:
   15  the profiler is missing: neuron-profile (NKI 0.1 path) or neuron-explorer (NKI 0.7
       path), both from aws-neuronx-tools
   16  installing the project failed
-  17  the results folder could not be created
+  17  the results folder could not be created or written (disk full, read-only); the
+      manifest is marked "failed" with the reason when it can still be written
   18  the SDK is refused: 2.30-2.32, where neuronxcc.nki kernels no longer compile or
       silently misbehave and NKI is older than 0.7 (fix: a 2.26/2.27 or >= 2.33 DLAMI)
+  19  the construct smoke test failed (hw_tests/test_constructs.py on the NKI 0.1 path,
+      nki_kernels/kernels/smoke_nki07.py on the NKI 0.7 path); nothing was benchmarked
   20  the run finished but some step failed (see SUMMARY.md and logs/)
   130 interrupted by SIGINT (Ctrl-C)
   143 interrupted by SIGTERM
-      (on 130/143 finished results are kept, the manifest says "interrupted" and an
-      INTERRUPTED file marks the folder)
+      (on 130/143 every running step -- its whole process group -- is stopped and waited
+      for, finished results are kept, the manifest says "interrupted" and an INTERRUPTED
+      file marks the folder)
+
+Progress: one line per job as it ends, e.g. "[3/18] conv2d b1_ci256_co256_... ok 0:41".
 When several preflight checks fail, the code is that of the first in the order
 10, 11, 15, 13, 12, 18, 14; all failures are printed.
 
 Environment: NKI_HW_PRODUCT_NAME_FILE (default /sys/devices/virtual/dmi/id/product_name),
 NKI_HW_VENV_CANDIDATES (space-separated venv paths to try), NKI_HW_KERNEL_<NAME>
-(module:function of an alternative kernel, e.g. a CS149 solution).
+(module:function of an alternative kernel, e.g. a CS149 solution), NKI_HW_CONSTRUCTS_TEST
+(the construct smoke test file, default hw_tests/test_constructs.py), NKI_HW_STOP_GRACE
+(seconds a stopped step gets between SIGTERM and SIGKILL, default 10).
 EOF
 }
 
@@ -117,7 +127,20 @@ case $SHAPES in quick|cs149|full) ;; *) die_usage "--shapes must be quick, cs149
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "--warmup must be a non-negative integer, got '$WARMUP'"
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || die_usage "--iters must be a positive integer, got '$ITERS'"
-[[ $CORES =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "--cores must be a count (4) or core ids (0-3, 0,8), got '$CORES'"
+[[ $CORES =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die_usage "--cores must be a count (4) or core ids (0-3, 0,8), got '$CORES'"
+if [[ $CORES =~ ^[0-9]+$ ]]; then
+  ((10#$CORES >= 1)) || die_usage "--cores must be a count >= 1 or core ids (0-3, 0,8), got '$CORES'"
+else
+  IFS=',' read -r -a _core_parts <<<"$CORES"
+  for _part in "${_core_parts[@]}"; do
+    if [[ $_part == *-* ]] && ((10#${_part%-*} > 10#${_part#*-})); then
+      die_usage "--cores range '$_part' runs backwards; write it low-high (e.g. 0-3)"
+    fi
+  done
+fi
+STOP_GRACE=${NKI_HW_STOP_GRACE:-10}
+[[ $STOP_GRACE =~ ^[0-9]+$ ]] || die_usage "NKI_HW_STOP_GRACE must be a whole number of seconds, got '$STOP_GRACE'"
+CONSTRUCTS_TEST=${NKI_HW_CONSTRUCTS_TEST:-$ROOT/hw_tests/test_constructs.py}
 
 SHAPES_PY="$ROOT/nki_kernels/hw/shapes.py"
 ENV_PY="$ROOT/nki_kernels/hw/env.py"
@@ -257,12 +280,49 @@ RUN=""            # results folder of this run
 STEP_PREFIX="m"   # step ids: m-NNN in the main process, wK-NNN in worker K
 STEP_N=0
 STEP_ID=""
-CHILD=""          # pid of the running step
+CHILD=""          # pid of the running step: a `timeout` process, leader of its own process group
 FAILED=0
+MAIN_PID=$$
 
 next_id() { STEP_N=$((STEP_N + 1)); printf -v STEP_ID '%s-%03d' "$STEP_PREFIX" "$STEP_N"; }
 
 print_cmd() { local q; printf -v q '%q ' "$@"; echo "+ ${q% }"; }
+
+# results_fault REASON: the results folder cannot be written (disk full, read-only). In a
+# worker: leave the reason for the main process, signal it (USR1) and exit 17. In the main
+# process: stop everything, finalise the manifest as failed with the reason if that can
+# still be written, say in one line what happened, exit 17.
+results_fault() {
+  if [[ $STEP_PREFIX != m ]]; then
+    printf '%s\n' "$1" >"$SCRATCH/fault.$BASHPID" 2>/dev/null || true
+    kill -USR1 "$MAIN_PID" 2>/dev/null || true
+    exit "$E_RESULTS"
+  fi
+  stop_all_and_finish failed "$E_RESULTS" "$1"
+  exit "$E_RESULTS"
+}
+
+# manifest SUBCOMMAND ARGS...: hw_manifest.py; a failure to write is a results fault.
+manifest() {
+  local err rc=0
+  err=$("$PY" "$MANIFEST_PY" "$@" 2>&1 >/dev/null) || rc=$?
+  ((rc == 0)) && return 0
+  results_fault "${err:-hw_manifest.py $1 exited $rc}"
+}
+
+# stop_step PID: SIGTERM the step's whole process group (timeout and everything under it),
+# SIGKILL what is left after STOP_GRACE seconds, and reap it.
+stop_step() {
+  local pid=$1 i
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < STOP_GRACE * 10; i++)); do
+    kill -0 -- "-$pid" 2>/dev/null || kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -f "$SCRATCH/pgid.$pid"
+}
 
 # run_step NAME PHASE KERNEL CASE CORE CWD STDOUT_FILE -- COMMAND...
 # Records the step in the manifest, runs COMMAND under `timeout` in CWD (stdout to
@@ -278,17 +338,21 @@ run_step() {
   fi
   next_id
   local log="$RUN/logs/$STEP_ID-$name.log" rc=0
-  "$PY" "$MANIFEST_PY" step-start --dir "$RUN" --id "$STEP_ID" --name "$name" --phase "$phase" \
+  manifest step-start --dir "$RUN" --id "$STEP_ID" --name "$name" --phase "$phase" \
     --log "${log#"$RUN"/}" --kernel "$kernel" --case "$kcase" --core "$core" -- "$@"
+  { : >"$log"; } 2>/dev/null || results_fault "cannot create the step log $log"
   if [[ -n $out ]]; then
+    { : >"$out"; } 2>/dev/null || results_fault "cannot create $out"
     (cd "$cwd" && exec timeout -k 30 "$TIMEOUT" "$@" >"$out" 2>"$log" </dev/null) &
   else
     (cd "$cwd" && exec timeout -k 30 "$TIMEOUT" "$@" >"$log" 2>&1 </dev/null) &
   fi
   CHILD=$!
+  : >"$SCRATCH/pgid.$CHILD" 2>/dev/null || true   # for the main process's last sweep
   wait "$CHILD" || rc=$?
+  rm -f "$SCRATCH/pgid.$CHILD"
   CHILD=""
-  "$PY" "$MANIFEST_PY" step-end --dir "$RUN" --id "$STEP_ID" --rc "$rc"
+  manifest step-end --dir "$RUN" --id "$STEP_ID" --rc "$rc"
   if ((rc != 0)); then
     FAILED=$((FAILED + 1))
     echo "[$PROG] step $name failed (exit $rc), log: $log" >&2
@@ -309,7 +373,7 @@ tests_job() {  # tests_job KERNEL CORE
     env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 \
     NKI_HW_KERNELS="$kernel" NKI_HW_SHAPES="$SHAPES" NKI_HW_RESULTS="$RUN/hw_tests" \
     PYTHONPATH="$PYPATH" "$PY" -m pytest "$ROOT/hw_tests" -m hardware -rs \
-    --ignore="$ROOT/hw_tests/test_device_benchmark.py" -p no:cacheprovider \
+    --ignore="$ROOT/hw_tests/test_device_benchmark.py" --ignore="$CONSTRUCTS_TEST" -p no:cacheprovider \
     --junitxml="$RUN/hw_tests/$kernel.junit.xml" || true
 }
 
@@ -325,8 +389,12 @@ case_job() {  # case_job KERNEL CASE CORE
     step_mod=nki_kernels.hw.nki07_path capture_args=(--profile-nth-exec=2)
     bench_env=("${NKI07_ENV[@]}" NEURON_FRAMEWORK_DEBUG=1)   # keep the NEFF (NKI profiling guide)
   fi
-  ((DRY_RUN)) || mkdir -p "$dir"
+  if ((!DRY_RUN)); then
+    mkdir -p "$dir" 2>/dev/null || results_fault "cannot create $dir"
+  fi
   if ((!NO_ESTIMATE)); then
+    # The interpreter runs the kernel (yours too, via NKI_HW_KERNEL_<NAME>) with neuronxcc.nki
+    # (NKI 0.1) or nki (NKI 0.7) aliased to it, in this step's own process.
     run_step "estimate-$stem" estimate "$kernel" "$kcase" "" "$ROOT" "" -- \
       env NKI_BACKEND=sim PYTHONPATH="$PYPATH" "$PY" -m "$step_mod" estimate \
       --kernel "$kernel" --case "$kcase" --out "$dir" || true
@@ -364,32 +432,54 @@ case_job() {  # case_job KERNEL CASE CORE
   fi
 }
 
-smoke_job() {  # smoke_job CORE: the construct smoke test, before any kernel job
+# constructs_step CORE: the construct smoke test of the path in use, as one step (JUnit
+# report in hw_tests/constructs.junit.xml).  Returns the step's exit code.
+constructs_step() {
+  local core=$1 junit="$RUN/hw_tests/constructs.junit.xml"
   if [[ $API == nki07 ]]; then
-    run_step smoke smoke "" "" "$1" "$RUN/hw_tests" "" -- \
-      env NEURON_RT_VISIBLE_CORES="$1" "${NKI07_ENV[@]}" PYTHONPATH="$PYPATH" \
-      "$PY" -m nki_kernels.hw.nki07_path smoke --out "$RUN/hw_tests/smoke_nki07.json"
+    run_step constructs constructs "" "" "$core" "$RUN/hw_tests" "" -- \
+      env NEURON_RT_VISIBLE_CORES="$core" "${NKI07_ENV[@]}" PYTHONPATH="$PYPATH" \
+      "$PY" -m nki_kernels.hw.nki07_path smoke --out "$RUN/hw_tests/smoke_nki07.json" --junitxml "$junit"
+  else
+    run_step constructs constructs "" "" "$core" "$ROOT" "" -- \
+      env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 PYTHONPATH="$PYPATH" \
+      "$PY" -m pytest "$CONSTRUCTS_TEST" -rs -p no:cacheprovider --junitxml="$junit"
   fi
 }
 
-run_job() {  # run_job "tests|KERNEL" or "case|KERNEL|CASE", CORE
-  local kind kernel kcase
-  IFS='|' read -r kind kernel kcase <<<"$1"
-  if [[ $kind == tests ]]; then tests_job "$kernel" "$2"; else case_job "$kernel" "$kcase" "$2"; fi
+# The NKI 0.1 smoke test is a pytest file that may be absent; the 0.7 one is a module here.
+have_constructs_test() { [[ $API == nki07 || -f $CONSTRUCTS_TEST ]]; }
+
+# run_job INDEX "tests|KERNEL" or "case|KERNEL|CASE" CORE: one job, then its progress line.
+run_job() {
+  local index=$1 kind kernel kcase start failed_before=$FAILED took
+  IFS='|' read -r kind kernel kcase <<<"$2"
+  start=$SECONDS
+  if [[ $kind == tests ]]; then tests_job "$kernel" "$3"; else case_job "$kernel" "$kcase" "$3"; fi
+  ((DRY_RUN)) && return 0
+  took=$((SECONDS - start))
+  printf -v took '%d:%02d' $((took / 60)) $((took % 60))
+  local what="$kernel $kcase" verdict=ok
+  [[ $kind == tests ]] && what="hw_tests $kernel"
+  if ((FAILED > failed_before)); then verdict="FAILED ($((FAILED - failed_before)) step(s), see above)"; fi
+  echo "[$index/${#JOBS[@]}] $what ... $verdict $took"
 }
 
-worker() {  # worker INDEX CORE JOB...
+worker() {  # worker INDEX CORE JOB... (each JOB is "N|kind|kernel|case")
   STEP_PREFIX="w$1" STEP_N=0 FAILED=0
   local core=$2 job
   shift 2
-  trap 'worker_stop' TERM
-  for job in "$@"; do run_job "$job" "$core"; done
+  trap 'worker_stop' INT TERM
+  for job in "$@"; do run_job "${job%%|*}" "${job#*|}" "$core"; done
   ((FAILED == 0))
 }
 
 # shellcheck disable=SC2317  # trap handler
 worker_stop() {
-  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+  trap '' INT TERM
+  local pid
+  if [[ -n $CHILD ]]; then stop_step "$CHILD"; fi
+  for pid in $(jobs -p); do stop_step "$pid"; done   # a step started just before the signal
   exit 143
 }
 
@@ -431,11 +521,18 @@ if ((DRY_RUN)); then
   if ((!SKIP_INSTALL)); then
     print_cmd "$PY" -m pip install --disable-pip-version-check -e "${ROOT}[test]"
   fi
-  ((SKIP_TESTS)) || smoke_job "${CORE_LIST[0]}"
+  if ((SKIP_TESTS)); then
+    echo "# construct smoke test skipped (--skip-tests)"
+  elif have_constructs_test; then
+    echo "# construct smoke test first; the run stops if it fails"
+    constructs_step "${CORE_LIST[0]}"
+  else
+    echo "# construct smoke test skipped: $CONSTRUCTS_TEST not found"
+  fi
   i=0
   for job in "${JOBS[@]}"; do
     echo "# job $((i + 1))/${#JOBS[@]} on core ${CORE_LIST[i % ${#CORE_LIST[@]}]}: ${job//|/ }"
-    run_job "$job" "${CORE_LIST[i % ${#CORE_LIST[@]}]}"
+    run_job "$((i + 1))" "$job" "${CORE_LIST[i % ${#CORE_LIST[@]}]}"
     i=$((i + 1))
   done
   exit 0
@@ -457,43 +554,94 @@ until mkdir "$RUN" 2>/dev/null; do    # mkdir without -p never reuses a folder
   ((n < 100)) || { echo "$PROG: cannot create a new folder under $RESULTS_ROOT" >&2; exit "$E_RESULTS"; }
   RUN="$RESULTS_ROOT/$RUN_ID-$n"
 done
-mkdir "$RUN/logs" "$RUN/hw_tests" "$RUN/env"
-cp "$SCRATCH/neuron-ls.json" "$RUN/env/neuron-ls.json"
-"$PY" "$ENV_PY" sdk >"$RUN/env/sdk.json" 2>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk.json"
-"$PY" "$SDK_PY" info >"$RUN/env/sdk_path.json" 2>>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk_path.json"
+# Before the manifest exists, a folder that cannot be written is reported and left as is.
+setup_fail() {
+  echo "$PROG: cannot write the new results folder $RUN: $1; nothing was run (the folder is incomplete)" >&2
+  exit "$E_RESULTS"
+}
+{ mkdir "$RUN/logs" "$RUN/hw_tests" "$RUN/env" && cp "$SCRATCH/neuron-ls.json" "$RUN/env/neuron-ls.json"; } \
+  2>"$SCRATCH/setup.err" || setup_fail "$(tail -n 1 "$SCRATCH/setup.err")"
+{ "$PY" "$ENV_PY" sdk >"$RUN/env/sdk.json" 2>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk.json"; } \
+  2>/dev/null || setup_fail "cannot write $RUN/env/sdk.json"
+{ "$PY" "$SDK_PY" info >"$RUN/env/sdk_path.json" 2>>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk_path.json"; } \
+  2>/dev/null || setup_fail "cannot write $RUN/env/sdk_path.json"
 TOOLS_VERSION=$(dpkg-query -W -f='${Version}' aws-neuronx-tools 2>/dev/null \
   || rpm -q --qf '%{VERSION}' aws-neuronx-tools 2>/dev/null || echo unknown)
 
 FINISHED=0
+FINISH_ERROR=""
 WORKER_PIDS=()
-finish() {  # finish STATUS EXIT_CODE
+# finish STATUS EXIT_CODE [REASON]: finalise manifest.json and SUMMARY.md; 1 if that fails.
+finish() {
   FINISHED=1
-  "$PY" "$MANIFEST_PY" finish --dir "$RUN" --status "$1" --exit-code "$2" || true
-  echo "[$PROG] $1: results in $RUN (manifest.json, SUMMARY.md)"
+  local err rc=0 extra=()
+  [[ -n ${3:-} ]] && extra=(--reason "$3")
+  err=$("$PY" "$MANIFEST_PY" finish --dir "$RUN" --status "$1" --exit-code "$2" "${extra[@]}" 2>&1 >/dev/null) \
+    || rc=$?
+  ((rc == 0)) && return 0
+  FINISH_ERROR=${err:-hw_manifest.py finish exited $rc}
+  return 1
+}
+report_finish() {  # report_finish STATUS: the last line of a run
+  if [[ -z $FINISH_ERROR ]]; then
+    echo "[$PROG] $1: results in $RUN (manifest.json, SUMMARY.md)"
+  else
+    echo "$PROG: $1, but manifest.json could not be finalised ($FINISH_ERROR); treat $RUN as incomplete" >&2
+  fi
+}
+# stop_all STATUS: stop every worker and step (whole process groups), wait for all of them.
+stop_all() {
+  trap '' INT TERM USR1
+  local pid f
+  for pid in "${WORKER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  if [[ -n $CHILD ]]; then stop_step "$CHILD"; fi
+  for pid in "${WORKER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for f in "$SCRATCH"/pgid.*; do   # steps whose worker died before stopping them
+    [[ -e $f ]] && stop_step "${f##*.}"
+  done
+  return 0
+}
+# stop_all_and_finish STATUS EXIT_CODE REASON (a results fault; see results_fault)
+stop_all_and_finish() {
+  stop_all
+  if finish "$1" "$2" "$3"; then
+    echo "$PROG: cannot write results: $3; stopped every step; manifest.json marked failed (SUMMARY.md says why)" >&2
+  else
+    echo "$PROG: cannot write results: $3; stopped every step; manifest.json could not be finalised either; treat $RUN as incomplete" >&2
+  fi
 }
 # shellcheck disable=SC2317  # trap handler
 on_signal() {  # on_signal EXIT_CODE
-  trap - INT TERM
   echo "[$PROG] interrupted; stopping running steps, keeping finished results" >&2
-  local pid
-  for pid in "${WORKER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; fi
-  wait 2>/dev/null || true
-  date -u +%Y-%m-%dT%H:%M:%SZ >"$RUN/INTERRUPTED"
-  finish interrupted "$1"
+  stop_all
+  { date -u +%Y-%m-%dT%H:%M:%SZ >"$RUN/INTERRUPTED"; } 2>/dev/null || true
+  finish interrupted "$1" || true
+  report_finish interrupted
   exit "$1"
+}
+# shellcheck disable=SC2317  # trap handler: a worker could not write the results folder
+on_fault() {
+  local f reason="a worker could not write the results folder"
+  for f in "$SCRATCH"/fault.*; do [[ -s $f ]] && { reason=$(head -n 1 "$f"); break; }; done
+  stop_all_and_finish failed "$E_RESULTS" "$reason"
+  exit "$E_RESULTS"
 }
 # shellcheck disable=SC2317  # trap handler
 on_exit() {
   local rc=$?
-  if ((!FINISHED)); then finish failed "$rc"; fi
+  if ((!FINISHED)); then
+    stop_all
+    finish failed "$rc" "run_hw.sh stopped unexpectedly (exit $rc)" || true
+    report_finish failed
+  fi
   cleanup_scratch
 }
 trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
+trap on_fault USR1
 trap on_exit EXIT
 
-"$PY" "$MANIFEST_PY" init --dir "$RUN" --run-id "$(basename "$RUN")" --git-sha "$SHA" --git-dirty "$DIRTY" \
+manifest init --dir "$RUN" --run-id "$(basename "$RUN")" --git-sha "$SHA" --git-dirty "$DIRTY" \
   --option "kernels=$KERNELS" --option "shapes=$SHAPES" --option "cores=$CORES" \
   --option "timeout=$TIMEOUT" --option "warmup=$WARMUP" --option "iters=$ITERS" \
   --option "skip_install=$SKIP_INSTALL" --option "skip_tests=$SKIP_TESTS" \
@@ -508,18 +656,38 @@ echo "[$PROG] results folder: $RUN"
 if ((!SKIP_INSTALL)); then
   if ! run_step install install "" "" "" "$ROOT" "" -- \
     "$PY" -m pip install --disable-pip-version-check -e "${ROOT}[test]"; then
-    echo "$PROG: installing the project into $VENV failed; if the venv is not writable, rerun with --skip-install" >&2
-    finish failed "$E_INSTALL"
+    echo "$PROG: installing the project into $VENV failed (log: $RUN/logs/$STEP_ID-install.log); if the venv" \
+      "is not writable, rerun with --skip-install" >&2
+    finish failed "$E_INSTALL" "installing the project into $VENV failed" || true
+    report_finish failed
     exit "$E_INSTALL"
   fi
 fi
 
-# The smoke test runs alone, first; if a construct fails, no kernel job runs (its report
-# names the construct and the kernel flag that avoids it).
-if ((!SKIP_TESTS)) && ! smoke_job "${CORE_LIST[0]}"; then
-  echo "$PROG: the construct smoke test failed (see $RUN/hw_tests/smoke_nki07.json and the log); no kernel job was run" >&2
-  finish completed_with_failures "$E_STEPS"
-  exit "$E_STEPS"
+# The construct smoke test: every NKI construct the kernels rely on, compiled and run once on
+# the device; a failure stops the run before any benchmark, naming the construct.
+if ((SKIP_TESTS)); then
+  echo "[$PROG] construct smoke test skipped (--skip-tests)"
+elif ! have_constructs_test; then
+  echo "[$PROG] construct smoke test skipped: $CONSTRUCTS_TEST not found"
+else
+  junit="$RUN/hw_tests/constructs.junit.xml"
+  if ! constructs_step "${CORE_LIST[0]}"; then
+    failures=$("$PY" "$MANIFEST_PY" junit-failures "$junit" 2>/dev/null || true)
+    {
+      echo "$PROG: construct smoke test failed; nothing was benchmarked. Failed construct(s):"
+      if [[ -n $failures ]]; then
+        while IFS= read -r line; do echo "  $line"; done <<<"$failures"
+      else
+        echo "  (no test report; see the log)"
+      fi
+      echo "  log: $RUN/logs/$STEP_ID-constructs.log"
+    } >&2
+    finish failed "$E_CONSTRUCTS" "construct smoke test failed: ${failures%%$'\n'*}" || true
+    report_finish failed
+    exit "$E_CONSTRUCTS"
+  fi
+  echo "[$PROG] construct smoke test passed"
 fi
 
 # Spread the jobs round-robin over the chosen cores: one worker (one job at a time) per core.
@@ -528,9 +696,10 @@ for i in "${!CORE_LIST[@]}"; do WORKER_JOBS[i]=""; done
 i=0
 for job in "${JOBS[@]}"; do
   w=$((i % ${#CORE_LIST[@]}))
-  WORKER_JOBS[w]+="$job"$'\n'
+  WORKER_JOBS[w]+="$((i + 1))|$job"$'\n'
   i=$((i + 1))
 done
+echo "[$PROG] ${#JOBS[@]} jobs on NeuronCore(s) ${CORE_LIST[*]}"
 for w in "${!CORE_LIST[@]}"; do
   mapfile -t mine < <(printf '%s' "${WORKER_JOBS[w]}")
   ((${#mine[@]})) || continue
@@ -538,12 +707,17 @@ for w in "${!CORE_LIST[@]}"; do
   WORKER_PIDS+=("$!")
 done
 for pid in "${WORKER_PIDS[@]}"; do
-  wait "$pid" || FAILED=$((FAILED + 1))
+  rc=0
+  wait "$pid" || rc=$?
+  if ((rc == E_RESULTS)); then on_fault; fi
+  ((rc == 0)) || FAILED=$((FAILED + 1))
 done
 
 if ((FAILED)); then
-  finish completed_with_failures "$E_STEPS"
+  finish completed_with_failures "$E_STEPS" || true
+  report_finish completed_with_failures
   exit "$E_STEPS"
 fi
-finish completed 0
+finish completed 0 || true
+report_finish completed
 exit 0

@@ -287,12 +287,47 @@ def test_estimate_case_writes_the_cost_model_record(fake_nki, tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "nki_kernels.perf", perf)
     monkeypatch.setenv("NKI_BACKEND", "sim")
     case = shapes.get_case("matmul", "k128_m128_n512_fp32")
-    rec = job.estimate_case(case, str(tmp_path))
+    rec = job._estimate_here(case, str(tmp_path))     # in-process: the fake cost model above
     assert calls and calls[0][0].__name__ == "matmul" and calls[0][1][0].shape == (128, 128)
     saved = json.loads((tmp_path / f"{job.stem(case)}.estimate.json").read_text())
     assert saved["summary"] == {"total_time": 12.5e-6, "dma_transfer_count": 7}
     assert saved["latency_us"] == 12.5 and rec["trace"] == f"{job.stem(case)}.estimate.trace.json"
     assert json.loads((tmp_path / rec["trace"]).read_text())["traceEvents"][0]["name"] == "nc_matmul"
+
+
+@pytest.mark.parametrize("with_fake_sdk", [False, True])
+def test_own_kernel_estimate_runs_under_the_interpreter_alias(tmp_path, monkeypatch, with_fake_sdk):
+    """Issue 11 problem 5: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> must estimate on a laptop
+    (its `import neuronxcc.nki` resolves to the interpreter) and, where a real SDK is importable
+    (the fake one here), must still run on the interpreter's objects only."""
+    data = ROOT / "simulator_tests" / "data" / "cs149_like"
+    path = [str(data)] + ([str(FAKES / "sdk")] if with_fake_sdk else [])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.setenv("NKI_HW_KERNEL_CONV2D", "conv2d_correct:fused_conv2d_maxpool")
+    case = shapes.get_case("conv2d", "b1_ci128_co128_h32_w16_k3_p1_fp32")
+    rec = job.estimate_case(case, str(tmp_path))
+    assert rec["kernel_impl"] == "conv2d_correct:fused_conv2d_maxpool"
+    assert rec["executed_by"].startswith("nki_kernels.sim")
+    assert np.isfinite(rec["latency_us"]) and rec["latency_us"] > 0
+    assert (tmp_path / f"{job.stem(case)}.estimate.json").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    out = job.simulate_case(case, str(tmp_path / "sim.npy"))
+    y = np.load(out)
+    assert np.all(np.isfinite(y)) and np.any(y != 0)
+    args, kwargs = device.make_inputs(case, 0)
+    device.assert_close(y, device.reference(case, args, kwargs), case.dtype)
+
+
+def test_interpreter_alias_refuses_to_mix_with_a_loaded_sdk(monkeypatch):
+    monkeypatch.setitem(sys.modules, "neuronxcc", types.ModuleType("neuronxcc"))
+    with pytest.raises(RuntimeError, match="real neuronxcc is already imported"):
+        job._interpreter_alias()
+
+
+def test_estimate_step_failure_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("NKI_HW_KERNEL_MATMUL", "no_such_module:matmul")
+    with pytest.raises(RuntimeError, match=r"job estimate matmul.*failed \(exit 1\): ModuleNotFoundError"):
+        job.estimate_case(shapes.get_case("matmul", "k128_m128_n512_fp32"), str(tmp_path))
 
 
 # ------------------------------------------------------------------------- compare

@@ -36,7 +36,9 @@ def fake(tmp_path):
                NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul",
                NKI_HW_KERNEL_CONV2D="fake_hw_kernels:conv2d",
                FAKE_REAL_PYTHON=sys.executable,
-               FAKE_LOG=str(tmp_path / "fake.log"))
+               FAKE_LOG=str(tmp_path / "fake.log"),
+               # the kernels' construct smoke test needs a device; tests that want one bring their own
+               NKI_HW_CONSTRUCTS_TEST=str(tmp_path / "no_constructs_test.py"))
     return {"env": env, "tmp": tmp_path, "results": tmp_path / "results", "log": tmp_path / "fake.log",
             "venv": str(FAKES / "venv"), "product": product, "base": base}
 
@@ -70,7 +72,7 @@ def test_help_documents_every_option_and_exit_code():
     assert proc.returncode == 0
     text, source = proc.stdout, SCRIPT.read_text()
     codes = re.findall(r"E_[A-Z_]+=(\d+)", source)
-    assert len(codes) == 11
+    assert len(codes) == 12
     for code in codes + ["0", "130", "143"]:
         assert re.search(rf"^\s+{code}\s", text, re.M), f"exit code {code} not in --help"
     helped = set(re.findall(r"^\s+(--[a-z-]+)", text, re.M))
@@ -86,6 +88,9 @@ def test_help_documents_every_option_and_exit_code():
     (["--kernels", "conv3d"], "unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"),
     (["--timeout", "0"], "--timeout must be a positive number of seconds"),
     (["--cores", "two"], "--cores must be a count"),
+    (["--cores", "0"], "--cores must be a count >= 1"),
+    (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
+    (["--cores", "0-3-5"], "--cores must be a count"),
     (["--timeout"], "--timeout needs a value"),
 ])
 def test_usage_errors_exit_2(fake, args, message):
@@ -213,6 +218,17 @@ def test_full_fake_run_writes_results_folder_and_manifest(fake):
     assert {"manifest.json", "SUMMARY.md", "env/neuron-ls.json", "env/sdk.json"} <= files
     summary = (folder / "SUMMARY.md").read_text()
     assert "completed_with_failures" in summary and "hw_tests-matmul" in summary and "| conv2d |" in summary
+    assert "construct smoke test skipped:" in proc.stdout and "no_constructs_test.py not found" in proc.stdout
+    # One progress line per job (issue 11): "[3/18] conv2d b1_ci128_... ok 0:41".
+    n = len(cases) + 2
+    lines = [line for line in proc.stdout.splitlines() if re.match(r"^\[\d+/\d+\] ", line)]
+    assert len(lines) == n, proc.stdout
+    pat = re.compile(rf"^\[(\d+)/{n}\] (hw_tests (matmul|conv2d)|(matmul|conv2d) \S+) \.\.\. "
+                     r"(ok|FAILED \(\d+ step\(s\), see above\)) \d+:\d\d$")
+    assert all(pat.match(line) for line in lines), lines
+    assert sorted(int(pat.match(line).group(1)) for line in lines) == list(range(1, n + 1))
+    assert all(" ok " in line for line in lines if "hw_tests" not in line)
+    assert all("FAILED" in line for line in lines if "hw_tests" in line)    # no device: must fail
 
 
 def test_second_run_never_overwrites_the_first(fake):
@@ -261,3 +277,186 @@ def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code):
     time.sleep(0.2)
     assert not pathlib.Path(f"/proc/{pid}").exists() or "zombie" in pathlib.Path(f"/proc/{pid}/status").read_text().lower(), \
         "the benchmark process outlived the interrupted run"
+
+
+# ------------------------------------------------------------------------- issue 11, problem 6
+def _session_processes(sid: int) -> list[str]:
+    """Processes (other than zombies) still in the session of the job we started."""
+    left = []
+    for d in pathlib.Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[4]) == sid and fields[0] != "Z":
+            left.append(f"{d.name} {cmd[:150]}")
+    return left
+
+
+def _start(fake, *args, env=None):
+    """run_hw.sh in a session of its own, so the test can signal its whole process group."""
+    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"], *args]
+    return subprocess.Popen(argv, env=env or fake["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, start_new_session=True)
+
+
+def _wait_for_benchmarks(fake, proc, n, timeout=60):
+    deadline = time.time() + timeout
+    while sum(line.startswith("nki.benchmark") for line in fake_log(fake)) < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "benchmark steps never started"
+        time.sleep(0.1)
+
+
+def _snapshot(folder):
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("variant", ["plain", "ignores_sigterm_and_has_a_child"])
+def test_ctrl_c_to_the_process_group_stops_every_job(fake, variant):
+    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group."""
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="120", NKI_HW_STOP_GRACE="2")
+    if variant != "plain":
+        env.update(FAKE_NKI_BENCH_IGNORE_TERM="1", FAKE_NKI_BENCH_CHILD="1")
+    proc = _start(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2", env=env)
+    try:
+        _wait_for_benchmarks(fake, proc, 2)
+        time.sleep(0.3)
+        t0 = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        stopped_in = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out + err
+    assert stopped_in < 30, f"stopping took {stopped_in:.0f} s"
+    time.sleep(0.3)
+    assert _session_processes(proc.pid) == [], "processes outlived the interrupted run"
+    (folder,) = run_folders(fake)
+    m = _manifest(folder)
+    assert (m["status"], m["exit_code"]) == ("interrupted", 130)
+    bench = [s for s in m["steps"] if s["name"].startswith("bench-")]
+    assert len(bench) == 2 and {s["status"] for s in bench} == {"interrupted"}
+    assert {s["core"] for s in bench} == {"0", "1"}
+    assert (folder / "INTERRUPTED").exists() and "Traceback" not in err
+    before = _snapshot(folder)
+    time.sleep(1.5)
+    assert _snapshot(folder) == before, "something wrote into the folder after it was marked interrupted"
+    # The next run finds the cores free again (fake neuron-ls shows no process) and runs.
+    again = run(fake, "--kernels", "matmul", "--skip-tests", "--no-estimate", "--skip-install", "--iters", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def _assert_no_tmp_files(folder):
+    stray = [str(p) for p in folder.rglob("*") if p.name.endswith(".tmp")]
+    assert stray == [], stray
+
+
+@pytest.mark.parametrize("full, finalised", [
+    ("step-end", True),            # a worker's write fails; the main process can still finalise
+    ("step-start", True),          # the first write is the main process's (the install step)
+    ("step-end,finish", False),    # even the manifest cannot be finalised: said so
+])
+def test_disk_full_is_one_clear_line_and_a_failed_manifest(fake, full, finalised):
+    env = dict(fake["env"], FAKE_ENOSPC_ON=full)
+    proc = run(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2", env=env)
+    assert proc.returncode == 17, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "installing" not in proc.stderr and "--skip-install" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "cannot write results" in line]
+    assert len(lines) == 1, proc.stderr
+    assert "No space left on device" in lines[0]
+    (folder,) = run_folders(fake)
+    _assert_no_tmp_files(folder)
+    m = _manifest(folder)
+    if finalised:
+        assert "manifest.json marked failed" in lines[0]
+        assert (m["status"], m["exit_code"]) == ("failed", 17)
+        assert "No space left on device" in m["failure_reason"]
+        assert "No space left on device" in (folder / "SUMMARY.md").read_text()
+        assert "running" not in {s["status"] for s in m["steps"]}
+    else:
+        assert "could not be finalised either" in lines[0] and str(folder) in lines[0]
+        assert not (folder / "SUMMARY.md").exists()
+        assert "SUMMARY.md" not in proc.stdout
+    assert not any("nki.benchmark" in line for line in fake_log(fake)[2:]), "the run went on after the fault"
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip(reason="mounting a small tmpfs needs root; the ENOSPC fake covers the logic")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(reason=f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_really_full_disk_mid_run(fake, small_tmpfs):
+    fake["results"] = small_tmpfs / "results"
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="2")
+    proc = _start(fake, "--kernels", "matmul", "--skip-tests", "--no-estimate", env=env)
+    try:
+        _wait_for_benchmarks(fake, proc, 1)
+        with open(small_tmpfs / "filler", "wb") as f:        # fill the disk while the benchmark runs
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 17, out + err
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if "cannot write results" in line]
+    assert len(lines) == 1 and "No space left on device" in lines[0], err
+    assert "could not be finalised either" in lines[0] or "marked failed" in lines[0]
+    (folder,) = run_folders(fake)
+    _assert_no_tmp_files(folder)
+    assert _session_processes(proc.pid) == []
+
+
+CONSTRUCTS = """
+def test_tensor_copy_construct():
+    pass
+
+
+def test_dma_transpose_3d_construct():
+    raise AssertionError("dma_transpose 3-D SBUF->SBUF: compiler error NCC_EXAMPLE")
+"""
+
+
+def test_construct_smoke_test_runs_first_and_stops_the_run_naming_the_construct(fake):
+    test_file = fake["tmp"] / "test_constructs.py"
+    test_file.write_text(CONSTRUCTS)
+    env = dict(fake["env"], NKI_HW_CONSTRUCTS_TEST=str(test_file))
+    proc = run(fake, "--kernels", "matmul", "--no-estimate", env=env)
+    assert proc.returncode == 19, proc.stdout + proc.stderr
+    assert "construct smoke test failed; nothing was benchmarked" in proc.stderr
+    assert "test_dma_transpose_3d_construct: AssertionError: dma_transpose 3-D SBUF->SBUF" in proc.stderr
+    assert "test_tensor_copy_construct" not in proc.stderr
+    (folder,) = run_folders(fake)
+    m = _manifest(folder)
+    assert (m["status"], m["exit_code"]) == ("failed", 19)
+    assert "test_dma_transpose_3d_construct" in m["failure_reason"]
+    assert [s["name"] for s in m["steps"]] == ["install", "constructs"]
+    assert not any(line.startswith("nki.benchmark") for line in fake_log(fake))
+
+
+def test_construct_smoke_test_that_passes_lets_the_run_go_on(fake):
+    test_file = fake["tmp"] / "test_constructs.py"
+    test_file.write_text("def test_ok():\n    pass\n")
+    env = dict(fake["env"], NKI_HW_CONSTRUCTS_TEST=str(test_file))
+    proc = run(fake, "--kernels", "matmul", "--no-estimate", "--skip-install", "--iters", "2", env=env)
+    assert "construct smoke test passed" in proc.stdout, proc.stdout + proc.stderr
+    names = [s["name"] for s in _manifest(run_folders(fake)[0])["steps"]]
+    assert names[0] == "constructs" and any(n.startswith("bench-") for n in names)

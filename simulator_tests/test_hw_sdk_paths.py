@@ -326,7 +326,7 @@ def test_dry_run_on_sdk_2_33_prints_the_07_plan_and_runs_nothing(fake):
     out = proc.stdout
     assert "NKI 0.7 path" in out and "path nki07" in out and "FAIL" not in out
     stem = job.stem(MATMUL)
-    for text in ("nki_kernels.hw.nki07_path smoke", "nki_kernels.hw.nki07_path check --kernel matmul",
+    for text in ("nki_kernels.hw.nki07_path smoke --out", "nki_kernels.hw.nki07_path check --kernel matmul",
                  f"nki_kernels.hw.nki07_path bench --kernel matmul --case {MATMUL.name}",
                  f"nki_kernels.hw.nki07_path estimate --kernel matmul --case {MATMUL.name}",
                  "NEURON_LOGICAL_NC_CONFIG=1 NEURON_FRAMEWORK_DEBUG=1",
@@ -353,7 +353,7 @@ def test_full_fake_run_on_sdk_2_33(fake):
     assert m["environment"]["sdk_path"]["decision"]["release"] == "2.33"
     steps = {s["name"]: s for s in m["steps"]}
     names = [s["name"] for s in m["steps"]]
-    assert steps["smoke"]["status"] == "passed" and names.index("smoke") < names.index("hw_tests-matmul")
+    assert steps["constructs"]["status"] == "passed" and names.index("constructs") < names.index("hw_tests-matmul")
     for kernel in ("matmul", "conv2d"):
         assert steps[f"hw_tests-{kernel}"]["status"] == "failed"
         rec = json.loads((folder / "hw_tests" / f"{kernel}.nki07.json").read_text())
@@ -361,7 +361,7 @@ def test_full_fake_run_on_sdk_2_33(fake):
             assert case["checks"]["numpy_call"]["ok"] and case["checks"]["sim_cross_check"]["ok"]
             assert not case["checks"]["torch_xla"]["ok"] and "torch" in case["checks"]["torch_xla"]["error"]
     files = {f["path"] for f in m["files"]}
-    assert "hw_tests/smoke_nki07.json" in files and "env/sdk_path.json" in files
+    assert {"hw_tests/smoke_nki07.json", "hw_tests/constructs.junit.xml", "env/sdk_path.json"} <= files
     for case in shapes.select("matmul,conv2d", "quick", bench=True):
         stem = job.stem(case)
         for prefix in ("bench", "capture", "summary-json", "summary-text", "perfetto"):
@@ -381,11 +381,14 @@ def test_full_fake_run_on_sdk_2_33(fake):
 def test_a_failing_construct_stops_the_run_before_any_kernel_job(fake):
     env = dict(fake["env"], FAKE_SMOKE_FAIL="row_max")
     proc = run(fake, "--kernels", "matmul", "--skip-install", "--no-estimate", env=env)
-    assert proc.returncode == 20, proc.stdout + proc.stderr
-    assert "construct smoke test failed" in proc.stderr and "no kernel job was run" in proc.stderr
+    assert proc.returncode == 19, proc.stdout + proc.stderr
+    assert "construct smoke test failed; nothing was benchmarked" in proc.stderr
+    assert "smoke_nki07::row_max: " in proc.stderr and "(used by attention; avoid it with --fake-flag)" in proc.stderr
+    assert "copy_roundtrip" not in proc.stderr
     folder = _folder(fake)
     m = json.loads((folder / "manifest.json").read_text())
-    assert [s["name"] for s in m["steps"]] == ["smoke"] and m["steps"][0]["status"] == "failed"
+    assert [s["name"] for s in m["steps"]] == ["constructs"] and m["steps"][0]["status"] == "failed"
+    assert "row_max" in m["failure_reason"]
     log = (folder / m["steps"][0]["log"]).read_text()
     assert "construct row_max: FAILED" in log and "avoid it with --fake-flag" in log
     assert not any("matmul" in line for line in _log(fake))

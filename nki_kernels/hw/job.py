@@ -8,14 +8,17 @@
 ``nki.benchmark``, keeps the NEFF as ``DIR/<kernel>_<case>.neff`` and writes
 ``DIR/bench.json`` (p0..p100, warmup, iters, SDK versions, core id, the CS149 thresholds
 and the ratio to the cost-model estimate when ``DIR/<kernel>_<case>.estimate.json``
-exists).  ``estimate`` runs the cost model on the NumPy interpreter (CPU only; it forces
-``NKI_BACKEND=sim``).  ``simulate`` saves the interpreter's output for the same seeded
-inputs, for simulator-vs-device diffs.  Hardware numbers are reported, never asserted.
+exists).  ``estimate`` runs the cost model on the NumPy interpreter (CPU only) and
+``simulate`` saves the interpreter's output for the same seeded inputs (simulator-vs-device
+diffs); both import the kernel -- yours too, via ``NKI_HW_KERNEL_<NAME>`` -- with
+``neuronxcc.nki`` aliased to the interpreter, in a process of their own, so they work on a
+laptop and never mix the real SDK's objects with the interpreter's.  Hardware numbers are reported, never asserted.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import errno
 import json
 import os
 import sys
@@ -34,11 +37,19 @@ def _utc() -> str:
 
 
 def _write_json(path: str, obj) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Atomic write; on failure (disk full, ...) no temporary file is left behind."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def cs149_verdict(p99_us: float, thresholds) -> dict | None:
@@ -121,24 +132,64 @@ def _profile_fields(est) -> dict:
     return profile_fields(est)
 
 
+def _interpreter_alias():
+    """Make ``import neuronxcc.nki`` resolve to the project's interpreter in this process.
+
+    Run only in a fresh process (``python -m nki_kernels.hw.job estimate|simulate``): a user's
+    kernel module (``NKI_HW_KERNEL_<NAME>``, e.g. a CS149 ``conv2d.py``) imports ``neuronxcc``
+    itself, so without the alias it fails on a laptop, and on a trn2 it would hand the real
+    SDK's ``nki.jit`` objects to the interpreter.  Refuses if the real SDK is already loaded.
+    """
+    os.environ["NKI_BACKEND"] = "sim"  # before any kernel module import
+    from nki_kernels.sim import alias_installed, install_neuronxcc_alias  # noqa: PLC0415
+    if "neuronxcc" in sys.modules and not alias_installed():
+        raise RuntimeError("the real neuronxcc is already imported in this process; the interpreter "
+                           "runs kernels only in a fresh one (use job.estimate_case / job.simulate_case)")
+    return install_neuronxcc_alias()
+
+
+def _in_subprocess(cmd: str, case: shapes.Case, out: str, seed: int) -> None:
+    """Run ``python -m nki_kernels.hw.job CMD`` for one case in a fresh interpreter process."""
+    import subprocess  # noqa: PLC0415
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, NKI_BACKEND="sim")
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, "-m", "nki_kernels.hw.job", cmd, "--kernel", case.kernel,
+                           "--case", case.name, "--out", out, "--seed", str(seed)],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise RuntimeError(f"job {cmd} {case.case_id} failed (exit {proc.returncode}): {tail[0]}")
+
+
 def estimate_case(case: shapes.Case, out_dir: str, seed: int = DEFAULT_SEED) -> dict:
+    """Cost-model estimates of a case, computed in a fresh interpreter process (see ``_estimate_here``)."""
+    _in_subprocess("estimate", case, out_dir, seed)
+    with open(os.path.join(out_dir, f"{stem(case)}.estimate.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _estimate_here(case: shapes.Case, out_dir: str, seed: int = DEFAULT_SEED) -> dict:
     """Cost-model estimates on the interpreter; writes ``<stem>.estimate.json`` (+ trace).
 
     Two estimates, timing only (``numerics=False``): ``mode="benchmark"`` gives
     ``latency_us``, compared with nki.benchmark; ``mode="profile"`` gives ``summary``
     (neuron-profile field names) and the Chrome trace, compared with the capture.
+    The kernel is imported under the interpreter alias (``_interpreter_alias``).
     """
-    os.environ["NKI_BACKEND"] = "sim"  # before any kernel module import
-    from nki_kernels.perf import estimate  # noqa: PLC0415
+    with _interpreter_alias():
+        from nki_kernels.perf import estimate  # noqa: PLC0415
 
-    from . import device  # noqa: PLC0415
-    os.makedirs(out_dir, exist_ok=True)
-    args, kwargs = device.make_inputs(case, seed)
-    kernel = device.load_kernel(case.kernel)
-    bench = estimate(kernel, *args, mode="benchmark", numerics=False, **kwargs)
-    prof = estimate(kernel, *args, mode="profile", numerics=False, **kwargs)
+        from . import device  # noqa: PLC0415
+        os.makedirs(out_dir, exist_ok=True)
+        args, kwargs = device.make_inputs(case, seed)
+        kernel = device.load_kernel(case.kernel)
+        bench = estimate(kernel, *args, mode="benchmark", numerics=False, **kwargs)
+        prof = estimate(kernel, *args, mode="profile", numerics=False, **kwargs)
     record = {
         "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype,
+        "kernel_impl": device.kernel_target(case.kernel),
+        "executed_by": "nki_kernels.sim (interpreter, neuronxcc alias)",
         "latency_us": bench.latency_us, "profile_latency_us": prof.latency_us,
         "mfu": bench.mfu, "flops": bench.flops, "hbm_bytes": bench.hbm_bytes,
         "dma_count": bench.dma_count, "engine_busy_us": dict(bench.engine_busy_us),
@@ -155,16 +206,21 @@ def estimate_case(case: shapes.Case, out_dir: str, seed: int = DEFAULT_SEED) -> 
 
 
 def simulate_case(case: shapes.Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
-    """Run the case on the project's interpreter and save the output as ``.npy``."""
-    os.environ["NKI_BACKEND"] = "sim"
-    import numpy as np  # noqa: PLC0415
+    """The interpreter's output for the case's seeded inputs, saved as ``.npy`` (fresh process)."""
+    _in_subprocess("simulate", case, out_file, seed)
+    return out_file
 
-    from nki_kernels.sim import simulate_kernel  # noqa: PLC0415
 
-    from . import device  # noqa: PLC0415
-    args, kwargs = device.make_inputs(case, seed)
-    out = simulate_kernel(device.load_kernel(case.kernel), *args, **kwargs)
-    np.save(out_file, np.asarray(out, dtype=np.float64))
+def _simulate_here(case: shapes.Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
+    with _interpreter_alias():
+        import numpy as np  # noqa: PLC0415
+
+        from nki_kernels.sim import simulate_kernel  # noqa: PLC0415
+
+        from . import device  # noqa: PLC0415
+        args, kwargs = device.make_inputs(case, seed)
+        out = simulate_kernel(device.load_kernel(case.kernel), *args, **kwargs)
+        np.save(out_file, np.asarray(out, dtype=np.float64))
     return out_file
 
 
@@ -188,6 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as e:
         print(f"job: {e.args[0]}", file=sys.stderr)
         return 2
+    try:
+        return _run(a, case)
+    except OSError as e:  # disk full, unwritable --out: one line, no traceback
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+            raise
+        print(f"job {a.cmd}: cannot write {e.filename or a.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+
+
+def _run(a, case) -> int:
     if a.cmd == "bench":
         rec = bench_case(case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, compile_opt=a.compile_opt)
         cs = rec["cs149"]
@@ -195,10 +261,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']})"
               + (f"; CS149: {cs['verdict']}" if cs else ""))
     elif a.cmd == "estimate":
-        rec = estimate_case(case, a.out, a.seed)
+        rec = _estimate_here(case, a.out, a.seed)
         print(f"{case.case_id}: estimated {rec['latency_us']:.1f} us (cost model, not measured)")
     else:
-        print(simulate_case(case, a.out, a.seed))
+        print(_simulate_here(case, a.out, a.seed))
     return 0
 
 

@@ -54,23 +54,49 @@ class SimOptions:
         return dataclasses.replace(self, **kw)
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
 def _from_env() -> SimOptions:
+    """Parse ``NKI_SIM_OPTIONS`` ("name=value,..."); anything unclear is an error, never a guess.
+
+    Booleans take only 1/0, true/false, yes/no, on/off (any case): ``poison=maybe`` or a bare
+    ``poison`` must not silently turn an option off.
+    """
     spec = os.environ.get("NKI_SIM_OPTIONS", "").strip()
     if not spec:
         return SimOptions()
     kw = {}
     fields = {f.name: f for f in dataclasses.fields(SimOptions)}
     for item in spec.split(","):
-        name, _, val = item.partition("=")
-        name = name.strip()
+        if not item.strip():
+            continue
+        name, sep, val = item.partition("=")
+        name, val = name.strip(), val.strip()
         if name not in fields:
             raise ValueError(f"NKI_SIM_OPTIONS: unknown option {name!r}; allowed: {', '.join(fields)}")
+        if not sep:
+            raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} needs a value ({name}=...), "
+                             f"got {item.strip()!r}")
         if name == "precision":
-            kw[name] = val.strip()
+            kw[name] = val
         elif name == "shuffle_affine_seed":
-            kw[name] = None if val.strip() in ("", "none", "None") else int(val)
+            if val in ("", "none", "None"):
+                kw[name] = None
+            else:
+                try:
+                    kw[name] = int(val)
+                except ValueError:
+                    raise ValueError(f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer or none, "
+                                     f"got {val!r}") from None
+        elif val.lower() in _TRUE:
+            kw[name] = True
+        elif val.lower() in _FALSE:
+            kw[name] = False
         else:
-            kw[name] = val.strip().lower() in ("1", "true", "yes", "on")
+            raise ValueError(f"NKI_SIM_OPTIONS: {name}={val!r} is not a boolean; allowed: "
+                             f"{', '.join(_TRUE)} (true) or {', '.join(_FALSE)} (false)")
     return SimOptions(**kw)
 
 

@@ -61,20 +61,35 @@ def trace(func=None, **kwargs):
     return jit(func, mode="trace", **kwargs)
 
 
-class DeviceKernel(Kernel):
-    """``nki.baremetal(k)`` / ``benchmark`` / ``profile``: needs hardware; simulate_kernel unwraps it."""
+# Handlers for the device-only APIs, keyed by api name ("nki.benchmark", ...).  Empty by default,
+# so those APIs raise E099 (no device here).  `nki-kernels run --estimate-benchmark` installs
+# handlers from nki_kernels.estimate_benchmark (cost-model estimates, labelled as such).
+device_handlers: dict = {}
 
-    def __init__(self, kernel: Kernel, api: str):
+
+class DeviceKernel(Kernel):
+    """``nki.baremetal(k)`` / ``benchmark`` / ``profile``: needs hardware; simulate_kernel unwraps it.
+
+    ``source`` is the object the API was given (a jitted kernel or a plain function, e.g. a
+    harness wrapper that calls ``nki.simulate_kernel``); ``api_kwargs`` its keyword arguments
+    (``warmup``, ``iters``, ``save_neff_name``, ...)."""
+
+    def __init__(self, kernel: Kernel, api: str, source=None, api_kwargs=None):
         super().__init__(kernel.func, kernel.mode, kernel.grid, kernel.skip_middle_end, **kernel.options)
         self.api = api
+        self.source = kernel if source is None else source
+        self.api_kwargs = dict(api_kwargs or {})
         self.benchmark_result = None
 
     def __getitem__(self, grid):
-        return DeviceKernel(Kernel.__getitem__(self, grid), self.api)
+        return DeviceKernel(Kernel.__getitem__(self, grid), self.api, self.source, self.api_kwargs)
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is not None:
             return self.func(*args, **kwargs)
+        handler = device_handlers.get(self.api)
+        if handler is not None:
+            return handler(self, args, kwargs)
         raise needs_device(self.api)
 
 
@@ -82,7 +97,7 @@ def _device_wrapper(api):
     def wrap(kernel=None, **kwargs):
         if kernel is None:
             return lambda k: wrap(k, **kwargs)
-        return DeviceKernel(jit(kernel), api)
+        return DeviceKernel(jit(kernel), api, source=kernel, api_kwargs=kwargs)
     wrap.__name__ = api.split(".")[-1]
     return wrap
 

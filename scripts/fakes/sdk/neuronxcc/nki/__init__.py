@@ -1,12 +1,16 @@
 """Fake ``neuronxcc.nki`` for tests: no device, made-up latencies (never real numbers).
 
 ``benchmark(warmup=, iters=, save_neff_name=)`` returns a wrapper that, when called,
-sleeps ``$FAKE_NKI_BENCH_SECONDS`` (default 0), writes a fake NEFF and exposes
+sleeps ``$FAKE_NKI_BENCH_SECONDS`` (default 0; with ``FAKE_NKI_BENCH_IGNORE_TERM=1`` it
+ignores SIGTERM meanwhile, with ``FAKE_NKI_BENCH_CHILD=1`` it starts a ``sleep`` child
+process first, like a runtime helper), writes a fake NEFF and exposes
 ``benchmark_result.nc_latency.get_latency_percentile(p)`` = base * (1 + p / 100) with
 base ``$FAKE_NKI_LATENCY_US`` (default 100).  ``baremetal(kernel)`` calls the kernel
 directly (only NumPy stand-ins work).
 """
 import os
+import signal
+import subprocess
 import time
 from types import SimpleNamespace
 
@@ -30,12 +34,18 @@ class _Benchmarked:
         self.benchmark_result = None
 
     def __call__(self, *args, **kwargs):
+        seconds = float(os.environ.get("FAKE_NKI_BENCH_SECONDS", "0"))
+        if os.environ.get("FAKE_NKI_BENCH_IGNORE_TERM") == "1":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = ""
+        if os.environ.get("FAKE_NKI_BENCH_CHILD") == "1":
+            child = f" child={subprocess.Popen(['sleep', str(max(seconds, 1) + 30)]).pid}"
         log = os.environ.get("FAKE_LOG")
         if log:
             with open(log, "a") as f:
                 f.write(f"nki.benchmark warmup={self.warmup} iters={self.iters} "
-                        f"neff={self.save_neff_name} pid={os.getpid()}\n")
-        time.sleep(float(os.environ.get("FAKE_NKI_BENCH_SECONDS", "0")))
+                        f"neff={self.save_neff_name}{child} pid={os.getpid()}\n")
+        time.sleep(seconds)
         if self.save_neff_name:
             with open(self.save_neff_name, "w") as f:
                 f.write("fake NEFF\n")

@@ -1,0 +1,140 @@
+"""``nki-kernels run --estimate-benchmark``: a CS149-style harness on a laptop, with estimates.
+
+Off by default: without it ``nki.benchmark`` / ``nki.baremetal`` raise E099 (they need a
+device).  :func:`install` registers handlers in ``nki_kernels.sim.runner.device_handlers``:
+
+- ``nki.benchmark(kernel, warmup=, iters=)(*args)`` traces the kernel on the interpreter
+  (timing only, outputs not computed) and schedules the trace with the cost model
+  (``nki_kernels.perf``, benchmark mode).  ``bench.benchmark_result.nc_latency
+  .get_latency_percentile(p)`` then returns that **estimate** in microseconds, the same for
+  every percentile (the model is deterministic), and prints :data:`BANNER` on stdout right
+  before returning it, so every line a harness prints with the number is preceded by it.
+  ``kernel`` may also be a plain function that calls ``nki.simulate_kernel`` (the CS149 part2
+  harness with ``--simulate`` benchmarks such a wrapper): the kernel it simulates is the one
+  estimated.  No NEFF is written (``save_neff_name`` is reported as ignored).
+- ``nki.baremetal(kernel)(*args)`` runs the kernel on the interpreter and returns its outputs
+  (a simulation, no timing), so part1-style scripts that check ``baremetal`` outputs first run.
+
+Nothing here writes a latency to a file: the numbers exist only on the harness's stdout,
+each next to the banner.  ``nki.profile`` still raises E099.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from types import SimpleNamespace
+
+BANNER = ("*** ESTIMATE from the nki_kernels cost model, not a measurement: no Trainium ran this "
+          "kernel (nki-kernels run --estimate-benchmark) ***")
+
+
+class EstimatedLatency:
+    """Stands in for ``benchmark_result.nc_latency``; every value is a cost-model estimate."""
+
+    def __init__(self, latency_us: float, kernel_name: str, stream=None):
+        self.latency_us = float(latency_us)
+        self.kernel_name = kernel_name
+        self._stream = stream
+
+    def get_latency_percentile(self, p) -> float:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
+            raise ValueError(f"get_latency_percentile: percentile must be a number in 0..100, got {p!r}")
+        out = self._stream or sys.stdout
+        print(f"{BANNER}\n    {self.kernel_name}: estimated latency {self.latency_us:.1f} us "
+              f"(p{p:g} of a deterministic model; real runs vary)", file=out, flush=True)
+        return self.latency_us
+
+    def __repr__(self):
+        return f"<EstimatedLatency {self.kernel_name}: {self.latency_us:.1f} us, cost-model ESTIMATE>"
+
+
+def _plain_kernel(dk):
+    from nki_kernels.sim.runner import Kernel
+    return Kernel(dk.func, dk.mode, dk.grid, dk.skip_middle_end, **dk.options)
+
+
+@contextlib.contextmanager
+def _collect_simulations(traces: list):
+    """Make ``nki.simulate_kernel`` record a timing-only trace of what it runs."""
+    from nki_kernels.perf import trace_of
+    from nki_kernels.sim import nki as sim_nki
+
+    saved = sim_nki.simulate_kernel
+
+    def simulate_and_trace(kernel, *args, options=None, **kwargs):
+        out, trace = trace_of(kernel, *args, numerics=False, sim_options=options, **kwargs)
+        traces.append((kernel, trace))
+        return out
+
+    sim_nki.simulate_kernel = simulate_and_trace
+    try:
+        yield
+    finally:
+        sim_nki.simulate_kernel = saved
+
+
+def _traces_of(dk, args, kwargs) -> list:
+    from nki_kernels.perf import trace_of
+    from nki_kernels.sim.runner import Kernel
+
+    if not isinstance(dk.source, Kernel):
+        # A plain function: maybe a wrapper that simulates the real kernel (CS149 --simulate).
+        traces: list = []
+        with _collect_simulations(traces):
+            try:
+                dk.source(*args, **kwargs)
+            except Exception as exc:
+                if traces or getattr(exc, "code", None) != "E019":
+                    raise
+                # E019: NKI called outside a kernel -> it is an undecorated kernel; trace it below.
+        if traces:
+            return traces
+    return [(dk, trace_of(_plain_kernel(dk), *args, numerics=False, **kwargs)[1])]
+
+
+def _benchmark(dk, args, kwargs):
+    from nki_kernels.perf import ModelOptions, estimate_trace
+
+    traces = _traces_of(dk, args, kwargs)
+    if len(traces) != 1:
+        raise RuntimeError(f"nki.benchmark --estimate-benchmark: the benchmarked function ran {len(traces)} "
+                           "kernels; it must run exactly one to be estimated")
+    kernel, trace = traces[0]
+    name = getattr(kernel, "__name__", "kernel")
+    est = estimate_trace(trace, options=ModelOptions(mode="benchmark"), kernel_name=name, keep=False)
+    if not math.isfinite(est.latency_us) or est.latency_us <= 0:
+        raise RuntimeError(f"nki.benchmark --estimate-benchmark: no usable estimate for {name} "
+                           f"({est.latency_us!r} us)")
+    ignored = sorted(k for k in dk.api_kwargs if k in ("save_neff_name", "save_trace_name"))
+    if ignored:
+        print(f"[nki-kernels] nki.benchmark: {', '.join(ignored)} ignored (no NEFF without the Neuron "
+              "compiler)", file=sys.stderr, flush=True)
+    dk.benchmark_result = SimpleNamespace(nc_latency=EstimatedLatency(est.latency_us, name))
+    return None
+
+
+_told_baremetal = False
+
+
+def _baremetal(dk, args, kwargs):
+    global _told_baremetal
+    from nki_kernels.sim import simulate_kernel
+    if not _told_baremetal:
+        _told_baremetal = True
+        print("[nki-kernels] nki.baremetal: no device; the kernel runs on the interpreter "
+              "(simulated outputs, no timing)", file=sys.stderr, flush=True)
+    return simulate_kernel(_plain_kernel(dk), *args, **kwargs)
+
+
+def install() -> None:
+    """Register the handlers (process-wide; ``uninstall`` removes them)."""
+    from nki_kernels.sim.runner import device_handlers
+    device_handlers["nki.benchmark"] = _benchmark
+    device_handlers["nki.baremetal"] = _baremetal
+
+
+def uninstall() -> None:
+    from nki_kernels.sim.runner import device_handlers
+    for api in ("nki.benchmark", "nki.baremetal"):
+        device_handlers.pop(api, None)

@@ -1,0 +1,119 @@
+"""CS149 on a laptop: `nki-kernels run --estimate-benchmark` with harness-shaped scripts of our own
+(simulator_tests/data/cs149_like), run as a student would, in their own folder."""
+from __future__ import annotations
+
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nki_kernels import estimate_benchmark
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = ROOT / "simulator_tests" / "data"
+BANNER = estimate_benchmark.BANNER
+
+
+def _nki_run(folder, *args, timeout=300):
+    cmd = [sys.executable, "-m", "nki_kernels.cli", "run", *args]
+    return subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def part2(tmp_path):
+    def make(solution):
+        shutil.copy(DATA / "cs149_like" / "test_harness.py", tmp_path / "test_harness.py")
+        shutil.copy(DATA / "cs149_like" / solution, tmp_path / "conv2d.py")
+        return tmp_path
+    return make
+
+
+def _assert_banner_before_every_latency_line(out: str, marker: str) -> list[float]:
+    lines = out.splitlines()
+    idx = [i for i, line in enumerate(lines) if line.startswith(marker)]
+    assert idx, out
+    values = []
+    for i in idx:
+        assert lines[i - 2] == BANNER, f"no banner before {lines[i]!r}:\n{out}"
+        est = float(re.search(r"estimated latency ([0-9.]+) us", lines[i - 1]).group(1))
+        value = float(re.search(r": ([0-9.eE+-]+) us", lines[i]).group(1))
+        assert np.isfinite(value) and value > 0
+        assert abs(value - est) < 0.05 + 1e-3 * value      # the printed number is the banner's
+        values.append(value)
+    return values
+
+
+def test_correct_solution_passes_and_benchmark_returns_labelled_estimates(part2):
+    folder = part2("conv2d_correct.py")
+    proc = _nki_run(folder, "--estimate-benchmark", "test_harness.py", "--simulate", "--test_maxpool")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("Passed") == 3 and "Failed" not in proc.stdout
+    values = _assert_banner_before_every_latency_line(proc.stdout, "Execution Time for student implementation")
+    assert len(values) == 3
+    assert len(set(values)) >= 2, "fp32 and fp16 estimates should differ"
+    assert "Your final score is" in proc.stdout
+    # Nothing is written as a measurement: the folder holds only what the student put there.
+    assert sorted(p.name for p in folder.iterdir() if p.name != "__pycache__") == ["conv2d.py", "test_harness.py"]
+
+
+def test_incorrect_solution_fails_correctness_and_is_never_benchmarked(part2):
+    folder = part2("conv2d_wrong.py")
+    proc = _nki_run(folder, "--estimate-benchmark", "test_harness.py", "--simulate", "--test_maxpool")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("Passed") == 2 and proc.stdout.count("Failed") == 1
+    assert "Output mismatch" in proc.stdout and "skipping performance tests" in proc.stdout
+    assert BANNER not in proc.stdout
+
+
+def test_benchmark_without_the_flag_is_a_clear_device_error(part2):
+    folder = part2("conv2d_correct.py")
+    proc = _nki_run(folder, "test_harness.py", "--simulate")
+    assert proc.returncode != 0
+    assert proc.stdout.count("Passed") == 2          # correctness needs no flag
+    assert "[E099] nki.benchmark" in proc.stderr and "--estimate-benchmark" in proc.stderr
+    assert BANNER not in proc.stdout
+
+
+@pytest.mark.parametrize("kernel, n", [("stream", 131072), ("transpose", 256)])
+def test_part1_style_baremetal_and_benchmark(tmp_path, kernel, n):
+    shutil.copy(DATA / "cs149_like" / "run_benchmark.py", tmp_path / "run_benchmark.py")
+    shutil.copy(DATA / "part1_style_kernels.py", tmp_path / "kernels.py")
+    proc = _nki_run(tmp_path, "--estimate-benchmark", "run_benchmark.py", "--kernel", kernel, "-n", str(n))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Correctness passed? True" in proc.stdout
+    assert "nki.baremetal: no device; the kernel runs on the interpreter" in proc.stderr
+    (value,) = _assert_banner_before_every_latency_line(proc.stdout, "Execution Time")
+    # The same number as the cost model gives in-process for the same kernel and shapes.
+    from nki_kernels.perf import estimate
+    from nki_kernels.sim import install_neuronxcc_alias
+    from sim_testing import load_data_module
+    with install_neuronxcc_alias():
+        mod = load_data_module("part1_style_kernels")
+        args = [np.zeros((n, n), np.float32)] if kernel == "transpose" else \
+            [np.zeros(n, np.float32), np.zeros(n, np.float32), 512]
+        k = mod.transpose if kernel == "transpose" else mod.add_stream
+        expected = estimate(k, *args, numerics=False, mode="benchmark").latency_us
+    assert value == pytest.approx(expected, rel=1e-6)
+
+
+def test_estimated_latency_rejects_bad_percentiles(capsys):
+    lat = estimate_benchmark.EstimatedLatency(12.5, "k")
+    assert lat.get_latency_percentile(50) == 12.5
+    assert BANNER in capsys.readouterr().out
+    for bad in (-1, 101, "99", None):
+        with pytest.raises(ValueError, match="0..100"):
+            lat.get_latency_percentile(bad)
+
+
+def test_device_apis_still_raise_without_the_handlers():
+    from nki_kernels.sim import nki, simulate_kernel  # noqa: F401
+    from nki_kernels.sim.errors import SimRuntimeError
+    from nki_kernels.sim.runner import device_handlers
+    assert device_handlers == {}, "handlers leaked from a previous run"
+    k = nki.benchmark(warmup=1, iters=2)(lambda a: a)
+    with pytest.raises(SimRuntimeError, match="E099"):
+        k(np.zeros((2, 2), np.float32))

@@ -1,0 +1,115 @@
+"""`nki-kernels run` check flags (--strict, --shuffle, --no-poison, --precision) and strict
+parsing of NKI_SIM_OPTIONS (issue 11, problem 7)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from nki_kernels.sim import options as opt
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+    from nki_kernels.sim.options import default_options
+
+    @nki.jit
+    def partial(a):          # writes 4 of 8 columns, returns all 8: the rest is uninitialised
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[:, 0:4], nl.load(a))
+        return out
+
+    @nki.jit
+    def carried(a):          # a loop-carried dependency inside affine_range
+        out = nl.ndarray((1, 8), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((1, 1), nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(8):
+            acc = nl.add(nl.multiply(acc, 2.0), nl.load(a[0:1, i:i + 1]))
+            nl.store(out[0:1, i:i + 1], acc)
+        return out
+
+    o = default_options()
+    p = nki.simulate_kernel(partial, np.ones((128, 4), np.float32))
+    c = nki.simulate_kernel(carried, np.arange(8, dtype=np.float32).reshape(1, 8))
+    print(json.dumps({"strict": o.strict, "seed": o.shuffle_affine_seed, "poison": o.poison,
+                      "precision": o.precision, "nan_in_unwritten": bool(np.isnan(p[:, 4:]).all()),
+                      "carried": c.ravel().tolist(), "argv": sys.argv[1:]}))
+""")
+
+
+def _run(tmp_path, *flags, env_options=None, script_args=()):
+    (tmp_path / "k.py").write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "NKI_SIM_OPTIONS"}
+    if env_options is not None:
+        env["NKI_SIM_OPTIONS"] = env_options
+    return subprocess.run([sys.executable, "-m", "nki_kernels.cli", "run", *flags, "k.py", *script_args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _result(proc):
+    import json
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_run_defaults_poison_and_keeps_order(tmp_path):
+    r = _result(_run(tmp_path, script_args=("--flag-for-the-script",)))
+    assert r["poison"] and r["nan_in_unwritten"] and r["seed"] is None and not r["strict"]
+    in_order = [0.0]
+    for i in range(1, 8):
+        in_order.append(in_order[-1] * 2 + i)
+    assert r["carried"] == in_order
+    assert r["argv"] == ["--flag-for-the-script"]      # flags after FILE belong to the script
+
+
+def test_run_flags_map_onto_sim_options(tmp_path):
+    r = _result(_run(tmp_path, "--strict", "--shuffle", "3", "--no-poison", "--precision", "compat"))
+    assert (r["strict"], r["seed"], r["poison"], r["precision"]) == (True, 3, False, "compat")
+    assert not r["nan_in_unwritten"]                  # --no-poison: unwritten memory reads as 0
+    base = _result(_run(tmp_path))
+    assert r["carried"] != base["carried"], "--shuffle did not change the affine_range order"
+
+
+def test_run_flags_override_the_environment(tmp_path):
+    r = _result(_run(tmp_path, "--shuffle", "5", env_options="poison=0,shuffle_affine_seed=1"))
+    assert (r["poison"], r["seed"]) == (False, 5)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--precision", "exact"], "invalid choice: 'exact'"),
+    (["--shuffle", "x"], "invalid int value: 'x'"),
+])
+def test_run_bad_flags_are_usage_errors(tmp_path, flags, message):
+    proc = _run(tmp_path, *flags)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("poison", "option 'poison' needs a value"),
+    ("poison=maybe", "poison='maybe' is not a boolean; allowed: 1, true, yes, on (true) or 0, false, no, off"),
+    ("trace=2", "trace='2' is not a boolean"),
+    ("shuffle_affine_seed=abc", "shuffle_affine_seed must be an integer or none"),
+    ("posion=1", "unknown option 'posion'"),
+])
+def test_nki_sim_options_rejects_anything_unclear(monkeypatch, tmp_path, spec, message):
+    monkeypatch.setenv("NKI_SIM_OPTIONS", spec)
+    with pytest.raises(ValueError, match="NKI_SIM_OPTIONS") as e:
+        opt._from_env()
+    assert message in str(e.value)
+    proc = _run(tmp_path, env_options=spec)            # the CLI: one line, exit 2, before any work
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and message in proc.stderr
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("poison=off", False), ("poison=ON", True), ("poison=no", False), ("poison=Yes", True),
+    ("poison=0", False), ("poison=true", True), (" poison = false , ", False),
+])
+def test_nki_sim_options_accepts_the_documented_booleans(monkeypatch, spec, expected):
+    monkeypatch.setenv("NKI_SIM_OPTIONS", spec)
+    assert opt._from_env().poison is expected
