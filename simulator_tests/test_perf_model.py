@@ -109,14 +109,19 @@ def test_unknown_op_is_costed_and_flagged():
     assert known is False
 
 
-def test_dma_uses_one_engine_per_8_partitions_and_small_rows_cost_descriptors():
+def test_dma_engine_cost_is_max_of_control_path_and_data_path():
+    # P=4, 4 rows of 8 KiB on one engine: data 4*8192/23 = 1424.8 ns > control fixed + 4*15
     c = dma_cost(load(0, 1, 2, P=4, F=2048), TRN2, "static")
     assert c.rings == 1
-    assert c.ring_ns == pytest.approx(4 * max(TRN2.v("dma_desc_ns"), 8192 / TRN2.v("dma_ring_bytes_per_ns")))
+    assert c.ring_ns == pytest.approx(4 * 8192 / TRN2.v("dma_ring_bytes_per_ns"))
     big = dma_cost(load(0, 1, 2, P=128, F=2048), TRN2, "static")
     assert big.rings == 16
+    # 128 rows of 4 B: 8 per engine, control-bound: fixed + 8 * 15 ns
     tiny = dma_cost(load(0, 1, 2, P=128, F=1), TRN2, "static")
-    assert tiny.ring_ns == pytest.approx(8 * TRN2.v("dma_desc_ns"))  # descriptor-bound
+    assert tiny.ring_ns == pytest.approx(TRN2.v("dma_fixed_static_ns") + 8 * TRN2.v("dma_desc_ns"))
+    tiny_hw = dma_cost(load(0, 1, 2, P=128, F=1), TRN2, "hwdge")
+    assert tiny_hw.ring_ns == pytest.approx(TRN2.v("dma_fixed_hwdge_ns") + 8 * TRN2.v("dma_desc_ns"))
+    assert tiny_hw.issue_ns == TRN2.v("dge_issue_ns") and tiny.issue_ns == TRN2.v("static_issue_ns")
 
 
 # ---- scheduler ----------------------------------------------------------------------------------
@@ -144,9 +149,9 @@ def test_independent_dmas_overlap_their_latency():
     assert s.makespan_ns < 4 * one * 0.75
 
 
-def test_in_order_queue_on_one_engine():
+def test_strict_program_order_with_window_one():
     evs = [vadd(0, 1, 1, 2), vadd(1, 3, 3, 4)]   # independent, same engine
-    s = schedule(evs, TRN2)
+    s = schedule(evs, TRN2, ModelOptions(window=1))
     assert s.start[1] >= s.end[0] - 1e-9
 
 
@@ -170,20 +175,22 @@ def test_sequential_range_reuses_tiles_and_serialises_more_than_affine():
     assert 1 in deps[3]       # iteration 1's load waits for iteration 0's read of the slot
 
 
-def test_pe_throttle_after_idle_then_full_speed():
+def test_pe_burst_after_idle_ramps_then_runs_at_full_speed():
     mms = [ev(i, "nc_matmul", "PE", 128, 512, reads=[sb(1, 128)], writes=[Region(2, "psum", 0, 2048)],
               meta={"K": 128, "M": 128, "N": 512}, dt="bfloat16", flops=2 * 128 * 128 * 512) for i in range(200)]
     for m in mms:
         m.accumulate = True
     s = schedule(mms, TRN2)
-    nominal = 512 / TRN2.v("pe_clock_ghz")
-    ls = 128 / TRN2.v("pe_ls_divisor") / TRN2.v("pe_clock_ghz")     # first matmul loads the stationary
+    clk = TRN2.v("pe_clock_ghz")
+    nominal = (512 + TRN2.v("pe_instr_overhead_cycles")) / clk
+    ls = 128 / TRN2.v("pe_ls_divisor") / clk      # the first matmul loads the stationary
     durs = [s.end[i] - s.start[i] for i in range(200)]
     assert durs[0] == pytest.approx((nominal + ls) / TRN2.v("pe_throttle_speed"))
     assert s.exposed_ls_ns == pytest.approx(ls)
     assert durs[-1] == pytest.approx(nominal)
     extra = sum(durs) - 200 * nominal - ls
-    assert 0 < extra <= TRN2.v("pe_throttle_window_ns") * (1 - TRN2.v("pe_throttle_speed")) + nominal
+    # a linear ramp 50 % -> 100 % over W costs at most W * (1 - 0.5) of extra time
+    assert 0 < extra <= TRN2.v("pe_throttle_window_ns") * (1 - TRN2.v("pe_throttle_speed"))
 
 
 # ---- result, exports ---------------------------------------------------------------------------
@@ -240,7 +247,7 @@ def test_chrome_trace_is_well_formed_one_track_per_engine_and_sums_match():
     assert end == pytest.approx(e.latency_us)
     assert doc["otherData"]["estimate"] is True
     for t, n in names.items():
-        if n.startswith("DMA queue"):
+        if n.startswith("DMA queue") or n.startswith("DMA issue"):
             q = sorted((x for x in slices if x["tid"] == t), key=lambda x: x["ts"])
             for a, b in zip(q, q[1:]):
                 assert b["ts"] >= a["ts"] + a["dur"] - 1e-6
@@ -281,3 +288,28 @@ def test_bench_reports_missing_kernel_cleanly(monkeypatch):
     assert rows[0].status == "unavailable"
     txt = bench.render(rows)
     assert "kernel not available yet" in txt and "ESTIMATE" in txt
+
+
+def test_every_output_carries_the_uncertainty_band():
+    from nki_kernels.perf import accuracy
+    e = estimate_trace(_small_trace())
+    band = accuracy.band_text(e.latency_us)
+    assert f"\u00b1{100 * accuracy.TYPICAL_ERROR:.0f} %" in band and band == e.band_text
+    assert band in e.summary()
+    rec = e.to_record()
+    assert rec["accuracy"]["typical_error"] == accuracy.TYPICAL_ERROR
+    lo, hi = rec["accuracy"]["band_us"]
+    assert lo < e.latency_us < hi
+    doc = to_chrome_trace(e)
+    assert doc["otherData"]["band_text"] == band
+    assert band in next(x for x in doc["traceEvents"] if x["name"] == "process_name")["args"]["name"]
+
+
+def test_mfu_above_the_best_public_measurement_prints_a_warning(monkeypatch):
+    from nki_kernels.perf import accuracy
+    e = estimate_trace(_small_trace())
+    assert e.matmul_flops and e.warnings == []          # this tiny trace is far below the ceiling
+    monkeypatch.setitem(accuracy.MFU_CEILING, "matmul", e.mfu / 2)
+    assert e.warnings and "above the best public" in e.warnings[0]
+    assert e.warnings[0] in e.summary()
+    assert e.to_record()["accuracy"]["warnings"] == e.warnings

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import accuracy
 from . import limits as L
 from .model import ESTIMATE_LABEL, estimate
 from .report import BANNER
@@ -128,7 +129,7 @@ def run_bench(selected=None, progress=sys.stderr, numerics: bool = False, trace_
             est.write_chrome_trace(f"{trace_dir}/{c.key}.trace.json")
         rows.append(row)
         if progress:
-            print(f"      {est.latency_us:,.1f} us ({ESTIMATE_LABEL}) in {row.seconds:.1f} s "
+            print(f"      {accuracy.band_text(est.latency_us)} ({ESTIMATE_LABEL}) in {row.seconds:.1f} s "
                   f"({est.n_events} instructions)", file=progress, flush=True)
     # causal ~ half of non-causal
     by = {r.case.key: r for r in rows}
@@ -142,25 +143,33 @@ def run_bench(selected=None, progress=sys.stderr, numerics: bool = False, trace_
 
 def render(rows) -> str:
     out = [BANNER, "",
-           f"{'kernel':52s} {'estimate us':>12s} {'MFU est':>8s} {'limit us':>9s} {'bound':>13s} "
+           f"{'kernel':52s} {'estimate us':>12s} {'band':>5s} {'MFU est':>8s} {'limit us':>9s} {'bound':>13s} "
            f"{'ref us':>7s} {'goal':>20s} {'met':>4s}"]
+    warnings = []
     for r in rows:
         c = r.case
         lim = f"{c.limits['limit_us']:9.1f}"
         bound = c.limits["bound_by"].replace("_us", "")
         ref = f"{c.reference_us:7.0f}" if c.reference_us else f"{'-':>7s}"
         if r.status != "ok":
-            out.append(f"{c.label:52s} {'-':>12s} {'-':>8s} {lim} {bound:>13s} {ref} {c.goal:>20s} {'-':>4s}"
+            out.append(f"{c.label:52s} {'-':>12s} {'-':>5s} {'-':>8s} {lim} {bound:>13s} {ref} {c.goal:>20s} {'-':>4s}"
                        f"   {r.message}")
             continue
         e = r.est
         mfu = f"{100 * e.mfu:7.1f}%" if e.matmul_flops else f"{'-':>8s}"
         met = {True: "yes", False: "NO", None: "-"}[r.goal_met]
-        out.append(f"{c.label:52s} {e.latency_us:12.1f} {mfu} {lim} {bound:>13s} {ref} {c.goal:>20s} {met:>4s}"
-                   + (f"   {r.message}" if r.message else ""))
+        band = f"\u00b1{100 * accuracy.TYPICAL_ERROR:.0f}%"
+        out.append(f"{c.label:52s} {e.latency_us:12.1f} {band:>5s} {mfu} {lim} {bound:>13s} {ref} {c.goal:>20s} "
+                   f"{met:>4s}" + (f"   {r.message}" if r.message else ""))
+        warnings.extend(f"  {c.label}: {w}" for w in accuracy.sanity_warnings(e))
     out.append("")
-    out.append("estimate = cost-model estimate incl. floor T0; limit = §5 physical lower bound (no T0); "
-               "ref = CS149 reference latency measured on trn2.")
+    out.append(f"estimate = cost-model estimate incl. floor T0, typical error \u00b1{100 * accuracy.TYPICAL_ERROR:.0f} % "
+               f"(leave-one-out on the public trn2 calibration set, worst {accuracy.WORST_RATIO:.2f}x; that set has no "
+               "matmul/conv/attention measurement, so for these kernels the band is not validated); limit = §5 physical "
+               "lower bound (no T0); ref = CS149 reference latency measured on trn2.")
+    if warnings:
+        out.append("Sanity gate (estimates above the best public measurement of their op class):")
+        out.extend(warnings)
     # seed lessons
     lines = []
     for r in rows:

@@ -113,3 +113,33 @@ def dma_only(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+# ---- CS149 2024 (trn1) structure: nl.load / nl.add / nl.store, (M // TILE_M, 128, FREE_DIM)
+#      view for the stream kernel.  Used only for the trn1 cross-check (§3.2), never fitted.
+
+@nki.jit
+def vector_add_tiled_v1(a_vec, b_vec, row_chunk=128):
+    """#29: (n,) + (n,) in chunks of row_chunk partitions x 1 element, NKI language ops."""
+    out = nl.ndarray(a_vec.shape, dtype=a_vec.dtype, buffer=nl.hbm)
+    n = a_vec.shape[0]
+    for m in nl.affine_range(n // row_chunk):
+        a_t = nl.load(a_vec[m * row_chunk:(m + 1) * row_chunk])
+        b_t = nl.load(b_vec[m * row_chunk:(m + 1) * row_chunk])
+        nl.store(out[m * row_chunk:(m + 1) * row_chunk], value=nl.add(a_t, b_t))
+    return out
+
+
+@nki.jit
+def vector_add_stream_v1(a_vec, b_vec, free_dim=2):
+    """#30/#31: the vectors viewed as (n / (128 * free_dim), 128, free_dim) contiguous tiles."""
+    n = a_vec.shape[0]
+    tiles = n // (PMAX * free_dim)
+    a3 = a_vec.reshape((tiles, PMAX, free_dim))
+    b3 = b_vec.reshape((tiles, PMAX, free_dim))
+    out = nl.ndarray((tiles, PMAX, free_dim), dtype=a_vec.dtype, buffer=nl.hbm)
+    for m in nl.affine_range(tiles):
+        a_t = nl.load(a3[m])
+        b_t = nl.load(b3[m])
+        nl.store(out[m], value=nl.add(a_t, b_t))
+    return out

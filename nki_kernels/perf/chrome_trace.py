@@ -2,7 +2,7 @@
 
 One process ("NeuronCore-v3 cost-model ESTIMATE"), one track (thread) per engine and per DMA
 queue: "Kernel floor", "TensorE (PE)", "VectorE (DVE)", "ScalarE (ACT)", "GpSimdE (POOL)",
-"DMA issue (DGE|SP)", "DMA queue 0..15".  Every slice is a complete event (``ph: "X"``) named
+"DMA issue (HW-DGE queue k | static trigger)", "DMA queue 0..15".  Every slice is a complete event (``ph: "X"``) named
 by the op, with the kernel source line, NKI API, shapes, bytes and FLOPs in ``args``.
 Timestamps are microseconds from the start of the kernel (the floor T0 is drawn first).
 """
@@ -20,14 +20,20 @@ _TRACK_ORDER = ["floor", "PE", "DVE", "ACT", "POOL", "issue"]
 def _track_name(key: str, mode: str) -> str:
     if key == "floor":
         return "Kernel floor T0 (launch + I/O, estimate)"
-    if key == "issue":
-        return "DMA issue (HW-DGE)" if mode == "benchmark" else "DMA issue (SP trigger)"
+    if key.startswith("issue"):
+        return (f"DMA issue (HW-DGE queue {key[5:]})" if mode == "benchmark" and key[5:]
+                else "DMA issue (static trigger)")
     if key.startswith("q"):
         return f"DMA queue {key[1:]}"
     return f"{ENGINE_NAMES.get(key, key)} ({key})"
 
 
+def _hwdge(est) -> bool:
+    return est.mode == "benchmark" and est.hw is not None and est.hw.v("dge_queues") >= 1
+
+
 def to_chrome_trace(est) -> dict:
+    from . import accuracy
     if est.trace is None or est.schedule is None:
         raise ValueError("this Estimate was made with keep=False; re-run estimate_trace(..., keep=True)")
     sched = est.schedule
@@ -45,7 +51,9 @@ def to_chrome_trace(est) -> dict:
             continue
         if k in ("PE", "DVE", "ACT", "POOL") and not any(e.engine == k for e in events):
             continue
-        if k == "issue" and not sched.dma:
+        if k == "issue":
+            for q in sorted({d.dge for d in sched.dma.values()}):
+                tid(f"issue{q}" if _hwdge(est) else "issue")
             continue
         tid(k)
     out = []
@@ -53,7 +61,10 @@ def to_chrome_trace(est) -> dict:
         out.append({"name": "kernel floor T0", "cat": "floor", "ph": "X", "pid": PID, "tid": tid("floor"),
                     "ts": 0.0, "dur": off,
                     "args": {"estimate": True, "what": "launch + I/O + semaphores (fitted constant)"}})
+    elided = getattr(sched, "elided", {}) or {}
     for i, ev in enumerate(events):
+        if i in elided:                  # hoisted loop-invariant repeat: no work, no slice
+            continue
         loc = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
         args = {"line": loc, "file": ev.file, "api": ev.api, "seq": ev.seq,
                 "partitions": ev.partitions, "free_elems": ev.free_elems,
@@ -73,14 +84,15 @@ def to_chrome_trace(est) -> dict:
                         "ts": off + d.issue_start / 1e3, "dur": (d.data_end - d.issue_start) / 1e3,
                         "args": args})
             out.append({"name": f"issue {ev.op} {loc}", "cat": "DMA issue", "ph": "X", "pid": PID,
-                        "tid": tid("issue"), "ts": off + d.issue_start / 1e3,
+                        "tid": tid(f"issue{d.dge}" if _hwdge(est) else "issue"), "ts": off + d.issue_start / 1e3,
                         "dur": (d.issue_end - d.issue_start) / 1e3, "args": {"line": loc, "seq": ev.seq}})
         else:
             out.append({"name": name, "cat": ev.engine, "ph": "X", "pid": PID, "tid": tid(ev.engine),
                         "ts": off + sched.start[i] / 1e3, "dur": (sched.end[i] - sched.start[i]) / 1e3,
                         "args": args})
     meta = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
-             "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name}"}}]
+             "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name} "
+                              f"({accuracy.band_text(est.latency_us)})"}}]
     for key, t in tids.items():
         meta.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": t,
                      "args": {"name": _track_name(key, est.mode)}})
@@ -89,7 +101,8 @@ def to_chrome_trace(est) -> dict:
             "otherData": {"estimate": True,
                           "note": "ESTIMATE from the nki-kernels cost model, not a hardware profile",
                           "kernel": est.kernel_name, "hardware": est.hardware, "mode": est.mode,
-                          "latency_us": est.latency_us, "floor_us": est.floor_us}}
+                          "latency_us": est.latency_us, "floor_us": est.floor_us,
+                          **accuracy.record(est)}}
 
 
 def write_chrome_trace(est, path: str) -> str:

@@ -201,6 +201,8 @@ class DmaCost:
 
 
 def dma_cost(ev, hw: HardwareSpec, dma_mode: str) -> DmaCost:
+    """Cost of one DMA; ``dma_mode`` "hwdge" (DGE queues generate descriptors, trn2 benchmark
+    mode) or "static" (pre-computed descriptors: ``--disable-dge`` profile builds, trn1)."""
     m = ev.meta or {}
     nbytes = max(0, int(ev.bytes or 0))
     p = max(1, int(ev.partitions or 1))
@@ -217,11 +219,17 @@ def dma_cost(ev, hw: HardwareSpec, dma_mode: str) -> DmaCost:
     if ev.op == "dma_transpose":
         bw *= hw.v("dma_transpose_eff_hbm") if (src in HBM_BUFFERS or dst in HBM_BUFFERS) \
             else hw.v("dma_transpose_eff_sbuf")
-    ring_ns = per_ring_desc * max(hw.v("dma_desc_ns"), desc_bytes / bw)
-    if dma_mode == "hwdge":
-        issue = hw.v("dge_issue_ns") + hw.v("dge_issue_per_desc_ns") * desc
-    else:
-        issue = hw.v("static_issue_ns")
+    # Each DMA engine it uses has a control path and a data path, pipelined across the DMAs
+    # queued on the engine: control = a fixed per-transfer overhead (descriptor setup and
+    # synchronisation, DB "Why large contiguous DMA payloads are required"; larger when a DGE
+    # generates the descriptors at run time) + dma_desc_ns per descriptor; data = its bytes at
+    # 23 B/ns.  Small transfers are control-bound ("the engines spend more time on overhead
+    # than on data movement", DB), >= 4 KiB per partition data-bound (DB: "sustain its peak").
+    fixed = hw.v("dma_fixed_hwdge_ns" if dma_mode == "hwdge" else "dma_fixed_static_ns")
+    control = fixed + per_ring_desc * hw.v("dma_desc_ns")
+    data = per_ring_desc * desc_bytes / bw
+    ring_ns = max(control, data)
+    issue = hw.v("dge_issue_ns") if dma_mode == "hwdge" else hw.v("static_issue_ns")
     rd = nbytes if src in HBM_BUFFERS else 0
     wr = nbytes if dst in HBM_BUFFERS else 0
     return DmaCost(rings, desc, desc_bytes, ring_ns, issue, rd, wr)

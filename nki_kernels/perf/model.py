@@ -48,6 +48,7 @@ class Estimate:
     uncosted_ops: dict
     throttled_us: float
     exposed_load_stationary_us: float
+    window: int = 0                 # list-scheduling window used (ModelOptions.window)
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     trace_seconds: float = 0.0
@@ -57,6 +58,29 @@ class Estimate:
     trace: object = field(default=None, repr=False)
     schedule: object = field(default=None, repr=False)
     hw: object = field(default=None, repr=False)
+
+    # ---- uncertainty (nki_kernels.perf.accuracy: leave-one-out calibration error) --------
+    @property
+    def typical_error(self) -> float:
+        from .accuracy import TYPICAL_ERROR
+        return TYPICAL_ERROR
+
+    @property
+    def band_us(self) -> tuple:
+        from .accuracy import band_us
+        return band_us(self.latency_us)
+
+    @property
+    def band_text(self) -> str:
+        """"est. 820.0 us, typical error ±6 %" — use it wherever the latency is printed."""
+        from .accuracy import band_text
+        return band_text(self.latency_us)
+
+    @property
+    def warnings(self) -> list:
+        """Sanity-gate warnings (estimated MFU above the best public figure of its op class)."""
+        from .accuracy import sanity_warnings
+        return sanity_warnings(self)
 
     # ---- outputs ------------------------------------------------------------------------
     def summary(self, top: int = 5) -> str:
@@ -99,7 +123,8 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
     opts = options or ModelOptions()
     events = list(trace.events)
     t0 = time.perf_counter()
-    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps)
+    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps,
+                     alloc_names=getattr(trace, "alloc_names", None))
     sched_s = time.perf_counter() - t0
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
     makespan_us = sched.makespan_ns / 1e3
@@ -158,7 +183,7 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
         throttled_us=sched.throttled_ns / 1e3, exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
         peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
         peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
-        schedule_seconds=sched_s, n_events=len(events),
+        schedule_seconds=sched_s, n_events=len(events), window=opts.window,
         trace=trace if keep else None, schedule=sched if keep else None, hw=hw)
 
 

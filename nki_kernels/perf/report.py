@@ -16,12 +16,13 @@ import os
 import platform
 import subprocess
 
+from . import accuracy
 from .model import ENGINE_NAMES, ESTIMATE_LABEL
 
 _ACTIVE = {"PE": "tensor_engine", "ACT": "scalar_engine", "DVE": "vector_engine",
            "POOL": "gpsimd_engine", "DMA": "dma"}
-BANNER = ("ESTIMATE from the nki-kernels cost model (no Trainium was used; "
-          "see docs/cost-model.md for its calibration error)")
+BANNER = ("ESTIMATE from the nki-kernels cost model (no Trainium was used; typical error "
+          f"\u00b1{100 * accuracy.TYPICAL_ERROR:.0f} % from leave-one-out calibration, see docs/cost-model.md)")
 
 
 def profile_fields(est) -> dict:
@@ -57,6 +58,7 @@ def profile_fields(est) -> dict:
         "est_arithmetic_intensity": est.arithmetic_intensity,
         "est_critical_engine": est.critical_engine,
         "est_exposed_load_stationary_time": est.exposed_load_stationary_us * 1e-6,
+        "est_typical_error": accuracy.TYPICAL_ERROR,
     })
     return out
 
@@ -65,8 +67,14 @@ def summary_text(est, top: int = 5) -> str:
     lines = [BANNER,
              f"kernel {est.kernel_name}  hardware {est.hardware}  mode {est.mode}  "
              f"({est.n_events} instructions)"]
-    lines.append(f"  estimated latency      {est.latency_us:12.2f} us  ({ESTIMATE_LABEL}; "
-                 f"floor T0 {est.floor_us:.1f} us + makespan {est.makespan_us:.2f} us)")
+    lo, hi = accuracy.band_us(est.latency_us)
+    lines.append(f"  estimated latency      {est.latency_us:12.2f} us  ({ESTIMATE_LABEL}; {accuracy.band_text(est.latency_us)}: "
+                 f"{lo:,.1f}..{hi:,.1f} us; floor T0 {est.floor_us:.1f} us + makespan {est.makespan_us:.2f} us)")
+    note = accuracy.band_note(est)
+    if note:
+        lines.append(f"  note                   {note}")
+    for w in accuracy.sanity_warnings(est):
+        lines.append(f"  {w}")
     if est.matmul_flops:
         lines.append(f"  estimated MFU          {100 * est.mfu:12.1f} %   (vs {est.mm_dtype} TensorE peak "
                      f"{est.peak_flops / 1e12:.2f} TFLOP/s)")
@@ -86,6 +94,11 @@ def summary_text(est, top: int = 5) -> str:
         lines.append(f"  top kernel lines by busy time (estimate):")
         for loc, us, cnt, engs in est.top_lines[:top]:
             lines.append(f"    {loc:40s} {us:10.2f} us  {cnt:7d} instr  {engs}")
+    sched = est.schedule
+    if sched is not None and (sched.reordered or sched.elided):
+        lines.append(f"  scheduling (estimate)   {sched.reordered} instructions started ahead of program order "
+                     f"(window {getattr(est, 'window', '?')}); {len(sched.elided)} repeated loop-invariant "
+                     "nl.matmul transpose/copy instructions hoisted")
     if est.uncosted_ops:
         lines.append("  ops without a cost rule (costed as generic elementwise): "
                      + ", ".join(f"{k} x{v}" for k, v in sorted(est.uncosted_ops.items())))
@@ -117,6 +130,7 @@ def json_record(est, extra: dict | None = None) -> dict:
         "hardware": est.hardware,
         "mode": est.mode,
         "latency_us": est.latency_us,
+        "accuracy": accuracy.record(est),
         "makespan_us": est.makespan_us,
         "floor_us": est.floor_us,
         "mfu": est.mfu,

@@ -1,28 +1,60 @@
 """The scheduler: a discrete-event simulation of one NeuronCore over an instruction trace.
 
-Model (trn2-hardware.md §4.1), all times in ns:
+Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
 
-* **Compute queues** PE, ACT, DVE, POOL are in-order: an instruction starts at
-  ``max(engine free, max over its dependencies of (finish + hop))`` where the hop is the
-  semaphore time ``sem_ns`` across engines, the dependent-instruction bubble on the same
-  engine (not for PE accumulation chains), and the TensorE result latency after a matmul.
-* **DMAs** become ready when their dependencies finish.  Ready DMAs are issued in ready order
-  by the DMA issue queue (``dge_blocks`` hardware DGEs in ``benchmark`` mode, at ``dge_issue_ns``
-  + ``dge_issue_per_desc_ns`` per descriptor; a ~50 ns static trigger in ``profile`` mode,
-  which models ``--disable-dge``).  At most ``dma_max_inflight`` DMAs are in flight.  After a
-  fixed latency ``dma_latency_ns`` the data moves on ``ceil(P/8)`` of the 16 DMA engines
-  (the least busy ones), each engine FIFO at ``max(dma_desc_ns, bytes/23 B/ns)`` per descriptor.
-* **Dependencies** through the byte regions each instruction reads and writes: RAW always;
-  WAR and WAW for on-chip buffers (SBUF/PSUM); and buffer reuse across loop iterations: a
-  tile allocated inside a loop occupies one of ``sequential_buffers`` (sequential_range) or
-  ``affine_buffers`` (affine_range / static_range / SPMD) rotating slots, so its first write
-  waits for every access of the tile that held the slot before.
-* **TensorE throttle** (dI/dt, PX): while TensorE was active less than ``pe_throttle_util``
-  of the trailing ``pe_throttle_window_ns`` (wall clock), an instruction runs at
-  ``pe_throttle_speed``; a burst after idle thus pays ~0.75 us, and a TensorE starved
-  below 50 % runs at half speed (as in the CZ transpose profile).
-* LoadStationary (``M/4`` cycles) is exposed only when the stationary operand changes and
-  the previous matmul is shorter than it.
+* **Dependencies** (:func:`build_dependencies`) through the byte regions each instruction
+  reads and writes: RAW always; WAR and WAW for on-chip buffers (SBUF/PSUM).  Two kinds of
+  *renaming* stand for the compiler's buffer allocation:
+
+  - a tile allocated inside a loop occupies one of ``sequential_buffers`` (sequential_range)
+    or ``affine_buffers`` (affine_range / static_range / SPMD) rotating slots, so its first
+    write waits for every access of the tile that held the slot ``n`` allocations before.
+    Slot identity is the allocation's explicit ``name=`` when one was given, else its
+    allocation site together with the first-writing source line;
+  - a tile written *whole* inside a loop (no read of it by the same instruction, the write
+    covers every byte touched so far) starts a new version with the same bound: the write
+    waits only for the accesses of the version ``n`` writes back, not for the readers of the
+    previous value.  A tile declared outside a loop and overwritten in every iteration thus
+    no longer serialises the iterations.
+
+* **Loop-invariant transposes** (:func:`loop_invariant_transposes`): ``nl.matmul(x, y)`` with
+  ``transpose_x=False`` records a TensorE transpose of ``x`` and a copy out of PSUM.  When
+  the same call site transposes the same, unchanged bytes of ``x`` again inside a loop, the
+  compiler hoists the work out of the loop (loop-invariant code motion); the repeated pair is
+  *elided*: it costs nothing and finishes when the first pair has.
+
+* **Compute engines** PE, ACT, DVE, POOL each run their instructions by **list scheduling
+  over a window**: when the engine is free it starts, among the next ``ModelOptions.window``
+  instructions of its program-order queue that have not started, the first one (in program
+  order) whose dependencies are satisfied; if none is ready it waits for the earliest.  The
+  NKI language guide states that the compiler may reorder operations without data
+  dependencies (``nki/get-started/nki-language-guide.rst``); ``window = 1`` is strict
+  program order.  A dependency costs the semaphore hop ``sem_ns`` across engines (+ the
+  TensorE result latency after a TensorE instruction) or the dependent-instruction bubble on
+  the same engine (not for TensorE accumulation chains).
+
+* **TensorE**: each instruction costs its initiation interval (costs.py) plus
+  ``pe_instr_overhead_cycles``; LoadStationary (``M/4`` cycles) is exposed only when the
+  stationary operand changes and the previous matmul is shorter than it.  **Throttle**
+  (dI/dt, PX ``overview-summary-page.rst`` "Understanding throttling"): after a burst begins
+  the utilisation limit starts at ``pe_throttle_speed`` (50 %) and ramps linearly to 100 %
+  over ``pe_throttle_window_ns`` (~3 us); once the ramp is over, an instruction that starts
+  after a trailing window in which TensorE was active less than ``pe_throttle_util`` (50 %)
+  re-engages the limit (a new ramp).  An instruction's duration is its nominal time divided
+  by the limit at its start.  A starved TensorE therefore runs at 50-100 % speed in
+  repeated ramps, never at half speed indefinitely.
+
+* **DMAs** become ready when their dependencies finish; the DMA queue is list-scheduled like
+  an engine (the first ready DMA, in program order, among the next ``window``).  In
+  ``benchmark`` mode on a core with hardware DGE (``dge_queues`` > 0: two DGE instances per
+  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns``; the rest of the documented ~600 ns execution
+  time of a DGE instruction (``dge_exec_ns``) is latency that overlaps other work.
+  Without hardware DGE (``profile`` mode = ``--disable-dge``, or trn1) a ~50 ns static
+  trigger issues a DMA with pre-computed descriptors.  At most ``dma_max_inflight`` DMAs are
+  in flight.  After ``dma_latency_ns`` the data moves on ``ceil(P/8)`` DMA engines (partition
+  p on engine p // 8); each engine serves its DMAs FIFO, busy for max(control, data) per DMA:
+  control = ``dma_fixed_hwdge_ns`` (or ``dma_fixed_static_ns``) + ``dma_desc_ns`` per
+  descriptor, data = bytes at 23 B/ns (costs.py).
 
 The kernel floor T0 is added by the caller (``nki_kernels.perf.model``).
 """
@@ -39,6 +71,14 @@ from .hardware import HardwareSpec
 
 MODES = ("benchmark", "profile")
 ONCHIP = ("sbuf", "psum")
+COMPUTE_ENGINES = ("PE", "ACT", "DVE", "POOL")
+
+# The list-scheduling window (instructions per engine queue).  Estimate (E): no public
+# source gives the compiler's look-ahead.  64 is the smallest power of two above which no
+# calibration kernel and no project kernel moves by more than ~1 % (the calibration kernels
+# do not move at all between 1 and 64; causal attention moves 4 % from 32 to 128 and 1 % from
+# 64 to 128; docs/cost-model.md).
+SCHEDULE_WINDOW = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,15 +87,21 @@ class ModelOptions:
 
     mode               "benchmark": what nki.benchmark's NCL latency measures (HW-DGE issues each
                        DMA); "profile": neuron-profile ``total_time`` of a ``--disable-dge`` build.
-    affine_buffers     rotating copies of a tile allocated inside an affine_range loop
-                       (compiler multi-buffering; E, chosen by the calibration fit among 2..8)
+    affine_buffers     rotating copies of a tile allocated (or wholly rewritten) inside an
+                       affine_range loop (compiler multi-buffering; fitted, see calibration.py)
     sequential_buffers rotating copies inside a sequential_range loop (1: iteration i+1 may
                        overwrite the tile only after iteration i has read it)
+    window             list-scheduling window per engine (1 = strict program order)
+    rename             renaming of tiles written whole inside a loop (bounded as above)
+    hoist_transposes   elide repeated loop-invariant nl.matmul transposes of x
     include_floor      add the kernel floor T0 (launch + I/O + semaphores)
     """
     mode: str = "benchmark"
-    affine_buffers: int = 4
+    affine_buffers: int = 3
     sequential_buffers: int = 1
+    window: int = SCHEDULE_WINDOW
+    rename: bool = True
+    hoist_transposes: bool = True
     include_floor: bool = True
 
     def __post_init__(self):
@@ -63,10 +109,12 @@ class ModelOptions:
             raise ValueError(f"ModelOptions(mode): got {self.mode!r}, allowed {MODES}")
         if self.affine_buffers < 1 or self.sequential_buffers < 1:
             raise ValueError("ModelOptions: buffer counts must be >= 1")
+        if self.window < 1:
+            raise ValueError(f"ModelOptions(window): got {self.window}, must be >= 1 (1 = program order)")
 
-    @property
-    def dma_mode(self) -> str:
-        return "hwdge" if self.mode == "benchmark" else "static"
+    def dma_mode(self, hw: HardwareSpec) -> str:
+        """"hwdge" (descriptors generated by the DGE queues) or "static" (pre-computed)."""
+        return "hwdge" if self.mode == "benchmark" and hw.v("dge_queues") >= 1 else "static"
 
 
 @dataclass
@@ -78,6 +126,7 @@ class DmaTiming:
     data_end: float
     queue: int
     cost: DmaCost
+    dge: int = 0
 
 
 @dataclass
@@ -93,13 +142,15 @@ class Schedule:
     uncosted_ops: dict = field(default_factory=dict)
     throttled_ns: float = 0.0
     exposed_ls_ns: float = 0.0
+    elided: dict = field(default_factory=dict)   # event index -> the event it repeats (hoisted)
+    reordered: int = 0                           # instructions started ahead of program order
 
 
 # ---- dependencies -----------------------------------------------------------------------
 
 class _RegionMap:
-    """Per-allocation sorted, non-overlapping segments [lo, hi, writer, readers]; ``los`` mirrors
-    the segment starts for bisect."""
+    """Per-allocation (per version) sorted, non-overlapping segments [lo, hi, writer, readers];
+    ``los`` mirrors the segment starts for bisect."""
     __slots__ = ("segs", "los")
 
     def __init__(self):
@@ -124,6 +175,10 @@ class _RegionMap:
         while j < len(segs) and segs[j][0] < hi:
             j += 1
         return i, j
+
+    def covered_by(self, lo, hi) -> bool:
+        """True when [lo, hi) covers every byte accessed so far (a whole-tile overwrite)."""
+        return bool(self.segs) and lo <= self.segs[0][0] and hi >= self.segs[-1][1]
 
     def read(self, lo, hi, who, reader_key, deps, track_readers):
         if not self.segs:
@@ -174,48 +229,121 @@ def _loop_kind(ev) -> str | None:
     return None
 
 
-def build_dependencies(events, opts: ModelOptions, alloc_origins: dict | None = None) -> list:
-    """deps[i] = set of earlier event indices that event i must wait for."""
-    maps: dict = {}
-    first_written: set = set()
-    slot_rings: dict = {}
-    deps_all = []
-    for i, ev in enumerate(events):
+class _DependencyBuilder:
+    """One pass over the trace in program order; ``deps[i]`` = earlier events event i waits for."""
+
+    def __init__(self, opts: ModelOptions, alloc_origins: dict | None, alloc_names: dict | None):
+        self.opts = opts
+        self.origins = alloc_origins or {}
+        self.names = alloc_names or {}
+        self.maps: dict = {}            # alloc_id -> _RegionMap of its current version
+        self.rings: dict = {}           # buffer identity -> deque of versions (_RegionMap)
+
+    def _buffers(self, kind) -> int:
+        return self.opts.sequential_buffers if kind == "sequential" else self.opts.affine_buffers
+
+    def identity(self, alloc_id, buffer, ev):
+        """Which rotating slots a new tile takes: its explicit name, else where it was
+        allocated and first written (distinct tiles from one helper line stay distinct)."""
+        name = self.names.get(alloc_id)
+        if name:
+            return ("name", name, buffer)
+        return ("site", self.origins.get(alloc_id), ev.file, ev.line, ev.op, buffer)
+
+    def _rotate(self, key, version, nbuf, deps):
+        """A new tile ``version`` takes the slot of the tile ``nbuf`` allocations back in ring
+        ``key``: wait for every access of that tile."""
+        ring = self.rings.setdefault(key, deque())
+        if len(ring) >= nbuf:
+            deps.update(ring[-nbuf].all_accessors())
+        ring.append(version)
+        while len(ring) > nbuf:
+            ring.popleft()
+
+    def _map(self, alloc_id):
+        m = self.maps.get(alloc_id)
+        if m is None:
+            m = self.maps[alloc_id] = _RegionMap()
+        return m
+
+    def event(self, i, ev) -> list:
         deps: set = set()
-        eng = ev.engine
+        key = (ev.engine, i) if ev.engine == "DMA" else ev.engine
+        read_ids = set()
         for r in ev.reads or ():
-            m = maps.get(r.alloc_id)
-            if m is None:
-                m = maps[r.alloc_id] = _RegionMap()
-            onchip = r.buffer in ONCHIP
-            key = (eng, i) if eng == "DMA" else eng
-            m.read(r.lo, r.hi, i, key, deps, track_readers=onchip)
+            read_ids.add(r.alloc_id)
+            self._map(r.alloc_id).read(r.lo, r.hi, i, key, deps, track_readers=r.buffer in ONCHIP)
+        kind = _loop_kind(ev)
         for r in ev.writes or ():
-            m = maps.get(r.alloc_id)
-            if m is None:
-                m = maps[r.alloc_id] = _RegionMap()
             onchip = r.buffer in ONCHIP
-            if onchip and r.alloc_id not in first_written:
-                first_written.add(r.alloc_id)
-                kind = _loop_kind(ev)
-                if kind is not None:
-                    nbuf = opts.sequential_buffers if kind == "sequential" else opts.affine_buffers
-                    # a buffer is identified by where it was allocated *and* first written, so
-                    # distinct tiles from one helper line or one allocation line stay distinct
-                    origin = ((alloc_origins or {}).get(r.alloc_id), ev.file, ev.line, ev.op)
-                    ring = slot_rings.setdefault((origin, r.buffer), deque())
-                    if len(ring) >= nbuf:
-                        victim = ring[-nbuf]
-                        vm = maps.get(victim)
-                        if vm is not None:
-                            deps.update(vm.all_accessors())
-                    ring.append(r.alloc_id)
+            m = self.maps.get(r.alloc_id)
+            if onchip and kind is not None:
+                nbuf = self._buffers(kind)
+                if m is None:                       # first write of a tile allocated in a loop
+                    m = self.maps[r.alloc_id] = _RegionMap()
+                    self._rotate(self.identity(r.alloc_id, r.buffer, ev), m, nbuf, deps)
+                elif (self.opts.rename and r.alloc_id not in read_ids and not ev.accumulate
+                      and m.covered_by(r.lo, r.hi)):
+                    # whole overwrite: retire the current version, start a new one in the
+                    # buffer of the version nbuf back (nbuf = 1: no renaming)
+                    ring = self.rings.setdefault(("version", r.alloc_id), deque())
+                    ring.append(m)
+                    deps.update(ring[-nbuf].all_accessors() if len(ring) >= nbuf else ())
                     while len(ring) > nbuf:
                         ring.popleft()
+                    m = self.maps[r.alloc_id] = _RegionMap()
+            if m is None:
+                m = self.maps[r.alloc_id] = _RegionMap()
             m.write(r.lo, r.hi, i, deps, war=onchip)
         deps.discard(i)
-        deps_all.append(sorted(d for d in deps if d < i))
-    return deps_all
+        return sorted(d for d in deps if d < i)
+
+
+def build_dependencies(events, opts: ModelOptions, alloc_origins: dict | None = None,
+                       alloc_names: dict | None = None) -> list:
+    """deps[i] = sorted earlier event indices that event i must wait for (elided repeats of
+    loop-invariant transposes wait only for the pair they repeat)."""
+    b = _DependencyBuilder(opts, alloc_origins, alloc_names)
+    deps = [b.event(i, ev) for i, ev in enumerate(events)]
+    if opts.hoist_transposes:
+        for j, orig in loop_invariant_transposes(events).items():
+            deps[j] = [orig]
+    return deps
+
+
+def loop_invariant_transposes(events) -> dict:
+    """{index of a repeated nl.matmul transpose/copy pair member: index of the first one}.
+
+    A pair is repeated when, inside a loop, the same source line transposes the same bytes of
+    the same allocation with no write to that allocation since the first pair."""
+    last_writer: dict = {}
+    first: dict = {}          # invariance key -> [transpose index, copy index]
+    out_of: dict = {}         # PSUM alloc written by a transpose -> (record, elided?)
+    elided: dict = {}
+    for i, ev in enumerate(events):
+        if ev.api == "nl.matmul" and ev.op == "nc_transpose" and ev.loops and ev.reads:
+            key = (ev.file, ev.line, tuple((r.alloc_id, r.lo, r.hi, last_writer.get(r.alloc_id, -1))
+                                           for r in ev.reads))
+            rec = first.get(key)
+            if rec is not None and rec[1] is not None:
+                elided[i] = rec[0]
+                for w in ev.writes:
+                    out_of[w.alloc_id] = (rec, True)
+            elif rec is None:
+                rec = first[key] = [i, None]
+                for w in ev.writes:
+                    out_of[w.alloc_id] = (rec, False)
+        elif ev.api == "nl.matmul" and ev.op == "tensor_copy" and ev.reads:
+            hit = out_of.pop(ev.reads[0].alloc_id, None)
+            if hit is not None:
+                rec, is_repeat = hit
+                if is_repeat:
+                    elided[i] = rec[1]
+                else:
+                    rec[1] = i
+        for w in ev.writes or ():
+            last_writer[w.alloc_id] = i
+    return elided
 
 
 # ---- the simulation ---------------------------------------------------------------------
@@ -235,104 +363,138 @@ def _union_length(intervals) -> float:
     return total
 
 
-def schedule(events, hw: HardwareSpec, opts: ModelOptions | None = None,
-             alloc_origins: dict | None = None, deps: list | None = None) -> Schedule:
-    """Schedule ``events``; ``deps`` (from :func:`build_dependencies` with the same options)
-    may be passed in to reuse it across hardware variants."""
-    opts = opts or ModelOptions()
-    n = len(events)
-    if deps is None:
-        deps = build_dependencies(events, opts, alloc_origins)
-    dependents = [[] for _ in range(n)]
-    for i, ds in enumerate(deps):
-        for d in ds:
-            dependents[d].append(i)
-    remaining = [len(d) for d in deps]
+_DONE, _WAKE = 0, 1
 
-    sem = hw.v("sem_ns")
-    bubble_ns = {e: hw.v("dep_bubble_cycles") / hw.v(k) for e, k in
-                 (("ACT", "act_clock_ghz"), ("DVE", "dve_clock_ghz"), ("POOL", "pool_clock_ghz"))}
-    pe_clock = hw.v("pe_clock_ghz")
-    pe_result_ns = hw.v("pe_result_latency_cycles") / pe_clock
-    W = hw.v("pe_throttle_window_ns")
-    thr_util = hw.v("pe_throttle_util")
-    thr_speed = hw.v("pe_throttle_speed")
-    L = hw.v("dma_latency_ns")
-    n_rings = int(hw.v("dma_rings"))
-    max_inflight = int(hw.v("dma_max_inflight"))
-    n_issue = int(hw.v("dge_blocks")) if opts.dma_mode == "hwdge" else 1
 
-    queues: dict = {}
-    qpos: dict = {}
-    prev_in_queue = [-1] * n
-    for i, ev in enumerate(events):
-        if ev.engine != "DMA":
-            q = queues.setdefault(ev.engine, [])
-            prev_in_queue[i] = q[-1] if q else -1
-            q.append(i)
-    for e in queues:
-        qpos[e] = 0
-    busy_flag = {e: False for e in queues}
-    eng_free = {e: 0.0 for e in queues}
+class _TensorEngineState:
+    """LoadStationary exposure, per-instruction overhead and the dI/dt throttle ramp."""
 
-    start = [0.0] * n
-    end = [0.0] * n
-    ready = [0.0] * n
-    dma_t: dict = {}
-    uncosted: dict = {}
-    heap: list = []
-    counter = 0
-    dma_ready: list = []
-    issue_free = [0.0] * n_issue
-    ring_free = [0.0] * n_rings
-    slot_free = [0.0] * max_inflight
-    inflight = 0
-    issue_busy = 0.0
-    # TensorE state
-    pe_hist: deque = deque()          # (start, end, nominal) of recent PE instructions
-    pe_last_end = -1.0
-    pe_last_nominal = 0.0
-    pe_last_stationary = None
-    throttled_ns = 0.0
-    exposed_ls = 0.0
+    def __init__(self, hw: HardwareSpec):
+        self.hw = hw
+        self.clock = hw.v("pe_clock_ghz")
+        self.overhead_ns = hw.v("pe_instr_overhead_cycles") / self.clock
+        self.W = hw.v("pe_throttle_window_ns")
+        self.util = hw.v("pe_throttle_util")
+        self.floor_speed = hw.v("pe_throttle_speed")
+        self.hist: deque = deque()      # (start, end) of recent TensorE instructions
+        self.ramp_start = None          # start of the current throttle ramp
+        self.last_end = -1.0
+        self.last_nominal = 0.0
+        self.last_stationary = None
+        self.throttled_ns = 0.0
+        self.exposed_ls_ns = 0.0
 
-    def push(t, i):
-        nonlocal counter
-        counter += 1
-        heapq.heappush(heap, (t, counter, i))
+    def _active_in_window(self, s) -> float:
+        while self.hist and self.hist[0][1] <= s - self.W:
+            self.hist.popleft()
+        return sum(max(0.0, he - max(hs, s - self.W)) for hs, he in self.hist)
 
-    def pe_duration(i, s, nominal):
-        nonlocal pe_last_end, pe_last_nominal, pe_last_stationary, throttled_ns, exposed_ls
-        ev = events[i]
+    def speed(self, s) -> float:
+        """Utilisation limit at time s (updates the ramp state)."""
+        ramp_over = self.ramp_start is None or s - self.ramp_start >= self.W
+        if ramp_over and self._active_in_window(s) < self.util * self.W:
+            self.ramp_start = s                 # burst after < 50 % activity: limit re-engages
+        if self.ramp_start is None:
+            return 1.0
+        frac = min(1.0, (s - self.ramp_start) / self.W)
+        return self.floor_speed + (1.0 - self.floor_speed) * frac
+
+    def duration(self, ev, s, nominal) -> float:
+        nominal += self.overhead_ns
         if ev.op == "nc_matmul":
-            key = None
-            if ev.reads:
-                r = ev.reads[0]
-                key = (r.alloc_id, r.lo, r.hi)
-            if key is None or key != pe_last_stationary:
-                ls = load_stationary_cycles(ev, hw) / pe_clock
-                hidden = pe_last_nominal if abs(s - pe_last_end) < 1e-6 else 0.0
+            key = (ev.reads[0].alloc_id, ev.reads[0].lo, ev.reads[0].hi) if ev.reads else None
+            if key is None or key != self.last_stationary:
+                ls = load_stationary_cycles(ev, self.hw) / self.clock
+                hidden = self.last_nominal if abs(s - self.last_end) < 1e-6 else 0.0
                 extra = max(0.0, ls - hidden)
                 nominal += extra
-                exposed_ls += extra
-            pe_last_stationary = key
-        while pe_hist and pe_hist[0][1] <= s - W:
-            pe_hist.popleft()
-        work = 0.0                    # wall-clock TensorE activity in the trailing window
-        for hs, he, hn in pe_hist:
-            work += max(0.0, he - max(hs, s - W))
-        dur = nominal
-        if work < thr_util * W:
-            dur = nominal / thr_speed
-            throttled_ns += dur - nominal
-        pe_hist.append((s, s + dur, nominal))
-        pe_last_end = s + dur
-        pe_last_nominal = nominal
+                self.exposed_ls_ns += extra
+            self.last_stationary = key
+        dur = nominal / self.speed(s)
+        self.throttled_ns += dur - nominal
+        self.hist.append((s, s + dur))
+        self.last_end = s + dur
+        self.last_nominal = nominal
         return dur
 
-    cost_memo: dict = {}
 
-    def _sig(ev):
+class Scheduler:
+    """List scheduler over one trace.  ``run()`` drives the steps:
+
+    1. :meth:`_release` — an instruction whose dependencies are all done gets its ready time
+       and joins its engine's candidates (DMAs join the DMA ready queue);
+    2. :meth:`_dispatch` — a free compute engine starts the first ready instruction within
+       its window (or sleeps until the earliest one becomes ready);
+    3. :meth:`_issue_dmas` — ready DMAs (list-scheduled in program order within the window,
+       :meth:`_next_dma`) go through the issue queues onto the DMA engines;
+    4. :meth:`_finish` — a finished instruction releases its dependents.
+    """
+
+    def __init__(self, events, hw: HardwareSpec, opts: ModelOptions, deps: list):
+        self.events = events
+        self.hw = hw
+        self.opts = opts
+        self.deps = deps
+        n = len(events)
+        self.n = n
+        self.dependents = [[] for _ in range(n)]
+        for i, ds in enumerate(deps):
+            for d in ds:
+                self.dependents[d].append(i)
+        self.remaining = [len(d) for d in deps]
+        self.elided = (loop_invariant_transposes(events) if opts.hoist_transposes else {})
+        self.start = [0.0] * n
+        self.end = [0.0] * n
+        self.ready = [0.0] * n
+        self.started = [False] * n
+        self.done = 0
+        self.uncosted: dict = {}
+        self.heap: list = []
+        self.counter = 0
+        self.reordered = 0
+        # hops
+        self.sem = hw.v("sem_ns")
+        self.bubble_ns = {e: hw.v("dep_bubble_cycles") / hw.v(k) for e, k in
+                          (("ACT", "act_clock_ghz"), ("DVE", "dve_clock_ghz"), ("POOL", "pool_clock_ghz"))}
+        self.pe_result_ns = hw.v("pe_result_latency_cycles") / hw.v("pe_clock_ghz")
+        # compute engines: program-order queues
+        self.queues = {e: [] for e in COMPUTE_ENGINES}
+        for i, ev in enumerate(events):
+            if ev.engine != "DMA" and i not in self.elided:
+                self.queues.setdefault(ev.engine, []).append(i)
+        self.qpos = {e: 0 for e in self.queues}
+        self.busy = {e: False for e in self.queues}
+        self.eng_free = {e: 0.0 for e in self.queues}
+        self.wake_at = {e: math.inf for e in self.queues}
+        self.n_released = {e: 0 for e in self.queues}   # released, not started (fast exit)
+        self.pe = _TensorEngineState(hw)
+        # DMA front end
+        self.dma_mode = opts.dma_mode(hw)
+        self.n_issue = int(hw.v("dge_queues")) if self.dma_mode == "hwdge" else 1
+        self.issue_free = [0.0] * self.n_issue
+        # the part of a DGE instruction's execution time that is not queue occupancy is latency
+        self.issue_latency = (max(0.0, hw.v("dge_exec_ns") - hw.v("dge_issue_ns"))
+                              if self.dma_mode == "hwdge" else 0.0)
+        self.L = hw.v("dma_latency_ns")
+        self.n_rings = int(hw.v("dma_rings"))
+        self.per_ring = int(hw.v("dma_partitions_per_ring"))
+        self.ring_free = [0.0] * self.n_rings
+        self.max_inflight = int(hw.v("dma_max_inflight"))
+        self.slot_free = [0.0] * self.max_inflight
+        self.inflight = 0
+        self.issue_busy = 0.0
+        self.dma_queue = [i for i, ev in enumerate(events) if ev.engine == "DMA"]   # program order
+        self.dma_pos = 0
+        self.dma_released = 0
+        self.dma_t: dict = {}
+        self.cost_memo: dict = {}
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _push(self, t, kind, x):
+        self.counter += 1
+        heapq.heappush(self.heap, (t, self.counter, kind, x))
+
+    def _sig(self, ev):
         m = ev.meta
         try:
             mk = tuple(sorted(m.items())) if m else ()
@@ -342,120 +504,195 @@ def schedule(events, hw: HardwareSpec, opts: ModelOptions | None = None,
         psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
         return (ev.op, ev.engine, ev.partitions, ev.free_elems, ev.in_dtypes, ev.out_dtype, ev.bytes, mk, psum)
 
-    def cost_of(ev):
-        key = _sig(ev)
+    def _cost(self, ev):
+        key = self._sig(ev)
         if key is not None:
-            hit = cost_memo.get(key)
+            hit = self.cost_memo.get(key)
             if hit is not None:
                 return hit
-        val = dma_cost(ev, hw, opts.dma_mode) if ev.engine == "DMA" else compute_cost_ns(ev, hw)
+        val = dma_cost(ev, self.hw, self.dma_mode) if ev.engine == "DMA" else compute_cost_ns(ev, self.hw)
         if key is not None:
-            cost_memo[key] = val
+            self.cost_memo[key] = val
         return val
 
-    def try_start(e):
-        if busy_flag[e]:
-            return
-        q = queues[e]
-        p = qpos[e]
-        if p >= len(q):
-            return
-        i = q[p]
-        if remaining[i]:
-            return
-        ev = events[i]
-        s = max(eng_free[e], ready[i])
-        dur, known = cost_of(ev)
-        if not known:
-            uncosted[ev.op] = uncosted.get(ev.op, 0) + 1
-        if e == "PE":
-            dur = pe_duration(i, s, dur)
-        start[i] = s
-        end[i] = s + dur
-        busy_flag[e] = True
-        eng_free[e] = s + dur
-        push(s + dur, i)
-
-    def try_issue():
-        nonlocal inflight, issue_busy
-        while dma_ready and inflight < max_inflight:
-            r, _, j = heapq.heappop(dma_ready)
-            c = cost_of(events[j])
-            k = 0 if n_issue == 1 else min(range(n_issue), key=issue_free.__getitem__)
-            q = min(range(max_inflight), key=slot_free.__getitem__)
-            s = max(issue_free[k], r, slot_free[q])
-            ie = s + c.issue_ns
-            issue_free[k] = ie
-            issue_busy += c.issue_ns
-            arrive = ie + L
-            if c.rings >= n_rings:
-                order = range(n_rings)
-            elif c.rings == 1:
-                order = (min(range(n_rings), key=ring_free.__getitem__),)
-            else:
-                order = heapq.nsmallest(c.rings, range(n_rings), key=ring_free.__getitem__)
-            ds, de = math.inf, 0.0
-            for x in order:
-                st = max(ring_free[x], arrive)
-                ring_free[x] = st + c.ring_ns
-                ds = min(ds, st)
-                de = max(de, st + c.ring_ns)
-            slot_free[q] = de
-            dma_t[j] = DmaTiming(r, s, ie, ds, de, q, c)
-            start[j] = s
-            end[j] = de
-            inflight += 1
-            push(de, j)
-
-    def hop(i, j):
-        ei, ej = events[i].engine, events[j].engine
-        if ej == "DMA":
+    def _hop(self, i, j) -> float:
+        ei, ej = self.events[i].engine, self.events[j].engine
+        if ej == "DMA" or j in self.elided:
             return 0.0
         if ei != ej:
-            return sem + (pe_result_ns if ei == "PE" else 0.0)
-        if ej == "PE":
-            return 0.0
-        return bubble_ns.get(ej, 0.0) if prev_in_queue[j] == i else 0.0
+            return self.sem + (self.pe_result_ns if ei == "PE" else 0.0)
+        return self.bubble_ns.get(ej, 0.0)      # PE accumulation chains have no bubble
 
-    for i in range(n):
-        if remaining[i] == 0 and events[i].engine == "DMA":
-            counter += 1
-            heapq.heappush(dma_ready, (0.0, i, i))
-    for e in queues:
-        try_start(e)
-    try_issue()
-
-    while heap:
-        t, _, i = heapq.heappop(heap)
-        ev = events[i]
-        if ev.engine == "DMA":
-            inflight -= 1
+    # ---- step 1 -------------------------------------------------------------------------
+    def _release(self, j, touched):
+        if j in self.elided:                     # hoisted repeat: done when its original is
+            self.start[j] = self.end[j] = self.ready[j]
+            self.started[j] = True
+            self._push(self.ready[j], _DONE, j)
+        elif self.events[j].engine == "DMA":
+            self.dma_released += 1
         else:
-            busy_flag[ev.engine] = False
-            qpos[ev.engine] += 1
-        touched = set()
-        for j in dependents[i]:
-            ready[j] = max(ready[j], end[i] + hop(i, j))
-            remaining[j] -= 1
-            if remaining[j] == 0:
-                if events[j].engine == "DMA":
-                    heapq.heappush(dma_ready, (ready[j], j, j))
-                else:
-                    touched.add(events[j].engine)
-        if ev.engine != "DMA":
-            touched.add(ev.engine)
-        for e in touched:
-            try_start(e)
-        try_issue()
+            self.n_released[self.events[j].engine] += 1
+            touched.add(self.events[j].engine)
 
-    for e, q in queues.items():
-        if qpos[e] != len(q):
-            raise RuntimeError(f"cost model scheduler stalled on engine {e} at event {q[qpos[e]]} "
-                               "(dependency cycle in the trace?)")
-    busy = {e: 0.0 for e in ("PE", "ACT", "DVE", "POOL")}
-    for e, q in queues.items():
-        busy[e] = busy.get(e, 0.0) + sum(end[i] - start[i] for i in q)
-    busy["DMA"] = _union_length([(d.data_start, d.data_end) for d in dma_t.values()])
-    makespan = max(end) if n else 0.0
-    return Schedule(start, end, [ev.engine for ev in events], dma_t, deps, busy, issue_busy,
-                    makespan, uncosted, throttled_ns, exposed_ls)
+    # ---- step 2 -------------------------------------------------------------------------
+    def _dispatch(self, e, now):
+        if self.busy[e] or not self.n_released[e]:
+            return
+        q = self.queues[e]
+        p = self.qpos[e]
+        while p < len(q) and self.started[q[p]]:
+            p += 1
+        self.qpos[e] = p
+        best = None
+        earliest = math.inf
+        seen = 0
+        k = p
+        while k < len(q) and seen < self.opts.window:
+            i = q[k]
+            k += 1
+            if self.started[i]:
+                continue
+            seen += 1
+            if self.remaining[i]:
+                continue
+            if self.ready[i] <= now:
+                best = i
+                break
+            earliest = min(earliest, self.ready[i])
+        if best is None:
+            if earliest < self.wake_at[e]:
+                self.wake_at[e] = earliest
+                self._push(earliest, _WAKE, e)
+            return
+        if best != q[p]:
+            self.reordered += 1
+        ev = self.events[best]
+        s = max(self.eng_free[e], self.ready[best], now)
+        dur, known = self._cost(ev)
+        if not known:
+            self.uncosted[ev.op] = self.uncosted.get(ev.op, 0) + 1
+        if e == "PE":
+            dur = self.pe.duration(ev, s, dur)
+        self.start[best] = s
+        self.end[best] = s + dur
+        self.started[best] = True
+        self.n_released[e] -= 1
+        self.busy[e] = True
+        self.eng_free[e] = s + dur
+        self._push(s + dur, _DONE, best)
+
+    # ---- step 3 -------------------------------------------------------------------------
+    def _issue_dmas(self):
+        while self.dma_released and self.inflight < self.max_inflight:
+            j = self._next_dma()
+            if j is None:
+                return
+            self.dma_released -= 1
+            r = self.ready[j]
+            c = self._cost(self.events[j])
+            k = min(range(self.n_issue), key=self.issue_free.__getitem__)
+            q = min(range(self.max_inflight), key=self.slot_free.__getitem__)
+            s = max(self.issue_free[k], r, self.slot_free[q])
+            ie = s + c.issue_ns
+            self.issue_free[k] = ie
+            self.issue_busy += c.issue_ns
+            arrive = ie + self.issue_latency + self.L
+            # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
+            # the start partition comes from meta["partition_start"] when the trace records
+            # it, else 0
+            ds, de = math.inf, 0.0
+            first = int((self.events[j].meta or {}).get("partition_start") or 0) // self.per_ring
+            for x in ((first + k) % self.n_rings for k in range(min(c.rings, self.n_rings))):
+                st = max(self.ring_free[x], arrive)
+                self.ring_free[x] = st + c.ring_ns
+                ds = min(ds, st)
+                de = max(de, st + c.ring_ns)
+            self.slot_free[q] = de
+            self.dma_t[j] = DmaTiming(r, s, ie, ds, de, q, c, k)
+            self.start[j] = s
+            self.end[j] = de
+            self.started[j] = True
+            self.inflight += 1
+            self._push(de, _DONE, j)
+
+    def _next_dma(self):
+        """The DMA queue is list-scheduled like an engine: the first released DMA (program
+        order) among the next ``window`` DMAs not yet issued."""
+        q = self.dma_queue
+        p = self.dma_pos
+        while p < len(q) and self.started[q[p]]:
+            p += 1
+        self.dma_pos = p
+        seen = 0
+        while p < len(q) and seen < self.opts.window:
+            i = q[p]
+            p += 1
+            if self.started[i]:
+                continue
+            seen += 1
+            if not self.remaining[i]:
+                return i
+        return None
+
+    # ---- step 4 -------------------------------------------------------------------------
+    def _finish(self, i, now, touched):
+        self.done += 1
+        ev = self.events[i]
+        if ev.engine == "DMA":
+            self.inflight -= 1
+        elif i not in self.elided:
+            self.busy[ev.engine] = False
+            touched.add(ev.engine)
+        for j in self.dependents[i]:
+            self.ready[j] = max(self.ready[j], self.end[i] + self._hop(i, j))
+            self.remaining[j] -= 1
+            if self.remaining[j] == 0:
+                self._release(j, touched)
+
+    def run(self) -> Schedule:
+        touched = set()
+        for i in range(self.n):
+            if self.remaining[i] == 0:
+                self._release(i, touched)
+        for e in self.queues:
+            self._dispatch(e, 0.0)
+        self._issue_dmas()
+        while self.heap:
+            t, _, kind, x = heapq.heappop(self.heap)
+            touched = set()
+            if kind == _DONE:
+                self._finish(x, t, touched)
+            else:
+                if self.wake_at[x] == t:
+                    self.wake_at[x] = math.inf
+                touched.add(x)
+            for e in touched:
+                self._dispatch(e, t)
+            self._issue_dmas()
+        if self.done != self.n:
+            stuck = [i for i in range(self.n) if not self.started[i]][:5]
+            raise RuntimeError(f"cost model scheduler stalled with {self.n - self.done} instructions "
+                               f"left (first: {stuck}; dependency cycle in the trace?)")
+        return self._result()
+
+    def _result(self) -> Schedule:
+        busy = {e: 0.0 for e in COMPUTE_ENGINES}
+        for e, q in self.queues.items():
+            busy[e] = busy.get(e, 0.0) + sum(self.end[i] - self.start[i] for i in q)
+        busy["DMA"] = _union_length([(d.data_start, d.data_end) for d in self.dma_t.values()])
+        makespan = max(self.end) if self.n else 0.0
+        return Schedule(self.start, self.end, [ev.engine for ev in self.events], self.dma_t, self.deps,
+                        busy, self.issue_busy, makespan, self.uncosted, self.pe.throttled_ns,
+                        self.pe.exposed_ls_ns, dict(self.elided), self.reordered)
+
+
+def schedule(events, hw: HardwareSpec, opts: ModelOptions | None = None,
+             alloc_origins: dict | None = None, deps: list | None = None,
+             alloc_names: dict | None = None) -> Schedule:
+    """Schedule ``events``; ``deps`` (from :func:`build_dependencies` with the same options)
+    may be passed in to reuse it across hardware variants."""
+    opts = opts or ModelOptions()
+    if deps is None:
+        deps = build_dependencies(events, opts, alloc_origins, alloc_names)
+    return Scheduler(events, hw, opts, deps).run()
