@@ -197,7 +197,7 @@ def _add_run_flags(r) -> None:
 
 
 def cmd_sim_bench(args) -> int:
-    from nki_kernels.sim.bench import main as bench_main
+    from nki_kernels.sim.speed import main as bench_main
     return bench_main(args.iters)
 
 

@@ -86,7 +86,8 @@ def _partial_writer():
 
 def test_poison_exposes_reads_of_uninitialised_memory():
     a = np.ones((128, 4), F32)
-    out = simulate_kernel(_partial_writer(), a, options=SimOptions(poison=True))
+    with pytest.warns(SimWarning, match="never-written"):
+        out = simulate_kernel(_partial_writer(), a, options=SimOptions(poison=True))
     assert np.all(np.isnan(out[:, 4:])) and np.all(out[:, :4] == 1)
     out = simulate_kernel(_partial_writer(), a, options=SimOptions(poison=False))
     assert np.all(out[:, 4:] == 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nki_kernels.sim import (NKISyntaxError, SimError, SimIndexError, SimNotImplementedError, SimRuntimeError,
-                             SimTypeError, SimValueError, nki, nisa, nl, simulate_kernel)
+                             SimOptions, SimTypeError, SimValueError, nki, nisa, nl, simulate_kernel)
 
 F32 = np.float32
 _SRC = open(__file__).read().splitlines()
@@ -117,7 +117,7 @@ def test_sbuf_is_released_when_tiles_die():
     simulate_kernel(k, X)
 
 
-@pytest.mark.parametrize("case", ["dma_from_psum", "matmul_into_sbuf", "load_from_sbuf", "compute_on_hbm",
+@pytest.mark.parametrize("case", ["dma_from_psum", "load_from_sbuf", "compute_on_hbm",
                                   "gpsimd_on_psum"])
 def test_wrong_memory_space(case):
     @nki.jit
@@ -126,9 +126,6 @@ def test_wrong_memory_space(case):
         if case == "dma_from_psum":
             p = nl.zeros((128, 128), nl.float32, buffer=nl.psum)
             nisa.dma_copy(dst=a[0:128, 0:128], src=p)  # <- space_dma_from_psum
-        elif case == "matmul_into_sbuf":
-            sb = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
-            sb[...] = nisa.nc_matmul(s, s)  # <- space_matmul_into_sbuf
         elif case == "load_from_sbuf":
             nl.load(s)  # <- space_load_from_sbuf
         elif case == "gpsimd_on_psum":
@@ -221,13 +218,15 @@ def test_1d_arange_and_mixed_indexing():
     expect(NKISyntaxError, "E014", "mixed_index", k2, X, match="Mixing basic")
 
 
-def test_python_and_on_mask_expressions():
+def test_python_and_on_mask_expressions_is_an_error_under_strict():
+    # issue 8 item 12: accepted with a warning by default (test_sim_semantics), E024 under strict
     @nki.jit
     def k(a):
         i_p, i_f = nl.mgrid[0:128, 0:4]
         t = nl.load(a[i_p, i_f], mask=(i_p < 64) and (i_f < 2))  # <- mask_and
         return a
-    expect(SimValueError, "E015", "mask_and", k, X, match="Combine predicates with &")
+    expect(SimValueError, "E024", "mask_and", k, X, match="combine predicates with &",
+           options=SimOptions(strict=True))
 
 
 def test_output_never_written():

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -37,9 +38,17 @@ class install_neuronxcc_alias:
     """Register the interpreter as ``neuronxcc.nki`` (+ .language, .isa, .typing, .compiler).
 
     Call it (``install_neuronxcc_alias()``) and later ``.uninstall()``, or use it as a
-    context manager.  Whatever was in ``sys.modules`` under those names is restored."""
+    context manager.  Whatever was in ``sys.modules`` under those names is restored.
 
-    def __init__(self):
+    Third-party code run this way gets the real simulator's numerics by default: bf16/fp8 held
+    at fp32 (``precision="compat"``; nki_known_issues.rst: these types "simulate in fp32
+    precision"; issue 8 item 8), unless ``NKI_SIM_OPTIONS`` names a precision or
+    ``precision=None`` keeps the current default.  Uninstalling restores the previous default."""
+
+    def __init__(self, precision: str | None = "compat"):
+        self._prev_options = None
+        if precision is not None and "precision" not in os.environ.get("NKI_SIM_OPTIONS", ""):
+            self._prev_options = set_default_options(precision=precision)
         self._saved = {n: sys.modules.get(n) for n in _ALIAS_NAMES}
         root = types.ModuleType("neuronxcc")
         root.__path__ = []  # a package, so `import neuronxcc.nki.language` works
@@ -56,6 +65,8 @@ class install_neuronxcc_alias:
     def uninstall(self):
         if not self.installed:
             return
+        if self._prev_options is not None:
+            set_default_options(self._prev_options)
         for n, m in self._saved.items():
             if m is None:
                 sys.modules.pop(n, None)

@@ -1,4 +1,4 @@
-"""Per-run state: options, memory accounting, the instruction trace, SPMD ids, loop stack.
+"""Per-run state: options, memory accounting (memory.py), the instruction trace, SPMD ids, loop stack.
 
 One :class:`RunContext` exists while ``simulate_kernel`` runs a kernel; NKI APIs find it
 with :func:`current` and raise E019 when called outside a kernel (as neuronxcc does).
@@ -6,13 +6,13 @@ with :func:`current` and raise E019 when called outside a kernel (as neuronxcc d
 from __future__ import annotations
 
 import os
+import random
 import sys
 import threading
 import warnings
 
-from . import hw
 from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
-from .dtypes import info as dtype_info
+from .memory import Memory
 from .options import SimOptions
 from .trace import Event, Trace
 
@@ -31,110 +31,6 @@ def maybe_current() -> "RunContext | None":
     return getattr(_local, "ctx", None)
 
 
-class Alloc:
-    """One allocation: storage array + NKI dtype + buffer + partition axis."""
-    __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
-                 "version", "token", "origin", "zeroed", "row_bytes", "itemsize", "dname", "__weakref__")
-
-    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, zeroed=False, origin=True):
-        ctx._alloc_id += 1
-        self.id = ctx._alloc_id
-        self.buffer = buffer
-        self.array = array
-        self.dtype = dtype
-        self.itemsize, self.dname = dtype_info(dtype)
-        self._name = name
-        self.par_axis = par_axis
-        self.immutable = immutable
-        self.written = False
-        self.version = 0
-        self.zeroed = zeroed
-        self.origin = user_location() if origin else ("<instruction result>", 0)
-        if origin:
-            ctx.trace.alloc_origins[self.id] = self.origin
-            if name:
-                ctx.trace.alloc_names[self.id] = name
-        self.token = None
-        # bytes per partition (on chip), 0 for HBM: regions of on-chip views are per-partition
-        self.row_bytes = array.nbytes // array.shape[par_axis] if par_axis is not None and array.ndim \
-            and array.shape[par_axis] else 0
-        if buffer in ("sbuf", "psum"):
-            ctx.memory.track(self)
-
-    @property
-    def name(self) -> str:
-        return self._name or f"t{self.id}"
-
-    def __del__(self):
-        tok = self.token
-        if tok is not None and not tok[2]:
-            tok[3]._free(tok)
-
-    @property
-    def bytes_per_partition(self) -> int:
-        """Bytes per partition in the NKI dtype (storage may be wider in compat precision)."""
-        a = self.array
-        p = a.shape[self.par_axis] if a.ndim else 1
-        return a.size // p * self.itemsize if p else 0
-
-
-class Memory:
-    """Live on-chip bytes per partition (SBUF, PSUM), released when tiles die (CPython refcount)."""
-
-    def __init__(self, options: SimOptions):
-        self.options = options
-        self.live = {"sbuf": 0, "psum": 0}
-        self.peak = {"sbuf": 0, "psum": 0}
-        self.tiles = {"sbuf": {}, "psum": {}}   # alloc id -> (token, name, shape, origin) of live tiles
-        # Capacity is checked at the next instruction, not at allocation: `t = nl.ndarray(...)` in a
-        # loop allocates the new tile before the old one is unbound, as the compiler's allocator would
-        # not (it reuses the dead tile's space).
-        self.dirty = False
-
-    def track(self, alloc: Alloc) -> None:
-        n = alloc.bytes_per_partition
-        tok = [alloc.buffer, n, False, self, alloc.id, alloc, alloc.array.shape, alloc.origin]
-        tok[5] = alloc._name   # not the Alloc itself: the token must not keep it alive
-        alloc.token = tok
-        self.live[alloc.buffer] += n
-        self.tiles[alloc.buffer][alloc.id] = tok
-        self.dirty = True
-        if self.live[alloc.buffer] > self.peak[alloc.buffer]:
-            self.peak[alloc.buffer] = self.live[alloc.buffer]
-
-    def _free(self, tok) -> None:
-        if not tok[2]:
-            tok[2] = True
-            self.live[tok[0]] -= tok[1]
-            self.tiles[tok[0]].pop(tok[4], None)
-
-    def release(self, alloc: Alloc) -> None:
-        """A temporary consumed by an assignment no longer occupies memory."""
-        if alloc.token is not None:
-            self._free(alloc.token)
-
-    def check(self, api: str) -> None:
-        """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12)."""
-        self.dirty = False
-        if not self.options.check_capacity or (self.live["sbuf"] <= hw.SBUF_BYTES_PER_PARTITION and
-                                               self.live["psum"] <= hw.PSUM_BYTES_PER_PARTITION):
-            return
-        for buf, limit, code, fix in (
-            ("sbuf", hw.SBUF_BYTES_PER_PARTITION, "E006",
-             "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles"),
-            ("psum", hw.PSUM_BYTES_PER_PARTITION, "E005",
-             "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
-        ):
-            if self.live[buf] > limit:
-                biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[1])[:4]
-                desc = ", ".join(f"{t[5] or 't%d' % t[4]}{tuple(t[6])} {t[1]} B from "
-                                 f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
-                raise SimValueError(code, api, buf,
-                                    f"live {buf.upper()} bytes per partition exceed capacity "
-                                    f"(largest live tiles: {desc})", fix,
-                                    got=self.live[buf], limit=limit)
-
-
 class RunContext:
     def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = ()):
         self.options = options
@@ -150,17 +46,21 @@ class RunContext:
         self._warned: set = set()
         self.rng = None
         if options.shuffle_affine_seed is not None:
-            import random
             self.rng = random.Random(options.shuffle_affine_seed)
 
     # -- trace -------------------------------------------------------------------------
-    def record(self, op, api, engine, *, partitions, free_elems, in_shapes=(), out_shape=(),
+    def record(self, op, api, engine, partitions=0, free_elems=0, in_shapes=(), out_shape=(),
                in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), meta=None,
-               accumulate=False) -> Event | None:
+               accumulate=False, result=None) -> Event | None:
+        """THE instruction-recording path: every instruction the interpreter executes passes
+        here exactly once (capacity check, block liveness, trace event), after its operands were
+        validated.  ``result``: the instruction's fresh result allocation, if any."""
         if self.memory.dirty:
-            self.memory.check(api)
+            self.memory.check(api, result)
         if not self.options.trace:
             return None
+        if self.memory.blocks:
+            self.memory.block_liveness(reads, writes)
         f = sys._getframe(1)
         while f.f_code.co_filename.startswith(_SIM_DIR):
             f = f.f_back
@@ -184,6 +84,20 @@ class RunContext:
         self.trace.peak_sbuf_bytes_per_partition = self.memory.peak["sbuf"]
         self.trace.peak_psum_bytes_per_partition = self.memory.peak["psum"]
         return self.trace
+
+
+def unproven(key, message: str) -> None:
+    """A construct that is legal on paper but has public evidence of trouble on hardware (issue 8
+    'Too lax'): a SimWarning naming the user's line, once per line; an E024 error under
+    ``SimOptions.strict``."""
+    ctx = maybe_current()
+    if ctx is None:
+        return
+    if ctx.options.strict:
+        raise SimValueError("E024", "strict", None, message,
+                            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
+                            "without strict to get a warning")
+    ctx.warn_once(key, message)
 
 
 class activate:

@@ -11,11 +11,15 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from .errors import SimValueError
+
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
-# Decision (README divergences): NKI's float8_e4m3 is modelled as OCP E4M3FN (max 448, no inf).
-float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
+# nl.float8_e4m3 is ml_dtypes' IEEE-like float8_e4m3 (max 240, has inf), as the 2.26 language doc
+# defines it (aws-neuron-sdk 49ee15c5 general/nki/api/nki.api.shared.rst dtype table; issue 8 item 9).
+# OCP E4M3FN (max 448, no inf) is a different type and is not an NKI dtype.
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 int8, uint8 = np.dtype(np.int8), np.dtype(np.uint8)
 int16, uint16 = np.dtype(np.int16), np.dtype(np.uint16)
@@ -46,7 +50,7 @@ _LOW_PRECISION = (bfloat16, float8_e4m3, float8_e5m2)
 _BY_NAME = {
     "float32": float32, "fp32": float32, "float16": float16, "fp16": float16,
     "bfloat16": bfloat16, "bf16": bfloat16, "float8_e4m3": float8_e4m3,
-    "float8_e4m3fn": float8_e4m3, "float8_e5m2": float8_e5m2, "tfloat32": tfloat32,
+    "float8_e5m2": float8_e5m2, "tfloat32": tfloat32,
     "int8": int8, "uint8": uint8, "int16": int16, "uint16": uint16, "int32": int32,
     "uint32": uint32, "bool": bool_, "bool_": bool_,
 }
@@ -84,7 +88,6 @@ _STORAGE: dict = {}
 
 def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
     """Map whatever a user passes as a dtype to an NKI dtype, or raise E018."""
-    from .errors import SimValueError
     if dt is tfloat32 or isinstance(dt, _TF32):
         return tfloat32
     if isinstance(dt, str):
@@ -152,20 +155,44 @@ def _round_tf32(x: np.ndarray) -> np.ndarray:
 def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
     """Write ``value`` into storage array ``dst`` rounding once to ``nki_dtype``.
 
-    Float->int casts round to nearest even and saturate (hardware behaviour is unknown;
-    documented in README divergences)."""
+    Float->int casts truncate toward zero (golden values of the SDK 2.26 ``nki/test`` examples,
+    issue 8 item 12) and saturate at the integer range (README divergences)."""
     v = value
     if nki_dtype is tfloat32:
         v = _round_tf32(np.asarray(v, dtype=np.float32))
     elif dst.dtype.kind in "iu" and np.asarray(v).dtype.kind not in "iub":
         info = np.iinfo(dst.dtype)
-        v = np.clip(np.rint(v), info.min, info.max)
+        v = np.clip(np.trunc(v), info.min, info.max)
     elif dst.dtype == np.bool_:
         v = np.asarray(v) != 0
     if where is None:
         np.copyto(dst, v, casting="unsafe")
     else:
         np.copyto(dst, v, casting="unsafe", where=where)
+
+
+# Poison: the value of memory nobody wrote.  Floats get a quiet NaN with a recognisable payload,
+# so that the first read of never-written memory can be told apart from a NaN a kernel computed
+# (issue 11 poison provenance); fp8 has no room for a payload (plain NaN, not detected).
+_POISON_BITS = {np.dtype(np.float32): (np.uint32, 0x7FC0DEAD), np.dtype(np.float16): (np.uint16, 0x7EAD),
+                bfloat16: (np.uint16, 0x7FAD)}
+
+
+def poison_fill(shape, nki_dtype, storage: np.dtype) -> np.ndarray:
+    """A new array of ``shape`` holding the poison value of ``nki_dtype`` in ``storage`` dtype."""
+    pb = _POISON_BITS.get(storage)
+    if pb is not None:
+        return np.full(shape, pb[1], dtype=pb[0]).view(storage)
+    return np.full(shape, poison_value(nki_dtype), dtype=storage)
+
+
+def poison_mask(a: np.ndarray):
+    """Boolean array: which elements of ``a`` hold the (detectable) poison pattern; None if the
+    dtype cannot carry it (ints, fp8)."""
+    pb = _POISON_BITS.get(a.dtype)
+    if pb is None:
+        return None
+    return a.view(pb[0]) == pb[1]
 
 
 def poison_value(dt):

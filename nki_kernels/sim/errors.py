@@ -15,8 +15,25 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def trim_traceback(tb):
+    """A traceback without the interpreter's own frames, so a user error ends at the user's
+    line.  ``NKI_SIM_FULL_TRACEBACK=1`` keeps every frame (for debugging the interpreter)."""
+    if os.environ.get("NKI_SIM_FULL_TRACEBACK", "") not in ("", "0"):
+        return tb
+    frames = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_SIM_DIR):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(frames):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 def user_frame():
@@ -35,11 +52,18 @@ def user_location() -> tuple[str, int]:
 
 
 class SimError(Exception):
-    """Base of every coded interpreter error.  ``.code`` is the E-code, ``.where`` file:line."""
+    """Base of every coded interpreter error.  ``.code`` is the E-code, ``.where`` file:line.
+
+    The code must be in :data:`CODES` and the instance of the class listed there (checked here,
+    so every raise site agrees with the table and the README's error-code table)."""
     code = "E000"
 
     def __init__(self, code: str, op: str, arg: str | None, what: str, fix: str | None = None,
                  got=None, limit=None, where: tuple[str, int] | None = None):
+        entry = CODES.get(code)
+        if entry is None or not isinstance(self, entry[0]):
+            raise RuntimeError(f"nki_kernels.sim internal error: {type(self).__name__}({code!r}) does not match "
+                               f"the error-code table ({entry[0].__name__ if entry else 'unknown code'})")
         self.code, self.op, self.arg = code, op, arg
         file, line = where if where is not None else user_location()
         self.where = f"{os.path.basename(file)}:{line}"
@@ -79,6 +103,40 @@ class NKISyntaxError(SimError, ValueError):
 
 class SimNotImplementedError(SimError, NotImplementedError):
     pass
+
+
+# The one table of error codes: code -> (exception class, title).  The README's "Error codes"
+# table lists the same codes, classes and titles (simulator_tests/test_sim_error_codes.py).
+CODES: dict[str, tuple[type, str]] = {
+    "E001": (SimValueError, "partition dimension > 128"),
+    "E002": (SimValueError, "operands' partition counts differ"),
+    "E003": (SimValueError, "nc_matmul limits"),
+    "E004": (SimValueError, "a PSUM tile over one 2 KiB bank per partition"),
+    "E005": (SimValueError, "live PSUM over 16 KiB per partition"),
+    "E006": (SimValueError, "live SBUF over capacity"),
+    "E007": (SimTypeError, "operand in the wrong memory space"),
+    "E008": (SimIndexError, "out-of-range index or bad index kind"),
+    "E009": (SimTypeError, "illegal dtype for an instruction"),
+    "E010": (SimTypeError, "not a tile"),
+    "E011": (SimValueError, "shape mismatch"),
+    "E012": (SimTypeError, "write to an immutable kernel input"),
+    "E013": (NKISyntaxError, "HBM tensor misuse"),
+    "E014": (NKISyntaxError, "bad index expression"),
+    "E015": (SimValueError, "dynamic control flow or bad mask"),
+    "E016": (SimValueError, "a returned output never written"),
+    "E017": (SimIndexError, "program_id axis outside the grid"),
+    "E018": (SimValueError, "unsupported dtype"),
+    "E019": (SimRuntimeError, "NKI API outside a kernel"),
+    "E020": (SimValueError, "transpose and statistics limits"),
+    "E021": (NKISyntaxError, "op not supported by the instruction"),
+    "E022": (SimNotImplementedError, "reshape of a non-contiguous view"),
+    "E023": (SimValueError, "illegal reduction axis"),
+    "E024": (SimValueError, "hardware-unproven construct under strict"),
+    "E025": (SimValueError, "illegal engine for the op or instruction"),
+    "E026": (SimValueError, "illegal SBUF/PSUM access pattern"),
+    "E099": (SimRuntimeError, "needs a Neuron device"),
+    "E100": (SimNotImplementedError, "not implemented in the interpreter"),
+}
 
 
 class SimWarning(UserWarning):

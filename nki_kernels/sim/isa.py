@@ -6,16 +6,20 @@ one trace event and returns a fresh tile (or writes its destination and returns 
 from __future__ import annotations
 
 import enum
+import functools
 
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import engines as _engines
+from . import limits as _limits
 from . import ops as _ops
 from .context import current as _current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
-from .tensor import ON_CHIP, MaskExpr, Tensor, allocate, fresh, mask_array
-from .trace import ACT, DMA, DVE, PE, POOL
+from .context import unproven
+from .indexing import IndexExpr, MaskExpr, mask_array
+from .tensor import ON_CHIP, Tensor, fresh
+from .trace import ACT, DVE, PE, POOL
 
 
 class engine(enum.IntEnum):
@@ -43,6 +47,28 @@ def _eng(e, default, api=None, *operands):
                                    f"GpSimd engine, but got a tile in 'psum' instead",
                                    "GpSimd cannot access PSUM: use the Vector/Scalar engine or copy to SBUF first")
     return name
+
+
+INSTRUCTIONS: dict = {}     # api name -> the registered nisa.* function
+
+
+def instruction(fn=None, *, engine_param: bool = False):
+    """Register ``nisa.<name>``: one place that supplies the run context (E019 outside a kernel)
+    and rejects ``engine=`` on instructions whose SDK 2.26 signature has no engine parameter
+    (E025).  The op body receives ``ctx`` first; validate / compute / record stay in the body,
+    so another front end can call the same body."""
+    if fn is None:
+        return lambda f: instruction(f, engine_param=engine_param)
+    api = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        ctx = _current(api)
+        if not engine_param and "engine" in kw:
+            _engines.no_engine_parameter(api, kw)
+        return fn(ctx, *args, **kw)
+    INSTRUCTIONS[api] = call
+    return call
 
 
 class nc_version(enum.IntEnum):
@@ -92,12 +118,12 @@ def _dtype(dtype, default, api):
 # DMA
 # ---------------------------------------------------------------------------------------
 
-def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
+@instruction
+def dma_copy(ctx, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
     """Copy src -> dst (HBM or SBUF, never PSUM); shapes pair row-major by element count.
 
     Keyword-only in SDK 2.26; the 2.21 positional form ``dma_copy(src, dst)`` is accepted."""
     api = "dma_copy"
-    _current(api)
     if args:
         if len(args) == 2 and dst is None and src is None:
             src, dst = args
@@ -114,25 +140,46 @@ def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=Non
             raise NKISyntaxError("E021", api, "dst_rmw_op", f"{rmw} is not supported in 'dma_copy'",
                                  "Only np.add / nl.add read-modify-write is supported")
     if dst.buffer in ON_CHIP:
-        _ops.tile(dst, api, "dst", buffers=("sbuf",))
+        _ops.tile(dst, api, "dst", buffers=("sbuf",), engine_access=False)
     if src.buffer in ON_CHIP:
-        _ops.tile(src, api, "src", buffers=("sbuf",))
+        _ops.tile(src, api, "src", buffers=("sbuf",), engine_access=False)
     m = mask_array(mask, dst.shape, api)
     _ops.dma_transfer(dst, src, api="nisa.dma_copy", mask=m, rmw=rmw)
 
 
-def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
+_DMA_T_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+@instruction
+def dma_transpose(ctx, src, *, axes=None, mask=None, dtype=None, dge_mode=None, **kw):
+    """Transpose on the DMA engine; permutations (1,0), (2,1,0), (3,1,2,0) (SDK 2.26 isa)."""
     api = "dma_transpose"
-    ctx = _current(api)
     if not isinstance(src, Tensor) or src.buffer == "psum":
         raise SimTypeError("E007", api, "src", "dma_transpose reads HBM or SBUF")
     nd = src.ndim
-    axes = tuple(axes) if axes is not None else tuple(reversed(range(nd)))
-    if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)):
-        raise SimValueError("E020", api, "axes", f"unsupported permutation {axes}",
-                            "Allowed: (1,0), (2,1,0), (3,1,2,0)")
+    axes = tuple(axes) if axes is not None else _DMA_T_AXES.get(nd, tuple(reversed(range(nd))))
+    if axes not in _DMA_T_AXES.values() or len(axes) != nd:
+        raise SimValueError("E020", api, "axes", f"unsupported permutation {axes} for a {nd}-D source",
+                            "Allowed: (1,0) for 2-D, (2,1,0) for 3-D, (3,1,2,0) for 4-D (SDK 2.26 isa dma_transpose)")
+    if dge_mode is not None and int(dge_mode) not in (int(globals()["dge_mode"].unknown),
+                                                       int(globals()["dge_mode"].hwdge)):
+        raise SimValueError("E020", api, "dge_mode", "the only valid dge_modes of dma_transpose are unknown and "
+                            "hwdge (2.27 isa dma_transpose docstring)", "Leave dge_mode unset")
+    if dge_mode is not None and int(dge_mode) == int(globals()["dge_mode"].hwdge):
+        # 2.27 isa dma_transpose: a hardware-DGE transpose needs src.shape[0] == 16,
+        # src.shape[-1] % 128 == 0 and a 2-byte dtype
+        if src.shape[0] != 16 or src.shape[-1] % 128 or src.itemsize != 2:
+            raise SimValueError("E020", api, "src", f"a hwdge dma_transpose needs src.shape[0] == 16, "
+                                f"src.shape[-1] % 128 == 0 and a 2-byte dtype; got {src.shape} "
+                                f"{_dt.name_of(src.dtype)} (2.27 isa dma_transpose)",
+                                "Use dge_mode unset, or a (16, 128*k) bf16/fp16 source")
+    if nd == 3 and src.buffer == "sbuf":
+        # nki-samples keeps DMA transposes off on trn2 "until we stabilized it" (spec Corrections 12)
+        unproven("dma_transpose_3d", "a 3-D SBUF->SBUF dma_transpose is hardware-unproven (nki-samples disable "
+                 "DMA transposes on trn2 until stabilized); transpose on TensorE (nc_transpose) instead")
     v = np.transpose(src.read_f32(), axes)
-    out = fresh(np.ascontiguousarray(v), _dtype(dtype, src.dtype, api), api=api)
+    out = fresh(np.ascontiguousarray(v), _dtype(dtype, src.dtype, api), api=api,
+                mask=mask_array(mask, v.shape, api))
     out._event = _ops._record_dma(ctx, "nisa.dma_transpose", out, src, out.size, op="dma_transpose")
     return out
 
@@ -144,13 +191,13 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **kw):
 _MM_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16, _dt.float8_e4m3, _dt.float8_e5m2)
 
 
-def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+@instruction
+def nc_matmul(ctx, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               tile_position=(), tile_size=(), mask=None, perf_mode=None, _api="nisa.nc_matmul", **kw):
     """``stationary.T @ moving`` (fp32 accumulate) -> new PSUM fp32 tile.
 
     stationary (K<=128, M<=128); moving (K, N...) with free size <= 512; result (M, N...)."""
     api = "nc_matmul"
-    ctx = _current(api)
     _ops.tile(stationary, api, "stationary", buffers=("sbuf",))
     _ops.tile(moving, api, "moving", buffers=("sbuf",))
     for arg, t in (("stationary", stationary), ("moving", moving)):
@@ -168,47 +215,56 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
                             got=moving.shape[0], limit=K)
     if stationary.ndim != 2:
         raise SimValueError("E003", api, "stationary", f"stationary must be 2-D (K, M), got {stationary.shape}")
-    if M > _hw.GEMM_STATIONARY_FMAX:
+    if M > _limits.GEMM_STATIONARY_FMAX:
         raise SimValueError("E003", api, "stationary",
                             f"size of dimension 1 in 'stationary{list(stationary.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {_hw.GEMM_STATIONARY_FMAX}",
+                            f"architecture limitation of {_limits.GEMM_STATIONARY_FMAX}",
                             "Tile M into blocks of nl.tile_size.gemm_stationary_fmax (128)",
-                            got=M, limit=_hw.GEMM_STATIONARY_FMAX)
-    if N > _hw.GEMM_MOVING_FMAX:
+                            got=M, limit=_limits.GEMM_STATIONARY_FMAX)
+    if N > _limits.GEMM_MOVING_FMAX:
         raise SimValueError("E003", api, "moving",
                             f"size of free dimensions in 'moving{list(moving.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {_hw.GEMM_MOVING_FMAX}",
+                            f"architecture limitation of {_limits.GEMM_MOVING_FMAX}",
                             "Tile N into blocks of nl.tile_size.gemm_moving_fmax (512)",
-                            got=N, limit=_hw.GEMM_MOVING_FMAX)
+                            got=N, limit=_limits.GEMM_MOVING_FMAX)
     if tile_position or tile_size:
+        # SDK 2.26 isa nc_matmul "Requirements on tile_position and tile_size"
         if not (tile_position and tile_size) or any(int(v) % 32 for v in tuple(tile_position) + tuple(tile_size)):
             raise SimValueError("E003", api, "tile_position",
                                 "tile_position and tile_size must both be set, in multiples of 32",
                                 f"got tile_position={tile_position}, tile_size={tile_size}")
+        rows, cols = int(tile_size[0]), int(tile_size[1])
+        if rows < K or cols < M or int(tile_position[0]) + rows > _limits.PMAX or int(tile_position[1]) + cols > _limits.PMAX:
+            raise SimValueError("E003", api, "tile_size",
+                                f"tile_size {tuple(tile_size)} at {tuple(tile_position)} must cover the stationary "
+                                f"tile ({K}, {M}) and stay inside the 128x128 PE array",
+                                "tile_size >= the accessed stationary size (SDK 2.26 isa nc_matmul)")
     out_shape = (M,) + tuple(moving.shape[1:])
     if ctx.options.trace_only:
         r = np.zeros(out_shape, dtype=np.float32)
     else:
         a = stationary.read_f32()
         b = moving.read_f32().reshape(K, N)
-        r = (a.T @ b).reshape(out_shape)
+        r = a.T @ b
+        if r.shape != out_shape:
+            r = r.reshape(out_shape)
     out = fresh(r, _dt.float32, "psum", api=api, mask=mask_array(mask, out_shape, api))
-    if ctx.options.trace:
-        ev = ctx.record("nc_matmul", _api, PE, partitions=K, free_elems=N,
-                        in_shapes=[stationary.shape, moving.shape], out_shape=out_shape,
-                        in_dtypes=[_dt.name_of(stationary.dtype), _dt.name_of(moving.dtype)], out_dtype="float32",
-                        nbytes=(stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4),
-                        flops=2 * K * M * N, reads=[stationary.region(), moving.region()],
-                        writes=[out.region()], meta={"K": K, "M": M, "N": N, "psum_out": True})
-        out._event = ev
+    ev = ctx.record("nc_matmul", _api, PE, partitions=K, free_elems=N,
+                    in_shapes=[stationary.shape, moving.shape], out_shape=out_shape,
+                    in_dtypes=[_dt.name_of(stationary.dtype), _dt.name_of(moving.dtype)], out_dtype="float32",
+                    nbytes=(stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4),
+                    flops=2 * K * M * N, reads=[stationary.region(), moving.region()],
+                    writes=[out.region()], meta={"K": K, "M": M, "N": N, "psum_out": True},
+                    result=out.alloc)
+    out._event = ev
     return out
 
 
-def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="nisa.nc_transpose", **kw):
+@instruction(engine_param=True)
+def nc_transpose(ctx, data, *, mask=None, dtype=None, engine=engine.unknown, _api="nisa.nc_transpose", **kw):
     """Swap partition and (flattened) free axes: TensorE (<=128x128, SBUF -> PSUM) or
     VectorE (<=32x32, SBUF/PSUM -> SBUF)."""
     api = "nc_transpose"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P, F = data.shape[0], _ops.free_size(data.shape)
     eng = engine
@@ -217,9 +273,9 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
     if eng == globals()["engine"].tensor:
         if data.buffer != "sbuf":
             raise _ops._space_error(api, "data", data, ("sbuf",))
-        lim, kind, buf, e = _hw.PMAX, "tensor", "psum", PE
+        lim, kind, buf, e = _limits.PMAX, "tensor", "psum", PE
     else:
-        lim, kind, buf, e = _hw.VECTOR_TRANSPOSE_MAX, "vector", "sbuf", DVE
+        lim, kind, buf, e = _limits.VECTOR_TRANSPOSE_MAX, "vector", "sbuf", DVE
     for d, n in ((0, P), (1, F)):
         if n > lim:
             raise SimValueError("E020", api, "data",
@@ -230,14 +286,14 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
     r = np.ascontiguousarray(data.read_f32().reshape(P, F).T) if not ctx.options.trace_only else \
         np.zeros((F, P), np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), buf, api=api, mask=mask_array(mask, (F, P), api))
-    if ctx.options.trace:
-        out._event = ctx.record("nc_transpose", _api, e, partitions=P, free_elems=F, in_shapes=[data.shape],
-                                out_shape=(F, P), in_dtypes=[_dt.name_of(data.dtype)],
-                                out_dtype=_dt.name_of(out.dtype), nbytes=2 * data.size * data.itemsize,
-                                flops=2 * P * P * F if kind == "tensor" else 0,
-                                reads=[data.region()], writes=[out.region()],
-                                meta={"engine_kind": kind, "psum_in": data.buffer == "psum",
-                                      "psum_out": buf == "psum", "K": P, "M": P, "N": F})
+    out._event = ctx.record("nc_transpose", _api, e, partitions=P, free_elems=F, in_shapes=[data.shape],
+                            out_shape=(F, P), in_dtypes=[_dt.name_of(data.dtype)],
+                            out_dtype=_dt.name_of(out.dtype), nbytes=2 * data.size * data.itemsize,
+                            flops=2 * P * P * F if kind == "tensor" else 0,
+                            reads=[data.region()], writes=[out.region()],
+                            meta={"engine_kind": kind, "psum_in": data.buffer == "psum",
+                                  "psum_out": buf == "psum", "K": P, "M": P, "N": F},
+                            result=out.alloc)
     return out
 
 
@@ -245,26 +301,27 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, _api="ni
 # VectorE / ScalarE / GpSimdE
 # ---------------------------------------------------------------------------------------
 
-def tensor_copy(src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_copy", **kw):
+@instruction(engine_param=True)
+def tensor_copy(ctx, src, *, mask=None, dtype=None, engine=None, _api="nisa.tensor_copy", **kw):
     """SBUF/PSUM -> new SBUF tile (PSUM if assigned into PSUM); bit-exact when dtypes match."""
     api = "tensor_copy"
-    ctx = _current(api)
     _ops.tile(src, api, "src")
     eng = _eng(engine, DVE if _api != "nl.copy" else ACT, api, ("src", src))
     d = _dtype(dtype, src.dtype, api)
-    v = src.read()
+    m = mask_array(mask, src.shape, api)       # operands are read under the instruction's mask
+    v = src.read(m)
     if d != src.dtype or v.dtype.kind == "f" and v.dtype != np.float32:
-        v = src.read_f32()
-    out = fresh(np.array(v), d, api=api, mask=mask_array(mask, src.shape, api))
+        v = src.read_f32(m)
+    out = fresh(np.array(v), d, api=api, mask=m)
     _ops.record_compute(ctx, "tensor_copy", _api, eng, [src], out,
                         func="copy")
     return out
 
 
-def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw):
+@instruction(engine_param=True)
+def tensor_tensor(ctx, data1, data2, op, *, dtype=None, mask=None, engine=None, **kw):
     """Elementwise ``op(data1, data2)``; a (P,1)/(P,) operand broadcasts along free axes."""
     api = "tensor_tensor"
-    ctx = _current(api)
     name = _ops.opcode(op, api)
     _ops.tile(data1, api, "data1")
     _ops.tile(data2, api, "data2")
@@ -272,12 +329,21 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **kw)
         raise SimTypeError("E007", api, "data2", "data1 and data2 cannot both be in PSUM",
                            "Copy one operand to SBUF first (nisa.tensor_copy)")
     _ops.same_partitions(api, data1=data1, data2=data2)
-    eng = _eng(engine, DVE, api, ("data1", data1), ("data2", data2))
+    alu = name if name in _engines.ALU_OPS else _engines.alu_op(api, "op", name)
+    legal = _engines.LEGAL
+    eng = _eng(engine, DVE if (alu, DVE) in legal else POOL, api, ("data1", data1), ("data2", data2))
+    if eng not in (DVE, POOL):
+        raise SimValueError("E025", api, "engine", f"tensor_tensor runs on the Vector or GpSimd Engine, not "
+                            f"{_engines.ENGINE_NAME.get(eng, eng)} (SDK 2.26 isa tensor_tensor)",
+                            "Use engine=nisa.vector_engine or nisa.gpsimd_engine, or leave it unset")
+    if (alu, eng) not in legal:
+        _engines.check(api, "op", alu, eng, integer=_dt.is_int(data1.dtype) and _dt.is_int(data2.dtype))
+    m = mask_array(mask, _ops.pa_shape(api, data1.shape, data2.shape), api) if mask is not None else None
     if name in _ops.BITWISE:
-        a, b = data1.read().astype(np.int64), data2.read().astype(np.int64)
+        a, b = data1.read(m).astype(np.int64), data2.read(m).astype(np.int64)
         fn = _ops.BITWISE[name]
     elif name in _ops.BINARY:
-        a, b = data1.read_f32(), data2.read_f32()
+        a, b = data1.read_f32(m), data2.read_f32(m)
         fn = _ops.BINARY[name]
     else:
         raise NKISyntaxError("E021", api, "op", f"{name} is not supported in 'tensor_tensor'",
@@ -324,17 +390,35 @@ def _apply(fn_name, a, b, reverse, api):
     return fn(b, a) if reverse else fn(a, b)   # fp exceptions are silenced per run (runner)
 
 
-def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
+@instruction(engine_param=True)
+def tensor_scalar(ctx, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
                   mask=None, engine=None, **kw):
     """``(data op0 operand0) op1 operand1``; operands are scalars or (P,1) tiles."""
     api = "tensor_scalar"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
-    eng = _eng(engine, DVE, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
-    P = data.shape[0]
     n0 = _ops.opcode(op0, api, "op0")
+    a0 = n0 if n0 in _engines.ALU_OPS else _engines.alu_op(api, "op0", n0)
+    a1 = _engines.alu_op(api, "op1", _ops.opcode(op1, api, "op1")) if op1 is not None else None
+    legal = _engines.LEGAL
+    default = DVE if (a0, DVE) in legal and (a1 is None or (a1, DVE) in legal) else \
+        _engines.pick([a0, a1], (DVE, ACT, POOL), DVE)
+    eng = _eng(engine, default, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
+    if eng == POOL and (a0 != "rsqrt" or a1 not in (None, "rsqrt")):
+        raise SimValueError("E025", api, "engine", "tensor_scalar runs on the GpSimd Engine only for rsqrt "
+                            f"(SDK 2.26 isa tensor_scalar: engine 'gpsimd_engine (only allowed for rsqrt)'), got "
+                            f"op0={a0}, op1={a1}", "Use engine=nisa.vector_engine or leave engine unset")
+    if eng == ACT and (a0, a1) not in _engines.SCALAR_TENSOR_SCALAR:
+        raise SimValueError("E025", api, "engine", f"the Scalar Engine on trn2 runs tensor_scalar only for "
+                            f"(multiply, add), (multiply, None), (add, None); got ({a0}, {a1}) "
+                            "(SDK 2.26 isa tensor_scalar)", "Use engine=nisa.vector_engine or leave engine unset")
+    if (a0, eng) not in legal:
+        _engines.check(api, "op0", a0, eng)
+    if a1 is not None and (a1, eng) not in legal:
+        _engines.check(api, "op1", a1, eng)
+    P = data.shape[0]
     nd = data.ndim
-    x = data.read_f32() if n0 not in _ops.BITWISE else data.read()
+    m = mask_array(mask, data.shape, api)
+    x = data.read_f32(m) if n0 not in _ops.BITWISE else data.read(m)
     o0 = _scalar_operand(operand0, P, api, "operand0")
     r = _apply(n0, x, _ops.pa_pad(o0, nd) if isinstance(o0, np.ndarray) else o0, reverse0, api)
     n_ops = 1
@@ -357,19 +441,21 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return out
 
 
-def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
-                         mask=None, engine=None, **kw):
+@instruction
+def scalar_tensor_tensor(ctx, *, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
+                         mask=None, **kw):
     """``(data op0 operand0) op1 operand1`` with operand0 scalar/(P,1) and operand1 a full tile."""
     api = "scalar_tensor_tensor"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     _ops.tile(operand1, api, "operand1")
     if data.buffer == "psum" and operand1.buffer == "psum":
         raise SimTypeError("E007", api, "operand1", "data and operand1 cannot both be in PSUM")
     _ops.same_partitions(api, data=data, operand1=operand1)
-    eng = _eng(engine, DVE, api, ("data", data), ("operand0", operand0), ("operand1", operand1))
+    eng = DVE     # "using Vector Engine" (SDK 2.26 isa scalar_tensor_tensor)
     o0 = _scalar_operand(operand0, data.shape[0], api, "operand0")
     n0, n1 = _ops.opcode(op0, api, "op0"), _ops.opcode(op1, api, "op1")
+    _engines.check(api, "op0", n0, eng)
+    _engines.check(api, "op1", n1, eng)
     r = _apply(n0, data.read_f32(), _ops.pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0, reverse0, api)
     r = _apply(n1, r, operand1.read_f32().reshape(data.shape), reverse1, api)
     out = fresh(np.asarray(r, np.float32), _dtype(dtype, data.dtype, api), api=api,
@@ -380,7 +466,9 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
 
 
 def _reduce_axes(data, axis, api):
+    """Free axes to reduce; negative axes normalise as in NumPy (spec Corrections 3)."""
     ax = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ax = tuple(int(a) + data.ndim if -data.ndim < a < 0 else int(a) for a in ax)
     for a in ax:
         if a <= 0 or a >= data.ndim:
             raise SimValueError("E023", api, "axis",
@@ -391,22 +479,40 @@ def _reduce_axes(data, axis, api):
     return ax
 
 
-def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, engine=None, **kw):
+@instruction
+def tensor_reduce(ctx, op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
     """Reduce free axes (any set, e.g. (2, 4) for pooling) with ``op``; fp32 arithmetic."""
     api = "tensor_reduce"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     name = _ops.opcode(op, api)
+    _engines.check_reduce(api, "op", name)
     if name not in _ops.REDUCE:
         raise NKISyntaxError("E021", api, "op", f"{name} is not supported in 'tensor_reduce'",
                              "Use nl.add, nl.multiply, nl.max/maximum, nl.min/minimum, bitwise or logical ops")
     ax = _reduce_axes(data, axis, api)
-    eng = _eng(engine, DVE, api, ("data", data))
+    s_ax = sorted(ax)
+    if len(ax) > 4:
+        # "The reduction axes can contain up to four free axes" (SDK 2.26 isa tensor_reduce)
+        raise SimValueError("E023", api, "axis", f"reduction axes {tuple(ax)}: at most four free axes "
+                            "(SDK 2.26 isa tensor_reduce)", "Reduce in two steps", got=len(ax), limit=4)
+    if s_ax != list(range(s_ax[0], s_ax[0] + len(s_ax))):
+        # The 2.26 doc says the axes "must be consecutive ... [1, 3, 4] is not" legal, but the
+        # toolchain accepts non-adjacent axes on trn2: aws-neuron-sdk#1257 (the compiler reorders
+        # them internally) and CS149 F25 solutions that passed on trn2 with axis=(2, 4) (spec §9).
+        # Accept, warn; an error (E024) under strict.
+        unproven("reduce_axes", f"tensor_reduce over non-consecutive axes {tuple(ax)}: the 2.26 doc requires "
+                 "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
+                 "consecutive axes to follow the doc")
+    eng = DVE     # "using Vector Engine" (SDK 2.26 isa tensor_reduce)
     bit = name.startswith("bitwise")
     if negate and (bit or name.startswith("logical")):
         raise NKISyntaxError("E021", api, "negate", "negate is only valid for arithmetic reduce ops")
     fn = _ops.REDUCE[name]
+    m = mask_array(mask, data.shape, api)      # mask= selects the inputs (spec Corrections 3)
     if bit:
+        if m is not None and m is not True:
+            raise SimValueError("E011", api, "mask", "a mask on a bitwise tensor_reduce is not supported here",
+                                "Slice the input instead")
         v = data.read().astype(np.int64)
         r = v
         for a in sorted(ax, reverse=True):
@@ -414,11 +520,14 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
         if keepdims:
             r = np.expand_dims(r, tuple(sorted(ax)))
     else:
-        r = np.asarray(fn(data.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        if m is None or m is True:
+            r = np.asarray(fn(data.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        else:
+            r = _ops.masked_reduce(name, data.read_f32(m), ax, keepdims, m)
         if negate:
             r = -r
-    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api,
-                mask=mask_array(mask, r.shape, api))
+    om = None if m is None or m is True else _ops.reduce_out_mask(m, ax, keepdims)
+    out = fresh(np.ascontiguousarray(r), _dtype(dtype, data.dtype, api), api=api, mask=om)
     _ops.record_compute(ctx, "tensor_reduce", "nisa.tensor_reduce", eng, [data], out, func=name)
     return out
 
@@ -462,6 +571,7 @@ def _activation_core(api, op, data, bias, scale):
 
 def _write_reduce(api, reduce_op, reduce_res, r, P):
     rname = _ops.opcode(reduce_op, api, "reduce_op")
+    _engines.check_reduce(api, "reduce_op", rname)
     if rname not in _ops.REDUCE:
         raise NKISyntaxError("E021", api, "reduce_op", f"{rname} is not supported in '{api}'")
     if not isinstance(reduce_res, Tensor):
@@ -475,11 +585,11 @@ def _write_reduce(api, reduce_op, reduce_res, r, P):
     return rname
 
 
-def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+@instruction
+def activation(ctx, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **kw):
     """``op(data * scale + bias)`` on ScalarE; with reduce_res, also a free-axis reduce (reset_reduce)."""
     api = "activation"
-    ctx = _current(api)
     name, r = _activation_core(api, op, data, bias, scale)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     extra = {}
@@ -495,9 +605,9 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
     return out
 
 
-def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **kw):
+@instruction
+def activation_reduce(ctx, op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **kw):
     api = "activation_reduce"
-    ctx = _current(api)
     name, r = _activation_core(api, op, data, bias, scale)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
     _write_reduce(api, reduce_op, reduce_res, r, data.shape[0])
@@ -508,12 +618,13 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
     return out
 
 
-def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
+@instruction
+def tensor_scalar_reduce(ctx, *, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
                          **kw):
     api = "tensor_scalar_reduce"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     n0 = _ops.opcode(op0, api, "op0")
+    _engines.check(api, "op0", n0, DVE)
     o0 = _scalar_operand(operand0, data.shape[0], api, "operand0")
     r = np.asarray(_apply(n0, data.read_f32(), _ops.pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0,
                           reverse0, api), np.float32)
@@ -526,11 +637,11 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     return out
 
 
-def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
+@instruction
+def tensor_tensor_scan(ctx, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
                        **kw):
     """Per partition: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``, ``r[:, -1] = initial``."""
     api = "tensor_tensor_scan"
-    ctx = _current(api)
     _ops.tile(data0, api, "data0")
     _ops.tile(data1, api, "data1")
     if data0.shape != data1.shape:
@@ -541,6 +652,8 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     prev = _scalar_operand(initial, P, api, "initial")
     prev = np.broadcast_to(prev, (P, 1)).reshape(P).astype(np.float32)
     n0, n1 = _ops.opcode(op0, api, "op0"), _ops.opcode(op1, api, "op1")
+    _engines.check(api, "op0", n0, DVE)
+    _engines.check(api, "op1", n1, DVE)
     f0, f1 = _ops.BINARY[n0], _ops.BINARY[n1]
     out_v = np.empty_like(a)
     for i in range(a.shape[1]):   # a true recurrence: one vectorised step over partitions per column
@@ -554,9 +667,9 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return out
 
 
-def reciprocal(data, *, dtype=None, mask=None, **kw):
+@instruction
+def reciprocal(ctx, data, *, dtype=None, mask=None, **kw):
     api = "reciprocal"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     r = (np.float32(1.0) / data.read_f32()).astype(np.float32)
     out = fresh(r, _dtype(dtype, data.dtype, api), api=api, mask=mask_array(mask, data.shape, api))
@@ -564,11 +677,10 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
     return out
 
 
-def iota(expr, dtype, *, mask=None, **kw):
+@instruction
+def iota(ctx, expr, dtype, *, mask=None, **kw):
     """Materialise an affine index expression (int32 math) as a tile on GpSimdE."""
-    from .tensor import IndexExpr
     api = "iota"
-    ctx = _current(api)
     if isinstance(expr, (int, np.integer)):
         v = np.full((1, 1), int(expr), dtype=np.int64)
     elif isinstance(expr, IndexExpr):
@@ -582,12 +694,12 @@ def iota(expr, dtype, *, mask=None, **kw):
     return out
 
 
-def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
+@instruction(engine_param=True)
+def memset(ctx, shape, value, dtype, *, mask=None, engine=None, **kw):
     api = "memset"
-    ctx = _current(api)
     shape = tuple(int(s) for s in shape)
     d = _dt.canonical(dtype, op=api)
-    if shape[0] > _hw.PMAX:
+    if shape[0] > _limits.PMAX:
         raise partition_error(api, "shape", shape[0])
     v = np.full(shape, value, dtype=np.float32 if _dt.is_float(d) else np.int64)
     out = fresh(v, d, api=api, mask=mask_array(mask, shape, api))
@@ -595,10 +707,10 @@ def memset(shape, value, dtype, *, mask=None, engine=None, **kw):
     return out
 
 
-def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
+@instruction
+def affine_select(ctx, pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
     """``pred ? on_true_tile : on_false_value`` with an affine predicate (e.g. causal masks)."""
     api = "affine_select"
-    ctx = _current(api)
     _ops.tile(on_true_tile, api, "on_true_tile")
     shape = on_true_tile.shape
     if isinstance(pred, MaskExpr):
@@ -606,7 +718,7 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     elif isinstance(pred, (bool, np.bool_)):
         p = bool(pred)
     else:
-        raise SimTypeError("E015", api, "pred", "pred must be an affine predicate over nl.arange/mgrid indices")
+        raise SimValueError("E015", api, "pred", "pred must be an affine predicate over nl.arange/mgrid indices")
     r = np.where(p, on_true_tile.read_f32(), np.float32(on_false_value)).astype(np.float32)
     out = fresh(np.ascontiguousarray(np.broadcast_to(r, shape)), _dtype(dtype, on_true_tile.dtype, api), api=api,
                 mask=mask_array(mask, shape, api))
@@ -614,16 +726,32 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     return out
 
 
-def bn_stats(data, *, mask=None, dtype=None, **kw):
+def _row_mask(mask, data, api, *, reduce_dim_ok):
+    """Output mask of a per-partition reducing instruction: the partitions ``mask`` selects, as a
+    (P, 1) array (None: all).  bn_stats/bn_aggr take no mask on the reduce dimension
+    (known-issues doc: "the mask sent to bn_stats could not contain any indices from the
+    reduction dimension")."""
+    m = mask_array(mask, data.shape, api)
+    if m is None or m is True or m is False:
+        return m
+    flat = m.reshape(m.shape[0], -1)
+    if not reduce_dim_ok and not (flat == flat[:, :1]).all():
+        raise SimValueError("E011", api, "mask", f"{api} does not support a mask on the reduce (free) dimension",
+                            "Mask partitions only, e.g. mask=(i_p < n) (nki_known_issues.rst)")
+    return flat.any(axis=1, keepdims=True)
+
+
+@instruction
+def bn_stats(ctx, data, *, mask=None, dtype=None, **kw):
     """Per partition over <= 512 free elements: (count, mean, var*count) for even and odd elements."""
     api = "bn_stats"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P, F = data.shape[0], _ops.free_size(data.shape)
-    if F > _hw.BN_STATS_FMAX:
+    if F > _limits.BN_STATS_FMAX:
         raise SimValueError("E020", api, "data", "bn_stats free size exceeds nl.tile_size.bn_stats_fmax",
                             "Split the free axis into chunks of 512 and combine them with bn_aggr",
-                            got=F, limit=_hw.BN_STATS_FMAX)
+                            got=F, limit=_limits.BN_STATS_FMAX)
+    rows = _row_mask(mask, data, api, reduce_dim_ok=False)
     x = data.read_f32().reshape(P, F)
     cols = []
     for part in (x[:, 0::2], x[:, 1::2]):
@@ -631,40 +759,45 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
         mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
         var = part.var(axis=1) if n else np.zeros(P, np.float32)
         cols += [np.full(P, n, np.float32), mean, var * n]
-    out = fresh(np.stack(cols, axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api)
+    out = fresh(np.stack(cols, axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "bn_stats", "nisa.bn_stats", DVE, [data], out, func="bn_stats")
     return out
 
 
-def bn_aggr(data, *, mask=None, dtype=None, **kw):
+@instruction
+def bn_aggr(ctx, data, *, mask=None, dtype=None, **kw):
     """Combine bn_stats groups (P, 6*k) -> (P, 2) = (mean, variance)."""
     api = "bn_aggr"
-    ctx = _current(api)
     _ops.tile(data, api, "data")
     P = data.shape[0]
+    rows = _row_mask(mask, data, api, reduce_dim_ok=False)
     s = data.read_f32().reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
     tot = n.sum(axis=1)
     safe = np.where(tot == 0, 1, tot)
     mu = (n * mean).sum(axis=1) / safe
     var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
-    out = fresh(np.stack([mu, var], axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api)
+    out = fresh(np.stack([mu, var], axis=1).astype(np.float32), _dtype(dtype, data.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "bn_aggr", "nisa.bn_aggr", DVE, [data], out, func="bn_aggr")
     return out
 
 
-def max8(*, src, dtype=None, mask=None, **kw):
+@instruction
+def max8(ctx, *, src, dtype=None, mask=None, **kw):
     """Top-8 values per partition, descending."""
     api = "max8"
-    ctx = _current(api)
     _ops.tile(src, api, "src")
     P = src.shape[0]
     x = src.read_f32().reshape(P, -1)
     if x.shape[1] < 8:
         raise SimValueError("E011", api, "src", "max8 needs at least 8 elements per partition",
                             got=x.shape[1], limit=8)
+    rows = _row_mask(mask, src, api, reduce_dim_ok=True)
+    m = mask_array(mask, src.shape, api)
+    if m is not None and m is not True and m is not False:
+        x = np.where(m.reshape(P, -1), x, -np.inf)        # mask= selects the inputs
     r = -np.sort(-x, axis=1)[:, :8]
-    out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api)
+    out = fresh(np.ascontiguousarray(r), _dtype(dtype, src.dtype, api), api=api, mask=rows)
     _ops.record_compute(ctx, "max8", "nisa.max8", DVE, [src], out, func="max8")
     return out
 

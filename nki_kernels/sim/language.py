@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import builtins
 import sys
-import types
 
 import numpy as np
 
 from . import dtypes as _dt
-from . import hw as _hw
+from . import isa as _isa
+from . import tensor as _tensor_mod
+from . import limits as _limits
 from . import ops as _ops
-from .context import current as _current, maybe_current as _maybe_current
-from .errors import (NKISyntaxError, SimIndexError, SimRuntimeError, SimTypeError, SimValueError, not_implemented,
+from .context import current as _current, maybe_current as _maybe_current, unproven as _unproven
+from .errors import (NKISyntaxError, SimIndexError, SimTypeError, SimValueError, not_implemented,
                      partition_error)
-from .tensor import (ON_CHIP as _ON_CHIP, IndexExpr, MaskExpr, ParDim, Tensor, _MGridMaker, allocate as _allocate,
-                     fresh as _fresh, mask_array as _mask_array)
-from .trace import ACT, DMA, DVE, PE, POOL
+from .indexing import IndexExpr, MaskExpr, _MGridMaker, mask_array as _mask_array
+from .tensor import ParDim, Tensor, allocate as _allocate, fresh as _fresh
+from .trace import ACT, DVE, POOL
 
 # ---- dtypes -------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
@@ -46,14 +47,24 @@ def static_cast(x, dtype):
 
 # ---- buffers ------------------------------------------------------------------------------
 class Buffer:
-    def __init__(self, name):
+    """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
+    ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
+
+    def __init__(self, name, phys_tiles=None):
         self.name = name
+        self.phys_tiles = phys_tiles
 
     def __repr__(self):
-        return f"nl.{self.name}"
+        return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, **kwargs):      # direct allocation: treated as automatic (spec §12)
-        return self
+    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
+        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
+        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
+        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
+        n = 1
+        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
+            n *= int(t)
+        return Buffer(self.name, n)
 
     def auto_alloc(self, *args, **kwargs):
         return self
@@ -70,20 +81,20 @@ def _buffer_name(buffer, api):
         return buffer.name
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return buffer
-    raise SimValueError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
                         "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
 class tile_size:
     """Hardware tile limits on trn2 (spec §3)."""
-    pmax = _hw.PMAX
-    psum_fmax = _hw.PSUM_FMAX
-    gemm_stationary_fmax = _hw.GEMM_STATIONARY_FMAX
-    gemm_moving_fmax = _hw.GEMM_MOVING_FMAX
-    bn_stats_fmax = _hw.BN_STATS_FMAX
+    pmax = _limits.PMAX
+    psum_fmax = _limits.PSUM_FMAX
+    gemm_stationary_fmax = _limits.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = _limits.GEMM_MOVING_FMAX
+    bn_stats_fmax = _limits.BN_STATS_FMAX
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = _hw.SBUF_BYTES_PER_PARTITION
+    total_available_sbuf_size = _limits.SBUF_BYTES_PER_PARTITION
 
 
 def par_dim(n):
@@ -94,7 +105,7 @@ def par_dim(n):
 def _hbm_alloc(shape, dtype, buf, api, name):
     ctx = _current(api)
     if buf == "shared_hbm" and ctx.loops:
-        raise SimRuntimeError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
+        raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                               "Create kernel outputs before any loop")
     if ctx.program_id and any(ctx.program_id):
         # SPMD instances after the first see the same HBM outputs (allocated by instance 0)
@@ -112,7 +123,8 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     buf = _buffer_name(buffer, "ndarray")
     if buf in ("hbm", "shared_hbm", "private_hbm"):
         return _hbm_alloc(shape, dtype, buf, "ndarray", name)
-    return _allocate(shape, dtype, buf, api="ndarray", name=name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name,
+                     phys_tiles=getattr(buffer, "phys_tiles", None))
 
 
 def _filled(api, shape, dtype, buffer, name, value):
@@ -167,7 +179,9 @@ def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
 
 
 def shared_identity_matrix(n, dtype=uint8, **kw):
-    t = _allocate((n, n), dtype, "sbuf", api="shared_identity_matrix", fill=0)
+    """An (n, n) identity in HBM, like shared_constant (2.26 language doc: "create a new identity
+    tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load; issue 8 item 10)."""
+    t = _allocate((n, n), dtype, "hbm", api="shared_identity_matrix")
     t.write(np.eye(n, dtype=np.float32))
     return t
 
@@ -224,6 +238,10 @@ def _loop(kind, args):
     if ctx is None:
         yield from order
         return
+    if kind == "affine" and not order:
+        # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
+        _unproven("zero_trip", f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
+                  "loop with an `if` on the trip count")
     outer = ctx.loops
     for i in order:
         ctx.loops = outer + ((kind, i),)
@@ -249,7 +267,7 @@ def static_range(*args, **kwargs):
 # ---- indices ------------------------------------------------------------------------------
 def arange(*args):
     if len(args) == 0 or len(args) > 2:
-        raise SimValueError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+        raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
     return IndexExpr(np.arange(*[int(a) for a in args]))
 
 
@@ -267,14 +285,17 @@ def load(src, *, mask=None, dtype=None, **kwargs):
     ctx = _current("load")
     _ops.hbm(src, "load", "src")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load")
-    shape = src.shape if len(src.shape) >= 1 else (1,)
-    if shape[0] > _hw.PMAX:
+    # on-chip tiles are at least 2-D: a 1-element or 1-D HBM tensor loads as (1, 1) / (N, 1)
+    # (known-issues doc "Tile on SBUF/PSUM must have at least 2 dimensions"; issue 8 item 16)
+    shape = tuple(src.shape) + (1,) * (2 - len(src.shape)) if len(src.shape) < 2 else src.shape
+    if shape[0] > _limits.PMAX:
         raise partition_error("load", "src", shape[0], "Load at most 128 rows per nl.load (tile the leading axis)")
     dst = _allocate(shape, d, "sbuf", api="load")
     m = _mask_array(mask, shape, "load")
-    ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same")
-    if m is None and ev is not None:   # `tile[...] = nl.load(...)` becomes one DMA into tile
+    ev = _ops.dma_transfer(dst, src, api="nl.load", mask=m, how="same" if shape == src.shape else "reshape")
+    if ev is not None:   # `tile[...] = nl.load(...)` becomes one DMA into tile (under the load's mask)
         dst._event, dst._exact, dst._exact_ver = ev, dst.arr, dst.alloc.version
+        dst._mask = m
     return dst
 
 
@@ -284,7 +305,7 @@ def store(dst, value, *, mask=None, **kwargs):
     _ops.hbm(dst, "store", "dst")
     m = _mask_array(mask, dst.shape, "store")
     if isinstance(value, Tensor):
-        _ops.tile(value, "store", "value")
+        _ops.tile(value, "store", "value", engine_access=False)
         how = _ops._fit("store", value.shape, dst.shape, dst.name)
         if value.buffer == "psum":       # PSUM values are first copied to SBUF [lang]
             value = copy(value)
@@ -300,20 +321,23 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     if len(src.shape) != 2:
         raise SimValueError("E020", "load_transpose2d", "src", f"expects a 2-D access, got shape {src.shape}")
     n, m_ = src.shape
-    if m_ > _hw.PMAX:
+    if m_ > _limits.PMAX:
         raise partition_error("load_transpose2d", "src", m_,
                               "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else _dt.canonical(dtype, op="load_transpose2d")
     dst = _allocate((m_, n), d, "sbuf", api="load_transpose2d")
-    dst.write(src.read().T)
-    _ops._record_dma(ctx, "nl.load_transpose2d", dst, src, dst.size, op="dma_transpose")
+    m = _mask_array(mask, (m_, n), "load_transpose2d")     # mask= is on the result tile
+    if m is not False:
+        dst.write(src.read(None if m is None or m is True else m.T).T, m)
+    ev = _ops._record_dma(ctx, "nl.load_transpose2d", dst, src, dst.size, op="dma_transpose")
+    if ev is not None:    # lands directly when assigned, under its mask (like nl.load)
+        dst._event, dst._exact, dst._exact_ver, dst._mask = ev, dst.arr, dst.alloc.version, m
     return dst
 
 
 def copy(src, *, mask=None, dtype=None, **kwargs):
-    """SBUF/PSUM tile -> new SBUF tile (tensor_copy)."""
-    from .isa import tensor_copy
-    return tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
+    """SBUF/PSUM tile -> new SBUF tile (tensor_copy); never shares storage with ``src``."""
+    return _isa.tensor_copy(src, mask=mask, dtype=dtype, _api="nl.copy")
 
 
 def broadcast_to(src, shape, **kwargs):
@@ -354,12 +378,12 @@ def _unary(name):
         api = name
         ctx = _current(api)
         _ops.tile(x, api, "x")
-        if name == "invert":
-            r = np.invert(x.read().astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32() == 0)
-        else:
-            r = np.asarray(fn(x.read_f32()), dtype=np.float32)
-        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         m = _mask_array(mask, x.shape, api)
+        if name == "invert":
+            r = np.invert(x.read(m).astype(np.int64)) if _dt.is_int(x.dtype) else (x.read_f32(m) == 0)
+        else:
+            r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
+        d = _ops.out_dtype(dtype, _dt.bool_ if name == "logical_not" else x.dtype, api)
         out = _fresh(r, d, api=api, mask=m)
         _ops.record_compute(ctx, "activation" if engine == ACT else "tensor_scalar", f"nl.{name}",
                             engine, [x], out, func=name)
@@ -387,11 +411,12 @@ def _binary(name):
         shapes = [v.shape for v in (x, y) if isinstance(v, Tensor)]
         shape = _ops.pa_shape(api, *shapes)
         nd = len(shape)
+        m = _mask_array(mask, shape, api)
         if is_bit:
-            a = x.read().astype(np.int64) if isinstance(x, Tensor) else int(x)
-            b = y.read().astype(np.int64) if isinstance(y, Tensor) else int(y)
+            a = x.read(m).astype(np.int64) if isinstance(x, Tensor) else int(x)
+            b = y.read(m).astype(np.int64) if isinstance(y, Tensor) else int(y)
         else:
-            a, b = _ops.value_of(x), _ops.value_of(y)
+            a, b = _ops.value_of(x, m), _ops.value_of(y, m)
         if isinstance(a, np.ndarray):
             a = _ops.pa_pad(a, nd)
         if isinstance(b, np.ndarray):
@@ -403,7 +428,6 @@ def _binary(name):
             r = r.astype(np.float32, copy=False)
         default = _dt.bool_ if is_cmp else _dt.promote(_ops.dtype_of(x), _ops.dtype_of(y))
         d = _ops.out_dtype(dtype, default, api)
-        m = _mask_array(mask, shape, api)
         out = _fresh(np.ascontiguousarray(r), d, api=api, mask=m)
         both = isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape == y.shape
         _ops.record_compute(ctx, "tensor_tensor" if both else "tensor_scalar", f"nl.{name}", DVE, [x, y], out,
@@ -414,13 +438,63 @@ def _binary(name):
     return op
 
 
-_mod = sys.modules[__name__]
-for _n in _ops.UNARY:
-    if _n not in ("identity",):
-        setattr(_mod, _n, _unary(_n))
-for _n in list(_ops.BINARY) + list(_ops.BITWISE):
-    if _n not in ("max", "min"):
-        setattr(_mod, _n, _binary(_n))
+# one registration line per elementwise nl.* op (grep '^name = '): the fp32 function and default
+# engine of each are in ops.UNARY / ops.BINARY / ops.BITWISE
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+negative = _unary("negative")
+abs = _unary("abs")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+arctan = _unary("arctan")
+erf = _unary("erf")
+erf_dx = _unary("erf_dx")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+gelu = _unary("gelu")
+gelu_dx = _unary("gelu_dx")
+gelu_apprx_tanh = _unary("gelu_apprx_tanh")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+silu = _unary("silu")
+silu_dx = _unary("silu_dx")
+softplus = _unary("softplus")
+mish = _unary("mish")
+ceil = _unary("ceil")
+floor = _unary("floor")
+trunc = _unary("trunc")
+logical_not = _unary("logical_not")
+invert = _unary("invert")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+fmod = _binary("fmod")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 copy._nki_op = "copy"
 
 
@@ -443,11 +517,14 @@ def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
 
 # ---- reductions ---------------------------------------------------------------------------
 def _axes(x, axis, api):
+    """Reduction axes; negative axes normalise as in NumPy (2.26 nl.sum is "similar to
+    numpy.sum"; spec Corrections 3); the partition axis stays illegal."""
     ax = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    ax = tuple(int(a) + x.ndim if -x.ndim <= a < 0 else int(a) for a in ax)
     for a in ax:
         if a < 0:
-            raise SimValueError("E023", api, "axis", f"negative axis {a} is not supported",
-                                f"Name free axes explicitly (1..{x.ndim - 1})")
+            raise SimValueError("E023", api, "axis", f"axis {a - x.ndim} out of range for a tile of rank {x.ndim}",
+                                f"Name free axes (1..{x.ndim - 1} or -1..{1 - x.ndim})")
         if a == 0:
             raise SimValueError("E023", api, "axis", "cannot reduce the partition axis (axis 0)",
                                 "Reduce free axes only; transpose first to reduce across partitions")
@@ -463,10 +540,19 @@ def _reduction(name, npfn, *, has_keepdims=True, default_dtype=None):
         ctx = _current(api)
         _ops.tile(x, api, "x")
         ax = _axes(x, axis, api)
-        r = np.asarray(npfn(x.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+        # a reduction's mask= selects its inputs; it is not applied to the output shape
+        # (spec Corrections 3; issue 8 item 7)
+        m = _mask_array(mask, x.shape, api)
+        v = x.read_f32(m)
+        om = None
+        if m is None or m is True:
+            r = np.asarray(npfn(v, axis=ax, keepdims=keepdims), dtype=np.float32)
+        else:
+            r = _ops.masked_reduce(name, v, ax, keepdims, m)
+            om = _ops.reduce_out_mask(m, ax, keepdims)      # outputs with no selected input: not written
         d = _ops.out_dtype(dtype, default_dtype or (x.dtype if name != "mean" or _dt.is_float(x.dtype)
                                                     else _dt.float32), api)
-        out = _fresh(r, d, api=api, mask=_mask_array(mask, r.shape, api))
+        out = _fresh(r, d, api=api, mask=om)
         _ops.record_compute(ctx, "tensor_reduce", f"nl.{name}", DVE, [x], out, func=name)
         return out
     op.__name__ = name
@@ -490,7 +576,7 @@ var = _reduction("var", np.var)
 # ---- matmul / transpose / composite --------------------------------------------------------
 def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     """``x @ y`` (``x.T @ y`` with transpose_x) into a new PSUM fp32 tile."""
-    from . import isa
+    isa = _isa
     ctx = _current("matmul")
     if isinstance(x, Tensor) and x.buffer == "psum":
         x = copy(x)
@@ -505,7 +591,7 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
 
 def transpose(x, *, dtype=None, mask=None, **kwargs):
     """2-D tile transpose on TensorE (both dims <= 128); result in PSUM (spec §8)."""
-    from . import isa
+    isa = _isa
     _ops.tile(x, "transpose", "x")
     if x.ndim != 2:
         raise SimValueError("E020", "transpose", "x",
@@ -515,17 +601,31 @@ def transpose(x, *, dtype=None, mask=None, **kwargs):
 
 
 def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
-    m = max(x, axis=axis, keepdims=True)
-    e = exp(subtract(x, m))
-    return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
+    """exp(x - max) / sum(exp(x - max)); ``mask=`` restricts every step (masked-out outputs
+    are not written)."""
+    m = max(x, axis=axis, keepdims=True, mask=mask)
+    e = exp(subtract(x, m, mask=mask), mask=mask)
+    return divide(e, sum(e, axis=axis, keepdims=True, mask=mask), dtype=dtype, mask=mask)
 
 
 def rms_norm(x, w, axis, n, epsilon=1e-6, *, dtype=None, mask=None, **kwargs):
-    ms = divide(sum(square(x), axis=axis, keepdims=True), float(n))
-    return multiply(multiply(x, rsqrt(add(ms, float(epsilon)))), w, dtype=dtype)
+    """x * rsqrt(sum(x^2, axis) / n + epsilon) * w; ``mask=`` restricts every step (the per-row
+    steps run on the rows the mask selects)."""
+    m = _mask_array(mask, x.shape, "rms_norm") if isinstance(x, Tensor) else None
+    rows = None
+    if m is not None and m is not True and m is not False:
+        rows = MaskExpr(_ops.reduce_out_mask(m, _axes(x, axis, "rms_norm"), True))
+    elif m is False:
+        rows = False
+    ms = divide(sum(square(x, mask=mask), axis=axis, keepdims=True, mask=mask), float(n), mask=rows)
+    r = rsqrt(add(ms, float(epsilon), mask=rows), mask=rows)
+    return multiply(multiply(x, r, mask=mask), w, dtype=dtype, mask=mask)
 
 
 def __getattr__(name):
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.language.{name}")
+
+
+_tensor_mod.OPS.nl = sys.modules[__name__]   # tile operators map to nl.* (see tensor._Ops)

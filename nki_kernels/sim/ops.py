@@ -7,17 +7,17 @@ its operands with the helpers here, (2) computes with one vectorised NumPy call 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from . import dtypes as dt
-from . import hw
+from . import limits
 from .context import current
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
-from .tensor import HBM_KINDS, ON_CHIP, Tensor, fresh, mask_array
-from .errors import _SIM_DIR
-from .trace import ACT, DMA, DVE, PE, POOL, Event
+from . import tensor as _tensor_mod
+from .indexing import mask_array
+from .tensor import HBM_KINDS, ON_CHIP, Tensor
+from .trace import ACT, DMA, DVE, PE
 
 # ---------------------------------------------------------------------------------------
 # op codes: nl.add / np.add / "add" all name the same ALU op
@@ -102,6 +102,33 @@ except AttributeError:  # pragma: no cover
     pass
 
 
+_MASKED_REDUCE = {
+    "sum": (np.sum, None), "add": (np.sum, None), "prod": (np.prod, None), "multiply": (np.prod, None),
+    "max": (np.max, -np.inf), "maximum": (np.max, -np.inf), "min": (np.min, np.inf), "minimum": (np.min, np.inf),
+    "mean": (np.mean, None), "var": (np.var, None),
+}
+
+
+def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
+    """Reduce only the elements ``m`` selects (a reduction's mask= selects inputs)."""
+    if m is False:
+        m = np.zeros(v.shape, bool)
+    if name in ("all", "logical_and"):
+        return np.all(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    if name in ("logical_or",):
+        return np.any(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    fn, init = _MASKED_REDUCE[name]
+    kw = {} if init is None else {"initial": init}
+    return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
+
+
+def reduce_out_mask(m, axes, keepdims):
+    """The outputs of a masked reduction that have at least one selected input."""
+    if m is False:
+        return False
+    return np.any(m, axis=axes, keepdims=keepdims)
+
+
 def opcode(op, api: str, arg: str = "op") -> str:
     """Name of an ALU op given as nl.X, np.X or a string."""
     if isinstance(op, str):
@@ -133,8 +160,9 @@ def _space_error(api, arg, t, allowed):
                          "sbuf": "Use an SBUF/PSUM tile"}.get(got, "Move it to the right buffer"))
 
 
-def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
-    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``."""
+def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> Tensor:
+    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
+    ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
     if not isinstance(x, Tensor):
         raise SimTypeError("E010", api, arg, f"expected a tile, got {type(x).__name__}",
                            "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)")
@@ -145,9 +173,68 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP) -> Tensor:
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
                            f"leading axis of the access {x.shape}",
                            "Index the block dimensions with ints so the nl.par_dim axis comes first")
-    if x.shape and x.shape[0] > hw.PMAX:
+    if x.shape and x.shape[0] > limits.PMAX:
         raise partition_error(api, arg, x.shape[0])
+    if engine_access and x.buffer in ON_CHIP:
+        a = x.arr
+        # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and
+                (a.shape[0] == 1 or a.strides[0] == x.alloc.row_bytes)):
+            _partition_access(x, api, arg)
     return x
+
+
+def _start_partition(x: Tensor) -> tuple[int, int]:
+    """(first partition, partition step) of an on-chip access."""
+    al = x.alloc
+    if x.arr is not None:
+        row = al.row_bytes
+        start = x.off // row if row else 0
+        step = abs(x.arr.strides[0]) // row if row and x.arr.ndim and x.arr.shape[0] > 1 else 1
+        return start, step
+    if al.par_axis:
+        return 0, 1          # an index view of a block-dimension tensor: blocks start at partition 0
+    k = x.key[0] if x.key else 0
+    if isinstance(k, np.ndarray):
+        v = np.unique(k)
+        step = int(np.min(np.diff(v))) if v.size > 1 else 1
+        if v.size > 1 and not np.all(np.diff(v) == step):
+            step = -1
+        return int(v.min()) + x.off // al.row_bytes if al.row_bytes else int(v.min()), step
+    return int(k), 1
+
+
+def _partition_access(x: Tensor, api, arg) -> None:
+    """SBUF/PSUM access rules of a compute-engine operand (SDK 2.26 arch guide
+    general/nki/arch/trainium_inferentia2_arch.rst, "Data streaming"): no partition striding (a
+    tile occupies consecutive partitions); start_partition 0 for 64 < P <= 128, 0/64 for
+    32 < P <= 64, 0/32/64/96 for P <= 32; at most a 4-D access pattern along the free axes."""
+    n = x._shape[0] if x._shape else 1
+    start, step = _start_partition(x)
+    if n > 1 and step != 1:
+        raise SimValueError("E026", api, arg, f"the access of '{x.name}' strides the partition axis (step "
+                            f"{step}); hardware does not allow partition striding",
+                            "Access consecutive partitions (copy a strided selection with a DMA first)")
+    allowed = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    if start not in allowed:
+        raise SimValueError("E026", api, arg, f"an access of {n} partitions of '{x.name}' starts at partition "
+                            f"{start}; allowed starts for {n} partitions: {'/'.join(map(str, allowed))}",
+                            "Start the tile slice at an allowed partition (or allocate a separate tile)",
+                            got=start, limit="/".join(map(str, allowed)))
+    a = x.arr
+    if a is not None and a.ndim > 5:
+        dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:]) if d != 1]
+        merged = []
+        for d, st in dims:
+            if merged and merged[-1][1] == st * d:
+                merged[-1] = (merged[-1][0] * d, st)
+            else:
+                merged.append((d, st))
+        if len(merged) > 4:
+            raise SimValueError("E026", api, arg, f"the access of '{x.name}' {tuple(x.shape)} needs a "
+                                f"{len(merged)}-D free-axis access pattern; engines support up to 4-D",
+                                "Reshape contiguous free axes together or split the instruction",
+                                got=len(merged), limit=4)
 
 
 def hbm(x, api: str, arg: str) -> Tensor:
@@ -213,24 +300,39 @@ def out_dtype(dtype, default, api):
 
 
 def _strided(t: Tensor) -> bool:
+    """Does the innermost free axis step more than 16 bytes (no VectorE fast mode)?  For an
+    arange/mgrid view the step is read off its index arrays: an identity t[i.p, i.x] is not
+    strided (issue 9 item 1)."""
     a = t.arr
-    if a is None:
-        return True
-    return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+    if a is not None:
+        return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+    shape = t._shape
+    if len(shape) < 2 or shape[-1] < 2:
+        return False
+    step = 0
+    for k, st in zip(t.key, t.src.strides):
+        if isinstance(k, np.ndarray) and k.shape[-1] > 1:
+            row = k.reshape(-1, k.shape[-1])[0]
+            d = np.diff(row)
+            if d.size and not np.all(d == d[0]):
+                return True
+            step += int(d[0]) * st if d.size else 0
+    return abs(step) > 16
 
 
 def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="", flops_per_elem=1,
                    extra_meta=None):
-    """Record an elementwise-class instruction producing ``out`` from ``inputs`` (the hot path:
-    builds the Event directly)."""
-    if ctx.memory.dirty:
-        ctx.memory.check(api)
+    """Record an elementwise-class instruction producing ``out`` from ``inputs`` (through the one
+    recording path, RunContext.record)."""
     if not ctx.options.trace:
-        return None
+        return ctx.record(op, api, engine, result=out.alloc)
     oshape = out._shape
     oal = out.alloc
-    P = oshape[0] if oshape else 1
-    N = free_size(oshape)
+    par = out.par or 0
+    # partitions = the partition axis, also of a block-dimension tile (nl.zeros((n, par_dim(128), F))
+    # spans 128 partitions, n*F elements each -- issue 9 item 1)
+    P = oshape[par] if oshape else 1
+    N = out.size // P if P else 0
     psum_in = strided = False
     nbytes = out.size * oal.itemsize
     in_shapes, in_dtypes, reads = [], [], []
@@ -254,14 +356,8 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
             "strided": strided}
     if extra_meta:
         meta.update(extra_meta)
-    f = sys._getframe(1)
-    while f.f_code.co_filename.startswith(_SIM_DIR):
-        f = f.f_back
-    events = ctx.trace.events
-    ev = Event(len(events), op, api, engine, P, N, tuple(in_shapes), oshape, tuple(in_dtypes), oal.dname, nbytes,
-               P * N * n_ops * flops_per_elem, reads, [out.region()], False, meta, f.f_code.co_filename,
-               f.f_lineno, ctx.program_id, ctx.loops)
-    events.append(ev)
+    ev = ctx.record(op, api, engine, P, N, in_shapes, oshape, in_dtypes, oal.dname, nbytes,
+                    P * N * n_ops * flops_per_elem, reads, [out.region()], meta, False, oal)
     out._event = ev
     return ev
 
@@ -270,9 +366,21 @@ def record_compute(ctx, op, api, engine, inputs, out: Tensor, *, n_ops=1, func="
 # assignment and +=
 # ---------------------------------------------------------------------------------------
 
+def _same_key(ka, kb) -> bool:
+    if isinstance(ka, np.ndarray) or isinstance(kb, np.ndarray):
+        return isinstance(ka, np.ndarray) and isinstance(kb, np.ndarray) and \
+            (ka is kb or ka.shape == kb.shape and np.array_equal(ka, kb))
+    return ka == kb
+
+
 def _same_region(a: Tensor, b: Tensor) -> bool:
-    if a.alloc is not b.alloc or a.arr is None or b.arr is None:
+    """Is ``b`` the very view ``a`` (the write-back half of ``view[...] += x``)?"""
+    if a.alloc is not b.alloc:
         return False
+    if a.arr is None or b.arr is None:
+        # `t[i_p, i_f] += x` writes back its own arange view: no extra copy (issue 9 item 1)
+        return a.arr is None and b.arr is None and a.src is b.src and a.off == b.off and \
+            a._shape == b._shape and len(a.key) == len(b.key) and all(map(_same_key, a.key, b.key))
     return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
 
 
@@ -306,6 +414,23 @@ def _place(value: np.ndarray, dst_shape, how):
     return np.broadcast_to(pa_pad(value, nd), dst_shape)
 
 
+def _landing_mask(m, value: Tensor, dst_shape, how):
+    """Where an instruction result lands in its destination: the assignment's mask and the
+    producing instruction's own mask= (a masked instruction leaves the rest of an existing
+    destination untouched -- issue 8 item 15; poison belongs to memory nobody wrote)."""
+    vm = value._mask
+    if vm is None or vm is True:
+        return m
+    if vm is False:
+        return False
+    vm = _place(vm, dst_shape, how)
+    if m is None or m is True:
+        return vm
+    if m is False:
+        return False
+    return m & vm
+
+
 def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
     """``dst[...] = value``: a copy (or memset) into dst; an instruction result lands directly."""
     ctx = current(api)
@@ -314,21 +439,31 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
         if _same_region(dst, value):
             return  # `t[...] += x` writes back its own view: already done
         how = _fit(api, value.shape, dst.shape, dst.name)
-        _check_pe_destination(value, dst, api)
+        _check_dma_destination(value, dst, api)
         if value.is_fresh() and value._event is not None and dst.buffer in ON_CHIP \
                 and value.buffer in ON_CHIP:
-            # the producing instruction writes dst directly (rounded once to dst's dtype)
-            dst.write(_place(value._exact, dst.shape, how), m, api=api)
             ev = value._event
-            ev.writes = [dst.region()]
-            ev.out_dtype = dt.name_of(dst.dtype)
-            ev.meta["psum_out"] = dst.buffer == "psum"
+            lm = _landing_mask(m, value, dst.shape, how)
+            if ev.engine == PE and dst.buffer != "psum":
+                # TensorE writes only PSUM ("nc_matmul must write outputs to PSUM", 2.26 isa doc):
+                # `sbuf[...] = nc_matmul(...)` / `= nc_transpose(...)` is the PSUM result plus a
+                # copy into SBUF -- 2.26 nl.store: "an extra copy will be performed"; the errors
+                # doc describes assignment as a copy (issue 8 item 1).  The copy is an eviction.
+                dst.write(_place(value._exact, dst.shape, how), lm, api=api)
+                record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy",
+                               extra_meta={"eviction": True})
+                return
+            # the producing instruction writes dst directly (rounded once to dst's dtype)
+            dst.write(_place(value._exact, dst.shape, how), lm, api=api)
+            _retarget(ctx, ev, dst)
             ctx.memory.release(value.alloc)
             return
         if dst.buffer in ON_CHIP and value.buffer in ON_CHIP:
             tile(value, api, "value")
             dst.write(_place(value.read(), dst.shape, how), m, api=api)
-            record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy")
+            record_compute(ctx, "tensor_copy", api, DVE, [value], dst, func="copy",
+                           extra_meta={"eviction": True} if value.buffer == "psum" and dst.buffer == "sbuf"
+                           else None)
             return
         dma_transfer(dst, value, api=api, mask=m, how=how)
         return
@@ -343,39 +478,53 @@ def assign(dst: Tensor, value, *, api="dst[...] = value", mask=None):
                        "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
 
 
-def _check_pe_destination(value, dst, api):
-    """TensorE writes only PSUM: a fresh matmul/transpose result cannot land in SBUF/HBM."""
+def _retarget(ctx, ev, dst: Tensor, accumulate=False) -> None:
+    """The recorded instruction ``ev`` wrote its fresh result straight into ``dst`` (results land
+    in their destination; an accumulation also reads it)."""
+    r = dst.region()
+    if accumulate:
+        ev.reads.append(r)
+    ev.writes = [r]
+    ev.out_dtype = dt.name_of(dst.dtype)
+    ev.meta["psum_out"] = dst.buffer == "psum"
+    if ctx.memory.blocks:
+        ctx.memory.block_liveness((), ev.writes)
+
+
+def _check_dma_destination(value, dst, api):
+    """DMA cannot write PSUM: a fresh load result cannot land in a PSUM tile."""
     ev = value._event if isinstance(value, Tensor) and value.is_fresh() else None
     if ev is not None and ev.engine == DMA and dst.buffer == "psum":
         raise SimTypeError("E007", api, dst.name,
                            f"Expected the destination of '{ev.op}' to be in address space 'sbuf|hbm', but got a "
                            f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
-    if ev is not None and ev.engine == PE and dst.buffer != "psum":
-        raise SimTypeError("E007", api, dst.name,
-                           f"Expected the destination of '{ev.op}' to be in address space 'psum', but got a "
-                           f"tile in '{dst.buffer}' instead",
-                           "Accumulate into an nl.zeros(..., buffer=nl.psum) tile, then copy it out with "
-                           "nisa.tensor_copy")
 
 
 def accumulate(dst: Tensor, other, opname: str):
     """``dst += other`` (and -=, *=, /=).  Matmul results accumulate in PSUM for free (spec §8)."""
     api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
     ctx = current(api)
-    _check_pe_destination(other, dst, api)
+    _check_dma_destination(other, dst, api)
     if isinstance(other, Tensor) and opname == "add" and dst.buffer == "psum" and other.is_fresh() \
             and other._event is not None and other._event.op == "nc_matmul":
         how = _fit(api, other.shape, dst.shape, dst.name)
-        acc = dst.read_f32() + _place(other._exact, dst.shape, how)
-        dst.write(acc, api=api)
+        cur = dst.read_raw()
+        pm = dt.poison_mask(cur) if dst.alloc.unwritten else None
+        if pm is not None and pm.any():
+            # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official
+            # samples accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8,
+            # issue 8 item 4); per element, so a partly written accumulator is handled too
+            cur = np.where(pm, np.float32(0), cur)
+        acc = cur.astype(np.float32, copy=False) + _place(other._exact, dst.shape, how)
+        dst.write(acc, _landing_mask(None, other, dst.shape, how), api=api)
         ev = other._event
-        ev.reads.append(dst.region())
-        ev.writes = [dst.region()]
         ev.accumulate = True
-        ev.out_dtype = dt.name_of(dst.dtype)
+        _retarget(ctx, ev, dst, accumulate=True)
         ctx.memory.release(other.alloc)
         return dst
     if ctx.options.warn_non_psum_accumulate:
+        # `sbuf += nl.matmul(...)`, `sbuf += psum_tile` are legal NKI 0.1: a VectorE
+        # read-modify-write (spec §8; issue 8 item 18) -- warned, never raised
         what = "a matmul result accumulated into PSUM" if dst.buffer != "psum" else "a matmul result"
         ctx.warn_once("iadd", f"`{api}` on a {dst.buffer.upper()} tile with something other than "
                       f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
@@ -474,3 +623,7 @@ def dma_transfer(dst: Tensor, src: Tensor, *, api, mask=None, how=None, rmw=None
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
     return _record_dma(ctx, api, dst, src, dst.size, op=op)
+
+
+_tensor_mod.OPS.assign = assign            # Tensor.__setitem__ / += (see tensor._Ops)
+_tensor_mod.OPS.accumulate = accumulate

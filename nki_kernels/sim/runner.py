@@ -1,14 +1,19 @@
 """Kernel entry points: ``nki.jit``, ``simulate_kernel``, SPMD grids, device-only stubs (spec §2)."""
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
+import os
+import textwrap
+import warnings
 from typing import Any
 
 import numpy as np
 
 from . import dtypes as dt
 from .context import RunContext, activate, maybe_current
-from .errors import SimRuntimeError, SimValueError, needs_device
+from .errors import SimError, SimRuntimeError, SimTypeError, SimValueError, SimWarning, needs_device, trim_traceback
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
 
@@ -117,21 +122,63 @@ def skip_middle_end_transformations(kernel):
     return out
 
 
-def _convert_arg(ctx, a, name):
+def _convert_arg(ctx, a, name, mutable=False):
     if isinstance(a, np.ndarray):
-        return hbm_input(ctx, a, name)
+        return hbm_input(ctx, a, name, mutable=mutable)
     if isinstance(a, np.generic):
         return a.item()
+    if isinstance(a, type):
+        return a        # np.float32 / np.float16 type objects are dtypes, not arrays (issue 8 item 12)
     if hasattr(a, "__array__") and hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
-        return hbm_input(ctx, np.asarray(a), name)  # e.g. CPU torch tensors
+        return hbm_input(ctx, np.asarray(a), name, mutable=mutable)  # e.g. CPU torch tensors
     return a
 
 
-def _to_numpy(x, ctx):
+def _return_line(func) -> int | None:
+    """The line of the kernel's ``return`` statement when it has exactly one (error locations)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    try:
+        src, first = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(src)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0] if tree.body else None
+    rets = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None] if fn else []
+    return first + rets[0].lineno - 1 if len(rets) == 1 else None
+
+
+class _ReturnSite:
+    """(file, line) of the kernel's `return`, looked up only when an error needs it."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def get(self):
+        code = getattr(self.func, "__code__", None)
+        if code is None:
+            return None
+        return (code.co_filename, _return_line(self.func) or code.co_firstlineno)
+
+
+def _to_numpy(x, ctx, where=None):
     if isinstance(x, Tensor):
         if x.buffer not in HBM_KINDS:
-            raise SimValueError("E007", "return", x.name, f"kernel outputs must be HBM tensors, got {x.buffer}",
-                                "Store results into an nl.ndarray(..., buffer=nl.shared_hbm) and return that")
+            where = where.get() if where is not None else None
+            # Decision (README divergences): real NKI 0.1's simulate_kernel returns an on-chip tile's
+            # values (issue 8 item 12, SDK simulator behaviour), while on hardware top-level outputs
+            # must be in HBM (nki_known_issues.rst "Top-level tensors must be on HBM").  So: the
+            # values, with a SimWarning at the user's `return` line; an E007 error under strict.
+            what = (f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
+                    "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that")
+            if ctx.options.strict:
+                raise SimTypeError("E007", "return", x.name, what, where=where)
+            file, line = where if where is not None else ("<kernel>", 0)
+            key = ("sbuf_return", file, line)
+            if key not in ctx._warned:
+                ctx._warned.add(key)
+                warnings.warn_explicit(f"{what} at {os.path.basename(file)}:{line}", SimWarning, file, line)
         if not x.alloc.written:
             raise SimValueError("E016", "return", x.name,
                                 f"output tensor `{x.name}` is returned but never written (garbage on hardware)",
@@ -141,9 +188,9 @@ def _to_numpy(x, ctx):
         dt.cast_into(out, a, x.dtype)
         return out
     if isinstance(x, tuple):
-        return tuple(_to_numpy(v, ctx) for v in x)
+        return tuple(_to_numpy(v, ctx, where) for v in x)
     if isinstance(x, list):
-        return [_to_numpy(v, ctx) for v in x]
+        return [_to_numpy(v, ctx, where) for v in x]
     return x
 
 
@@ -157,7 +204,17 @@ def _unwrap(kernel):
 
 
 def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
-    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``."""
+    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
+
+    A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
+    (``NKI_SIM_FULL_TRACEBACK=1`` keeps the interpreter's frames)."""
+    try:
+        return _trace_kernel(kernel, *args, options=options, **kwargs)
+    except SimError as e:
+        raise e.with_traceback(trim_traceback(e.__traceback__))
+
+
+def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     k = _unwrap(kernel)
     opts = options if options is not None else default_options()
     grid = k.grid
@@ -165,8 +222,12 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     ctx.skip_middle_end = k.skip_middle_end
     with activate(ctx), np.errstate(all="ignore"):   # NKI has no fp exceptions: inf/nan propagate
         names = _arg_names(k.func, len(args))
-        conv = [_convert_arg(ctx, a, n) for a, n in zip(args, names)]
-        kw = {n: _convert_arg(ctx, v, n) for n, v in kwargs.items()}
+        # Kernels written for nki.trace take their outputs as arguments and return nothing
+        # (SDK nki/test test_psum_modulo_alloc & co.): their array arguments are writable and
+        # written values are copied back into the caller's arrays (issue 8 item 11).
+        mutable = k.mode == "trace"
+        conv = [_convert_arg(ctx, a, n, mutable) for a, n in zip(args, names)]
+        kw = {n: _convert_arg(ctx, v, n, mutable) for n, v in kwargs.items()}
         result = None
         points = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
         for pid in points:
@@ -175,7 +236,13 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
             r = k.func(*conv, **kw)
             if result is None:
                 result = r
-        outputs = _to_numpy(result, ctx)
+        where = _ReturnSite(k.func)
+        outputs = _to_numpy(result, ctx, where)
+        if mutable:
+            for a, t in list(zip(args, conv)) + [(kwargs[n], kw[n]) for n in kwargs]:
+                if isinstance(a, np.ndarray) and isinstance(t, Tensor) and t.alloc.written:
+                    v = _to_numpy(t, ctx, where)
+                    a[...] = v.astype(a.dtype, copy=False)
         trace = ctx.finish()
     return outputs, trace
 
@@ -186,7 +253,6 @@ def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) 
 
 
 def _arg_names(func, n):
-    import inspect
     try:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):

@@ -1,4 +1,4 @@
-"""NeuronCore-v3 (trn2) limits the interpreter enforces (../shared/trn2-hardware.md §1.3, spec §3)."""
+"""NeuronCore-v3 (trn2) hardware limits the interpreter enforces (../shared/trn2-hardware.md §1.3, spec §3)."""
 PMAX = 128                          # partitions per tile
 PSUM_FMAX = 512                     # fp32 elements per partition in one PSUM bank
 GEMM_STATIONARY_FMAX = 128          # stationary (lhsT) free size

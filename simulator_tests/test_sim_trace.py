@@ -1,0 +1,100 @@
+"""Trace-recording rules (issue 9 item 1): what the instruction trace records for block-dimension
+tiles, arange/mgrid views and `+=` on a view, and that every instruction passes the one recording
+path (RunContext.record)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from nki_kernels.sim import SimWarning, nisa, nki, nl, trace_kernel
+from nki_kernels.sim.context import RunContext
+
+F32 = np.float32
+X = np.random.default_rng(0).standard_normal((128, 64)).astype(F32)
+
+
+def test_block_dimension_tile_records_its_partition_axis():
+    @nki.jit
+    def k(a):
+        t = nl.zeros((4, nl.par_dim(128), 64), nl.float32, buffer=nl.sbuf)
+        return a
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimWarning)
+        _, tr = trace_kernel(k, X)
+    (ev,) = [e for e in tr.events if e.op == "memset"]
+    assert ev.partitions == 128 and ev.free_elems == 4 * 64
+
+
+@pytest.mark.parametrize("view,strided", [("identity", False), ("every_fifth", True), ("basic", False)])
+def test_mgrid_identity_view_is_not_strided(view, strided):
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        i = nl.mgrid[0:128, 0:12]
+        if view == "identity":
+            v = t[i.p, i.x]
+        elif view == "every_fifth":
+            v = t[i.p, 5 * i.x]                # a 20-byte step: strided
+        else:
+            v = t[:, 0:12]
+        nisa.tensor_copy(v)
+        return a
+    _, tr = trace_kernel(k, X)
+    (ev,) = [e for e in tr.events if e.op == "tensor_copy"]
+    assert ev.meta["strided"] is strided
+
+
+def test_view_accumulate_records_no_extra_copy():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        u = nl.load(a)
+        i = nl.mgrid[0:128, 0:64]
+        t[i.p, i.x] += u
+        nl.store(out, t)
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimWarning)           # `+=` outside PSUM accumulation
+        out, tr = trace_kernel(k, X)
+    np.testing.assert_allclose(out, 2 * X, rtol=1e-6)
+    ops = [e.op for e in tr.events]
+    assert ops.count("tensor_copy") == 0 and ops.count("tensor_tensor") == 1, ops
+
+
+def test_every_instruction_passes_the_one_recording_path(monkeypatch):
+    seen = []
+    orig = RunContext.record
+
+    def spy(self, op, *a, **kw):
+        seen.append(op)
+        return orig(self, op, *a, **kw)
+    monkeypatch.setattr(RunContext, "record", spy)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((64, 64), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)                                          # dma_copy
+        m = nisa.nc_matmul(t[:, 0:64], t)                       # nc_matmul
+        c = nisa.tensor_copy(m)                                 # tensor_copy
+        r = nisa.tensor_scalar(c, np.multiply, 2.0)             # tensor_scalar
+        z = nl.zeros((64, 64), nl.float32)                      # memset
+        z[...] = nisa.nc_transpose(r)                           # nc_transpose + eviction copy
+        nl.store(out, nl.add(z, r))                             # tensor_tensor + dma_copy
+        return out
+    _, tr = trace_kernel(k, X)
+    assert seen == [e.op for e in tr.events]
+    assert {"dma_copy", "nc_matmul", "tensor_copy", "tensor_scalar", "memset", "nc_transpose",
+            "tensor_tensor"} <= set(seen)
+
+
+def test_every_isa_instruction_is_registered_once_with_its_name():
+    from nki_kernels.sim import isa
+    assert {"nc_matmul", "tensor_tensor", "tensor_scalar", "tensor_reduce", "activation", "dma_copy",
+            "tensor_copy", "nc_transpose", "memset", "iota"} <= set(isa.INSTRUCTIONS)
+    for name, fn in isa.INSTRUCTIONS.items():
+        assert getattr(isa, name) is fn and fn.__name__ == name
+    with pytest.raises(RuntimeError, match="E019"):       # the decorator supplies the context
+        isa.tensor_copy(None)
