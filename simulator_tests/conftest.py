@@ -1,6 +1,6 @@
 """Simulator-test setup: the interpreter backend, one BLAS thread, fixed seeds (RNG fixture,
 derandomized hypothesis).
-Shared helpers (tolerance table, oracle comparison) live in sim_testing.py."""
+Shared helpers live in sim_testing.py; the tolerance table and assert_close in nki_kernels.tolerances."""
 from __future__ import annotations
 
 import os

@@ -6,14 +6,18 @@ same-precision NumPy baseline (STYLE.md §4).  Structural checks read the instru
 """
 from __future__ import annotations
 
+import re
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
 
-from sim_testing import assert_matches
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
+from nki_kernels.kernels import attention as attn
 from nki_kernels.kernels.attention import KEY_BLOCK, flash_attention
 from nki_kernels.oracles import attention_ref
-from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimOptions, SimWarning, simulate_kernel, trace_kernel
 
 DTYPES = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 
@@ -51,7 +55,7 @@ def test_attention_fp32_matches_oracle(case, rng):
     q, k, v = _inputs(rng, B, H, Sq, Sk, D, np.float32)
     out = simulate_kernel(flash_attention, q, k, v, causal=causal)
     assert out.dtype == np.float32
-    assert_matches(out, attention_ref(q, k, v, causal=causal), np.float32)
+    assert_close(out, attention_ref(q, k, v, causal=causal), np.float32)
 
 
 LOWP_CASES = [(2, 1, 129, 513, 64, True), (1, 2, 1000, 127, 128, False), (1, 1, 513, 1000, 128, True)]
@@ -82,7 +86,7 @@ def test_attention_lowp_matches_oracle_and_baseline(case, dt_name, rng):
     out = simulate_kernel(flash_attention, q, k, v, causal=causal)
     assert out.dtype == np.dtype(dt)
     ref = attention_ref(q, k, v, causal=causal)
-    assert_matches(out, ref, dt)
+    assert_close(out, ref, dt)
     # ratio test: no worse than twice a same-precision NumPy baseline, plus half an output ulp
     base = _rel_err(_lowp_baseline(q, k, v, causal, dt), ref)
     floor = 2.0 ** -9 if dt_name == "bf16" else 2.0 ** -12
@@ -95,7 +99,7 @@ def test_attention_lowp_matches_oracle_and_baseline(case, dt_name, rng):
 def test_attention_explicit_softmax_scale(scale, causal, rng):
     q, k, v = _inputs(rng, 1, 1, 700, 1100, 32, np.float32)
     out = simulate_kernel(flash_attention, q, k, v, causal=causal, softmax_scale=scale)
-    assert_matches(out, attention_ref(q, k, v, causal=causal, softmax_scale=scale), np.float32)
+    assert_close(out, attention_ref(q, k, v, causal=causal, softmax_scale=scale), np.float32)
 
 
 def test_attention_large_scores_rescale_running_max(rng):
@@ -112,15 +116,15 @@ def test_attention_large_scores_rescale_running_max(rng):
     for causal in (False, True):
         out = simulate_kernel(flash_attention, q, k, v, causal=causal)
         # fp32 scores of magnitude 1e3 carry ~1e-4 absolute error into exp: rtol 1e-3
-        assert_matches(out, attention_ref(q, k, v, causal=causal), np.float32, rtol=1e-3, atol=1e-4)
+        assert_close(out, attention_ref(q, k, v, causal=causal), np.float32, rtol=1e-3, atol=1e-4)
 
 
 def test_attention_shuffled_affine_and_poison(rng):
     q, k, v = _inputs(rng, 2, 2, 520, 600, 32, np.float32)      # 2 pairs of q tiles + a tail
-    plain = simulate_kernel(flash_attention, q, k, v, options=SimOptions(poison=True))
+    plain = simulate_kernel(flash_attention, q, k, v, options=SimOptions(strict=True, poison=True))
     shuffled = simulate_kernel(flash_attention, q, k, v,
-                               options=SimOptions(poison=True, shuffle_affine_seed=11))
-    assert_matches(shuffled, attention_ref(q, k, v), np.float32)
+                               options=SimOptions(strict=True, poison=True, shuffle_affine_seed=11))
+    assert_close(shuffled, attention_ref(q, k, v), np.float32)
     np.testing.assert_array_equal(shuffled, plain)
 
 
@@ -133,7 +137,7 @@ def test_attention_no_seq_by_seq_buffer():
         z = np.zeros((1, 1, Sq, D), np.float32)
         zk = np.zeros((1, 1, Sk, D), np.float32)
         _, tr = trace_kernel(flash_attention, z, zk, zk, causal=False,
-                             options=SimOptions(trace_only=True, poison=False))
+                             options=SimOptions(strict=True, trace_only=True, poison=False))
         peaks[Sq] = tr.peak_sbuf_bytes_per_partition
         for ev in tr.events:
             shapes = list(ev.in_shapes) + [ev.out_shape]
@@ -154,7 +158,7 @@ def test_attention_causal_skips_blocks_above_diagonal():
     counts = {}
     for causal in (False, True):
         _, tr = trace_kernel(flash_attention, z, z, z, causal=causal,
-                             options=SimOptions(trace_only=True, poison=False))
+                             options=SimOptions(strict=True, trace_only=True, poison=False))
         counts[causal] = sum(1 for ev in tr.events if ev.op == "nc_matmul")
     # 16 query tiles x 4 key blocks: causal touches 1+1+1+1+2+2+2+2+... -> about 5/8 of the blocks
     assert counts[True] < 0.65 * counts[False], counts
@@ -174,7 +178,7 @@ def test_attention_long_sequence_causal(rng):
     assert np.all(np.isfinite(out.astype(np.float32)))
     # causal rows < n depend only on keys < n: the first 512 rows against the oracle on the prefix
     n = 512
-    assert_matches(out[:, :, :n], attention_ref(q[:, :, :n], k[:, :, :n], v[:, :, :n], causal=True),
+    assert_close(out[:, :, :n], attention_ref(q[:, :, :n], k[:, :, :n], v[:, :, :n], causal=True),
                    ml_dtypes.bfloat16)
     # the last 64 rows see (almost) all keys: a direct float64 reference for them
     rows = np.arange(S - 64, S)
@@ -183,7 +187,7 @@ def test_attention_long_sequence_causal(rng):
     s = np.where(np.arange(S)[None, :] > rows[:, None], -np.inf, s)
     p = np.exp(s - s.max(axis=1, keepdims=True))
     ref_tail = (p @ vf) / p.sum(axis=1, keepdims=True)
-    assert_matches(out[0, 0, rows], ref_tail, ml_dtypes.bfloat16)
+    assert_close(out[0, 0, rows], ref_tail, ml_dtypes.bfloat16)
 
 
 # -- bad input: ValueError naming the argument, raised before any instruction ------------
@@ -213,6 +217,9 @@ BAD = [
     ("causal_str", _arrs, {"causal": "yes"}, r"flash_attention\(causal\).*True or False"),
     ("sk_too_long_fp32", lambda: _arrs((1, 1, 8, 128), (1, 1, 30000, 128)), {},
      r"flash_attention\(k\).*Sk = 30000.*per partition"),
+    ("q_list", lambda: ([[[[0.0]]]], *_arrs()[1:]), {}, r"flash_attention\(q\).*type list.*an array"),
+    ("k_float", lambda: (_arrs()[0], 1.5, _arrs()[2]), {}, r"flash_attention\(k\).*type float.*an array"),
+    ("v_none", lambda: (*_arrs()[:2], None), {}, r"flash_attention\(v\).*type NoneType.*an array"),
 ]
 
 
@@ -229,18 +236,55 @@ def test_attention_docstring_sections():
         assert section in doc, section
 
 
+@pytest.mark.parametrize("D,dt_name", [(64, "bf16"), (128, "bf16"), (128, "fp32"), (1, "fp16")])
+def test_attention_sk_limit_hint_is_exact(D, dt_name):
+    """The hint names the largest Sk the plan accepts: that Sk plans, one more is rejected
+    (the hint used to say 27163 for D = 64 while 27162 was rejected)."""
+    dt = DTYPES[dt_name]
+    z = np.zeros((1, 1, 1, 1), dt)
+    q = np.broadcast_to(z, (1, 1, 8, D))
+    with pytest.raises(ValueError, match=r"Sk <= (\d+) for D") as exc:
+        kv = np.broadcast_to(z, (1, 1, 200000, D))
+        attn.plan_attention(q, kv, kv, False, None)
+    limit = int(re.search(r"Sk <= (\d+) for D", str(exc.value)).group(1))
+    kv = np.broadcast_to(z, (1, 1, limit, D))
+    attn.plan_attention(q, kv, kv, False, None)
+    kv = np.broadcast_to(z, (1, 1, limit + 1, D))
+    with pytest.raises(ValueError, match=rf"Sk = {limit + 1}\b"):
+        attn.plan_attention(q, kv, kv, False, None)
+
+
 @pytest.mark.parametrize("dt_name,causal,scale", [("bf16", True, None), ("fp32", True, None), ("bf16", False, None),
                                                   ("fp32", True, 0.0), ("bf16", True, -0.3)])
-def test_attention_gpsimd_never_touches_psum(dt_name, causal, scale):
-    """GpSimd cannot access PSUM (ISA docs): no GpSimd instruction reads or writes a PSUM tile,
-    including the causal mask (affine_select runs on an SBUF copy of the diagonal triangle)."""
+def test_attention_gpsimd_only_masks(dt_name, causal, scale):
+    """No arithmetic on GpSimd (2.26 ALU table: max/min/subtract are Vector-only, tensor_reduce
+    and scalar_tensor_tensor have no engine choice): the only GpSimd instruction is the causal
+    affine_select, on an SBUF copy (GpSimd cannot access PSUM).  No DMA transpose by default."""
     dt = DTYPES[dt_name]
     z = np.zeros((1, 1, 1000, 64), dt)
     _, tr = trace_kernel(flash_attention, z, z, z, causal=causal, softmax_scale=scale,
-                         options=SimOptions(trace_only=True, poison=False))
+                         options=SimOptions(strict=True, trace_only=True, poison=False))
     pool = [ev for ev in tr.events if ev.engine == "POOL"]
+    assert {ev.op for ev in pool} <= {"affine_select"}
     assert any(ev.op == "affine_select" for ev in pool) == causal
     for ev in pool:
         for r in list(ev.reads or []) + list(ev.writes or []):
             assert getattr(r, "buffer", "") != "psum", f"GpSimd {ev.op} at line {ev.line} touches PSUM"
+    assert not any(ev.op == "dma_transpose" for ev in tr.events)
+    assert not any(ev.op == "tensor_scalar" and ev.meta.get("func") in ("divide",) for ev in tr.events)
     assert tr.peak_psum_bytes_per_partition <= 16 * 1024
+
+
+def test_attention_dma_transpose_flag(rng, monkeypatch):
+    """The hardware-unproven DMA-transpose path stays correct behind its flag (off by default)."""
+    assert attn.USE_DMA_TRANSPOSE is False
+    monkeypatch.setattr(attn, "USE_DMA_TRANSPOSE", True)
+    q, k, v = _inputs(rng, 1, 1, 640, 2100, 64, ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=r"E024.*dma_transpose"):      # strict: hardware-unproven
+        trace_kernel(flash_attention, q, k, v)
+    for causal in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimWarning)
+            out, tr = trace_kernel(flash_attention, q, k, v, causal=causal, options=SimOptions(strict=False))
+        assert any(ev.op == "dma_transpose" for ev in tr.events) == (not causal)   # full steps only
+        assert_close(out, attention_ref(q, k, v, causal=causal), ml_dtypes.bfloat16)

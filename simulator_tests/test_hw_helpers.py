@@ -423,12 +423,23 @@ def _pytest_hw_tests(**env_extra):
                           env=env_vars, timeout=120)
 
 
+def _n_constructs() -> int:
+    """Tests in hw_tests/test_constructs.py (one per construct; its CONSTRUCTS list)."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "hw_tests" / "test_constructs.py"
+    spec = importlib.util.spec_from_file_location("hw_constructs_count", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return len(mod.CONSTRUCTS)
+
+
 def test_hw_tests_collect_and_skip_with_their_reason():
     proc = _pytest_hw_tests(NKI_HW_SHAPES="quick")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     correct = shapes.select(None, "quick", correctness=True)
     expected = (2 * len(correct) + sum(c.sim_ok() for c in correct)  # baremetal, torch, sim-vs-device
-                + len(shapes.select(None, "quick", bench=True)))      # benchmark
+                + len(shapes.select(None, "quick", bench=True))       # benchmark
+                + _n_constructs())                                    # test_constructs.py smoke kernels
     assert f"{expected} skipped" in proc.stdout
     assert "SKIPPED" in proc.stdout and "hardware: NKI_BACKEND=sim forces the NumPy interpreter" in proc.stdout
     assert " passed" not in proc.stdout and "error" not in proc.stdout.lower()

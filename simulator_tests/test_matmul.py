@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim_testing import assert_matches
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 from nki_kernels.kernels import matmul as mm
+from nki_kernels.kernels import tiling
 from nki_kernels.oracles import matmul_mk_ref, matmul_ref
 from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel
 from nki_kernels.sim.context import RunContext
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-SBUF_USABLE = 212_984          # trn2 bytes per partition (nl.tile_size.total_available_sbuf_size)
+SBUF_USABLE = tiling.SBUF_BYTES     # trn2 bytes per partition (nl.tile_size.total_available_sbuf_size)
 
 
 def _operands(rng, M, N, K, dtype, mk=False):
@@ -42,7 +43,7 @@ def test_matmul_fp32_shapes(rng, shape):
     a, b = _operands(rng, M, N, K, np.float32)
     out = simulate_kernel(mm.matmul, a, b)
     assert out.dtype == np.float32
-    assert_matches(out, matmul_ref(a, b), np.float32)
+    assert_close(out, matmul_ref(a, b), np.float32)
 
 
 @pytest.mark.parametrize("dt", ["fp16", "bf16"])
@@ -52,7 +53,7 @@ def test_matmul_low_precision(rng, shape, dt):
     a, b = _operands(rng, M, N, K, DTYPES[dt])
     out = simulate_kernel(mm.matmul, a, b)
     assert out.dtype == np.dtype(DTYPES[dt]), "output must be in rhs's dtype"
-    assert_matches(out, matmul_ref(a, b), DTYPES[dt])
+    assert_close(out, matmul_ref(a, b), DTYPES[dt])
 
 
 @pytest.mark.parametrize("dt", ["fp32", "bf16"])
@@ -62,7 +63,7 @@ def test_matmul_mk_matches_oracle(rng, shape, dt):
     a, b = _operands(rng, M, N, K, DTYPES[dt], mk=True)
     out = simulate_kernel(mm.matmul_mk, a, b)
     assert out.dtype == np.dtype(DTYPES[dt])
-    assert_matches(out, matmul_mk_ref(a, b), DTYPES[dt])
+    assert_close(out, matmul_mk_ref(a, b), DTYPES[dt])
 
 
 # ---- several SBUF blocks at a simulable size: shrink the planning budget ----------------------
@@ -80,7 +81,7 @@ def test_matmul_multi_block_resident(rng, monkeypatch, kernel):
     a, b = _operands(rng, M, N, K, np.float32, mk=kernel == "matmul_mk")
     out = simulate_kernel(getattr(mm, kernel), a, b)
     ref = matmul_mk_ref(a, b) if kernel == "matmul_mk" else matmul_ref(a, b)
-    assert_matches(out, ref, np.float32)
+    assert_close(out, ref, np.float32)
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "matmul_mk"])
@@ -94,7 +95,7 @@ def test_matmul_chunked_k(rng, monkeypatch, kernel):
     a, b = _operands(rng, M, N, K, np.float32, mk=kernel == "matmul_mk")
     out = simulate_kernel(getattr(mm, kernel), a, b)
     ref = matmul_mk_ref(a, b) if kernel == "matmul_mk" else matmul_ref(a, b)
-    assert_matches(out, ref, np.float32)
+    assert_close(out, ref, np.float32)
 
 
 def test_matmul_shuffled_affine_and_poison(rng, monkeypatch):
@@ -104,11 +105,11 @@ def test_matmul_shuffled_affine_and_poison(rng, monkeypatch):
     _small_budget(monkeypatch, 40 * 1024)
     a, b = _operands(rng, M, N, K, np.float32)
     for seed in (3, 11):
-        out = simulate_kernel(mm.matmul, a, b, options=SimOptions(poison=True, shuffle_affine_seed=seed))
-        assert_matches(out, matmul_ref(a, b), np.float32, what=f"shuffle seed {seed}")
+        out = simulate_kernel(mm.matmul, a, b, options=SimOptions(strict=True, poison=True, shuffle_affine_seed=seed))
+        assert_close(out, matmul_ref(a, b), np.float32, what=f"shuffle seed {seed}")
     a2, b2 = _operands(rng, 130, 600, 300, np.float32, mk=True)
-    out = simulate_kernel(mm.matmul_mk, a2, b2, options=SimOptions(poison=True, shuffle_affine_seed=5))
-    assert_matches(out, matmul_mk_ref(a2, b2), np.float32, what="matmul_mk shuffled")
+    out = simulate_kernel(mm.matmul_mk, a2, b2, options=SimOptions(strict=True, poison=True, shuffle_affine_seed=5))
+    assert_close(out, matmul_mk_ref(a2, b2), np.float32, what="matmul_mk shuffled")
 
 
 @settings(max_examples=8, deadline=None)
@@ -119,7 +120,7 @@ def test_matmul_property_random_shapes(M, N, K, dt, mk, seed):
     a, b = _operands(rng, M, N, K, DTYPES[dt], mk=mk)
     out = simulate_kernel(mm.matmul_mk if mk else mm.matmul, a, b)
     ref = matmul_mk_ref(a, b) if mk else matmul_ref(a, b)
-    assert_matches(out, ref, DTYPES[dt])
+    assert_close(out, ref, DTYPES[dt])
 
 
 # ---- block reuse, DMA sizes, capacity: read from the instruction trace ------------------------
@@ -144,7 +145,7 @@ def test_matmul_block_reuse_from_trace(rng, monkeypatch):
     assert len(plan.m_blocks) >= 2 and len(plan.n_blocks) >= 2, plan
     a, b = _operands(rng, M, N, K, np.float32)
     out, trace = trace_kernel(mm.matmul, a, b)
-    assert_matches(out, matmul_ref(a, b), np.float32)
+    assert_close(out, matmul_ref(a, b), np.float32)
     # kernel arguments become the first two allocations, in argument order
     hbm_ids = sorted({r.alloc_id for ev in trace.events if ev.engine == "DMA"
                       for r in ev.reads if r.buffer == "hbm"})
@@ -167,7 +168,7 @@ def test_matmul_big_plan_trace(n, dt):
     a = np.zeros((n, n), DTYPES[dt])
     isz = np.dtype(DTYPES[dt]).itemsize
     plan = mm.plan_matmul(n, n, n, isz)
-    _, trace = trace_kernel(mm.matmul, a, a, options=SimOptions(trace_only=True, poison=False))
+    _, trace = trace_kernel(mm.matmul, a, a, options=SimOptions(strict=True, trace_only=True, poison=False))
     dmas = [ev for ev in trace.events if ev.engine == "DMA"]
     loads = [ev for ev in dmas if ev.meta["src"] == "hbm"]
     assert sum(ev.bytes for ev in loads) == plan.hbm_read_bytes
@@ -217,6 +218,8 @@ BAD = [
      r"one dtype"),
     ("empty_k", lambda: (np.ones((0, 4), np.float32), np.ones((0, 4), np.float32)), r"empty dimension"),
     ("empty_n", lambda: (np.ones((8, 4), np.float32), np.ones((8, 0), np.float32)), r"empty dimension"),
+    ("lhs_list", lambda: ([[1.0, 2.0]], np.ones((1, 4), np.float32)), r"matmul\w*\(lhs\w*\).*type list.*an array"),
+    ("rhs_float", lambda: (np.ones((8, 4), np.float32), 3.0), r"matmul\w*\(rhs\).*type float.*an array"),
 ]
 
 
@@ -224,7 +227,7 @@ BAD = [
 @pytest.mark.parametrize("name,make,match", BAD, ids=[b[0] for b in BAD])
 def test_matmul_rejects_bad_input(no_instructions, kernel, name, make, match):
     a, b = make()
-    if kernel == "matmul_mk" and a.ndim == 2:
+    if kernel == "matmul_mk" and isinstance(a, np.ndarray) and a.ndim == 2:
         a = np.ascontiguousarray(a.T)       # same K, row-major layout
     with pytest.raises(ValueError, match=match):
         simulate_kernel(getattr(mm, kernel), a, b)

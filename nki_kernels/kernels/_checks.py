@@ -24,7 +24,16 @@ def fail(kernel: str, arg: str, got, allowed: str) -> None:
     raise ValueError(f"{kernel}({arg}): got {got}; allowed: {allowed}")
 
 
+def check_tensor(kernel: str, arg: str, t, layout: str) -> None:
+    """A kernel input must be an array (an HBM tensor on the device): a list, a float or None
+    gets the same ValueError as a wrong shape, not an AttributeError from deep inside."""
+    if not (hasattr(t, "shape") and hasattr(t, "dtype")):
+        fail(kernel, arg, f"{t!r:.60} of type {type(t).__name__}",
+             f"an array of shape {layout} (a NumPy array, or an HBM tensor on the device)")
+
+
 def check_rank(kernel: str, arg: str, t, rank: int, layout: str) -> tuple:
+    check_tensor(kernel, arg, t, layout)
     shape = tuple(t.shape)
     if len(shape) != rank:
         fail(kernel, arg, f"shape {shape} (rank {len(shape)})", f"rank {rank} {layout}")

@@ -13,15 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nki_kernels.backend import nki, nl, nisa
+from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
-# ---- hardware tile limits (trn2, spec §3) ------------------------------------------------
-TILE_K = nl.tile_size.pmax                   # 128: contraction tile = partition dim
-TILE_M = nl.tile_size.gemm_stationary_fmax   # 128: stationary free size (output rows per tile)
-TILE_N = nl.tile_size.gemm_moving_fmax       # 512: moving free size = one 2 KiB fp32 PSUM bank
+# ---- hardware tile limits (trn2; nl.tile_size via kernels/tiling.py) -----------------------
+TILE_K = T.PMAX                # 128: contraction tile = partition dim
+TILE_M = T.STATIONARY_FMAX     # 128: stationary free size (output rows per tile)
+TILE_N = T.MOVING_FMAX         # 512: moving free size = one 2 KiB fp32 PSUM bank
 # ---- tuning constants (ours) --------------------------------------------------------------
-GROUP_TILES = 4            # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
-SBUF_BUDGET = 192 * 1024   # bytes/partition the plan may use (of 212,984 usable): margin for the compiler
+GROUP_TILES = T.PSUM_BANKS // 2   # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
+SBUF_RESERVE = 20 * 1024   # bytes/partition left to the compiler (alignment, spills, slack)
+SBUF_BUDGET = T.SBUF_BYTES - SBUF_RESERVE   # bytes/partition the plan may use (192,504 on trn2)
 RUN_BYTES = 2048           # contiguous bytes per partition row a DMA should move (trn2-hardware §2)
 K_PARTS = 2                # resident blocks are split along K into this many SBUF tiles (pipeline fill)
 # first-order numbers for choosing blocks (trn2-hardware.md §1.2, §1.3)
@@ -31,12 +33,7 @@ DMA_BUSY_MAX = 0.75        # keep the DMA queues at most this busy in steady sta
 DMA_BIAS = 0.05            # weight of DMA time in the block choice: prefer less HBM traffic
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _roundup(a: int, b: int) -> int:
-    return _cdiv(a, b) * b
+_cdiv, _roundup = T.cdiv, T.round_up
 
 
 @dataclass(frozen=True)
@@ -187,13 +184,7 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
                       hbm_read_bytes=reads, hbm_write_bytes=M * N * itemsize)
 
 
-_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
-
-
-def _tile_sizes(total: int, tile: int) -> tuple:
-    """Static sizes of the tiles covering ``total`` elements: full tiles, then the remainder."""
-    full, rem = divmod(total, tile)
-    return (tile,) * full + ((rem,) if rem else ())
+_tile_sizes = T.tile_sizes
 
 
 # ---- loads ------------------------------------------------------------------------------------
@@ -205,13 +196,13 @@ def _k_major_src(src, k0, k_full, c0, cols):
     return src[k0 + i_t * TILE_K + i_p, c0 + i_c]
 
 
-def _load_partial_k(dst, src, k0, k_full, k_rem, c0, cols):
+def _load_partial_k(dst, src, *, k0, k_full, k_rem, c0, cols):
     """The last, partial K tile (k_rem < 128 rows) of a K part into dst[0:k_rem, k_full, :]."""
     r = k0 + k_full * TILE_K
     nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r:r + k_rem, c0:c0 + cols])
 
 
-def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
+def _transpose_tiles(dst, stage, *, t0, ntiles, ksz, m_off, msz):
     """dst[0:ksz, t0 + q, m_off:m_off+msz] = stage[0:msz, (t0+q)*128 : +ksz].T for q < ntiles
     (<= 4 TensorE transposes into one PSUM bank, then one copy back to SBUF)."""
     tp = nl.ndarray((TILE_K, 4, TILE_M), stage.dtype, buffer=nl.psum)
@@ -221,7 +212,7 @@ def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
     dst[0:ksz, t0:t0 + ntiles, m_off:m_off + msz] = nisa.tensor_copy(tp[0:ksz, 0:ntiles, 0:msz])
 
 
-def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
+def _transpose_rows(dst, lhs, *, m0, m_off, msz, k0, k_full, k_rem):
     """One row tile of row-major lhs (msz rows x K chunk) -> K-major columns of dst."""
     kcols = k_full * TILE_K + k_rem
     stage = nl.ndarray((TILE_M, kcols), lhs.dtype, buffer=nl.sbuf)
@@ -230,21 +221,21 @@ def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
     n4, r4 = divmod(k_full, 4)
     if n4:
         for q in nl.affine_range(n4):
-            _transpose_tiles(dst, stage, q * 4, 4, TILE_K, m_off, msz)
+            _transpose_tiles(dst, stage, t0=q * 4, ntiles=4, ksz=TILE_K, m_off=m_off, msz=msz)
     if r4:
-        _transpose_tiles(dst, stage, n4 * 4, r4, TILE_K, m_off, msz)
+        _transpose_tiles(dst, stage, t0=n4 * 4, ntiles=r4, ksz=TILE_K, m_off=m_off, msz=msz)
     if k_rem:
-        _transpose_tiles(dst, stage, k_full, 1, k_rem, m_off, msz)
+        _transpose_tiles(dst, stage, t0=k_full, ntiles=1, ksz=k_rem, m_off=m_off, msz=msz)
 
 
-def _load_lhs_transposed(dst, lhs, m0, rows, k0, k_full, k_rem):
+def _load_lhs_transposed(dst, lhs, *, m0, rows, k0, k_full, k_rem):
     """dst[p, t, m] = lhs[m0 + m, k0 + t*128 + p]: row tiles loaded contiguously, transposed on TensorE."""
     m_full, m_rem = divmod(rows, TILE_M)
     if m_full:
         for j in nl.affine_range(m_full):
-            _transpose_rows(dst, lhs, m0, j * TILE_M, TILE_M, k0, k_full, k_rem)
+            _transpose_rows(dst, lhs, m0=m0, m_off=j * TILE_M, msz=TILE_M, k0=k0, k_full=k_full, k_rem=k_rem)
     if m_rem:
-        _transpose_rows(dst, lhs, m0, m_full * TILE_M, m_rem, k0, k_full, k_rem)
+        _transpose_rows(dst, lhs, m0=m0, m_off=m_full * TILE_M, msz=m_rem, k0=k0, k_full=k_full, k_rem=k_rem)
 
 
 # ---- one PSUM group of output tiles -------------------------------------------------------------
@@ -252,16 +243,14 @@ def _load_lhs_transposed(dst, lhs, m0, rows, k0, k_full, k_rem):
 def _new_accumulators(m_sizes, n_sizes):
     """Up to GROUP_TILES zeroed fp32 PSUM tiles (one bank each), row-major over (m tile, n tile).
 
-    Each is created on its own line so the compiler gives each its own bank rotation."""
+    Each accumulator is its own tensor; the compiler's allocator decides the physical tiles
+    per tensor (2.26 general/nki/nki_direct_allocation_guide.rst, automatic allocation), and
+    the explicit name= gives each position in the group its own rotation in the cost model."""
     shapes = tuple((msz, nsz) for msz in m_sizes for nsz in n_sizes)
-    a0 = nl.zeros(shapes[0], nl.float32, buffer=nl.psum)
-    a1 = nl.zeros(shapes[1], nl.float32, buffer=nl.psum) if len(shapes) > 1 else None
-    a2 = nl.zeros(shapes[2], nl.float32, buffer=nl.psum) if len(shapes) > 2 else None
-    a3 = nl.zeros(shapes[3], nl.float32, buffer=nl.psum) if len(shapes) > 3 else None
-    return (a0, a1, a2, a3)[:len(shapes)]
+    return tuple(nl.zeros(shp, nl.float32, buffer=nl.psum, name=f"acc{i}") for i, shp in enumerate(shapes))
 
 
-def _matmul_step(accs, lhsT_sb, rhs_sb, t, ksz, m_sizes, m_off, n_sizes, n_off):
+def _matmul_step(accs, lhsT_sb, rhs_sb, *, t, ksz, m_sizes, m_off, n_sizes, n_off):
     """accs[j, q] += lhsT_sb[0:ksz, t, m tile j].T @ rhs_sb[0:ksz, t, n tile q] for the group."""
     i = 0
     for j, msz in enumerate(m_sizes):
@@ -276,12 +265,13 @@ def _matmul_step(accs, lhsT_sb, rhs_sb, t, ksz, m_sizes, m_off, n_sizes, n_off):
 def _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off):
     """Accumulate the group over every K tile held in SBUF, K outermost.  ``parts``: static
     tuple of (lhsT tile (128, t, rows), rhs tile (128, t, cols), full K tiles, partial rows)."""
+    group = dict(m_sizes=m_sizes, m_off=m_off, n_sizes=n_sizes, n_off=n_off)
     for lhsT_sb, rhs_sb, k_full, k_rem in parts:
         if k_full:
             for t in nl.affine_range(k_full):
-                _matmul_step(accs, lhsT_sb, rhs_sb, t, TILE_K, m_sizes, m_off, n_sizes, n_off)
+                _matmul_step(accs, lhsT_sb, rhs_sb, t=t, ksz=TILE_K, **group)
         if k_rem:
-            _matmul_step(accs, lhsT_sb, rhs_sb, k_full, k_rem, m_sizes, m_off, n_sizes, n_off)
+            _matmul_step(accs, lhsT_sb, rhs_sb, t=k_full, ksz=k_rem, **group)
 
 
 def _row_tiles_dst(out, r0, m_full, c0, cols):
@@ -290,7 +280,7 @@ def _row_tiles_dst(out, r0, m_full, c0, cols):
     return out[r0 + i_j * TILE_M + i_p, c0 + i_c]
 
 
-def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
+def _evict_and_store(out, accs, *, m_sizes, n_sizes, r0, c0, split):
     """PSUM -> SBUF (cast to out.dtype on ScalarE, or alternating VectorE/ScalarE when ``split``)
     -> one HBM store of the group's full row tiles (rows of sum(n_sizes) contiguous elements),
     one more for a partial row tile."""
@@ -313,14 +303,14 @@ def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
         nisa.dma_copy(dst=out[r:r + mr, c0:c0 + cols], src=res[0:mr, m_full, 0:cols])
 
 
-def _group(out, parts, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
+def _group(out, parts, *, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
     """One group of <= 4 output tiles: zero its PSUM banks, accumulate over K, evict, store."""
     accs = _new_accumulators(m_sizes, n_sizes)
     _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off)
-    _evict_and_store(out, accs, m_sizes, n_sizes, m0 + m_off, n0 + n_off, split)
+    _evict_and_store(out, accs, m_sizes=m_sizes, n_sizes=n_sizes, r0=m0 + m_off, c0=n0 + n_off, split=split)
 
 
-def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
+def _block_groups(out, parts, *, m0, rows, n0, cols, gm, gn, split):
     """All output tile groups of one (rows x cols) block whose operands are resident in SBUF:
     full (gm x gn)-tile groups in affine loops, the partial edge groups peeled (static sizes)."""
     m_full, m_rem = divmod(rows, TILE_M)
@@ -329,61 +319,53 @@ def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
     tail_m = (TILE_M,) * (m_full % gm) + ((m_rem,) if m_rem else ())
     full_n, n_ng = (TILE_N,) * gn, n_full // gn
     tail_n = (TILE_N,) * (n_full % gn) + ((n_rem,) if n_rem else ())
+    fixed = dict(m0=m0, n0=n0, split=split)
     if n_ng:
         for g_n in nl.affine_range(n_ng):
             if n_mg:
                 for g_m in nl.affine_range(n_mg):
-                    _group(out, parts, full_m, g_m * gm * TILE_M, full_n, g_n * gn * TILE_N, m0, n0, split)
+                    _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=full_n,
+                           n_off=g_n * gn * TILE_N, **fixed)
             if tail_m:
-                _group(out, parts, tail_m, n_mg * gm * TILE_M, full_n, g_n * gn * TILE_N, m0, n0, split)
+                _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=full_n,
+                       n_off=g_n * gn * TILE_N, **fixed)
     if tail_n:
         if n_mg:
             for g_m in nl.affine_range(n_mg):
-                _group(out, parts, full_m, g_m * gm * TILE_M, tail_n, n_ng * gn * TILE_N, m0, n0, split)
+                _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=tail_n,
+                       n_off=n_ng * gn * TILE_N, **fixed)
         if tail_m:
-            _group(out, parts, tail_m, n_mg * gm * TILE_M, tail_n, n_ng * gn * TILE_N, m0, n0, split)
+            _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=tail_n,
+                   n_off=n_ng * gn * TILE_N, **fixed)
 
 
-def _part_tiles(k_parts, cols, dtype):
-    """One K-major SBUF tile (128, K tiles of the part, cols) per K part."""
-    return tuple(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf)
-                 for _, kf, kr in k_parts)
+def _part_tiles(k_parts, cols, dtype, role):
+    """One K-major SBUF tile (128, K tiles of the part, cols) per K part, each named
+    ``<role>_k<part>`` (its own buffer rotation)."""
+    return tuple(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf, name=f"{role}_k{i}")
+                 for i, (_, kf, kr) in enumerate(k_parts))
 
 
-def _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols):
+def _load_part(dst, src, *, k0, kf, kr, c0, cols):
+    """All whole K tiles of one part in one DMA, the partial K tile in a second."""
+    if kf:
+        nisa.dma_copy(dst=dst[:, 0:kf, 0:cols], src=_k_major_src(src, k0, kf, c0, cols))
+    if kr:
+        _load_partial_k(dst, src, k0=k0, k_full=kf, k_rem=kr, c0=c0, cols=cols)
+
+
+def _load_blocks(k_parts, *, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols):
     """Fill the K parts of the rhs block, and of the lhsT block unless ``lhsT_tiles`` is None.
 
     Order: part 0 of both operands, then part 1, so TensorE can start on part 0 while part 1
-    is in flight.  All whole K tiles of a part move in one DMA.  Each (operand, part) is its
-    own statement, not a loop iteration: a tile and its double buffer belong to one
-    statement, so each part of each operand gets its own buffer rotation."""
-    k0, kf, kr = k_parts[0]
-    if lhsT_tiles is not None:
-        if transpose_lhs:
-            _load_lhs_transposed(lhsT_tiles[0], a, m0, rows, k0, kf, kr)
-        else:
-            if kf:
-                nisa.dma_copy(dst=lhsT_tiles[0][:, 0:kf, 0:rows], src=_k_major_src(a, k0, kf, m0, rows))
-            if kr:
-                _load_partial_k(lhsT_tiles[0], a, k0, kf, kr, m0, rows)
-    if kf:
-        nisa.dma_copy(dst=rhs_tiles[0][:, 0:kf, 0:cols], src=_k_major_src(rhs, k0, kf, n0, cols))
-    if kr:
-        _load_partial_k(rhs_tiles[0], rhs, k0, kf, kr, n0, cols)
-    if len(k_parts) > 1:
-        k0, kf, kr = k_parts[1]
+    is in flight."""
+    for p, (k0, kf, kr) in enumerate(k_parts):
         if lhsT_tiles is not None:
             if transpose_lhs:
-                _load_lhs_transposed(lhsT_tiles[1], a, m0, rows, k0, kf, kr)
+                _load_lhs_transposed(lhsT_tiles[p], a, m0=m0, rows=rows, k0=k0, k_full=kf, k_rem=kr)
             else:
-                if kf:
-                    nisa.dma_copy(dst=lhsT_tiles[1][:, 0:kf, 0:rows], src=_k_major_src(a, k0, kf, m0, rows))
-                if kr:
-                    _load_partial_k(lhsT_tiles[1], a, k0, kf, kr, m0, rows)
-        if kf:
-            nisa.dma_copy(dst=rhs_tiles[1][:, 0:kf, 0:cols], src=_k_major_src(rhs, k0, kf, n0, cols))
-        if kr:
-            _load_partial_k(rhs_tiles[1], rhs, k0, kf, kr, n0, cols)
+                _load_part(lhsT_tiles[p], a, k0=k0, kf=kf, kr=kr, c0=m0, cols=rows)
+        _load_part(rhs_tiles[p], rhs, k0=k0, kf=kf, kr=kr, c0=n0, cols=cols)
 
 
 def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
@@ -392,30 +374,30 @@ def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
 
 # ---- chunked mode (K too large to keep resident) -----------------------------------------------
 
-def _chunk(accs, a, rhs, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
+def _chunk(accs, a, rhs, *, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
     """Load one K chunk of both operands and accumulate the block's (single) group over it."""
     k_parts = ((k0, k_full, k_rem),)
-    lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype)
-    rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype)
-    _load_blocks(k_parts, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols)
+    lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype, "lhsT")
+    rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype, "rhs")
+    _load_blocks(k_parts, lhsT_tiles=lhsT_tiles, a=a, transpose_lhs=transpose_lhs, m0=m0, rows=rows,
+                 rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
     _accumulate(accs, _zip_parts(lhsT_tiles, rhs_tiles, k_parts), m_sizes, 0, n_sizes, 0)
 
 
-def _chunked_block(out, a, rhs, transpose_lhs, plan, m0, rows, n0, cols):
+def _chunked_block(out, a, rhs, *, transpose_lhs, plan, m0, rows, n0, cols):
     """One PSUM group (rows x cols) accumulated over all of K, streamed in chunks of K tiles."""
     m_sizes, n_sizes = _tile_sizes(rows, TILE_M), _tile_sizes(cols, TILE_N)
     accs = _new_accumulators(m_sizes, n_sizes)
     k_full, k_rem = divmod(plan.K, TILE_K)
     kc = plan.chunk_tiles
     n_chunks, last_full = divmod(k_full, kc)
+    block = dict(transpose_lhs=transpose_lhs, m0=m0, rows=rows, n0=n0, cols=cols, m_sizes=m_sizes, n_sizes=n_sizes)
     if n_chunks:
         for c in nl.affine_range(n_chunks):
-            _chunk(accs, a, rhs, transpose_lhs, c * kc * TILE_K, kc, 0, m0, rows, n0, cols,
-                   m_sizes, n_sizes)
+            _chunk(accs, a, rhs, k0=c * kc * TILE_K, k_full=kc, k_rem=0, **block)
     if last_full or k_rem:
-        _chunk(accs, a, rhs, transpose_lhs, n_chunks * kc * TILE_K, last_full, k_rem, m0, rows, n0, cols,
-               m_sizes, n_sizes)
-    _evict_and_store(out, accs, m_sizes, n_sizes, m0, n0, plan.evict_split)
+        _chunk(accs, a, rhs, k0=n_chunks * kc * TILE_K, k_full=last_full, k_rem=k_rem, **block)
+    _evict_and_store(out, accs, m_sizes=m_sizes, n_sizes=n_sizes, r0=m0, c0=n0, split=plan.evict_split)
 
 
 # ---- driver -------------------------------------------------------------------------------------
@@ -424,14 +406,14 @@ def _resident_blocks(out, a, rhs, plan, transpose_lhs):
     """Resident mode: per m-block one lhsT block (all of K) kept across the n-blocks."""
     for mb in nl.static_range(len(plan.m_blocks)):
         m0, rows = plan.m_blocks[mb]
-        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype)   # loaded with the first rhs block
+        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype, "lhsT")   # loaded with the first rhs block
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
-            rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype)
-            _load_blocks(plan.k_parts, lhsT_tiles if nb == 0 else None, a, transpose_lhs, m0, rows,
-                         rhs_tiles, rhs, n0, cols)
-            _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0, rows, n0, cols,
-                          plan.group_m, plan.group_n, plan.evict_split)
+            rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype, "rhs")
+            _load_blocks(plan.k_parts, lhsT_tiles=lhsT_tiles if nb == 0 else None, a=a,
+                         transpose_lhs=transpose_lhs, m0=m0, rows=rows, rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
+            _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0=m0, rows=rows, n0=n0, cols=cols,
+                          gm=plan.group_m, gn=plan.group_n, split=plan.evict_split)
 
 
 def _chunked_blocks(out, a, rhs, plan, transpose_lhs):
@@ -440,7 +422,7 @@ def _chunked_blocks(out, a, rhs, plan, transpose_lhs):
         m0, rows = plan.m_blocks[mb]
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
-            _chunked_block(out, a, rhs, transpose_lhs, plan, m0, rows, n0, cols)
+            _chunked_block(out, a, rhs, transpose_lhs=transpose_lhs, plan=plan, m0=m0, rows=rows, n0=n0, cols=cols)
 
 
 def _matmul_blocks(out, a, rhs, plan, transpose_lhs):
@@ -461,7 +443,7 @@ def _check_args(kernel, lhs_name, lhs, rhs, lhs_layout):
     if k2 != k:
         fail(kernel, "rhs", f"shape {(k2, n)} with K={k2} but {lhs_name} {tuple(lhs.shape)} has K={k}",
              f"rhs.shape[0] == {lhs_name}.shape[{0 if lhs_layout == '(K, M)' else 1}]")
-    return m, n, k, _ITEMSIZE[name]
+    return m, n, k, T.itemsize(name)
 
 
 @nki.jit
@@ -490,7 +472,7 @@ def matmul(lhsT, rhs):
            cast, and one DMA stores the group (rows of group_n*512 contiguous elements).
         Every SBUF tile is allocated in its loop (double-buffered); the plan's working set is
         2*(K/128)*(block_m + block_n)*isz + 2*4*512*isz bytes/partition <= SBUF_BUDGET
-        (192 KiB of the 212,984 usable).  block_n = 1024 for 16-bit (2 KiB rows) or 512; among
+        (nl.tile_size.total_available_sbuf_size - 20 KiB = 192,504 B on trn2).  block_n = 1024 for 16-bit (2 KiB rows) or 512; among
         the block_m that fit, plan_matmul minimises fill + max(TensorE, DMA/0.75) + 5% of DMA.
           4096^3 bf16: block 896 x 512: 2*32*896*2 + 2*32*512*2 + 8,192 = 188,416 B;
                        HBM reads M*K + ceil(M/896)*K*N = 32 + 5*32 MiB = 192 MiB, writes 32 MiB
@@ -502,7 +484,7 @@ def matmul(lhsT, rhs):
         group (group_m*128 x group_n*512) and K streams through its PSUM tiles in chunks of
         chunk_tiles K tiles; reads ceil(N/block_n)*M*K + ceil(M/block_m)*K*N elements.
     Constraints:
-        Raise ValueError before any instruction: lhsT or rhs not rank 2; a dimension < 1;
+        Raise ValueError before any instruction: lhsT or rhs not an array or not rank 2; a dimension < 1;
         dtype not float32/float16/bfloat16; lhsT and rhs dtypes differ; lhsT.shape[0] !=
         rhs.shape[0].  No size limit otherwise: partial tiles on every axis are peeled.
         Tested on the interpreter: M, N, K in 1..1100 (hypothesis: random up to 300/700/300),
@@ -510,8 +492,8 @@ def matmul(lhsT, rhs):
     Numerics:
         fp32/fp16/bf16 inputs go to TensorE unconverted; products accumulate in fp32 PSUM over
         all of K (across K halves and chunks too); one rounding to rhs.dtype at eviction.
-        Matches the float64 oracle within conftest.TOLERANCE (fp32 rtol 1e-4, fp16 1e-2,
-        bf16 3e-2 plus atol relative to max|C|).
+        Matches the float64 oracle within nki_kernels/tolerances.py (fp32 rtol 1e-4, fp16
+        1e-2, bf16 3e-2 plus atol relative to max|C|).
     Pseudocode:
         for m0, bm in m_blocks:                                      # static
             A = sbuf[128, K/128, bm] (2 K halves)
@@ -524,11 +506,15 @@ def matmul(lhsT, rhs):
                     res[:, i, j] = tensor_copy(acc[i, j], out.dtype)  # ScalarE
                     dma res -> out[m0 + rows(group), n0 + cols(group)]
     Cost notes (nki_kernels.perf.estimate, trn2 benchmark mode; estimates, not measurements):
-        TensorE-bound.  4096^3 bf16: 97.6% MFU, 1791 us (fill 19 us).  2048^3 bf16: 89.2%,
-        245 us = floor 12 + fill 8 + TensorE 220 (incl. 1.5 throttle) + tail 5 (last group's
-        eviction and store).  2048^3 fp32: 96.4%; 4096^3 fp32 (chunked): 98.0%.  DMA queues
-        30-45% busy; ScalarE evictions 2-6%.  K <= 128 with 16-bit inputs is eviction-bound:
-        there evictions alternate VectorE/ScalarE (plan.evict_split).
+        TensorE-bound.  4096^3 bf16: 92.5 % MFU, 1,889 us; 2048^3 bf16: 86.0 %, 254 us (the
+        cost model charges 32 cycles of instruction overhead per 512-column matmul, ~6 %, plus
+        the pipeline fill and the last group's eviction and store).  DMA queues 30-45 % busy;
+        ScalarE evictions a few %.  K <= 128 with 16-bit inputs is eviction-bound: there
+        evictions alternate VectorE/ScalarE (plan.evict_split).
+    Engines: TensorE matmuls (and transposes in matmul_mk), ScalarE/VectorE PSUM evictions
+        (tensor_copy), DMA loads/stores; no GpSimd.  Accumulators and K-part tiles are named
+        allocations (name=), one tensor each: the compiler allocates physical tiles per tensor
+        (2.26 general/nki/nki_direct_allocation_guide.rst), not per source line.
     """
     M, N, K, isz = _check_args("matmul", "lhsT", lhsT, rhs, "(K, M)")
     out = nl.ndarray((M, N), dtype=rhs.dtype, buffer=nl.shared_hbm)
@@ -563,7 +549,7 @@ def matmul_mk(lhs, rhs):
     Cost notes (estimates): transposes add (M/128)*(K/128) TensorE ops (~3% of the work) but
         TensorE idles at each m-block start while the 2-deep staging ring loads, transposes
         and copies row tile by row tile (in-order queues), which also re-arms the TensorE
-        throttle: 2048^3 bf16 65.9% MFU (331 us), 4096^3 bf16 70.9% (2463 us).
+        throttle: 2048^3 bf16 74.3 % MFU (294 us, corrected cost model).
     """
     M, N, K, isz = _check_args("matmul_mk", "lhs", lhs, rhs, "(M, K)")
     out = nl.ndarray((M, N), dtype=rhs.dtype, buffer=nl.shared_hbm)
