@@ -2,7 +2,8 @@
 
   verify      run every kernel in the simulator on representative shapes (incl. CS149)
               against its NumPy oracle; print errors, pass/fail, wall time, estimates
-  run FILE    run a Python file with `neuronxcc.nki` resolving to the interpreter
+  run FILE    run a Python file with `neuronxcc.nki` (NKI 0.1) or `nki` (NKI 0.7, picked from the
+              file's imports or --api) resolving to the interpreter
               (--strict, --shuffle SEED, --no-poison, --precision; --estimate-benchmark)
   sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
   profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
@@ -120,6 +121,20 @@ def cmd_verify(args) -> int:
     return 1 if failed else 0
 
 
+def _run_aliases(path, api):
+    """NKI API aliases for `run`: --api, else from the file's imports (`import nki` -> 0.7,
+    `neuronxcc` -> 0.1, default 0.1)."""
+    if api:
+        return (api,)
+    from nki_kernels.backend import apis_of_source
+    with open(path, encoding="utf-8") as f:
+        src = f.read()
+    try:
+        return apis_of_source(src) or ("0.1",)
+    except SyntaxError:
+        return ("0.1",)   # let runpy report the syntax error with its location
+
+
 def _run_options(args):
     """SimOptions for `run`: NKI_SIM_OPTIONS, then the command-line flags on top."""
     from nki_kernels.sim.options import _from_env
@@ -137,7 +152,8 @@ def _run_options(args):
 
 
 def cmd_run(args) -> int:
-    from nki_kernels.sim import SimError, install_neuronxcc_alias, set_default_options
+    import contextlib
+    from nki_kernels.sim import SimError, install_neuronxcc_alias, install_nki_alias, set_default_options
     path = args.file
     if not os.path.isfile(path):
         print(f"nki-kernels run: no such file: {path} (relative to {os.getcwd()})", file=sys.stderr)
@@ -154,7 +170,9 @@ def cmd_run(args) -> int:
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        with install_neuronxcc_alias():
+        with contextlib.ExitStack() as stack:
+            for api in _run_aliases(path, getattr(args, "api", None)):
+                stack.enter_context(install_nki_alias() if api == "0.7" else install_neuronxcc_alias())
             runpy.run_path(path, run_name="__main__")
     except SimError as exc:
         if exc.code == "E099" and not args.estimate_benchmark:
@@ -200,8 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--quick", action="store_true", help="skip the large shapes (CS149 224x224, 2048^3, S=4096)")
     v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
     v.set_defaults(func=cmd_verify)
-    r = sub.add_parser("run", help="run a Python file with neuronxcc.nki aliased to the interpreter")
+    r = sub.add_parser("run", help="run a Python file with neuronxcc.nki / nki aliased to the interpreter")
     _add_run_flags(r)
+    r.add_argument("--api", choices=("0.1", "0.7"), default=None,
+                   help="NKI API to alias: 0.1 (neuronxcc.nki) or 0.7 (import nki); default: from the file's imports")
     r.add_argument("file", help="the Python file (relative to the current directory)")
     r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
     r.set_defaults(func=cmd_run)

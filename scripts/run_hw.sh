@@ -307,6 +307,8 @@ manifest() {
   local err rc=0
   err=$("$PY" "$MANIFEST_PY" "$@" 2>&1 >/dev/null) || rc=$?
   ((rc == 0)) && return 0
+  err=${err%$'\n'}
+  err=${err##*$'\n'}               # the last line: hw_manifest.py's one-line reason
   results_fault "${err:-hw_manifest.py $1 exited $rc}"
 }
 

@@ -26,7 +26,7 @@ def _nki_run(folder, *args, timeout=300):
 @pytest.fixture
 def part2(tmp_path):
     def make(solution):
-        shutil.copy(DATA / "cs149_like" / "test_harness.py", tmp_path / "test_harness.py")
+        shutil.copy(DATA / "cs149_like" / "part2_harness.py", tmp_path / "test_harness.py")  # the name students run
         shutil.copy(DATA / "cs149_like" / solution, tmp_path / "conv2d.py")
         return tmp_path
     return make

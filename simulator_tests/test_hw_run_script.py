@@ -460,3 +460,23 @@ def test_construct_smoke_test_that_passes_lets_the_run_go_on(fake):
     assert "construct smoke test passed" in proc.stdout, proc.stdout + proc.stderr
     names = [s["name"] for s in _manifest(run_folders(fake)[0])["steps"]]
     assert names[0] == "constructs" and any(n.startswith("bench-") for n in names)
+
+
+def test_own_kernel_flow_estimates_on_the_interpreter(fake):
+    """Issue 11 problem 5, through run_hw.sh: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> with a
+    (fake) real SDK importable; the estimate step must run the user's kernel on the interpreter."""
+    data = ROOT / "simulator_tests" / "data" / "cs149_like"
+    env = dict(fake["env"], NKI_HW_KERNEL_CONV2D="conv2d_correct:fused_conv2d_maxpool",
+               PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{data}")
+    proc = run(fake, "--kernels", "conv2d", "--skip-tests", "--skip-install", "--iters", "2", env=env)
+    folder = run_folders(fake)[-1]
+    steps = {s["name"]: s for s in _manifest(folder)["steps"]}
+    for case in shapes.select("conv2d", "quick", bench=True):
+        stem = job.stem(case)
+        assert steps[f"estimate-{stem}"]["status"] == "passed", (folder / steps[f"estimate-{stem}"]["log"]).read_text()
+        est = json.loads((folder / "conv2d" / case.name / f"{stem}.estimate.json").read_text())
+        assert est["kernel_impl"] == "conv2d_correct:fused_conv2d_maxpool"
+        assert est["executed_by"].startswith("nki_kernels.sim") and est["latency_us"] > 0
+    # The bench step fails: the fake SDK has no neuronxcc.nki.language for the project's kernel.
+    assert proc.returncode == 20, proc.stdout + proc.stderr
+    assert {s["status"] for n, s in steps.items() if n.startswith("bench-")} == {"failed"}

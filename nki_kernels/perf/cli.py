@@ -241,7 +241,11 @@ def cmd_bench(a) -> int:
     only = _check_only(a.only)
     _check_bench_hw(a.hw)
     _check_out_dir(a.out)
-    rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=a.out if a.traces else None)
+    trace_dir = None
+    if a.traces:  # one folder per mode/hw/selection: the traces inside are named by case key only
+        trace_dir = os.path.join(a.out, f"traces_{bench_suffix(a.mode, a.hw, only)}")
+        os.makedirs(trace_dir, exist_ok=True)
+    rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=trace_dir)
     print(render(rows))
     path = _write_bench_record(rows, a.out, a.mode, a.hw, only)
     print(f"\nrecord: {path}")
@@ -399,7 +403,8 @@ def add_subcommands(subparsers) -> None:
     b.add_argument("--only", nargs="+", metavar="KEY", help="substrings of case keys (conv224, conv32x16, "
                                                             "matmul, attn); unknown ones are rejected")
     b.add_argument("--numerics", action="store_true", help="also compute outputs (much slower)")
-    b.add_argument("--traces", action="store_true", help="write a Chrome trace per kernel")
+    b.add_argument("--traces", action="store_true",
+                   help="write a Chrome trace per kernel into <out>/traces_<mode>_<hw>[_only-...]/")
     b.add_argument("--roofline", action="store_true", help="also write roofline_<mode>_<hw>.png (needs matplotlib)")
     b.add_argument("--out", default="perf-out", help="directory for bench_<mode>_<hw>[_only-...].json")
     _common(b)

@@ -84,3 +84,7 @@ class install_neuronxcc_alias:
 
 def alias_installed() -> bool:
     return getattr(sys.modules.get("neuronxcc"), "__nki_kernels_sim__", False)
+
+
+# The NKI 0.6/0.7 front end (``import nki``), on the same op core: docs/nki-0.7-spec.md.
+from .nki07 import install_nki_alias  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""A harness shaped like the CS149 part2 `test_harness.py` (our own, smaller shapes).
+"""A harness shaped like the CS149 part2 `test_harness.py` (our own, smaller shapes; the test
+copies it into a student-like folder as test_harness.py).
 
 It imports the student's `conv2d.py` from its folder, checks correctness through
 `nki.simulate_kernel` with `--simulate` (else `nki.baremetal`), then times the kernel with

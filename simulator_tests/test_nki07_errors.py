@@ -1,0 +1,349 @@
+"""NKI 0.7 front end: negative tests, one per rule class of docs/nki-0.7-spec.md, each with its code."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nki_kernels.sim import SimWarning
+from nki_kernels.sim.nki07 import isa as nisa
+from nki_kernels.sim.nki07 import language as nl
+from nki_kernels.sim.nki07 import nki
+
+RNG = np.random.default_rng(3)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def run(body, *args):
+    """Run ``body(*tensors)`` as a kernel that returns a trivially written output."""
+    @nki.jit
+    def k(*a):
+        body(*a)
+        out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a[0][0:1, 0:1])
+        return out
+    return k(*(args or (rand(128, 64),)))
+
+
+def raises(exc, code, body, *args):
+    with pytest.raises(exc, match=rf"\[{code}\]"):
+        run(body, *args)
+
+
+# ---- kernels / outputs (K) -------------------------------------------------------------------------------
+def test_hbm_output_rejected():
+    """K6: outputs in nl.hbm fail to compile since NKI 0.3 -> E007."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    with pytest.raises(TypeError, match=r"\[E007\].*shared_hbm"):
+        k(rand(4, 4))
+
+
+def test_list_argument_and_platform_target_rejected():
+    """K7 list kernel arguments (E010); K1 platform_target= (E010)."""
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.simulate(lambda a: a)([1, 2])
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.jit(platform_target="trn2")
+
+
+def test_output_never_written():
+    """A returned output that nothing wrote: E016 (garbage on hardware)."""
+    @nki.jit
+    def k(a):
+        return nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    with pytest.raises(ValueError, match=r"\[E016\]"):
+        k(rand(4, 4))
+
+
+def test_bad_lnc():
+    with pytest.raises(ValueError, match=r"\[E011\]"):
+        nki.jit(lambda a: a)[0]
+
+
+# ---- tensors (T) -------------------------------------------------------------------------------------------
+def test_string_buffer_rejected():
+    """T2: string buffer names -> E007."""
+    raises(TypeError, "E007", lambda a: nl.ndarray((4, 4), nl.float32, buffer="sbuf"))
+
+
+def test_partition_limit():
+    """T4: partition dimension > 128 -> E001."""
+    raises(ValueError, "E001", lambda a: nl.ndarray((256, 4), nl.float32, buffer=nl.sbuf))
+
+
+def test_integer_enum_rejected():
+    """T6: an enum argument must name a member -> E021 (an int naming one is accepted: nki-library)."""
+    def body(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=7)
+    raises(ValueError, "E021", body)
+
+    def body2(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=3)         # dge_mode.none, as nki-library writes it
+        nisa.tensor_copy(dst=t, src=t, engine="vector")
+    raises(ValueError, "E021", body2)
+
+
+def test_unknown_dtype_packed_x4():
+    """Packed x4 dtypes are not modelled -> E018."""
+    raises(ValueError, "E018", lambda a: nl.ndarray((4, 4), nl.float8_e4m3fn_x4, buffer=nl.sbuf))
+
+
+# ---- indexing / views (V) ----------------------------------------------------------------------------------
+def test_out_of_bounds_slice_not_clamped():
+    """V1: no clamping -> E008."""
+    raises(IndexError, "E008", lambda a: a[0:200, :])
+
+
+def test_ap_out_of_range():
+    """V4: an access pattern reaching past the storage -> E008."""
+    raises(IndexError, "E008", lambda a: a.ap(pattern=[[64, 128], [1, 65]]))
+
+
+def test_onchip_reshape_and_permute_keep_partition():
+    """V3: on chip, reshape keeps shape[0]; permute keeps dims[0] == 0 -> E026."""
+    def body(a):
+        t = nl.load(a)
+        t.reshape((64, 128))
+    raises(ValueError, "E026", body)
+
+    def body2(a):
+        nl.load(a).permute((1, 0))
+    raises(ValueError, "E026", body2)
+
+    def body3(a):
+        nl.load(a).permute((0, 1)).reshape((128, 64))          # fine: contiguous
+        nl.load(a)[:, 0:64:2].reshape((128, 2, 16))             # strided but splittable
+        nl.load(a).permute((0, 1))[:, ::2].permute((0, 1)).reshape((128, 32))
+        nl.load(a.reshape((128, 8, 8))).permute((0, 2, 1)).reshape((128, 64))
+    raises(NotImplementedError, "E022", body3)
+
+
+def test_reshape_element_count():
+    """V3 (NKI 0.5): reshape validates the element count -> E011."""
+    raises(ValueError, "E011", lambda a: a.reshape((128, 63)))
+
+
+def test_broadcast_needs_size_one():
+    raises(ValueError, "E011", lambda a: nl.load(a).broadcast(1, 4))
+
+
+# ---- ISA (I) ------------------------------------------------------------------------------------------------
+def test_dst_first_required():
+    """I1: passing a non-tensor as dst (the 0.1 call form) -> E010."""
+    raises(TypeError, "E010", lambda a: nisa.memset((128, 64), 0.0, nl.float32))   # the 0.1 form
+
+
+def test_matmul_destination_rules():
+    """I2: dst must be PSUM (E007) and fp32 on trn2 (E009); moving free <= 512 (E003)."""
+    def sbuf_dst(a):
+        t = nl.load(a)
+        d = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
+        nisa.nc_matmul(d, t, t)
+    raises(TypeError, "E007", sbuf_dst)
+
+    def bf16_dst(a):
+        t = nl.load(a)
+        d = nl.ndarray((64, 64), nl.bfloat16, buffer=nl.psum)
+        nisa.nc_matmul(d, t, t)
+    raises(TypeError, "E009", bf16_dst)
+
+    def wide(a, b):
+        d = nl.ndarray((64, 1024), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(d, nl.load(a), nl.load(b))
+    with pytest.raises(ValueError, match=r"\[E00[34]\]"):
+        run(wide, rand(128, 64), rand(128, 1024))
+
+
+def test_matmul_dst_shape_mismatch():
+    """I8: dst must match the result's partitions and free size -> E011."""
+    def body(a):
+        t = nl.load(a)
+        d = nl.ndarray((64, 32), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(d, t, t)
+    raises(ValueError, "E011", body)
+
+
+def test_matmul_reads_sbuf_only():
+    """I13: nc_matmul operands in PSUM -> E007."""
+    def body(a):
+        t = nl.load(a)
+        p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=p, src=t)
+        d = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(d, p, t)
+    raises(TypeError, "E007", body)
+
+
+def test_dma_never_touches_psum():
+    """I5: dma_copy from PSUM -> E007."""
+    def body(a):
+        p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=p, src=nl.load(a))
+        out = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=out, src=p)
+    raises(TypeError, "E007", body)
+
+
+def test_dma_hwdge_dtype_and_removed_rmw():
+    """I5: hwdge needs matching dtypes (E009); dst_rmw_op was removed (E021); counts differ (E011)."""
+    def body(a):
+        t = nl.ndarray((128, 64), nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=nisa.dge_mode.hwdge)
+    raises(TypeError, "E009", body)
+
+    def body2(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dst_rmw_op=nl.add)
+    raises(ValueError, "E021", body2)
+
+    def body3(a):
+        t = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+    raises(ValueError, "E011", body3)
+
+
+def test_dma_transpose_rank_rule():
+    """I6: dst.shape equals the permuted src.shape exactly, including rank -> E011; bad axes E020."""
+    def body(a):
+        d = nl.ndarray((64, 128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=a)
+    raises(ValueError, "E011", body)
+
+    def body2(a):
+        d = nl.ndarray((64, 128), nl.float32, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=a, axes=(0, 1))
+    raises(ValueError, "E020", body2)
+
+
+def test_nc_transpose_limits_and_dtype():
+    """I7: VectorE transpose <= 32x32 (E020); dst dtype == data dtype (E009)."""
+    def body(a):
+        d = nl.ndarray((64, 128), nl.float32, buffer=nl.sbuf)
+        nisa.nc_transpose(dst=d, data=nl.load(a), engine=nisa.engine.vector)
+    raises(ValueError, "E020", body)
+
+    def body2(a):
+        d = nl.ndarray((64, 128), nl.bfloat16, buffer=nl.psum)
+        nisa.nc_transpose(dst=d, data=nl.load(a))
+    raises(TypeError, "E009", body2)
+
+
+def test_tensor_reduce_trailing_axes():
+    """I9: reduction axes must be the trailing free axes; never the partition axis -> E023."""
+    def body(a):
+        t = nl.load(a.reshape((128, 8, 8)))
+        d = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=d, op=nl.add, data=t, axis=1)
+    raises(ValueError, "E023", body)
+
+    def body2(a):
+        t = nl.load(a)
+        d = nl.ndarray((1, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=d, op=nl.add, data=t, axis=0)
+    raises(ValueError, "E023", body2)
+
+
+def test_memset_value_must_match_dtype():
+    """I10: a non-integer float into an int tile -> E009 (an integral float warns)."""
+    def body(a):
+        t = nl.ndarray((4, 4), nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=2.5)
+    raises(TypeError, "E009", body)
+
+    def body2(a):
+        t = nl.ndarray((4, 4), nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=2.0)
+    with pytest.warns(SimWarning, match="int literal"):
+        run(body2)
+
+
+def test_iota_affine_select_pattern_count_and_buffer():
+    """I11/I12: pattern element count must equal the free size (E011); dst in SBUF (E007)."""
+    def body(a):
+        t = nl.ndarray((8, 6), nl.int32, buffer=nl.sbuf)
+        nisa.iota(t, [[1, 5]])
+    raises(ValueError, "E011", body)
+
+    def body2(a):
+        t = nl.ndarray((8, 6), nl.float32, buffer=nl.psum)
+        nisa.iota(t, [[1, 6]])
+    raises(TypeError, "E007", body2)
+
+
+def test_gpsimd_cannot_access_psum():
+    """I13: GpSimd engine on a PSUM operand -> E007."""
+    def body(a):
+        p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=p, src=nl.load(a))
+        d = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=p, engine=nisa.engine.gpsimd)
+    raises(TypeError, "E007", body)
+
+
+def test_unknown_keyword_and_mismatched_dtype_kwarg():
+    """ISA calls reject unknown keywords (E010, e.g. the removed mask=) and a dtype= != dst.dtype (E009)."""
+    def body(a):
+        t = nl.load(a)
+        nisa.tensor_copy(dst=t, src=t, mask=None)
+    raises(TypeError, "E010", body)
+
+    def body2(a):
+        t = nl.load(a)
+        d = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=t, dtype=nl.bfloat16)
+    raises(TypeError, "E009", body2)
+
+
+def test_uninitialised_read_poisons_output():
+    """T1: a read of uninitialised SBUF reaches the output as NaN (caught by the oracle check)."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=t, data1=t, data2=nl.load(a), op=nl.add)
+        nl.store(out, t)
+        return out
+    with pytest.warns(SimWarning, match="never-written"):
+        out = k(rand(8, 8))
+    assert np.isnan(out).all()
+
+
+# ---- language / loops (L, C) ----------------------------------------------------------------------------------
+def test_reduce_partition_axis_language():
+    """L6: nl.sum over the partition axis -> E023."""
+    raises(ValueError, "E023", lambda a: nl.sum(nl.load(a), axis=0))
+
+
+def test_fori_loop_rules():
+    """C2: step must be a positive int (E011); the body cannot return a value (E011)."""
+    raises(ValueError, "E011", lambda a: nl.fori_loop(0, 4, lambda i: None, step=0))
+    raises(ValueError, "E011", lambda a: nl.fori_loop(0, 4, lambda i: 1))
+
+
+def test_dynamic_range_deprecated():
+    """C4: nl.dynamic_range warns (deprecated since NKI 0.6)."""
+    def body(a):
+        for _ in nl.dynamic_range(2):
+            pass
+    with pytest.warns(SimWarning, match="deprecated"):
+        run(body)
+
+
+def test_unimplemented_api_is_coded():
+    """Anything not implemented raises E100, never AttributeError."""
+    raises(NotImplementedError, "E100", lambda a: nisa.local_gather(a, a, a))
+    raises(NotImplementedError, "E100", lambda a: nl.gather_flattened(a, a))
+
+
+def test_api_outside_kernel():
+    """E019: NKI calls outside a kernel."""
+    with pytest.raises(RuntimeError, match=r"\[E019\]"):
+        nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
