@@ -415,3 +415,22 @@ def test_official_simulate_runs_a_host_entry_through_its_jitted_kernel(monkeypat
         return x
     nki07_path.official_simulate(plain, (3,), {})
     assert calls[-1] == (plain, (3,), {})
+
+
+# ------------------------------------------------------------------------- the real 0.7 kernels
+def test_estimate_and_simulate_steps_run_the_07_kernels_on_the_interpreter(tmp_path):
+    """The 0.7 path's CPU steps on the project's own NKI 0.7 kernels (no fake kernels): the
+    cost-model record of the 2.26 path's format, and the interpreter output for the
+    simulator cross-check, equal to the oracle."""
+    env = _clean_env(NKI_BACKEND="sim", PYTHONPATH=str(ROOT))
+    proc = _step(env, "estimate", "--kernel", "matmul", "--case", MATMUL.name, "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads((tmp_path / f"{job.stem(MATMUL)}.estimate.json").read_text())
+    assert rec["kernel_impl"] == nki07_path.KERNEL_TARGETS["matmul"] and rec["api"] == "nki-0.7"
+    assert rec["latency_us"] > 0 and rec["summary"]["total_time"] > 0 and "not a measurement" in rec["note"]
+    out = tmp_path / "sim.npy"
+    proc = _step(env, "simulate", "--kernel", "matmul", "--case", MATMUL.name, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    from nki_kernels.hw import device
+    args, kwargs = device.make_inputs(MATMUL, job.DEFAULT_SEED)
+    device.assert_close(np.load(out), device.reference(MATMUL, args, kwargs), MATMUL.dtype, "interpreter")

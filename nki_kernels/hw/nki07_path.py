@@ -472,17 +472,30 @@ def smoke(out_file: str, *, lnc: int = 1, module: str | None = None, junit: str 
 
 
 # ------------------------------------------------------------------------- interpreter side
+def _on_interpreter() -> None:
+    """This process runs 0.7 kernels on the interpreter: ``NKI_BACKEND=sim`` (the project's
+    kernels resolve their ``nki`` through ``backend.resolve("0.7")``) and ``import nki`` aliased
+    to it (your own kernel via ``NKI_HW_KERNEL_<NAME>``, written with a plain ``import nki``)."""
+    os.environ["NKI_BACKEND"] = "sim"
+    from nki_kernels.sim import install_nki_alias  # noqa: PLC0415
+    install_nki_alias()
+
+
 def estimate_case(case: shapes.Case, out_dir: str, seed: int = DEFAULT_SEED) -> dict:
     """The cost model on the 0.7 kernel (interpreter, CPU): same record as the 0.1 path's."""
+    _on_interpreter()
     from . import job  # noqa: PLC0415
     use_nki07_kernels()
-    return job.estimate_case(case, out_dir, seed)
+    rec = job._estimate_here(case, out_dir, seed)   # this process is already the interpreter's
+    rec.update(api=API, executed_by="nki_kernels.sim (interpreter, NKI 0.7 front end)")
+    _write_json(os.path.join(out_dir, f"{stem(case)}.estimate.json"), rec)
+    return rec
 
 
 def simulate_case(case: shapes.Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
-    """The 0.7 kernel on this project's interpreter (``NKI_BACKEND=sim``), saved as ``.npy``."""
+    """The 0.7 kernel on this project's interpreter, saved as ``.npy``."""
     import numpy as np  # noqa: PLC0415
-    os.environ["NKI_BACKEND"] = "sim"
+    _on_interpreter()
     _, _, out = run_numpy(case, seed)
     np.save(out_file, np.asarray(out, dtype=np.float64))
     return out_file
