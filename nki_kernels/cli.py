@@ -208,9 +208,11 @@ def cmd_run(args) -> int:
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
+        # The 0.1 alias defaults third-party code to precision="compat"; an explicit --precision wins.
         with contextlib.ExitStack() as stack:
             for api in _run_aliases(path, getattr(args, "api", None)):
-                stack.enter_context(install_nki_alias() if api == "0.7" else install_neuronxcc_alias())
+                stack.enter_context(install_nki_alias() if api == "0.7" else
+                                    install_neuronxcc_alias(precision=None if args.precision else "compat"))
             runpy.run_path(path, run_name="__main__")
     except SimError as exc:
         if exc.code == "E099" and not args.estimate_benchmark:
@@ -235,8 +237,8 @@ def _add_run_flags(r) -> None:
     g.add_argument("--no-poison", action="store_true",
                    help="do not fill uninitialised memory with NaN (default: poison it)")
     g.add_argument("--precision", choices=("hw", "compat"), default=None,
-                   help="hw: round every write to its dtype like hardware; compat: hold bf16/fp8 at "
-                        "fp32 like neuronxcc's simulator")
+                   help="hw: round every write to its dtype like hardware; compat (the default "
+                        "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator")
     r.add_argument("--estimate-benchmark", action="store_true",
                    help="nki.benchmark returns the cost model's ESTIMATE (not a measurement) as its "
                         "latency, with a banner before every use; nki.baremetal runs on the "

@@ -32,17 +32,21 @@ BANNER = ("*** ESTIMATE from the nki_kernels cost model, not a measurement: no T
 class EstimatedLatency:
     """Stands in for ``benchmark_result.nc_latency``; every value is a cost-model estimate."""
 
-    def __init__(self, latency_us: float, kernel_name: str, stream=None):
+    def __init__(self, latency_us: float, kernel_name: str, stream=None, band: str = "", note: str = ""):
         self.latency_us = float(latency_us)
         self.kernel_name = kernel_name
         self._stream = stream
+        self.band = band      # the cost model's uncertainty wording, when it provides one
+        self.note = note
 
     def get_latency_percentile(self, p) -> float:
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
             raise ValueError(f"get_latency_percentile: percentile must be a number in 0..100, got {p!r}")
         out = self._stream or sys.stdout
+        band = f"; {self.band}" if self.band else ""
+        note = f"\n    {self.note}" if self.note else ""
         print(f"{BANNER}\n    {self.kernel_name}: estimated latency {self.latency_us:.1f} us "
-              f"(p{p:g} of a deterministic model; real runs vary)", file=out, flush=True)
+              f"(p{p:g} of a deterministic model; real runs vary{band}){note}", file=out, flush=True)
         return self.latency_us
 
     def __repr__(self):
@@ -110,7 +114,15 @@ def _benchmark(dk, args, kwargs):
     if ignored:
         print(f"[nki-kernels] nki.benchmark: {', '.join(ignored)} ignored (no NEFF without the Neuron "
               "compiler)", file=sys.stderr, flush=True)
-    dk.benchmark_result = SimpleNamespace(nc_latency=EstimatedLatency(est.latency_us, name))
+    err = getattr(est, "typical_error", None)       # from nki_kernels.perf when it has a band
+    band = f"cost-model typical error \u00b1{100 * err:.0f} %" if isinstance(err, float) else ""
+    try:
+        from nki_kernels.perf.accuracy import band_note
+        note = band_note(est)
+    except ImportError:
+        note = ""
+    dk.benchmark_result = SimpleNamespace(nc_latency=EstimatedLatency(est.latency_us, name, band=band or "",
+                                                                      note=note or ""))
     return None
 
 

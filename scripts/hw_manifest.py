@@ -267,6 +267,9 @@ def cmd_junit_failures(a) -> int:
     for case in root.iter("testcase"):
         for bad in list(case.findall("failure")) + list(case.findall("error")):
             msg = (bad.get("message") or bad.text or "").strip().splitlines()
+            raised = [ln[1:].strip() for ln in (bad.text or "").splitlines() if ln.startswith("E ")]
+            if bad.tag == "error" and raised:   # e.g. "collection failure": say what was raised
+                msg = [f"{msg[0] if msg else 'error'}: {raised[-1]}"]
             name = case.get("name", "?")
             cls = case.get("classname", "")
             print(f"{cls + '::' if cls else ''}{name}: {msg[0][:300] if msg else bad.tag}")

@@ -676,13 +676,12 @@ else
   junit="$RUN/hw_tests/constructs.junit.xml"
   if ! constructs_step "${CORE_LIST[0]}"; then
     failures=$("$PY" "$MANIFEST_PY" junit-failures "$junit" 2>/dev/null || true)
+    if [[ -z $failures ]]; then   # pytest stopped before any test (no device, collection error)
+      failures="(no test ran) $(grep -v '^[[:space:]]*$' "$RUN/logs/$STEP_ID-constructs.log" 2>/dev/null | tail -n 1)"
+    fi
     {
       echo "$PROG: construct smoke test failed; nothing was benchmarked. Failed construct(s):"
-      if [[ -n $failures ]]; then
-        while IFS= read -r line; do echo "  $line"; done <<<"$failures"
-      else
-        echo "  (no test report; see the log)"
-      fi
+      while IFS= read -r line; do echo "  $line"; done <<<"$failures"
       echo "  log: $RUN/logs/$STEP_ID-constructs.log"
     } >&2
     finish failed "$E_CONSTRUCTS" "construct smoke test failed: ${failures%%$'\n'*}" || true

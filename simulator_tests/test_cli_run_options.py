@@ -65,6 +65,11 @@ def test_run_defaults_poison_and_keeps_order(tmp_path):
         in_order.append(in_order[-1] * 2 + i)
     assert r["carried"] == in_order
     assert r["argv"] == ["--flag-for-the-script"]      # flags after FILE belong to the script
+    assert r["precision"] == "compat"                  # third-party code: the simulator's numerics
+
+
+def test_run_precision_hw_overrides_the_alias_default(tmp_path):
+    assert _result(_run(tmp_path, "--precision", "hw"))["precision"] == "hw"
 
 
 def test_run_flags_map_onto_sim_options(tmp_path):

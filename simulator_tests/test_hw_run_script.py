@@ -291,9 +291,21 @@ def _session_processes(sid: int) -> list[str]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if int(fields[4]) == sid and fields[0] != "Z":
+        # /proc/PID/stat after the command name: state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
             left.append(f"{d.name} {cmd[:150]}")
     return left
+
+
+def test_session_scan_sees_a_live_child():
+    """The orphan check below must be able to fail: it finds a process of a given session."""
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert any(line.startswith(f"{proc.pid} sleep") for line in _session_processes(proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _session_processes(proc.pid) == []
 
 
 def _start(fake, *args, env=None):
@@ -480,3 +492,12 @@ def test_own_kernel_flow_estimates_on_the_interpreter(fake):
     # The bench step fails: the fake SDK has no neuronxcc.nki.language for the project's kernel.
     assert proc.returncode == 20, proc.stdout + proc.stderr
     assert {s["status"] for n, s in steps.items() if n.startswith("bench-")} == {"failed"}
+
+
+def test_construct_smoke_test_that_cannot_run_says_why(fake):
+    test_file = fake["tmp"] / "test_constructs.py"
+    test_file.write_text("raise RuntimeError('NKI_HW_REQUIRE=1 but no Neuron device here')\n")
+    env = dict(fake["env"], NKI_HW_CONSTRUCTS_TEST=str(test_file))
+    proc = run(fake, "--kernels", "matmul", "--no-estimate", "--skip-install", env=env)
+    assert proc.returncode == 19, proc.stdout + proc.stderr
+    assert "collection failure: RuntimeError: NKI_HW_REQUIRE=1 but no Neuron device here" in proc.stderr
