@@ -89,10 +89,10 @@ def resolve(api: str = "0.1") -> Backend:
     elif choice == "neuron":
         try:
             b = Backend(api, "neuron", *real())
-        except ImportError as e:
+        except ImportError:
             raise ImportError(
                 f"NKI_BACKEND=neuron but {mod} is not importable (NKI {api}: {pkg}). Install it from the Neuron "
-                "package repository (see README 'Hardware runbook'), or use NKI_BACKEND=sim") from e
+                "package repository (see README 'Hardware runbook'), or use NKI_BACKEND=sim") from None
     else:
         try:
             b = Backend(api, "neuron", *real())

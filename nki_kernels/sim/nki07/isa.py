@@ -109,6 +109,8 @@ _CORE_ENGINE = {engine.tensor: _isa.engine.tensor, engine.scalar: _isa.engine.sc
 
 
 def _eng(e, api, *operands):
+    if e is engine.unknown or e is None:     # the default: the op core picks the engine
+        return None
     e = _enum(e, engine, api, "engine")
     if e == engine.gpsimd:
         for arg, t in operands:
@@ -143,6 +145,8 @@ def _opnd(x):
 
 def _extra(api, kw, dst=None):
     """Unknown keyword arguments are errors; ``name=`` is accepted, ``dtype=`` must equal dst's."""
+    if not kw:
+        return
     kw.pop("name", None)
     d = kw.pop("dtype", None)
     if d is not None and dst is not None and C.dt.canonical(d, op=api) != dst.dtype:
