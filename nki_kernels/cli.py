@@ -66,7 +66,43 @@ def _verify_cases(quick: bool):
                           oracles.attention_ref))
     except ImportError as e:
         cases.append(("flash_attention", "-", "-", None, str(e), None))
-    return cases
+    return _with_nki07_twins(cases)
+
+
+# The NKI 0.7 generation of each kernel, verified on the same shapes right after the 0.1 one.
+_NKI07 = {"conv2d+bias+maxpool": ("conv2d_nki07", "fused_conv2d_maxpool"), "matmul": ("matmul_nki07", "matmul"),
+          "flash_attention": ("attention_nki07", "flash_attention")}
+
+
+def _same_inputs(make):
+    """``make`` called once; both generations of a case get the same arrays."""
+    box = []
+
+    def get():
+        if not box:
+            box.append(make())
+        return box[0]
+    return get
+
+
+def _with_nki07_twins(cases):
+    """Each case as (api, ...) followed by its NKI 0.7 twin (the same inputs, oracle, tolerance)."""
+    import importlib
+    out = []
+    for kname, shape, d, fn, make, ref in cases:
+        if fn is not None:
+            make = _same_inputs(make)
+        out.append(("0.1", kname, shape, d, fn, make, ref))
+        if fn is None:
+            continue
+        mod, name = _NKI07[kname]
+        try:
+            fn07 = getattr(importlib.import_module(f"nki_kernels.kernels.{mod}"), name)
+        except ImportError as e:
+            out.append(("0.7", kname, shape, "-", None, str(e), None))
+            continue
+        out.append(("0.7", kname, shape, d, fn07, make, ref))
+    return out
 
 
 def _np_dtype(name):
@@ -76,8 +112,10 @@ def _np_dtype(name):
 
 
 def cmd_verify(args) -> int:
+    from nki_kernels.backend import resolve
     from nki_kernels.sim import trace_kernel
     from nki_kernels.tolerances import compare
+    tracers = {"0.1": trace_kernel, "0.7": resolve("0.7").nki.trace}
     est = None
     if not args.no_estimate:
         try:
@@ -87,16 +125,16 @@ def cmd_verify(args) -> int:
     rows, failed = [], 0
     cases = _verify_cases(args.quick)
     print(f"nki-kernels verify: {len(cases)} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles")
-    for i, (kname, shape, d, fn, make, ref) in enumerate(cases, 1):
+    for i, (api, kname, shape, d, fn, make, ref) in enumerate(cases, 1):
         if fn is None:
-            rows.append((kname, shape, d, "-", "-", "MISSING", "-", "-"))
+            rows.append((kname, api, shape, d, "-", "-", "MISSING", "-", "-"))
             failed += 1
             print(f"  [{i}/{len(cases)}] {kname}: not available ({make})", flush=True)
             continue
-        print(f"  [{i}/{len(cases)}] {kname} {shape} {d} ...", end="", flush=True)
+        print(f"  [{i}/{len(cases)}] {kname} (NKI {api}) {shape} {d} ...", end="", flush=True)
         a, kw = make()
         t0 = time.perf_counter()
-        out, trace = trace_kernel(fn, *a, **kw)
+        out, trace = tracers[api](fn, *a, **kw)
         wall = time.perf_counter() - t0
         res = compare(out, ref(*a, **kw), d)      # the project's one tolerance table
         ok, abs_err, rel_err = res["ok"], res["max_abs_err"], res["max_rel_err"]
@@ -107,10 +145,10 @@ def cmd_verify(args) -> int:
                 e = f"{est(trace).latency_us:,.1f}"
             except Exception as exc:  # the estimate must never hide the correctness result
                 e = f"n/a ({type(exc).__name__})"
-        rows.append((kname, shape, d, f"{abs_err:.2e}", f"{rel_err:.2e}", "PASS" if ok else "FAIL",
+        rows.append((kname, api, shape, d, f"{abs_err:.2e}", f"{rel_err:.2e}", "PASS" if ok else "FAIL",
                      f"{wall:.2f}", e))
         print(f" {'PASS' if ok else 'FAIL: ' + res['reason']} ({wall:.2f} s)", flush=True)
-    hdr = ("kernel", "shape", "dtype", "max abs err", "max rel err", "result", "sim wall s", "est. latency us*")
+    hdr = ("kernel", "NKI", "shape", "dtype", "max abs err", "max rel err", "result", "sim wall s", "est. latency us*")
     widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
     print()
     for r in [hdr] + rows:

@@ -171,13 +171,22 @@ def cmd_step_end(a) -> int:
     return 0
 
 
-def _bench_rows(run: str) -> list[str]:
+# How each path measures latency (bench.json "api"; records without it are NKI 0.1).
+_LATENCY_METHOD = {
+    "nki-0.1": "nki.benchmark (NKI 0.1 path)",
+    "nki-0.7": "device time of profiled executions, neuron-explorer (NKI 0.7 path)",
+}
+
+
+def _bench_rows(run: str, methods: set | None = None) -> list[str]:
     rows = []
     for path in sorted(glob.glob(os.path.join(run, "*", "*", "bench.json"))):
         try:
             b = read_json(path)
         except (OSError, json.JSONDecodeError):
             continue
+        if methods is not None:
+            methods.add(_LATENCY_METHOD.get(b.get("api", "nki-0.1"), b.get("api")))
         cs = b.get("cs149") or {}
         est = b.get("vs_estimate") or {}
         ratio = f"{est['ratio_p50']:.2f}" if "ratio_p50" in est else "-"
@@ -202,9 +211,10 @@ def write_summary(run: str, manifest: dict) -> None:
     if manifest["status"] == "interrupted":
         lines += ["The run was interrupted: finished steps and their files are intact; steps "
                   "marked `interrupted` did not complete.", ""]
-    bench = _bench_rows(run)
+    methods: set = set()
+    bench = _bench_rows(run, methods)
     if bench:
-        lines += ["## Latency (nki.benchmark, microseconds)", "",
+        lines += [f"## Latency (microseconds; {', '.join(sorted(methods))})", "",
                   "| kernel | case | p50 | p99 | CS149 threshold | p50 / estimate | core |",
                   "|---|---|---|---|---|---|---|", *bench, "",
                   "Measured on this machine; the estimate ratio compares with the cost model "

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run_hw.sh: the nki-kernels hardware job for a trn2 DLAMI (Neuron SDK 2.26/2.27).
+# run_hw.sh: the nki-kernels hardware job for a trn2 DLAMI: the NKI 0.1 kernels on Neuron SDK
+# 2.26/2.27, the NKI 0.7 kernels on SDK >= 2.33 (picked from the installed SDK).
 # Run `scripts/run_hw.sh --help` for what it does; docs/hardware.md is the runbook.
 set -euo pipefail
 
@@ -8,19 +9,25 @@ PROG="run_hw.sh"
 
 # Exit codes (documented in --help and docs/hardware.md).
 readonly E_USAGE=2 E_INSTANCE=10 E_DEVICE=11 E_SDK=12 E_VENV=13 E_CORES=14 E_PROFILER=15
-readonly E_INSTALL=16 E_RESULTS=17 E_CONSTRUCTS=19 E_STEPS=20
+readonly E_INSTALL=16 E_RESULTS=17 E_SDK_REFUSED=18 E_CONSTRUCTS=19 E_STEPS=20
 
 usage() {
   cat <<EOF
 Usage: scripts/run_hw.sh [options]
 
-Run the nki-kernels hardware job on a trn2 instance (Neuron SDK 2.26/2.27 DLAMI):
-preflight, install the project into the Neuron venv, run the construct smoke test
-(hw_tests/test_constructs.py; the run stops if a construct fails), run hw_tests
-(nki.baremetal and torch-neuronx vs the oracles, simulator vs device), benchmark every selected case with
-nki.benchmark, capture a neuron-profile per case (NEFF + NTFF, summary-json/-text,
-Perfetto trace), compare with the cost-model estimate, and write everything to a new
-results/<UTC timestamp>-<git sha>/ folder with manifest.json and SUMMARY.md.
+Run the nki-kernels hardware job on a trn2 instance: preflight, install the project into
+the Neuron venv, run the construct smoke test (the run stops if a construct fails), run the
+correctness tests, benchmark every selected case, capture a profile per case (NEFF + NTFF,
+summary-json/-text, Perfetto trace), compare with the cost-model estimate, and write
+everything to a new results/<UTC timestamp>-<git sha>/ folder with manifest.json and
+SUMMARY.md.  The installed SDK picks the path:
+  SDK 2.26/2.27 (2.28/2.29 warn): the NKI 0.1 kernels (neuronxcc.nki): smoke test
+      hw_tests/test_constructs.py, hw_tests with nki.baremetal and torch-neuronx, latency
+      from nki.benchmark, neuron-profile captures;
+  SDK >= 2.33: the NKI 0.7 kernels (import nki): smoke test of the NKI 0.7 constructs,
+      @nki.jit on NumPy and torch-neuronx vs the oracles (nki.simulate cross-check where it
+      exists), latency from profiled executions and captures with neuron-explorer;
+  SDK 2.30-2.32: refused (exit 18): neuronxcc.nki kernels no longer compile there.
 
 Options:
   --kernels LIST     comma-separated: conv2d,matmul,attention or 'all' (default: all)
@@ -29,10 +36,10 @@ Options:
                      Independent jobs are spread over them with NEURON_RT_VISIBLE_CORES,
                      one job per core at a time (default: 1)
   --timeout SECONDS  limit for every single step (default: 1800)
-  --warmup N         nki.benchmark warm-up iterations (default: 10)
-  --iters N          nki.benchmark measured iterations (default: 100)
-  --venv PATH        Neuron Python venv (default: \$VIRTUAL_ENV if it has neuronx-cc,
-                     else the first of /opt/aws_neuronx_venv_pytorch_2_8, _2_9)
+  --warmup N         warm-up executions per benchmark (default: 10)
+  --iters N          measured executions per benchmark (default: 100)
+  --venv PATH        Neuron Python venv (default: \$VIRTUAL_ENV if it has neuronx-cc or nki,
+                     else the first of /opt/aws_neuronx_venv_pytorch_2_8, _2_9, _*)
   --results-dir DIR  parent of the run folder (default: <repo>/results)
   --skip-install     do not pip-install the project (it is still found via PYTHONPATH)
   --skip-tests       do not run hw_tests, nor the construct smoke test (benchmarks and profiles only)
@@ -46,14 +53,18 @@ Exit codes:
   2   bad command-line usage
   10  not a trn2 instance (DMI product name)
   11  no Neuron device: neuron-ls missing, failing, or listing no device
-  12  the venv's Neuron SDK lacks neuronxcc.nki (needs SDK 2.26/2.27; >= 2.28 removed it)
+  12  no usable Neuron SDK in the venv (no neuronx-cc, or no neuronxcc.nki on 2.26-2.29)
   13  no Neuron venv found (or --venv has no bin/python)
   14  not enough free NeuronCores for --cores
-  15  neuron-profile not found (aws-neuronx-tools)
+  15  the profiler is missing: neuron-profile (NKI 0.1 path) or neuron-explorer (NKI 0.7
+      path), both from aws-neuronx-tools
   16  installing the project failed
   17  the results folder could not be created or written (disk full, read-only); the
       manifest is marked "failed" with the reason when it can still be written
-  19  the construct smoke test (hw_tests/test_constructs.py) failed; nothing was benchmarked
+  18  the SDK is refused: 2.30-2.32, where neuronxcc.nki kernels no longer compile or
+      silently misbehave and NKI is older than 0.7 (fix: a 2.26/2.27 or >= 2.33 DLAMI)
+  19  the construct smoke test failed (hw_tests/test_constructs.py on the NKI 0.1 path,
+      nki_kernels/kernels/smoke_nki07.py on the NKI 0.7 path); nothing was benchmarked
   20  the run finished but some step failed (see SUMMARY.md and logs/)
   130 interrupted by SIGINT (Ctrl-C)
   143 interrupted by SIGTERM
@@ -63,7 +74,7 @@ Exit codes:
 
 Progress: one line per job as it ends, e.g. "[3/18] conv2d b1_ci256_co256_... ok 0:41".
 When several preflight checks fail, the code is that of the first in the order
-10, 11, 15, 13, 12, 14; all failures are printed.
+10, 11, 15, 13, 12, 18, 14; all failures are printed.
 
 Environment: NKI_HW_PRODUCT_NAME_FILE (default /sys/devices/virtual/dmi/id/product_name),
 NKI_HW_VENV_CANDIDATES (space-separated venv paths to try), NKI_HW_KERNEL_<NAME>
@@ -133,6 +144,7 @@ CONSTRUCTS_TEST=${NKI_HW_CONSTRUCTS_TEST:-$ROOT/hw_tests/test_constructs.py}
 
 SHAPES_PY="$ROOT/nki_kernels/hw/shapes.py"
 ENV_PY="$ROOT/nki_kernels/hw/env.py"
+SDK_PY="$ROOT/nki_kernels/hw/sdk.py"
 PYPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"   # this checkout first, whatever is installed
 MANIFEST_PY="$ROOT/scripts/hw_manifest.py"
 
@@ -155,6 +167,8 @@ export PATH="$PATH:/opt/aws/neuron/bin"   # Neuron tools; earlier PATH entries w
 PREFLIGHT_FAILS=()   # "code|message"
 PREFLIGHT_OK=()
 PY=""
+API=""              # nki01 | nki07: which kernels and tools, from sdk.py (see --help)
+PROFILER=neuron-profile
 CORE_LIST=()
 SCRATCH="$(mktemp -d)"
 # shellcheck disable=SC2317  # called from traps
@@ -170,11 +184,12 @@ find_venv() {
     fail "$E_VENV" "--venv $VENV has no bin/python"; VENV=""; return 1
   fi
   if [[ -n ${VIRTUAL_ENV:-} && -x $VIRTUAL_ENV/bin/python ]] \
-     && "$VIRTUAL_ENV/bin/python" -c 'import neuronxcc' >/dev/null 2>&1; then
+     && "$VIRTUAL_ENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("neuronxcc") or u.find_spec("nki")))' >/dev/null 2>&1; then
     VENV=$VIRTUAL_ENV; return 0
   fi
   local candidates c
-  read -r -a candidates <<<"${NKI_HW_VENV_CANDIDATES:-/opt/aws_neuronx_venv_pytorch_2_8 /opt/aws_neuronx_venv_pytorch_2_9}"
+  # SDK 2.26/2.27 DLAMIs ship _2_8/_2_9; later ones other pytorch venvs (e.g. the vLLM one).
+  read -r -a candidates <<<"${NKI_HW_VENV_CANDIDATES:-/opt/aws_neuronx_venv_pytorch_2_8 /opt/aws_neuronx_venv_pytorch_2_9 $(compgen -G '/opt/aws_neuronx_venv_pytorch_*' | tr '\n' ' ')}"
   for c in "${candidates[@]}"; do
     if [[ -x $c/bin/python ]]; then VENV=$c; return 0; fi
   done
@@ -208,17 +223,26 @@ preflight() {
     ok "$ndev Neuron device(s)"
   fi
 
-  if command -v neuron-profile >/dev/null 2>&1; then
-    ok "neuron-profile $(command -v neuron-profile)"
-  else
-    fail "$E_PROFILER" "neuron-profile not found on PATH or in /opt/aws/neuron/bin (install aws-neuronx-tools)"
-  fi
-
+  # The SDK picks the path (nki01: NKI 0.1 kernels, neuron-profile; nki07: NKI 0.7 kernels,
+  # neuron-explorer) or is refused; sdk.py prints "<path> <message>" (exit 0/1/3).
   if [[ -n $PY ]]; then
-    local msg
-    if msg=$("$PY" "$ENV_PY" sdk-check 2>&1); then ok "$msg"; else fail "$E_SDK" "$msg"; fi
+    local msg rc=0
+    msg=$("$PY" "$SDK_PY" path 2>&1) || rc=$?
+    case $rc in
+      0) API=${msg%% *}; ok "${msg#* }" ;;
+      1) fail "$E_SDK" "${msg#* }" ;;
+      3) fail "$E_SDK_REFUSED" "${msg#* }" ;;
+      *) fail "$E_SDK" "SDK check failed (exit $rc): $(head -c 300 <<<"$msg")" ;;
+    esac
   else
     fail "$E_SDK" "SDK not checked: no venv"
+  fi
+  if [[ $API == nki07 ]]; then PROFILER=neuron-explorer; fi
+
+  if command -v "$PROFILER" >/dev/null 2>&1; then
+    ok "$PROFILER $(command -v "$PROFILER")"
+  else
+    fail "$E_PROFILER" "$PROFILER not found on PATH or in /opt/aws/neuron/bin (install aws-neuronx-tools)"
   fi
 
   if ((ndev > 0)); then
@@ -243,7 +267,7 @@ report_preflight() {
 
 first_fail_code() {
   local code line
-  for code in "$E_INSTANCE" "$E_DEVICE" "$E_PROFILER" "$E_VENV" "$E_SDK" "$E_CORES"; do
+  for code in "$E_INSTANCE" "$E_DEVICE" "$E_PROFILER" "$E_VENV" "$E_SDK" "$E_SDK_REFUSED" "$E_CORES"; do
     for line in "${PREFLIGHT_FAILS[@]}"; do
       [[ ${line%%|*} == "$code" ]] && { echo "$code"; return; }
     done
@@ -340,6 +364,13 @@ run_step() {
 
 tests_job() {  # tests_job KERNEL CORE
   local kernel=$1 core=$2
+  if [[ $API == nki07 ]]; then  # NumPy call + torch-neuronx + nki.simulate cross-check
+    run_step "hw_tests-$kernel" hw_tests "$kernel" "" "$core" "$RUN/hw_tests" "" -- \
+      env NEURON_RT_VISIBLE_CORES="$core" "${NKI07_ENV[@]}" PYTHONPATH="$PYPATH" \
+      "$PY" -m nki_kernels.hw.nki07_path check --kernel "$kernel" --shapes "$SHAPES" \
+      --out "$RUN/hw_tests" --timeout "$TIMEOUT" || true
+    return 0
+  fi
   run_step "hw_tests-$kernel" hw_tests "$kernel" "" "$core" "$ROOT" "" -- \
     env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 \
     NKI_HW_KERNELS="$kernel" NKI_HW_SHAPES="$SHAPES" NKI_HW_RESULTS="$RUN/hw_tests" \
@@ -351,35 +382,50 @@ tests_job() {  # tests_job KERNEL CORE
 case_job() {  # case_job KERNEL CASE CORE
   local kernel=$1 kcase=$2 core=$3
   local dir="$RUN/$kernel/$kcase" stem="${kernel}_${kcase}"
+  # The two paths differ in the step module and the capture flags; the rest is shared.
+  # NKI 0.7: bench compiles with NEURON_FRAMEWORK_DEBUG=1 (keeps the NEFF) and times
+  # profiled executions; the capture skips the first execution (--profile-nth-exec=2 writes
+  # <stem>_exec_2.ntff, renamed below).
+  local step_mod=nki_kernels.hw.job bench_env=(NKI_BACKEND=neuron) capture_args=()
+  if [[ $API == nki07 ]]; then
+    step_mod=nki_kernels.hw.nki07_path capture_args=(--profile-nth-exec=2)
+    bench_env=("${NKI07_ENV[@]}" NEURON_FRAMEWORK_DEBUG=1)   # keep the NEFF (NKI profiling guide)
+  fi
   if ((!DRY_RUN)); then
     mkdir -p "$dir" 2>/dev/null || results_fault "cannot create $dir"
   fi
   if ((!NO_ESTIMATE)); then
     # The interpreter runs the kernel (yours too, via NKI_HW_KERNEL_<NAME>) with neuronxcc.nki
-    # aliased to it, in this step's own process (nki_kernels.hw.job).
+    # (NKI 0.1) or nki (NKI 0.7) aliased to it, in this step's own process.
     run_step "estimate-$stem" estimate "$kernel" "$kcase" "" "$ROOT" "" -- \
-      env NKI_BACKEND=sim PYTHONPATH="$PYPATH" "$PY" -m nki_kernels.hw.job estimate \
+      env NKI_BACKEND=sim PYTHONPATH="$PYPATH" "$PY" -m "$step_mod" estimate \
       --kernel "$kernel" --case "$kcase" --out "$dir" || true
   fi
   run_step "bench-$stem" bench "$kernel" "$kcase" "$core" "$dir" "" -- \
-    env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron PYTHONPATH="$PYPATH" \
-    "$PY" -m nki_kernels.hw.job bench --kernel "$kernel" --case "$kcase" --out "$dir" \
+    env NEURON_RT_VISIBLE_CORES="$core" "${bench_env[@]}" PYTHONPATH="$PYPATH" \
+    "$PY" -m "$step_mod" bench --kernel "$kernel" --case "$kcase" --out "$dir" \
     --warmup "$WARMUP" --iters "$ITERS" || return 0
   if ((!DRY_RUN)) && [[ ! -f $dir/$stem.neff ]]; then
     echo "[$PROG] no NEFF for $stem; profile skipped" >&2
     return 0
   fi
   run_step "capture-$stem" profile "$kernel" "$kcase" "$core" "$dir" "" -- \
-    env NEURON_RT_VISIBLE_CORES="$core" neuron-profile capture -n "$stem.neff" -s "$stem.ntff" \
-    || return 0
+    env NEURON_RT_VISIBLE_CORES="$core" "$PROFILER" capture -n "$stem.neff" -s "$stem.ntff" \
+    "${capture_args[@]}" || return 0
+  if ((!DRY_RUN)) && [[ ! -f $dir/$stem.ntff && -f $dir/${stem}_exec_2.ntff ]]; then
+    mv "$dir/${stem}_exec_2.ntff" "$dir/$stem.ntff"
+  fi
   run_step "summary-json-$stem" profile "$kernel" "$kcase" "" "$dir" "$dir/$stem.summary.json" -- \
-    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format summary-json || true
+    "$PROFILER" view -n "$stem.neff" -s "$stem.ntff" --output-format summary-json || true
   run_step "summary-text-$stem" profile "$kernel" "$kcase" "" "$dir" "$dir/$stem.summary.txt" -- \
-    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format summary-text || true
+    "$PROFILER" view -n "$stem.neff" -s "$stem.ntff" --output-format summary-text || true
   if run_step "perfetto-$stem" profile "$kernel" "$kcase" "" "$dir" "" -- \
-    neuron-profile view -n "$stem.neff" -s "$stem.ntff" --output-format perfetto \
-    --output-file "$stem.pftrace" && ((!DRY_RUN)) && [[ ! -f $dir/$stem.pftrace && -f $dir/ntff.pftrace ]]; then
-    mv "$dir/ntff.pftrace" "$dir/$stem.pftrace"   # tool versions that ignore --output-file
+    "$PROFILER" view -n "$stem.neff" -s "$stem.ntff" --output-format perfetto \
+    --output-file "$stem.pftrace" && ((!DRY_RUN)) && [[ ! -f $dir/$stem.pftrace ]]; then
+    local other   # tool versions that ignore --output-file write one of these names
+    for other in "$dir/ntff.pftrace" "$dir"/device_profile_model_*.pftrace; do
+      if [[ -f $other ]]; then mv "$other" "$dir/$stem.pftrace"; break; fi
+    done
   fi
   if ((!NO_ESTIMATE)) && { ((DRY_RUN)) || [[ -s $dir/$stem.summary.json && -f $dir/$stem.estimate.json ]]; }; then
     run_step "compare-$stem" compare "$kernel" "$kcase" "" "$dir" "" -- \
@@ -387,6 +433,24 @@ case_job() {  # case_job KERNEL CASE CORE
       "$stem.estimate.json" --json compare.json || true
   fi
 }
+
+# constructs_step CORE: the construct smoke test of the path in use, as one step (JUnit
+# report in hw_tests/constructs.junit.xml).  Returns the step's exit code.
+constructs_step() {
+  local core=$1 junit="$RUN/hw_tests/constructs.junit.xml"
+  if [[ $API == nki07 ]]; then
+    run_step constructs constructs "" "" "$core" "$RUN/hw_tests" "" -- \
+      env NEURON_RT_VISIBLE_CORES="$core" "${NKI07_ENV[@]}" PYTHONPATH="$PYPATH" \
+      "$PY" -m nki_kernels.hw.nki07_path smoke --out "$RUN/hw_tests/smoke_nki07.json" --junitxml "$junit"
+  else
+    run_step constructs constructs "" "" "$core" "$ROOT" "" -- \
+      env NEURON_RT_VISIBLE_CORES="$core" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 PYTHONPATH="$PYPATH" \
+      "$PY" -m pytest "$CONSTRUCTS_TEST" -rs -p no:cacheprovider --junitxml="$junit"
+  fi
+}
+
+# The NKI 0.1 smoke test is a pytest file that may be absent; the 0.7 one is a module here.
+have_constructs_test() { [[ $API == nki07 || -f $CONSTRUCTS_TEST ]]; }
 
 # run_job INDEX "tests|KERNEL" or "case|KERNEL|CASE" CORE: one job, then its progress line.
 run_job() {
@@ -423,6 +487,9 @@ worker_stop() {
 
 # ---------------------------------------------------------------- main
 preflight
+# Every NKI 0.7 device step runs at LNC=1, as the kernels are launched (the two must match,
+# nki.jit docstring); its compiler artifacts land in the step's working directory.
+NKI07_ENV=(NEURON_LOGICAL_NC_CONFIG=1)
 
 JOBS=()
 if ((!SKIP_TESTS)); then
@@ -446,7 +513,11 @@ if ((DRY_RUN)); then
   fi
   PY=${PY:-"${VENV:-/opt/aws_neuronx_venv_pytorch_2_8}/bin/python"}
   RUN="$RESULTS_ROOT/$RUN_ID"
-  echo "plan: ${#JOBS[@]} jobs on NeuronCore(s) ${CORE_LIST[*]}, shapes '$SHAPES', kernels '$KERNELS'"
+  if [[ -z $API ]]; then
+    API=nki01
+    echo "(no usable SDK detected: showing the NKI 0.1 plan; an SDK >= 2.33 venv shows the NKI 0.7 one)"
+  fi
+  echo "plan: ${#JOBS[@]} jobs on NeuronCore(s) ${CORE_LIST[*]}, shapes '$SHAPES', kernels '$KERNELS', path $API"
   print_cmd mkdir -p "$RESULTS_ROOT"
   print_cmd mkdir "$RUN" "$RUN/logs" "$RUN/hw_tests" "$RUN/env"
   if ((!SKIP_INSTALL)); then
@@ -454,9 +525,9 @@ if ((DRY_RUN)); then
   fi
   if ((SKIP_TESTS)); then
     echo "# construct smoke test skipped (--skip-tests)"
-  elif [[ -f $CONSTRUCTS_TEST ]]; then
+  elif have_constructs_test; then
     echo "# construct smoke test first; the run stops if it fails"
-    print_cmd "$PY" -m pytest "$CONSTRUCTS_TEST" -rs
+    constructs_step "${CORE_LIST[0]}"
   else
     echo "# construct smoke test skipped: $CONSTRUCTS_TEST not found"
   fi
@@ -494,6 +565,8 @@ setup_fail() {
   2>"$SCRATCH/setup.err" || setup_fail "$(tail -n 1 "$SCRATCH/setup.err")"
 { "$PY" "$ENV_PY" sdk >"$RUN/env/sdk.json" 2>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk.json"; } \
   2>/dev/null || setup_fail "cannot write $RUN/env/sdk.json"
+{ "$PY" "$SDK_PY" info >"$RUN/env/sdk_path.json" 2>>"$RUN/logs/sdk-info.log" || echo '{}' >"$RUN/env/sdk_path.json"; } \
+  2>/dev/null || setup_fail "cannot write $RUN/env/sdk_path.json"
 TOOLS_VERSION=$(dpkg-query -W -f='${Version}' aws-neuronx-tools 2>/dev/null \
   || rpm -q --qf '%{VERSION}' aws-neuronx-tools 2>/dev/null || echo unknown)
 
@@ -576,8 +649,9 @@ manifest init --dir "$RUN" --run-id "$(basename "$RUN")" --git-sha "$SHA" --git-
   --option "skip_install=$SKIP_INSTALL" --option "skip_tests=$SKIP_TESTS" \
   --option "no_estimate=$NO_ESTIMATE" \
   --env "instance_type=$INSTANCE_TYPE" --env "venv=$VENV" --env "cores=${CORE_LIST[*]}" \
-  --env "aws_neuronx_tools=$TOOLS_VERSION" \
-  --env-json "sdk=$RUN/env/sdk.json" --env-json "neuron_ls=$RUN/env/neuron-ls.json" \
+  --env "aws_neuronx_tools=$TOOLS_VERSION" --env "nki_path=$API" --env "profiler=$PROFILER" \
+  --env-json "sdk=$RUN/env/sdk.json" --env-json "sdk_path=$RUN/env/sdk_path.json" \
+  --env-json "neuron_ls=$RUN/env/neuron-ls.json" \
   -- "$0" "${ORIG_ARGS[@]}"
 echo "[$PROG] results folder: $RUN"
 
@@ -592,17 +666,15 @@ if ((!SKIP_INSTALL)); then
   fi
 fi
 
-# The construct smoke test (hw_tests/test_constructs.py): every NKI construct the kernels use,
-# compiled and run once on the device; a failure stops the run before any benchmark.
+# The construct smoke test: every NKI construct the kernels rely on, compiled and run once on
+# the device; a failure stops the run before any benchmark, naming the construct.
 if ((SKIP_TESTS)); then
   echo "[$PROG] construct smoke test skipped (--skip-tests)"
-elif [[ ! -f $CONSTRUCTS_TEST ]]; then
+elif ! have_constructs_test; then
   echo "[$PROG] construct smoke test skipped: $CONSTRUCTS_TEST not found"
 else
   junit="$RUN/hw_tests/constructs.junit.xml"
-  if ! run_step constructs constructs "" "" "${CORE_LIST[0]}" "$ROOT" "" -- \
-    env NEURON_RT_VISIBLE_CORES="${CORE_LIST[0]}" NKI_BACKEND=neuron NKI_HW_REQUIRE=1 PYTHONPATH="$PYPATH" \
-    "$PY" -m pytest "$CONSTRUCTS_TEST" -rs -p no:cacheprovider --junitxml="$junit"; then
+  if ! constructs_step "${CORE_LIST[0]}"; then
     failures=$("$PY" "$MANIFEST_PY" junit-failures "$junit" 2>/dev/null || true)
     if [[ -z $failures ]]; then   # pytest stopped before any test (no device, collection error)
       failures="(no test ran) $(grep -v '^[[:space:]]*$' "$RUN/logs/$STEP_ID-constructs.log" 2>/dev/null | tail -n 1)"

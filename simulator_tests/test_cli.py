@@ -7,12 +7,15 @@ from nki_kernels import cli
 def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
     assert cli.main(["verify", "--quick"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^10 passed, 0 failed$", out, re.M), out[-2000:]
+    assert re.search(r"^20 passed, 0 failed$", out, re.M), out[-2000:]
     for kernel in ("conv2d+bias+maxpool", "matmul", "flash_attention"):
         assert kernel in out
     assert "not a hardware measurement" in out and "est. latency us*" in out
     rows = [l for l in out.splitlines() if l.endswith(tuple("0123456789")) and " PASS " in l]
-    assert len(rows) == 10   # every row carries a numeric estimate
+    assert len(rows) == 20   # every row carries a numeric estimate
+    # each case twice, side by side: the NKI 0.1 kernel, then its NKI 0.7 generation
+    apis = [l.split()[1] for l in rows]
+    assert apis == ["0.1", "0.7"] * 10, apis
 
 
 def test_sim_bench_reports_both_measurements(capsys):

@@ -4,7 +4,8 @@
 - ``neuron_devices()`` / ``free_cores()``: ``neuron-ls --json-output`` parsed (a list of
   devices with ``neuron_device``, ``nc_count``, ``neuroncore_ids``, ``neuron_processes``).
 - ``sdk_info()``: versions of neuronx-cc, torch-neuronx, torch, torch-xla and whether
-  ``neuronxcc.nki`` (the NKI 0.1 namespace, last shipped in Neuron SDK 2.27) is importable.
+  ``neuronxcc.nki`` (the NKI 0.1 namespace; shipped up to SDK 2.29, a compile error in
+  kernels from 2.30, see ``sdk.py``) is importable.
 - ``hardware_skip_reason()``: why hardware tests cannot run here, or None.
 """
 from __future__ import annotations
@@ -18,13 +19,12 @@ import shutil
 import subprocess
 import sys
 
-PRODUCT_NAME_FILE = "/sys/devices/virtual/dmi/id/product_name"
+try:
+    from . import sdk as _sdk
+except ImportError:   # run as a script by run_hw.sh: this folder is sys.path[0]
+    import sdk as _sdk
 
-# neuronx-cc release line -> Neuron SDK release (from the SDK's release manifests).
-NEURONX_CC_TO_SDK = {
-    "2.20": "2.25", "2.21": "2.26", "2.22": "2.27", "2.23": "2.28", "2.24": "2.29",
-}
-SUPPORTED_SDKS = ("2.26", "2.27")
+PRODUCT_NAME_FILE = "/sys/devices/virtual/dmi/id/product_name"
 
 
 def instance_type(path: str | None = None) -> str | None:
@@ -154,11 +154,9 @@ def _has_module(name: str) -> bool:
 
 
 def sdk_release_for(neuronx_cc_version: str | None) -> str | None:
-    """Neuron SDK release that shipped this neuronx-cc, e.g. ``2.21.18209.0`` -> ``2.26``."""
-    if not neuronx_cc_version:
-        return None
-    major_minor = ".".join(neuronx_cc_version.split(".")[:2])
-    return NEURONX_CC_TO_SDK.get(major_minor)
+    """Neuron SDK release that shipped this neuronx-cc, e.g. ``2.21.18209.0`` -> ``2.26``
+    (the table and its extrapolation beyond 2.32 are in ``sdk.py``)."""
+    return _sdk.release_from_neuronx_cc(neuronx_cc_version)[0]
 
 
 def sdk_info() -> dict:
@@ -193,8 +191,8 @@ def sdk_problem(info: dict | None = None) -> str | None:
                 "SDK 2.26/2.27 venv such as /opt/aws_neuronx_venv_pytorch_2_8")
     if not info["has_neuronxcc_nki"]:
         return (f"the installed SDK lacks neuronxcc.nki (neuronx-cc {info['neuronx_cc']}, "
-                f"SDK {info['sdk_release'] or 'unknown'}); SDK >= 2.28 removed the NKI 0.1 "
-                "namespace: use Neuron SDK 2.26 or 2.27 (neuronx-cc 2.21/2.22)")
+                f"SDK {info['sdk_release'] or 'unknown'}); the NKI 0.1 kernels need Neuron SDK 2.26 "
+                "or 2.27 (neuronx-cc 2.21/2.22); on SDK >= 2.33 run_hw.sh takes the NKI 0.7 path")
     return None
 
 
@@ -220,7 +218,7 @@ def hardware_skip_reason() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python env.py sdk | sdk-check | devices FILE | free-cores FILE | choose-cores SPEC FILE``.
+    """``python env.py sdk | devices FILE | free-cores FILE | choose-cores SPEC FILE``.
 
     FILE holds ``neuron-ls --json-output``; run_hw.sh calls this file as a script.
     """
@@ -228,17 +226,6 @@ def main(argv: list[str] | None = None) -> int:
     cmd = argv[0] if argv else "sdk"
     if cmd == "sdk":
         print(json.dumps(sdk_info(), indent=2))
-        return 0
-    if cmd == "sdk-check":
-        problem = sdk_problem()
-        info = sdk_info()
-        if problem:
-            print(problem)
-            return 1
-        extra = "" if info["sdk_release"] in SUPPORTED_SDKS else (
-            f" (warning: SDK {info['sdk_release'] or 'unknown'} is not 2.26/2.27; untested)")
-        print(f"neuronx-cc {info['neuronx_cc']} (SDK {info['sdk_release'] or 'unknown'}) "
-              f"with neuronxcc.nki{extra}")
         return 0
     if cmd in ("devices", "free-cores", "choose-cores"):
         path = argv[-1]
@@ -257,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             print(str(e), file=sys.stderr)
             return 1
-    print(f"unknown command {cmd!r}; allowed: sdk, sdk-check, devices FILE, free-cores FILE, "
+    print(f"unknown command {cmd!r}; allowed: sdk, devices FILE, free-cores FILE, "
           "choose-cores SPEC FILE", file=sys.stderr)
     return 2
 

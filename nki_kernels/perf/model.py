@@ -202,7 +202,19 @@ def trace_of(kernel, *args, numerics: bool = True, sim_options=None, **kwargs):
         opts = opts.replace(trace=True)
     if not numerics:
         opts = opts.replace(trace_only=True)
+    if _is_nki07(kernel):   # an NKI 0.7 kernel: the interpreter's 0.7 front end, same trace format
+        from nki_kernels.sim.nki07 import trace as trace07
+        return trace07(kernel, *args, options=opts, **kwargs)
     return trace_kernel(kernel, *args, options=opts, **kwargs)
+
+
+def _is_nki07(kernel) -> bool:
+    """An interpreter NKI 0.7 kernel (``nki.jit`` of ``nki_kernels.sim.nki07``) or a 0.7 host
+    entry wrapping one (``kernels/_nki07.HostEntry``, ``nki_api == "0.7"``)."""
+    if getattr(kernel, "nki_api", None) == "0.7":
+        return True
+    from nki_kernels.sim.nki07 import Kernel as Kernel07
+    return isinstance(kernel, Kernel07)
 
 
 def estimate(kernel, *args, hw="trn2", mode: str = "benchmark", numerics: bool = True,

@@ -1,0 +1,1 @@
+"""Fake ``nki.isa``: no instructions (the fake kernels are NumPy stand-ins)."""
