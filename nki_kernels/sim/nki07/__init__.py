@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import compiler, isa, language, nki, typing  # noqa: F401
+from ..alias import ModuleAlias
 from ._core import module_getattr
 from .nki import Kernel, jit, simulate, trace  # noqa: F401
 from .tensor import NkiTensor  # noqa: F401
@@ -35,7 +36,7 @@ _MODULES = {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.const
             "nki.compiler": compiler, "nki.collectives": _collectives}
 
 
-class install_nki_alias:
+class install_nki_alias(ModuleAlias):
     """Register the interpreter as ``nki`` (+ .language, .isa, .typing, .compiler, .collectives).
 
     Entries are put straight into ``sys.modules``, which the import system consults before any
@@ -43,29 +44,10 @@ class install_nki_alias:
     already-imported one).  Call ``.uninstall()`` or use it as a context manager: whatever was in
     ``sys.modules`` under those names is restored."""
 
-    def __init__(self):
-        self._saved = {n: sys.modules.get(n) for n in _MODULES}
+    def modules(self) -> dict:
         nki.__path__ = []          # a package, so `import nki.language` resolves to sys.modules
         nki.__nki_kernels_sim__ = True
-        sys.modules.update(_MODULES)
-        self.installed = True
-
-    def uninstall(self):
-        if not self.installed:
-            return
-        for n, m in self._saved.items():
-            if m is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = m
-        self.installed = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.uninstall()
-        return False
+        return _MODULES
 
 
 def alias_installed() -> bool:
