@@ -13,10 +13,12 @@ banks and each [o | l] group (no ``nl.zeros``); the causal triangle is masked by
 cmp_op=nl.greater_equal)`` (keep key k0 + col for query q0 + row iff row - col + q0 - k0 >= 0);
 strided HBM loads and stores are access patterns (``.ap``), not ``nl.arange`` grids; the
 normalisation is ``reciprocal`` then a per-row multiply (no divide); results in flight between
-pipeline stages are lists of tiles; loops are ``range`` loops.
+pipeline stages are lists of tiles; loops are ``range`` loops.  As in the 0.1 kernel, q^T
+carries softmax_scale (so every extreme is a max), the running max is kept negated (it is the
+exp bias), and the p^T chunks of a step share one PSUM bank per eviction.
 
-Engines (0.6 ISA reference): TensorE (q k^T, p @ [V | 1], every transpose), VectorE (row
-extremes from PSUM, running max, -m, acc update, normalisation, part of the p^T evictions),
+Engines (0.6 ISA reference): TensorE (q k^T, p @ [V | 1], every transpose), VectorE (scale *
+q^T, negated row maxima from PSUM, running -m, acc update, normalisation, part of the p^T evictions),
 ScalarE (exp, alpha, the other evictions), GpSimd only for ``affine_select`` (SBUF), DMA.  The
 0.1 kernel's ``USE_DMA_TRANSPOSE`` flag has no 0.7 counterpart: with it set, this kernel refuses
 to run (ValueError) rather than silently differ.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from nki_kernels.backend import resolve
 from nki_kernels.kernels import attention as attn01
+from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._nki07 import HostEntry, host_spec
 from nki_kernels.kernels.attention import (CHUNKS, K_LOAD_TILES, KEY_BLOCK, MASK_FILL, STATE_SETS, STEP_BLOCKS,
                                            TILE_K, TILE_Q, plan_attention)
@@ -51,7 +54,7 @@ class AttentionTiling(nl.NKIObject):
     ring_pT: int        # p^T ring slots
     ring_tri: int       # masked-triangle copies
     score_items: int    # items whose score banks are live at once
-    ring_ns: int        # per-tile step slots of the extreme / -m / alpha
+    ring_ns: int        # per-tile step slots of ext (-m, block maxima) / alpha
     lags: tuple         # stage lags: scores, extreme, exp, pT, pv, update
     groups: tuple       # per group: its tile indices
     tiles: tuple        # per tile: (t, tl, gi, q0, qn, slot, qset)
@@ -59,7 +62,10 @@ class AttentionTiling(nl.NKIObject):
     items: tuple        # issue order: (tile, step) or None (a bubble)
     pe_slot: tuple      # per item: p^T ring slot (-1 for bubbles)
     tri_slot: tuple     # per item: triangle ring slot (-1 when unmasked)
-    dve_evict: tuple    # per item: per block, whether VectorE evicts its p^T
+    dve_evict: tuple    # per item: whether VectorE (else ScalarE) evicts its p^T
+    pT_bank: int        # p^T chunks per PSUM bank: 8 (2-byte p), 4 (fp32)
+    pT_banks: tuple     # per item: per PSUM bank of its p^T, (first chunk, ((c0, kc), ...)):
+                        # chunk = its index in the step's p^T ring slot, c0 its first key, kc keys
     prologue_at: tuple  # per group: iteration that makes its q^T (and loads the next group's q)
     epilogue_at: tuple  # per group: iteration that stores it
     done_at: tuple      # per tile: iteration that normalises it
@@ -72,12 +78,15 @@ def _tiling(plan, pg) -> AttentionTiling:
     for i in range(n):
         if pg.items[i] is not None:
             last[pg.items[i][0]] = i
-    items, dve = [], []
+    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)      # the 0.1 kernel's p^T bank split
+    items, banks = [], []
     for i in range(n):
         it = pg.items[i]
         items.append(None if it is None else (it[0], it[1]))
-        nb = 0 if it is None else len(pg.steps[it[0]][it[1]])
-        dve.append(tuple((i, g) in pg.dve_evict for g in range(nb)))
+        blocks = () if it is None else pg.steps[it[0]][it[1]]
+        chunks = tuple((g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
+                       for g, bl in enumerate(blocks) for c in range(T.cdiv(bl.w, TILE_K)))
+        banks.append(tuple((b0, chunks[b0:b0 + nb]) for b0, nb in T.spans(len(chunks), per)))
     return AttentionTiling(
         B=plan.B, H=plan.H, Sq=plan.Sq, Sk=plan.Sk, D=plan.D, scale=plan.scale, n_kt=plan.n_kt,
         group_tiles=plan.group_tiles, ring_p=R.p, ring_pT=R.pT, ring_tri=R.tri, score_items=R.score_items,
@@ -85,7 +94,8 @@ def _tiling(plan, pg) -> AttentionTiling:
         tiles=tuple((c.t, c.tl, c.gi, c.q0, c.qn, c.slot, c.qset) for c in pg.tiles),
         steps=tuple(tuple(tuple((bl.kb0, bl.w, bl.masked) for bl in step) for step in steps) for steps in pg.steps),
         items=tuple(items), pe_slot=tuple(pg.pe_slot.get(i, -1) for i in range(n)),
-        tri_slot=tuple(pg.tri_slot.get(i, -1) for i in range(n)), dve_evict=tuple(dve),
+        tri_slot=tuple(pg.tri_slot.get(i, -1) for i in range(n)),
+        dve_evict=tuple(i in pg.dve_evict for i in range(n)), pT_bank=per, pT_banks=tuple(banks),
         prologue_at=tuple(pg.g_first[gi] - S.scores for gi in range(len(plan.groups))),
         epilogue_at=tuple(pg.g_last[gi] - S.update for gi in range(len(plan.groups))),
         done_at=tuple(last[c.t] - S.update for c in pg.tiles))
@@ -196,7 +206,6 @@ class _State(nl.NKIObject):
         slots = STATE_SETS * G
         self.acc = nl.ndarray((TILE_Q, slots, D + 1), dtype=nl.float32, buffer=nl.sbuf)
         self.ext = nl.ndarray((TILE_Q, slots, t.ring_ns, STEP_BLOCKS + 2), dtype=nl.float32, buffer=nl.sbuf)
-        self.neg_m = nl.ndarray((TILE_Q, slots, t.ring_ns), dtype=nl.float32, buffer=nl.sbuf)
         self.alpha = nl.ndarray((TILE_Q, slots, t.ring_ns), dtype=nl.float32, buffer=nl.sbuf)
         self.p_ring = nl.ndarray((TILE_Q, t.ring_p, STEP_BLOCKS * KEY_BLOCK), dtype=dt, buffer=nl.sbuf)
         self.pT_ring = nl.ndarray((TILE_K, t.ring_pT, STEP_BLOCKS * CHUNKS, TILE_Q), dtype=dt, buffer=nl.sbuf)
@@ -241,12 +250,14 @@ def _pipeline(q, q_all, out, kT, vt, b, h, t):
 
 
 def _make_qT(st, q_all, t, gi):
-    """q^T of every tile of group gi (TensorE transpose, VectorE copy into its slot set)."""
+    """scale * q^T of every tile of group gi (TensorE transpose; VectorE multiplies it by
+    softmax_scale into its slot set, rounding to the input dtype), so PSUM scores are scaled."""
     for x in t.groups[gi]:
         tl, qn, qset = t.tiles[x][1], t.tiles[x][4], t.tiles[x][6]
         qT_ps = nl.ndarray((t.D, TILE_Q), dtype=q_all.dtype, buffer=nl.psum)
         nisa.nc_transpose(dst=qT_ps[:, 0:qn], data=q_all[0:qn, tl, :])
-        nisa.tensor_copy(dst=st.qT_all[:, qset, tl, 0:qn], src=qT_ps[:, 0:qn], engine=nisa.engine.vector)
+        nisa.tensor_scalar(dst=st.qT_all[:, qset, tl, 0:qn], data=qT_ps[:, 0:qn], op0=nl.multiply,
+                           operand0=t.scale, engine=nisa.engine.vector)
 
 
 def _normalise(st, t, tile):
@@ -295,88 +306,81 @@ def _mask_triangle(dst, src, q0, k0, w, fill):
 
 
 def _stage_extreme(st, t, i, tile, j, blocks):
-    """Row extreme of each block into columns 1.. of the step's ext slot (VectorE, from PSUM);
-    a masked diagonal block: its unmasked rectangle from PSUM, its triangle copied to SBUF,
-    masked and reduced into the extra column.  Then m_j = extreme of (m_{j-1}, block extremes)
-    into column 0 of the next slot, and -scale * m_j."""
+    """Negated row max of each block of (pre-scaled) scores into columns 1.. of the step's ext
+    slot (VectorE ``tensor_reduce(max, negate=True)`` from PSUM); a masked diagonal block: its
+    unmasked rectangle from PSUM, its triangle copied to SBUF, masked and reduced into the
+    extra column.  Then -m_j = min(-m_{j-1}, -block maxima) into column 0 of the next slot:
+    the exp bias itself, so no separate -m instruction."""
     q0, qn, s_t, nb = tile[3], tile[4], tile[5], len(blocks)
-    rop = nl.maximum if t.scale >= 0 else nl.minimum          # extreme of scale * s
-    fill = -MASK_FILL if t.scale >= 0 else MASK_FILL
     slot, nxt = j % t.ring_ns, (j + 1) % t.ring_ns
     hi = nb + 1
     for g in range(nb):
         kb0, w, masked = blocks[g]
         bank = _bank(st, t, i, g)
         if not masked:
-            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, 1 + g:2 + g], op=rop, data=bank[0:qn, 0:w], axis=1,
-                               keepdims=True)
+            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, 1 + g:2 + g], op=nl.maximum, data=bank[0:qn, 0:w],
+                               axis=1, negate=True, keepdims=True)
             continue
         u = q0 - kb0                       # unmasked columns of the diagonal block
         col = 1 + g
         if u:
-            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=rop, data=bank[0:qn, 0:u], axis=1,
-                               keepdims=True)
-            col, hi = nb + 1, nb + 2       # the triangle's extreme goes to the extra column
+            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=nl.maximum, data=bank[0:qn, 0:u],
+                               axis=1, negate=True, keepdims=True)
+            col, hi = nb + 1, nb + 2       # the triangle's max goes to the extra column
         r, tw = t.tri_slot[i], w - u
         tri = st.tri_ring[0:qn, r, 0:tw]
         nisa.tensor_copy(dst=tri, src=bank[0:qn, u:w], engine=nisa.engine.vector)
-        _mask_triangle(tri, tri, q0, kb0 + u, tw, fill)
-        nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=rop, data=tri, axis=1, keepdims=True)
+        _mask_triangle(tri, tri, q0, kb0 + u, tw, -MASK_FILL)
+        nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=nl.maximum, data=tri, axis=1,
+                           negate=True, keepdims=True)
         st.tri[i] = (g, u)
     lo = 0 if j > 0 else 1
-    nisa.tensor_reduce(dst=st.ext[0:qn, s_t, nxt, 0:1], op=rop, data=st.ext[0:qn, s_t, slot, lo:hi], axis=1,
-                       keepdims=True)
-    nisa.tensor_scalar(dst=st.neg_m[0:qn, s_t, slot:slot + 1], data=st.ext[0:qn, s_t, nxt, 0:1], op0=nl.multiply,
-                       operand0=-t.scale, engine=nisa.engine.vector)
+    nisa.tensor_reduce(dst=st.ext[0:qn, s_t, nxt, 0:1], op=nl.minimum, data=st.ext[0:qn, s_t, slot, lo:hi],
+                       axis=1, keepdims=True)
 
 
 def _stage_exp(st, t, i, tile, j, blocks):
-    """alpha_j = exp(m_{j-1} - m_j) and p = exp(scale*s - m_j) in the input dtype (ScalarE);
-    a masked block's triangle is read from its masked SBUF copy."""
-    q0, qn, s_t = tile[3], tile[4], tile[5]
-    slot, r = j % t.ring_ns, i % t.ring_p
-    bias = st.neg_m[0:qn, s_t, slot:slot + 1]
+    """alpha_j = exp(m_{j-1} - m_j) and p = exp(s - m_j) in the input dtype (ScalarE; s is
+    already scaled: q^T carries softmax_scale); a masked block's triangle is read from its
+    masked SBUF copy."""
+    qn, s_t = tile[4], tile[5]
+    slot, nxt, r = j % t.ring_ns, (j + 1) % t.ring_ns, i % t.ring_p
+    bias = st.ext[0:qn, s_t, nxt, 0:1]                 # -m_j
     if j > 0:
-        prev = (j - 1) % t.ring_ns
-        nisa.activation(dst=st.alpha[0:qn, s_t, slot:slot + 1], op=nl.exp, data=st.neg_m[0:qn, s_t, prev:prev + 1],
-                        bias=bias, scale=-1.0)
+        nisa.activation(dst=st.alpha[0:qn, s_t, slot:slot + 1], op=nl.exp, data=st.ext[0:qn, s_t, slot, 0:1],
+                        bias=bias, scale=-1.0)          # exp(-(-m_{j-1}) - m_j)
     for g in range(len(blocks)):
-        kb0, w, masked = blocks[g]
+        w, masked = blocks[g][1], blocks[g][2]
         bank, c0 = _bank(st, t, i, g), g * KEY_BLOCK
         if not masked:
-            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + w], op=nl.exp, data=bank[0:qn, 0:w], bias=bias,
-                            scale=t.scale)
+            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + w], op=nl.exp, data=bank[0:qn, 0:w], bias=bias)
             continue
         u = st.tri[i][1]
-        tw, tri = w - u, st.tri_ring[0:qn, t.tri_slot[i], 0:w - u]
         if u:
-            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + u], op=nl.exp, data=bank[0:qn, 0:u], bias=bias,
-                            scale=t.scale)
-        p_tri = st.p_ring[0:qn, r, c0 + u:c0 + w]
-        nisa.activation(dst=p_tri, op=nl.exp, data=tri, bias=bias, scale=t.scale)
-        if t.scale == 0:
-            # scale 0 maps every score, masked ones too, to exp(0) = 1: mask after the exp
-            _mask_triangle(p_tri, p_tri, q0, kb0 + u, tw, 0.0)
+            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + u], op=nl.exp, data=bank[0:qn, 0:u], bias=bias)
+        nisa.activation(dst=st.p_ring[0:qn, r, c0 + u:c0 + w], op=nl.exp,
+                        data=st.tri_ring[0:qn, t.tri_slot[i], 0:w - u], bias=bias)
 
 
 def _stage_pT(st, t, i, tile, j, blocks):
-    """p^T of item i: per block its 128-key chunks on TensorE into one PSUM tile, evicted into
-    the p^T ring by VectorE or ScalarE (the program's dve_evict)."""
+    """p^T of item i: its 128-key chunks on TensorE into PSUM tiles of one bank each (the whole
+    step for 2-byte p, one block for fp32), each evicted into the p^T ring by one VectorE or
+    ScalarE copy (the program's dve_evict picks the engine per step)."""
     qn, r, rt = tile[4], i % t.ring_p, t.pe_slot[i]
-    for g in range(len(blocks)):
-        w = blocks[g][1]
-        pT_ps = nl.ndarray((TILE_K, CHUNKS, qn), dtype=st.p_ring.dtype, buffer=nl.psum)
-        full_ch, rem = w // TILE_K, w % TILE_K
-        for c in range(full_ch + (1 if rem else 0)):
-            kc = min(TILE_K, w - c * TILE_K)
-            c0 = g * KEY_BLOCK + c * TILE_K
+    eng = nisa.engine.vector if t.dve_evict[i] else nisa.engine.scalar
+    for b0, chunks in t.pT_banks[i]:
+        pT_ps = nl.ndarray((TILE_K, t.pT_bank, qn), dtype=st.p_ring.dtype, buffer=nl.psum)
+        full = 0                            # every chunk but possibly the step's last has 128 keys
+        for c in range(len(chunks)):
+            c0, kc = chunks[c]
             nisa.nc_transpose(dst=pT_ps[0:kc, c, :], data=st.p_ring[0:qn, r, c0:c0 + kc])
-        eng = nisa.engine.vector if t.dve_evict[i][g] else nisa.engine.scalar
-        b0 = g * CHUNKS
-        if full_ch:
-            nisa.tensor_copy(dst=st.pT_ring[:, rt, b0:b0 + full_ch, 0:qn], src=pT_ps[:, 0:full_ch, :], engine=eng)
-        if rem:
-            nisa.tensor_copy(dst=st.pT_ring[0:rem, rt, b0 + full_ch, 0:qn], src=pT_ps[0:rem, full_ch, :], engine=eng)
+            if kc == TILE_K:
+                full += 1
+        if full:
+            nisa.tensor_copy(dst=st.pT_ring[:, rt, b0:b0 + full, 0:qn], src=pT_ps[:, 0:full, :], engine=eng)
+        if full < len(chunks):
+            kc = chunks[len(chunks) - 1][1]
+            nisa.tensor_copy(dst=st.pT_ring[0:kc, rt, b0 + full, 0:qn], src=pT_ps[0:kc, full, :], engine=eng)
 
 
 def _stage_pv(st, t, i, tile, j, blocks):
