@@ -224,15 +224,21 @@ def _simulate_here(case: shapes.Case, out_file: str, seed: int = DEFAULT_SEED) -
     return out_file
 
 
+def add_case_parser(sub, name: str) -> argparse.ArgumentParser:
+    """The per-case subcommand (bench / estimate / simulate) with the arguments every SDK path shares."""
+    p = sub.add_parser(name)
+    p.add_argument("--kernel", required=True, choices=shapes.KERNELS)
+    p.add_argument("--case", required=True, help="case name (see nki_kernels/hw/shapes.py)")
+    p.add_argument("--out", required=True, help="output folder (bench/estimate) or .npy file (simulate)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nki_kernels.hw.job", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("bench", "estimate", "simulate"):
-        p = sub.add_parser(name)
-        p.add_argument("--kernel", required=True, choices=shapes.KERNELS)
-        p.add_argument("--case", required=True, help="case name (see nki_kernels/hw/shapes.py)")
-        p.add_argument("--out", required=True, help="output folder (bench/estimate) or .npy file (simulate)")
-        p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        p = add_case_parser(sub, name)
         if name == "bench":
             p.add_argument("--warmup", type=int, default=10)
             p.add_argument("--iters", type=int, default=100)

@@ -54,7 +54,7 @@ import sys
 import time
 
 from . import compare, shapes
-from .job import DEFAULT_SEED, _utc, _write_json, cs149_verdict, estimate_ratio, stem
+from .job import DEFAULT_SEED, _utc, add_case_parser, _write_json, cs149_verdict, estimate_ratio, stem
 
 API = "nki-0.7"
 KERNEL_TARGETS = {
@@ -521,11 +521,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="nki.simulate vs interpreter vs device (auto: when nki.simulate exists)")
     p.add_argument("--timeout", type=float, default=None, help="seconds for each subprocess")
     for name in ("bench", "estimate", "simulate"):
-        p = sub.add_parser(name)
-        p.add_argument("--kernel", required=True, choices=shapes.KERNELS)
-        p.add_argument("--case", required=True, help="case name (see nki_kernels/hw/shapes.py)")
-        p.add_argument("--out", required=True, help="output folder (bench/estimate) or .npy file (simulate)")
-        p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        p = add_case_parser(sub, name)
         if name == "bench":
             p.add_argument("--warmup", type=int, default=10)
             p.add_argument("--iters", type=int, default=100)

@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from . import _core as C
+from .lnc import make_scheduling_points
 from .tensor import NkiTensor, unwrap
 
 _isa = C.core_isa
@@ -869,19 +870,5 @@ def core_barrier(data, cores, engine=engine.gpsimd, **kw):
 
 
 # every NKI call is a scheduling point of an LNC launch (lnc.py)
-def _scheduling_points():
-    import types as _types
-    from .lnc import instruction
-    g = globals()
-    skip = ['get_nc_sub_version', 'get_nc_version', 'register_alloc', 'register_load', 'register_move', 'register_store']
-    for _name, _fn in list(g.items()):
-        if isinstance(_fn, _types.FunctionType) and not _name.startswith("_") and _name not in skip \
-                and _fn.__module__ == __name__:
-            w = instruction(_fn)
-            if hasattr(_fn, "_nki_op"):
-                w._nki_op = _fn._nki_op
-            g[_name] = w
-
-
-_scheduling_points()
+make_scheduling_points(globals(), __name__, skip=['get_nc_sub_version', 'get_nc_version', 'register_alloc', 'register_load', 'register_move', 'register_store'])
 __getattr__ = C.module_getattr("nki.isa")

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from . import _core as C
+from .lnc import make_scheduling_points
 from .tensor import DynSlice, NkiTensor, unwrap
 
 _nl = C.core_nl
@@ -524,19 +525,5 @@ tensor = NkiTensor
 
 
 # every NKI call is a scheduling point of an LNC launch (lnc.py)
-def _scheduling_points():
-    import types as _types
-    from .lnc import instruction
-    g = globals()
-    skip = ['affine_range', 'ds', 'dynamic_range', 'expand_dims', 'fori_loop', 'is_hbm', 'is_on_chip', 'is_psum', 'is_sbuf', 'no_reorder', 'num_programs', 'program_id', 'program_ndim', 'sequential_range', 'static_range', 'while_loop']
-    for _name, _fn in list(g.items()):
-        if isinstance(_fn, _types.FunctionType) and not _name.startswith("_") and _name not in skip \
-                and _fn.__module__ == __name__:
-            w = instruction(_fn)
-            if hasattr(_fn, "_nki_op"):
-                w._nki_op = _fn._nki_op
-            g[_name] = w
-
-
-_scheduling_points()
+make_scheduling_points(globals(), __name__, skip=['affine_range', 'ds', 'dynamic_range', 'expand_dims', 'fori_loop', 'is_hbm', 'is_on_chip', 'is_psum', 'is_sbuf', 'no_reorder', 'num_programs', 'program_id', 'program_ndim', 'sequential_range', 'static_range', 'while_loop'])
 __getattr__ = C.module_getattr("nki.language")

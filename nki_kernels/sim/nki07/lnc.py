@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import types
 
 import numpy as np
 
@@ -140,3 +141,16 @@ def lnc_entry(fn):
             memo[id(ctx)] = dict(zip(points, Lockstep(ctx, points).run(fn, args, kwargs)))
         return memo[id(ctx)][pid] if pid != points[-1] else memo.pop(id(ctx))[pid]
     return entry
+
+
+def make_scheduling_points(namespace: dict, module_name: str, skip=()) -> None:
+    """Wrap every public function defined in ``module_name`` (its ``globals()``) with
+    :func:`instruction`, so each NKI call is a scheduling point of an LNC launch; ``skip`` names
+    the functions that are not instructions (loops, queries, host-side helpers)."""
+    for name, fn in list(namespace.items()):
+        if isinstance(fn, types.FunctionType) and not name.startswith("_") and name not in skip \
+                and fn.__module__ == module_name:
+            w = instruction(fn)
+            if hasattr(fn, "_nki_op"):
+                w._nki_op = fn._nki_op
+            namespace[name] = w
