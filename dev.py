@@ -3,12 +3,13 @@
 
     python3 dev.py verify [--quick]      main job: every kernel in the simulator vs its oracle, with estimates
     python3 dev.py test [pytest args]    the test suite (what CI's .ci/run calls)
-    python3 dev.py run [flags] FILE ...  run your NKI 0.1 file with neuronxcc.nki resolving to the interpreter
-    python3 dev.py conformance PATH      the SDK's nki/test examples (local aws-neuron-sdk checkout) through the interpreter
+    python3 dev.py run [flags] FILE ...  run your NKI file, neuronxcc.nki (0.1) / nki (0.7) aliased to the interpreter
+    python3 dev.py conformance PATH      public NKI code (aws-neuron-sdk checkout, nki-library) on the interpreter
     python3 dev.py sim-bench             the interpreter's own speed
     python3 dev.py profile KERNEL        cost-model ESTIMATE of one kernel (summary + Perfetto timeline)
     python3 dev.py bench                 headline table of cost-model ESTIMATES
     python3 dev.py roofline              roofline PNG of the bench kernels (ESTIMATES)
+    python3 dev.py install-extra cs149   add torch to the venv (the official CS149 harnesses' reference needs it)
     python3 dev.py SUBCOMMAND --help     the options of one subcommand
 
 Working directory: every subcommand except `test` runs in the directory you call dev.py from,
@@ -31,6 +32,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import venv
@@ -40,36 +42,99 @@ ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("NKI_KERNELS_VENV", ROOT / ".venv"))
 STAMP = VENV / ".nki-kernels-installed"     # written only after a successful install
 MARKER = ".nki-kernels-venv"                # written before creation: this venv is dev.py's
-EXTRAS = ("test", "plot")
+EXTRAS = ("test", "plot")                   # always installed
+ADDED = VENV / ".nki-kernels-extras"        # extras added with `dev.py install-extra NAME`, one per line
 
 
 def say(msg: str) -> None:
     print(f"[dev.py] {msg}", flush=True)
 
 
+def subcommands() -> list[str]:
+    """The subcommands this help text lists (`test` and nki-kernels' own)."""
+    return re.findall(r"^\s+python3 dev\.py ([a-z][a-z0-9-]*)", __doc__ or "", re.M)
+
+
+def _terminal_delivers_sigint() -> bool:
+    """True when a Ctrl-C typed in our terminal reaches the child by itself: we are in the
+    terminal's foreground process group, which the child shares."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except (OSError, AttributeError):
+            continue
+    return False
+
+
+def run_child(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
+    """Run ``cmd`` and wait for it, forwarding SIGTERM and SIGHUP to it, and SIGINT unless the terminal
+    already delivered it (a Ctrl-C reaches the whole foreground process group).  dev.py never exits
+    before its child: ``kill -TERM`` of dev.py ends the child first.  Returns the child's exit status,
+    the shell's way (128 + N when signal N ended it)."""
+    forwarded = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    box: list[subprocess.Popen[bytes]] = []
+    early: list[int] = []
+    sigint_from_terminal = _terminal_delivers_sigint()
+
+    def forward(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and sigint_from_terminal:
+            return
+        if not box:
+            early.append(signum)  # arrived before the child started: sent right after
+        elif box[0].poll() is None:
+            box[0].send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in forwarded}
+    try:
+        box.append(subprocess.Popen(cmd, cwd=cwd, env=env))
+        for signum in early:
+            box[0].send_signal(signum)
+        rc = box[0].wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 - rc if rc < 0 else rc
+
+
 def _python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def extras() -> tuple[str, ...]:
+    """EXTRAS plus the ones added to this venv with `install-extra`."""
+    added = ADDED.read_text().split() if ADDED.exists() else []
+    return EXTRAS + tuple(e for e in added if e not in EXTRAS)
 
 
 def _want() -> str:
     h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     h.update(sys.version.encode())
+    h.update(",".join(extras()).encode())
     return h.hexdigest()
 
 
-def requirements() -> list[str]:
-    """The project's dependencies plus those of EXTRAS, as written in pyproject.toml."""
+def optional_dependencies() -> dict[str, list[str]]:
+    """pyproject.toml's [project.optional-dependencies] (a small parser where tomllib is missing)."""
     text = (ROOT / "pyproject.toml").read_text()
     try:
         import tomllib
-        project = tomllib.loads(text)["project"]
-        reqs = list(project.get("dependencies", []))
-        for extra in EXTRAS:
-            reqs += project.get("optional-dependencies", {}).get(extra, [])
-        return reqs
-    except ImportError:  # Python 3.10: no tomllib; the quoted requirement strings of [project]
-        block = text.split("[project]", 1)[-1].split("neuron =", 1)[0]
-        return re.findall(r'"([A-Za-z0-9_.-]+[<>=!~][^"]*)"', block)
+    except ImportError:  # Python 3.10
+        block = text.split("[project.optional-dependencies]", 1)[-1].split("\n[", 1)[0]
+        return {name: re.findall(r'"([^"]+)"', body)
+                for name, body in re.findall(r"^([A-Za-z0-9_-]+) = \[(.*?)\]", block, re.M | re.S)}
+    return dict(tomllib.loads(text)["project"].get("optional-dependencies", {}))
+
+
+def requirements() -> list[str]:
+    """The project's dependencies plus those of the installed extras, as written in pyproject.toml."""
+    text = (ROOT / "pyproject.toml").read_text()
+    deps = re.search(r"^dependencies = \[(.*?)\]", text, re.M | re.S)
+    reqs = re.findall(r'"([^"]+)"', deps.group(1)) if deps else []
+    opt = optional_dependencies()
+    for extra in extras():
+        reqs += opt.get(extra, [])
+    return reqs
 
 
 def _pip_works(py: Path) -> bool:
@@ -96,14 +161,19 @@ def _create_venv() -> None:
 
 def _install(py: Path) -> None:
     say(f"installing into {VENV}: nki-kernels (editable, from {ROOT}) with extras "
-        f"{', '.join(EXTRAS)}: {', '.join(requirements())}")
+        f"{', '.join(extras())}: {', '.join(requirements())}")
     pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.check_call(pip + ["-e", f"{ROOT}[{','.join(EXTRAS)}]"])
+    cmd = pip + ["-e", f"{ROOT}[{','.join(extras())}]"]
+    rc = run_child(cmd)
+    if rc in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        raise KeyboardInterrupt
+    if rc != 0:
+        raise subprocess.CalledProcessError(rc, cmd)
 
 
 def ensure_env() -> Path:
     """A working venv with the project installed; repairs one an interrupted run left half-made."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - dev.py runs on whatever python3 the user has
         sys.exit(f"dev.py: Python >= 3.10 is required, this is {sys.version.split()[0]}")
     py = _python()
     installed = STAMP.exists() and STAMP.read_text() == _want()
@@ -131,25 +201,76 @@ def _shellcheck_for_tests() -> None:
         return
     say("running as root: installing shellcheck with apt-get for the run_hw.sh lint test "
         "(NKI_KERNELS_NO_APT=1 skips this)")
-    rc = subprocess.call("apt-get install -y -qq shellcheck >/dev/null 2>&1 || "
-                         "(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1)",
-                         shell=True)
+    rc = run_child(["sh", "-c", "apt-get install -y -qq shellcheck >/dev/null 2>&1 || "
+                    "(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1)"])
     if rc != 0:
         say(f"apt-get could not install shellcheck (exit {rc}); the run_hw.sh lint test will skip")
 
 
-def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
+def _check_own_environment() -> str | None:
+    """dev.py's own variables (the package's are checked by nki-kernels itself)."""
+    no_apt = os.environ.get("NKI_KERNELS_NO_APT")
+    if no_apt is not None and no_apt.strip() not in ("", "0", "1"):
+        return f"environment variable NKI_KERNELS_NO_APT={no_apt!r}: allowed values are 1 (do not apt-get) or 0"
+    if os.environ.get("NKI_KERNELS_VENV") == "":
+        return "environment variable NKI_KERNELS_VENV is empty: unset it (default <repository>/.venv) or give a path"
+    return None
+
+
+def _ensure() -> Path | int:
+    """ensure_env(), or the exit status after saying why it failed."""
     try:
-        py = ensure_env()
+        return ensure_env()
     except KeyboardInterrupt:
         print("\n[dev.py] interrupted; the next run repairs a half-made environment", file=sys.stderr)
         return 130
     except subprocess.CalledProcessError as exc:
         print(f"[dev.py] installing failed (exit {exc.returncode}); fix the error above and rerun", file=sys.stderr)
         return 1
+
+
+def install_extra(args: list[str]) -> int:
+    """`install-extra NAME`: install an optional extra of pyproject.toml into the venv, for good (later
+    reinstalls keep it)."""
+    available = [n for n in optional_dependencies() if n not in EXTRAS and n != "neuron"]
+    if len(args) != 1 or args[0] not in available + ["neuron"]:
+        print(f"dev.py install-extra: give one extra; allowed: {', '.join(available)} "
+              f"(got {' '.join(args) or 'none'})", file=sys.stderr)
+        return 2
+    name = args[0]
+    if name == "neuron":
+        print("dev.py install-extra: the neuron extra (neuronx-cc, torch-neuronx) installs only from the Neuron "
+              "package repository on x86-64 Linux, not from PyPI; see docs/hardware.md", file=sys.stderr)
+        return 2
+    py = _ensure()
+    if isinstance(py, int):
+        return py
+    if name in extras():
+        say(f"the {name} extra is already installed in {VENV}")
+        return 0
+    ADDED.write_text("\n".join([*extras()[len(EXTRAS):], name]) + "\n")
+    py = _ensure()
+    return py if isinstance(py, int) else 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    known = subcommands()
+    if argv[0] not in known:
+        print(f"dev.py: unknown subcommand {argv[0]!r}; allowed: {', '.join(known)} (python3 dev.py --help)",
+              file=sys.stderr)
+        return 2
+    problem = _check_own_environment()
+    if problem:
+        print(f"dev.py: {problem}", file=sys.stderr)
+        return 2
+    if argv[0] == "install-extra":
+        return install_extra(argv[1:])
+    py = _ensure()
+    if isinstance(py, int):
+        return py
     env = dict(os.environ)
     env.setdefault("NKI_BACKEND", "sim")
     # The interpreter issues thousands of small GEMMs: threaded BLAS only adds contention
@@ -161,10 +282,7 @@ def main(argv: list[str]) -> int:
         cmd, cwd = [str(py), "-m", "pytest", *dirs, "-q", *argv[1:]], ROOT
     else:
         cmd, cwd = [str(py), "-m", "nki_kernels.cli", *argv], None   # the caller's directory
-    try:
-        return subprocess.call(cmd, cwd=cwd, env=env)
-    except KeyboardInterrupt:
-        return 130
+    return run_child(cmd, cwd=cwd, env=env)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,8 @@ import pathlib
 
 import pytest
 
-from nki_kernels.hw import env
-
 from hw_support import require_hardware
+from nki_kernels.hw import env
 
 
 def pytest_collection_modifyitems(config, items):

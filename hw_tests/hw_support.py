@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from nki_kernels.hw import shapes
+from nki_kernels.kernels import registry
 
 SEED = 0  # identical seeded inputs for device, simulators and oracles
 
@@ -14,7 +14,7 @@ def require_hardware() -> bool:
 
 def selected_cases(**role) -> list:
     """Cases picked by NKI_HW_KERNELS / NKI_HW_SHAPES (collection fails loudly on typos)."""
-    return shapes.select(os.environ.get("NKI_HW_KERNELS"), os.environ.get("NKI_HW_SHAPES", "cs149"), **role)
+    return registry.select(os.environ.get("NKI_HW_KERNELS"), os.environ.get("NKI_HW_SHAPES", "cs149"), **role)
 
 
 def case_ids(cases) -> list[str]:

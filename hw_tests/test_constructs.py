@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from nki_kernels.backend import nki, nisa, nl
+from nki_kernels.backend import nisa, nki, nl
 from nki_kernels.tolerances import assert_close
 
 pytestmark = pytest.mark.hardware

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from hw_support import case_ids, selected_cases
 
+from hw_support import case_ids, selected_cases
 from nki_kernels.hw import job
 
 pytestmark = pytest.mark.hardware

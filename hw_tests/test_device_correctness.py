@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-from hw_support import SEED, case_ids, selected_cases
 
+from hw_support import SEED, case_ids, selected_cases
 from nki_kernels.hw import device, torch_path
 
 pytestmark = pytest.mark.hardware

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 API_VERSIONS = ("0.1", "0.7")
 
@@ -34,12 +34,12 @@ if _choice not in ("auto", "sim", "neuron"):
 class Backend(NamedTuple):
     api: str          # "0.1" | "0.7"
     name: str         # "sim" | "neuron"
-    nki: object
-    nl: object
-    nisa: object
+    nki: Any          # the API's modules (real or the interpreter's); attributes are NKI's
+    nl: Any
+    nisa: Any
 
     @property
-    def modules(self):
+    def modules(self) -> tuple[Any, Any, Any]:
         return self.nki, self.nl, self.nisa
 
 

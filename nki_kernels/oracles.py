@@ -6,46 +6,48 @@ Inputs may be any float dtype (bf16 via ml_dtypes); outputs are float64.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def _f64(x) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
-def conv2d_maxpool_ref(X, W, bias, pool_size: int = 1) -> np.ndarray:
+def conv2d_maxpool_ref(X: ArrayLike, W: ArrayLike, bias: ArrayLike, pool_size: int = 1) -> np.ndarray:
     """Valid (no padding) stride-1 cross-correlation + bias, then non-overlapping max-pool.
 
     X (B, C_in, H, W), W (C_out, C_in, KH, KW), bias (C_out,) ->
     (B, C_out, (H-KH+1)//pool_size, (W-KW+1)//pool_size)."""
     X, W, bias = _f64(X), _f64(W), _f64(bias)
     B, C, H, Wd = X.shape
-    O, C2, KH, KW = W.shape
+    Co, C2, KH, KW = W.shape
     assert C == C2, f"conv2d_maxpool_ref: C_in mismatch {C} vs {C2}"
     Ho, Wo = H - KH + 1, Wd - KW + 1
-    out = np.empty((B, O, Ho, Wo))
+    out = np.empty((B, Co, Ho, Wo))
     for b in range(B):           # one GEMM per image and filter tap: no KH*KW-times window copy
-        acc = np.zeros((O, Ho * Wo))
+        acc = np.zeros((Co, Ho * Wo))
         for i in range(KH):
             for j in range(KW):
                 acc += W[:, :, i, j] @ X[b, :, i:i + Ho, j:j + Wo].reshape(C, Ho * Wo)
-        out[b] = acc.reshape(O, Ho, Wo) + bias[:, None, None]
+        out[b] = acc.reshape(Co, Ho, Wo) + bias[:, None, None]
     p = int(pool_size)
     Hp, Wp = Ho // p, Wo // p
-    out = out[:, :, :Hp * p, :Wp * p].reshape(B, O, Hp, p, Wp, p).max(axis=(3, 5))
+    out = out[:, :, :Hp * p, :Wp * p].reshape(B, Co, Hp, p, Wp, p).max(axis=(3, 5))
     return out
 
 
-def matmul_ref(lhsT, rhs) -> np.ndarray:
+def matmul_ref(lhsT: ArrayLike, rhs: ArrayLike) -> np.ndarray:
     """(K, M), (K, N) -> (M, N) = lhsT.T @ rhs."""
     return _f64(lhsT).T @ _f64(rhs)
 
 
-def matmul_mk_ref(lhs, rhs) -> np.ndarray:
+def matmul_mk_ref(lhs: ArrayLike, rhs: ArrayLike) -> np.ndarray:
     """(M, K), (K, N) -> (M, N) = lhs @ rhs."""
     return _f64(lhs) @ _f64(rhs)
 
 
-def attention_ref(q, k, v, causal: bool = False, softmax_scale=None) -> np.ndarray:
+def attention_ref(q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool = False,
+                  softmax_scale: float | None = None) -> np.ndarray:
     """softmax(q k^T * scale [+ causal mask]) v per (batch, head).
 
     q (B, H, Sq, D), k and v (B, H, Sk, D) -> (B, H, Sq, D).  Causal masks key j > query i

@@ -18,7 +18,14 @@ atol here is that looser value, the fp16 atol 5e-3 is 2.5x the old simulator val
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+from nki_kernels.kernels.registry import dtype_name
+
+__all__ = ["TOLERANCE", "assert_close", "compare", "dtype_name", "tolerance"]
 
 # dtype name -> (rtol, atol as a fraction of max |ref|)
 TOLERANCE = {
@@ -29,22 +36,15 @@ TOLERANCE = {
 }
 
 
-def dtype_name(d) -> str:
-    """'float32' / 'float16' / 'bfloat16' / ... for a NumPy or ml_dtypes dtype (or a name)."""
-    if isinstance(d, str):
-        return d
-    d = np.dtype(d)
-    return "bfloat16" if d.name == "bfloat16" else d.name
-
-
-def tolerance(dtype) -> tuple:
+def tolerance(dtype: Any) -> tuple:
     name = dtype_name(dtype)
     if name not in TOLERANCE:
         raise KeyError(f"no tolerance for dtype {name!r}; the table has {', '.join(TOLERANCE)}")
     return TOLERANCE[name]
 
 
-def compare(out, ref, dtype=None, *, rtol=None, atol=None) -> dict:
+def compare(out: ArrayLike, ref: ArrayLike, dtype: Any = None, *, rtol: float | None = None,
+            atol: float | None = None) -> dict:
     """Errors of ``out`` against ``ref`` under the table (no assertion).  Returns a dict with
     ok, reason (why not ok, or ''), max_abs_err, max_rel_err (over max|ref|), n_bad."""
     out = np.asarray(out)
@@ -79,7 +79,8 @@ def compare(out, ref, dtype=None, *, rtol=None, atol=None) -> dict:
     return res
 
 
-def assert_close(out, ref, dtype=None, what: str = "output", *, rtol=None, atol=None) -> float:
+def assert_close(out: ArrayLike, ref: ArrayLike, dtype: Any = None, what: str = "output", *,
+                 rtol: float | None = None, atol: float | None = None) -> float:
     """Assert ``out`` is finite, not all zeros, of the oracle's shape and within the table's
     tolerance for ``dtype`` (default: out's dtype).  Returns the max abs error."""
     name = dtype_name(dtype if dtype is not None else np.asarray(out).dtype)

@@ -36,7 +36,7 @@ LARGE = [(4, 256, 256, 224, 224, 1, False), (4, 256, 256, 224, 224, 1, True),
          (4, 256, 256, 224, 224, 2, True)]
 
 
-def run(case, check: bool, rng):
+def run(case: tuple, check: bool, rng: np.random.Generator) -> float:
     B, ci, co, H, W, pool, with_bias = case
     X = rng.random((B, ci, H, W), dtype=np.float32)
     Wt = rng.random((co, ci, 3, 3), dtype=np.float32)
@@ -57,7 +57,7 @@ def run(case, check: bool, rng):
     return dt
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small-image cases only")
     ap.add_argument("--check", action="store_true", help="compare with the float64 oracle (not timed)")
@@ -67,7 +67,8 @@ def main(argv=None):
     total = sum(run(c, args.check, rng) for c in cases)
     print(f"total simulation wall time: {total:.2f} s for {len(cases)} cases "
           f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')})")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,11 +13,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 from nki_kernels.kernels import attention as attn
 from nki_kernels.kernels.attention import KEY_BLOCK, flash_attention
 from nki_kernels.oracles import attention_ref
 from nki_kernels.sim import SimOptions, SimWarning, simulate_kernel, trace_kernel
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 
 DTYPES = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 
@@ -271,7 +271,7 @@ def test_attention_gpsimd_only_masks(dt_name, causal, scale):
         for r in list(ev.reads or []) + list(ev.writes or []):
             assert getattr(r, "buffer", "") != "psum", f"GpSimd {ev.op} at line {ev.line} touches PSUM"
     assert not any(ev.op == "dma_transpose" for ev in tr.events)
-    assert not any(ev.op == "tensor_scalar" and ev.meta.get("func") in ("divide",) for ev in tr.events)
+    assert not any(ev.op == "tensor_scalar" and ev.payload.func in ("divide",) for ev in tr.events)
     assert tr.peak_psum_bytes_per_partition <= 16 * 1024
 
 

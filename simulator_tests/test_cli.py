@@ -12,10 +12,10 @@ def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
         assert kernel in out
     assert "not a hardware measurement" in out and "est. latency us*" in out
     # every row carries a numeric estimate with its leave-one-out band ("221.7 ±6%")
-    rows = [l for l in out.splitlines() if re.search(r" [0-9][0-9,]*\.[0-9] \u00b1[0-9]+%$", l) and " PASS " in l]
+    rows = [ln for ln in out.splitlines() if re.search(r" [0-9][0-9,]*\.[0-9] \u00b1[0-9]+%$", ln) and " PASS " in ln]
     assert len(rows) == 20, out[-3000:]
     # each case twice, side by side: the NKI 0.1 kernel, then its NKI 0.7 generation
-    apis = [l.split()[1] for l in rows]
+    apis = [ln.split()[1] for ln in rows]
     assert apis == ["0.1", "0.7"] * 10, apis
 
 

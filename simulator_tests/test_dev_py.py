@@ -1,4 +1,4 @@
-"""dev.py as a user meets it (issue 11, problems 3, 4, 11; `dev.py --help` vs README)."""
+"""dev.py as a user meets it: --help vs README, the caller's directory, a half-made venv, apt-get as root."""
 from __future__ import annotations
 
 import importlib.util
@@ -40,7 +40,8 @@ def test_dev_help_lists_every_subcommand_and_the_readme_lists_the_same():
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     cli_cmds = set(sub.choices)
     helped = _help_subcommands()
-    assert helped == cli_cmds | {"test"}, f"dev.py --help {sorted(helped)} vs nki-kernels {sorted(cli_cmds)} + test"
+    assert helped == cli_cmds | {"test", "install-extra"}, \
+        f"dev.py --help {sorted(helped)} vs nki-kernels {sorted(cli_cmds)} + test, install-extra"
     for cmd in sorted(helped):
         assert re.search(rf"python3 dev\.py {cmd}\b|^\| `{cmd}\b|, `{cmd}`", README, re.M), \
             f"README does not document `{cmd}`"
@@ -57,15 +58,15 @@ def test_readme_says_what_dev_py_installs_and_the_apt_get_as_root():
 def test_install_message_names_every_requirement(monkeypatch, capsys):
     dev = load_dev(monkeypatch)
     reqs = dev.requirements()
-    names = {re.split(r"[<>=!~ ]", r, 1)[0] for r in reqs}
+    names = {re.split(r"[<>=!~ ]", r, maxsplit=1)[0] for r in reqs}
     assert {"numpy", "ml_dtypes", "pytest", "hypothesis", "matplotlib"} <= names
-    monkeypatch.setattr(dev.subprocess, "check_call", lambda cmd: None)
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: 0)
     dev._install(Path(sys.executable))
     out = capsys.readouterr().out
     assert all(r in out for r in reqs) and "editable" in out
 
 
-# ------------------------------------------------------------------ problem 3: the caller's cwd
+# ------------------------------------------------------------------ the caller's cwd
 def _dev_venv_ready(monkeypatch) -> bool:
     dev = load_dev(monkeypatch)
     return dev.STAMP.exists() and dev.STAMP.read_text() == dev._want() and dev._python().exists()
@@ -100,7 +101,7 @@ def test_dev_py_with_no_arguments_prints_help_and_touches_nothing(tmp_path):
     assert not (tmp_path / "v").exists()
 
 
-# ------------------------------------------------------------------ problem 4: half-made venv
+# ------------------------------------------------------------------ half-made venv
 class _InterruptedBuilder(venv.EnvBuilder):
     """Makes the venv without pip, then 'Ctrl-C': what an interrupted ensurepip leaves."""
 
@@ -154,7 +155,7 @@ def test_main_reports_interruption_with_exit_130(monkeypatch, capsys):
     assert "next run repairs" in capsys.readouterr().err
 
 
-# ------------------------------------------------------------------ problem 11: apt-get as root
+# ------------------------------------------------------------------ apt-get as root
 @pytest.mark.parametrize("opt_out", [False, True])
 def test_test_as_root_says_it_installs_shellcheck(monkeypatch, capsys, opt_out):
     dev = load_dev(monkeypatch)
@@ -163,18 +164,117 @@ def test_test_as_root_says_it_installs_shellcheck(monkeypatch, capsys, opt_out):
     monkeypatch.setattr(dev.shutil, "which", lambda name: None)
     monkeypatch.setattr(dev.os, "geteuid", lambda: 0)
     monkeypatch.setattr(dev.sys, "platform", "linux")
-    monkeypatch.setattr(dev.subprocess, "call", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
     if opt_out:
         monkeypatch.setenv("NKI_KERNELS_NO_APT", "1")
     else:
         monkeypatch.delenv("NKI_KERNELS_NO_APT", raising=False)
     assert dev.main(["test", "-k", "nothing"]) == 0
     out = capsys.readouterr().out
-    apt = [c for c, _ in calls if isinstance(c, str) and "apt-get install" in c]
-    pytest_calls = [(c, kw) for c, kw in calls if isinstance(c, list)]
+    apt = [c for c, _ in calls if c[:2] == ["sh", "-c"] and "apt-get install" in c[2]]
+    pytest_calls = [(c, kw) for c, kw in calls if c[1:3] == ["-m", "pytest"]]
     if opt_out:
         assert apt == [] and "NKI_KERNELS_NO_APT=1, so not installing it" in out
     else:
         assert len(apt) == 1 and "installing shellcheck with apt-get" in out
     (cmd, kw), = pytest_calls
     assert cmd[1:3] == ["-m", "pytest"] and kw["cwd"] == dev.ROOT    # the suite runs in the repository
+
+
+# ------------------------------------------------------------------ bad input before any work
+@pytest.mark.parametrize("argv, env, message", [
+    (["bogus"], {}, "unknown subcommand 'bogus'; allowed: verify, test, run"),
+    (["install-extra"], {}, "give one extra; allowed: cs149"),
+    (["install-extra", "nosuch"], {}, "give one extra; allowed: cs149 (got nosuch)"),
+    (["install-extra", "neuron"], {}, "only from the Neuron package repository"),
+    (["verify"], {"NKI_KERNELS_NO_APT": "yes"}, "NKI_KERNELS_NO_APT='yes': allowed values are 1"),
+    (["verify"], {"NKI_KERNELS_VENV": ""}, "NKI_KERNELS_VENV is empty"),
+])
+def test_bad_input_is_one_line_before_the_venv_is_touched(tmp_path, argv, env, message):
+    full = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
+    full.update(env)
+    proc = subprocess.run([sys.executable, str(DEV), *argv], cwd=tmp_path, env=full, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and proc.stderr.count("\n") == 1 and proc.stdout == ""
+    assert not (tmp_path / "v").exists()
+
+
+# ------------------------------------------------------------------ CS149: torch through an extra
+def test_install_extra_cs149_adds_a_pinned_torch_for_good(tmp_path, monkeypatch, capsys):
+    """No download here: the pip command is captured.  The extra pins torch exactly (a bare `torch`
+    makes pip take the newest release, on x86-64 Linux a CUDA build of several GB)."""
+    dev = load_dev(monkeypatch, tmp_path / "v")
+    assert dev.optional_dependencies()["cs149"] == ["torch==2.13.0"]
+    pip_calls = []
+    monkeypatch.setattr(dev, "_pip_works", lambda py: True)
+    monkeypatch.setattr(dev, "_create_venv", lambda: dev.VENV.mkdir(parents=True))
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: pip_calls.append(cmd) or 0)
+    assert dev.main(["install-extra", "cs149"]) == 0
+    assert [c[-1] for c in pip_calls] == [f"{dev.ROOT}[test,plot]", f"{dev.ROOT}[test,plot,cs149]"]
+    assert "torch==2.13.0" in capsys.readouterr().out          # the install message lists it
+    assert dev.extras() == ("test", "plot", "cs149")
+    # A later reinstall (pyproject.toml changed) keeps the extra; asking again installs nothing.
+    dev.STAMP.write_text("stale")
+    assert dev.main(["install-extra", "cs149"]) == 0
+    assert pip_calls[-1][-1] == f"{dev.ROOT}[test,plot,cs149]" and len(pip_calls) == 3
+    assert dev.main(["install-extra", "cs149"]) == 0 and len(pip_calls) == 3
+    assert "already installed" in capsys.readouterr().out
+
+
+def test_readme_says_how_to_get_torch_for_the_cs149_harness():
+    cs149 = README.split("## Grade your CS149 kernel on a laptop", 1)[1].split("\n## ", 1)[0]
+    assert "python3 ~/nki-kernels/dev.py install-extra cs149" in cs149 and "torch" in cs149
+
+
+# ------------------------------------------------------------------ signals reach the child
+_WRAPPER = """
+import importlib.util, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("dev_under_test", {dev!r})
+dev = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dev)
+dev.ensure_env = lambda: Path(sys.executable)     # the venv is this interpreter
+sys.exit(dev.main(["run", "child.py"]))
+"""
+
+_CHILD = """
+import os, signal, sys, time
+def stop(signum, frame):
+    time.sleep(1.0)                               # dev.py must wait for this
+    open("stopped", "w").write(signal.Signals(signum).name)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+open("child.pid", "w").write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_dev_py_reaches_its_child_and_dev_py_waits(tmp_path, sig):
+    import signal
+    import time
+    (tmp_path / "child.py").write_text(_CHILD)
+    (tmp_path / "wrapper.py").write_text(_WRAPPER.format(dev=str(DEV)))
+    env = {k: v for k, v in os.environ.items() if k != "NKI_BACKEND"}
+    # A new session: no controlling terminal, so SIGINT is not delivered by a terminal either.
+    proc = subprocess.Popen([sys.executable, "wrapper.py"], cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "child.pid").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.1)
+        child = int((tmp_path / "child.pid").read_text())
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (tmp_path / "stopped").read_text() == sig, "dev.py exited before its child finished"
+    assert proc.returncode == 0, out + err                # the child's own exit status
+    if sys.platform.startswith("linux"):
+        assert not Path(f"/proc/{child}").exists(), "the child outlived dev.py"

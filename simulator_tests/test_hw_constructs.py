@@ -86,14 +86,15 @@ def test_device_path_through_the_fake_sdk():
     """The on-device test body with the fake SDK's nki.baremetal (which calls the kernel
     directly; the kernels run in the interpreter): every construct passes and the results are
     checked by the project's one assert_close."""
+    sdk, tests = str(FAKES / "sdk"), str(ROOT / "hw_tests")
     code = (
-        "import sys, numpy as np; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+        f"import sys, numpy as np; sys.path.insert(0, {sdk!r}); sys.path.insert(0, {tests!r})\n"
         "import importlib.util as u\n"
-        "s = u.spec_from_file_location('c', %r); m = u.module_from_spec(s); sys.modules['c'] = m\n"
+        f"s = u.spec_from_file_location('c', {str(FILE)!r}); m = u.module_from_spec(s); sys.modules['c'] = m\n"
         "s.loader.exec_module(m)\n"
         "from nki_kernels.hw import device\n"
         "for c in m.CONSTRUCTS: m.check_construct(c, device.run_baremetal)\n"
-        "print('ok', len(m.CONSTRUCTS))\n") % (str(FAKES / "sdk"), str(ROOT / "hw_tests"), str(FILE))
+        "print('ok', len(m.CONSTRUCTS))\n")
     env = dict(os.environ, NKI_BACKEND="sim")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

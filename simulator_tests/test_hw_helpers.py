@@ -12,7 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from nki_kernels.hw import compare, device, env, job, profile, shapes
+from nki_kernels.hw import compare, device, env, job, profile
+from nki_kernels.kernels import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FAKES = ROOT / "scripts" / "fakes"
@@ -48,69 +49,14 @@ def fake_nki(monkeypatch):
 
 # ------------------------------------------------------------------------- import safety
 def test_hw_package_imports_without_sdk_or_torch():
-    code = ("import sys; import nki_kernels.hw, nki_kernels.hw.env, nki_kernels.hw.shapes, "
+    code = ("import sys; import nki_kernels.hw, nki_kernels.hw.env, "
             "nki_kernels.hw.device, nki_kernels.hw.profile, nki_kernels.hw.compare, "
-            "nki_kernels.hw.torch_path, nki_kernels.hw.job; "
+            "nki_kernels.hw.torch_path, nki_kernels.hw.job, nki_kernels.kernels.registry; "
             "bad = [m for m in ('torch', 'torch_xla', 'neuronxcc') if m in sys.modules]; "
             "assert not bad, bad; print('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
-
-
-# ------------------------------------------------------------------------- shapes
-def test_cs149_correctness_matrix_is_in_the_cs149_set():
-    cases = shapes.select("conv2d", "cs149", correctness=True)
-    small = {(c.p["C_in"], c.p["C_out"]) for c in cases
-             if (c.p["B"], c.p["H"], c.p["W"], c.p["bias"], c.p["pool_size"]) == (4, 32, 16, False, 1)}
-    assert small == {(128, 128), (128, 256), (256, 128), (256, 256)}
-    large = {(c.p["bias"], c.p["pool_size"]) for c in cases
-             if (c.p["B"], c.p["C_in"], c.p["C_out"], c.p["H"], c.p["W"]) == (4, 256, 256, 224, 224)}
-    assert large == {(False, 1), (True, 1), (True, 2)}
-
-
-def test_cs149_performance_cases_carry_the_harness_thresholds():
-    perf = {(c.dtype, c.p["H"], c.p["pool_size"]): c.threshold_us
-            for c in shapes.select("conv2d", "cs149", bench=True) if c.level == "cs149"}
-    assert perf == {
-        ("float32", 224, 1): (4964.0, 4596.0), ("float32", 224, 2): (4964.0, 4596.0),
-        ("float16", 224, 1): (1365.0, 1002.0), ("float16", 224, 2): (1365.0, 1002.0),
-        ("float32", 32, 1): (110.0, 110.0), ("float32", 32, 2): (110.0, 110.0),
-        ("float16", 32, 1): (84.0, 84.0), ("float16", 32, 2): (84.0, 84.0),
-    }
-
-
-def test_shape_sets_are_nested_and_every_kernel_has_a_quick_case():
-    quick, cs149, full = (set(shapes.select(None, s)) for s in shapes.SHAPE_SETS)
-    assert quick < cs149 < full
-    assert {c.kernel for c in quick} == set(shapes.KERNELS)
-    names = [c.case_id for c in shapes.ALL_CASES]
-    assert len(names) == len(set(names)), "case ids must be unique"
-
-
-def test_select_rejects_unknown_kernel_and_shape_set():
-    with pytest.raises(ValueError, match="unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"):
-        shapes.select("conv2d,conv3d", "quick")
-    with pytest.raises(ValueError, match="unknown shape set 'huge'; allowed: quick, cs149, full"):
-        shapes.select(None, "huge")
-    with pytest.raises(KeyError, match="no case 'nope' for kernel 'matmul'"):
-        shapes.get_case("matmul", "nope")
-
-
-def test_shapes_script_prints_the_plan_with_only_the_standard_library():
-    proc = subprocess.run([sys.executable, "-S", str(ROOT / "nki_kernels/hw/shapes.py"), "--kernels",
-                           "conv2d,matmul", "--shapes", "quick", "--bench-only"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    expected = [f"{c.kernel} {c.name}" for c in shapes.select("conv2d,matmul", "quick", bench=True)]
-    assert proc.stdout.splitlines() == expected
-
-
-def test_case_flops_match_the_formulas():
-    conv = shapes.get_case("conv2d", "b1_ci256_co256_h224_w224_k3_p1_fp32")
-    assert conv.flops() == pytest.approx(58.14e9, rel=1e-3)  # trn2-hardware.md section 5
-    mm = shapes.get_case("matmul", "k1024_m1024_n1024_bf16")
-    assert mm.flops() == 2 * 1024 ** 3
 
 
 # ------------------------------------------------------------------------- env
@@ -183,15 +129,15 @@ def test_hardware_skip_reason_explains_every_missing_piece(monkeypatch):
 
 
 # ------------------------------------------------------------------------- device helpers
-SMALL_CASES = [c for c in shapes.select(None, "cs149") if c.flops() <= 2e9]  # every kernel and dtype
+SMALL_CASES = [c for c in registry.select(None, "cs149") if c.flops() <= 2e9]  # every kernel and dtype
 
 
 @pytest.mark.parametrize("case", SMALL_CASES, ids=lambda c: c.case_id)
 def test_make_inputs_are_seeded_and_typed(case):
     (a1, k1), (a2, _), (a3, _) = (device.make_inputs(case, s) for s in (0, 0, 1))
-    assert all(np.array_equal(x, y) for x, y in zip(a1, a2))
+    assert all(np.array_equal(x, y) for x, y in zip(a1, a2, strict=True))
     assert not np.array_equal(np.asarray(a1[0], np.float64), np.asarray(a3[0], np.float64))
-    assert all(np.asarray(x).dtype == device.np_dtype(case.dtype) for x in a1)
+    assert all(np.asarray(x).dtype == registry.np_dtype(case.dtype) for x in a1)
     if case.kernel == "conv2d":
         assert k1 == {"pool_size": case.p["pool_size"]}
         assert a1[0].shape == (case.p["B"], case.p["C_in"], case.p["H"], case.p["W"])
@@ -254,7 +200,7 @@ def test_cs149_verdict(p99, verdict):
 def test_bench_case_records_latency_thresholds_and_estimate_ratio(fake_nki, tmp_path, monkeypatch):
     monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "3")
     monkeypatch.setenv("FAKE_NKI_LATENCY_US", "100")
-    case = shapes.get_case("conv2d", "b1_ci128_co128_h32_w16_k3_p1_fp32")
+    case = registry.get_case("conv2d", "b1_ci128_co128_h32_w16_k3_p1_fp32")
     out = tmp_path / "case"
     out.mkdir()
     (out / f"{job.stem(case)}.estimate.json").write_text(json.dumps({"latency_us": 50.0}))
@@ -286,8 +232,8 @@ def test_estimate_case_writes_the_cost_model_record(fake_nki, tmp_path, monkeypa
     perf.estimate = lambda kernel, *args, **kwargs: calls.append((kernel, args, kwargs)) or FakeEstimate()
     monkeypatch.setitem(sys.modules, "nki_kernels.perf", perf)
     monkeypatch.setenv("NKI_BACKEND", "sim")
-    case = shapes.get_case("matmul", "k128_m128_n512_fp32")
-    rec = job._estimate_here(case, str(tmp_path))     # in-process: the fake cost model above
+    case = registry.get_case("matmul", "k128_m128_n512_fp32")
+    rec = job.NKI01.estimate_here(case, str(tmp_path))     # in-process: the fake cost model above
     assert calls and calls[0][0].__name__ == "matmul" and calls[0][1][0].shape == (128, 128)
     saved = json.loads((tmp_path / f"{job.stem(case)}.estimate.json").read_text())
     assert saved["summary"] == {"total_time": 12.5e-6, "dma_transfer_count": 7}
@@ -297,14 +243,14 @@ def test_estimate_case_writes_the_cost_model_record(fake_nki, tmp_path, monkeypa
 
 @pytest.mark.parametrize("with_fake_sdk", [False, True])
 def test_own_kernel_estimate_runs_under_the_interpreter_alias(tmp_path, monkeypatch, with_fake_sdk):
-    """Issue 11 problem 5: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> must estimate on a laptop
+    """The own-kernel route: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> must estimate on a laptop
     (its `import neuronxcc.nki` resolves to the interpreter) and, where a real SDK is importable
     (the fake one here), must still run on the interpreter's objects only."""
     data = ROOT / "simulator_tests" / "data" / "cs149_like"
     path = [str(data)] + ([str(FAKES / "sdk")] if with_fake_sdk else [])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
     monkeypatch.setenv("NKI_HW_KERNEL_CONV2D", "conv2d_correct:fused_conv2d_maxpool")
-    case = shapes.get_case("conv2d", "b1_ci128_co128_h32_w16_k3_p1_fp32")
+    case = registry.get_case("conv2d", "b1_ci128_co128_h32_w16_k3_p1_fp32")
     rec = job.estimate_case(case, str(tmp_path))
     assert rec["kernel_impl"] == "conv2d_correct:fused_conv2d_maxpool"
     assert rec["executed_by"].startswith("nki_kernels.sim")
@@ -321,13 +267,13 @@ def test_own_kernel_estimate_runs_under_the_interpreter_alias(tmp_path, monkeypa
 def test_interpreter_alias_refuses_to_mix_with_a_loaded_sdk(monkeypatch):
     monkeypatch.setitem(sys.modules, "neuronxcc", types.ModuleType("neuronxcc"))
     with pytest.raises(RuntimeError, match="real neuronxcc is already imported"):
-        job._interpreter_alias()
+        job.NKI01.interpreter()
 
 
 def test_estimate_step_failure_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("NKI_HW_KERNEL_MATMUL", "no_such_module:matmul")
     with pytest.raises(RuntimeError, match=r"job estimate matmul.*failed \(exit 1\): ModuleNotFoundError"):
-        job.estimate_case(shapes.get_case("matmul", "k128_m128_n512_fp32"), str(tmp_path))
+        job.estimate_case(registry.get_case("matmul", "k128_m128_n512_fp32"), str(tmp_path))
 
 
 # ------------------------------------------------------------------------- compare
@@ -436,9 +382,9 @@ def _n_constructs() -> int:
 def test_hw_tests_collect_and_skip_with_their_reason():
     proc = _pytest_hw_tests(NKI_HW_SHAPES="quick")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    correct = shapes.select(None, "quick", correctness=True)
+    correct = registry.select(None, "quick", correctness=True)
     expected = (2 * len(correct) + sum(c.sim_ok() for c in correct)  # baremetal, torch, sim-vs-device
-                + len(shapes.select(None, "quick", bench=True))       # benchmark
+                + len(registry.select(None, "quick", bench=True))       # benchmark
                 + _n_constructs())                                    # test_constructs.py smoke kernels
     assert f"{expected} skipped" in proc.stdout
     assert "SKIPPED" in proc.stdout and "hardware: NKI_BACKEND=sim forces the NumPy interpreter" in proc.stdout

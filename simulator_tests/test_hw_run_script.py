@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from nki_kernels.hw import job, shapes
+from nki_kernels.hw import job
+from nki_kernels.hw import run as hw_run
+from nki_kernels.kernels import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "run_hw.sh"
@@ -70,34 +72,53 @@ def test_shellcheck_clean():
 def test_help_documents_every_option_and_exit_code():
     proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0
-    text, source = proc.stdout, SCRIPT.read_text()
-    codes = re.findall(r"E_[A-Z_]+=(\d+)", source)
-    assert len(codes) == 12
-    for code in codes + ["0", "130", "143"]:
-        assert re.search(rf"^\s+{code}\s", text, re.M), f"exit code {code} not in --help"
+    text = proc.stdout
+    for code in hw_run.Exit:
+        assert re.search(rf"^\s+{int(code)}\s", text, re.M), f"exit code {int(code)} not in --help"
     helped = set(re.findall(r"^\s+(--[a-z-]+)", text, re.M))
-    parser = source[source.index("while (($#)); do"):source.index("\ndone\n")]
-    parsed = set(re.findall(r"(--[a-z-]+)[|)]", parser))
-    assert helped | {"--help"} == parsed, "options in --help and in the parser differ"
+    assert helped | {"--help"} == set(hw_run.OPTIONS), "options in --help and in the parser differ"
+    assert "-h, --help" in text
     assert {"--kernels", "--shapes", "--cores", "--timeout", "--dry-run"} <= helped
+
+
+def test_the_script_is_a_short_launcher_of_the_python_job():
+    lines = SCRIPT.read_text().splitlines()
+    assert len(lines) <= 60
+    assert any(line.startswith("exec ") and "-m nki_kernels.hw.run" in line for line in lines)
+    assert not any("python" in line and "<<" in line for line in lines), "no embedded Python"
 
 
 @pytest.mark.parametrize("args, message", [
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["stray"], "unknown option 'stray'"),
     (["--shapes", "huge"], "--shapes must be quick, cs149 or full"),
     (["--kernels", "conv3d"], "unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"),
+    (["--kernels", ""], "--kernels: empty kernel list ''"),
+    (["--kernels=,"], "--kernels: empty kernel list"),
     (["--timeout", "0"], "--timeout must be a positive number of seconds"),
+    (["--timeout", "1e3"], "--timeout must be a positive number of seconds, got '1e3'"),
+    (["--warmup", "-1"], "--warmup must be a non-negative integer, got '-1'"),
+    (["--iters", "0"], "--iters must be a positive integer, got '0'"),
     (["--cores", "two"], "--cores must be a count"),
     (["--cores", "0"], "--cores must be a count >= 1"),
     (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
     (["--cores", "0-3-5"], "--cores must be a count"),
     (["--timeout"], "--timeout needs a value"),
+    (["--venv", ""], "--venv needs a value, got an empty one"),
+    (["--results-dir="], "--results-dir needs a value, got an empty one"),
+    (["--dry-run=yes"], "--dry-run takes no value"),
+    ({"NKI_HW_STOP_GRACE": "soon"}, "NKI_HW_STOP_GRACE must be a whole number of seconds, got 'soon'"),
+    ({"NKI_SIM_OPTIONS": "garbage"}, "NKI_SIM_OPTIONS"),      # the variables every entry point checks
+    ({"NKI_BACKEND": "bogus"}, "NKI_BACKEND"),
 ])
 def test_usage_errors_exit_2(fake, args, message):
-    proc = run(fake, *args)
+    env = dict(fake["env"], **args) if isinstance(args, dict) else None
+    proc = run(fake, *([] if isinstance(args, dict) else args), env=env)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
-    assert run_folders(fake) == []
+    assert len(proc.stderr.splitlines()) == 1, "a bad argument is one line"
+    assert proc.stdout == "" and run_folders(fake) == []
+    assert fake_log(fake) == [], "a bad argument must stop the job before any probe"
 
 
 # ------------------------------------------------------------------------- dry run
@@ -107,7 +128,7 @@ def test_dry_run_prints_every_command_and_runs_nothing(fake):
     out = proc.stdout
     assert "FAIL" not in out and "NeuronCores 0 1" in out
     assert "-m pip install" in out and "-m pytest" in out and "hw_tests" in out
-    cases = shapes.select("conv2d,matmul", "quick", bench=True)
+    cases = registry.select("conv2d,matmul", "quick", bench=True)
     for case in cases:
         stem = job.stem(case)
         assert f"neuron-profile capture -n {stem}.neff -s {stem}.ntff" in out
@@ -130,6 +151,22 @@ def test_dry_run_lists_preflight_failures_and_still_exits_0(fake):
     assert "a real run would stop here with exit code 10" in proc.stdout
     assert "neuron-profile capture -n matmul_k128_m128_n512_fp32.neff" in proc.stdout
     assert run_folders(fake) == []
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "a_file"])
+def test_an_unwritable_results_folder_is_found_at_preflight(fake, where):
+    target = where
+    if where == "a_file":
+        target = str(fake["tmp"] / "a_file")
+        pathlib.Path(target).write_text("not a folder")
+    dry = run(fake, "--dry-run", "--kernels", "matmul", "--results-dir", target)
+    assert dry.returncode == 0, dry.stderr
+    assert f"FAIL[17] results folder {target} cannot be created: " in dry.stdout
+    assert "a real run would stop here with exit code 17" in dry.stdout
+    real = run(fake, "--kernels", "matmul", "--results-dir", target)
+    assert real.returncode == 17, real.stdout + real.stderr
+    assert "preflight failed (exit 17); nothing was run" in real.stderr
+    assert not any(line.startswith(("pip", "nki.benchmark")) for line in fake_log(fake))
 
 
 # ------------------------------------------------------------------------- preflight
@@ -204,7 +241,7 @@ def test_full_fake_run_writes_results_folder_and_manifest(fake):
         assert (st["status"], st["exit_code"]) == ("failed", 4)
         assert "no Neuron device" in (folder / st["log"]).read_text()
     files = {f["path"] for f in m["files"]}
-    cases = shapes.select("matmul,conv2d", "quick", bench=True)
+    cases = registry.select("matmul,conv2d", "quick", bench=True)
     for case in cases:
         stem = job.stem(case)
         for prefix in ("bench", "capture", "summary-json", "summary-text", "perfetto"):
@@ -219,7 +256,7 @@ def test_full_fake_run_writes_results_folder_and_manifest(fake):
     summary = (folder / "SUMMARY.md").read_text()
     assert "completed_with_failures" in summary and "hw_tests-matmul" in summary and "| conv2d |" in summary
     assert "construct smoke test skipped:" in proc.stdout and "no_constructs_test.py not found" in proc.stdout
-    # One progress line per job (issue 11): "[3/18] conv2d b1_ci128_... ok 0:41".
+    # One progress line per job: "[3/18] conv2d b1_ci128_... ok 0:41".
     n = len(cases) + 2
     lines = [line for line in proc.stdout.splitlines() if re.match(r"^\[\d+/\d+\] ", line)]
     assert len(lines) == n, proc.stdout
@@ -229,6 +266,20 @@ def test_full_fake_run_writes_results_folder_and_manifest(fake):
     assert sorted(int(pat.match(line).group(1)) for line in lines) == list(range(1, n + 1))
     assert all(" ok " in line for line in lines if "hw_tests" not in line)
     assert all("FAILED" in line for line in lines if "hw_tests" in line)    # no device: must fail
+
+
+def test_relative_venv_and_results_paths_work_from_any_folder(fake, tmp_path):
+    """The steps run in other folders (the case folder, the checkout): relative paths given on the
+    command line must still name the same venv and results folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    venv = os.path.relpath(fake["venv"], work)
+    proc = subprocess.run(["bash", str(SCRIPT), "--venv", venv, "--results-dir", "res", "--kernels", "matmul",
+                           "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"],
+                          env=fake["env"], capture_output=True, text=True, timeout=90, cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (folder,) = (work / "res").iterdir()
+    assert _manifest(folder)["status"] == "completed"
 
 
 def test_second_run_never_overwrites_the_first(fake):
@@ -248,38 +299,85 @@ def test_second_run_never_overwrites_the_first(fake):
     assert not any(n.startswith(("install", "hw_tests")) for n in names), names
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code):
+@pytest.mark.parametrize("sig, code, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM"),
+                                             (signal.SIGHUP, 129, "SIGHUP")])
+def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code, name):
     env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60")
     argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"],
-            "--kernels", "matmul", "--skip-tests", "--no-estimate"]
+            "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate"]
+    planned = registry.select("matmul,conv2d", "quick", bench=True)
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         deadline = time.time() + 30
         while not any(line.startswith("nki.benchmark") for line in fake_log(fake)):
             assert proc.poll() is None and time.time() < deadline, "benchmark step never started"
             time.sleep(0.1)
+        # While it runs, the manifest already lists every planned job.
+        (folder,) = run_folders(fake)
+        running = _manifest(folder)
+        assert [j["what"] for j in running["jobs"]] == [f"{c.kernel} {c.name}" for c in planned]
+        assert [j["status"] for j in running["jobs"]] == ["running"] + ["planned"] * (len(planned) - 1)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == code, out + err
-    (folder,) = run_folders(fake)
     m = _manifest(folder)
-    assert (m["status"], m["exit_code"]) == ("interrupted", code)
+    assert (m["status"], m["exit_code"]) == ("interrupted", code) and m["interruption"].startswith(name)
     steps = {s["name"]: s for s in m["steps"]}
     assert steps["install"]["status"] == "passed"                     # finished before: kept as is
-    assert steps["bench-matmul_k128_m128_n512_fp32"]["status"] == "interrupted"
+    bench = steps["bench-matmul_k128_m128_n512_fp32"]
+    assert bench["status"] == "interrupted" and bench["exit_code"] == 143   # SIGTERM to its group
+    assert [j["status"] for j in m["jobs"]] == ["interrupted"] + ["not started"] * (len(planned) - 1)
     assert (folder / "INTERRUPTED").exists() and (folder / steps["install"]["log"]).exists()
-    assert "interrupted" in (folder / "SUMMARY.md").read_text()
+    summary = (folder / "SUMMARY.md").read_text()
+    assert f"interrupted by {name}" in summary and f"(exit code {code})" in summary
+    assert "exit None" not in summary and "stopped by the run, exit 143" in summary
+    assert f"{len(planned) - 1} job(s) never started" in summary
+    for c in planned[1:]:
+        assert f"{c.kernel} {c.name} (core 0)" in summary
     pid = int(next(line for line in fake_log(fake) if line.startswith("nki.benchmark")).rsplit("pid=", 1)[1])
     time.sleep(0.2)
-    assert not pathlib.Path(f"/proc/{pid}").exists() or "zombie" in pathlib.Path(f"/proc/{pid}/status").read_text().lower(), \
+    status = pathlib.Path(f"/proc/{pid}/status")
+    assert not status.parent.exists() or "zombie" in status.read_text().lower(), \
         "the benchmark process outlived the interrupted run"
 
 
-# ------------------------------------------------------------------------- issue 11, problem 6
+def test_under_nohup_a_hangup_does_not_stop_the_run(fake):
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="3")
+    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"],
+            "--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))   # what nohup does
+    try:
+        deadline = time.time() + 30
+        while not any(line.startswith("nki.benchmark") for line in fake_log(fake)):
+            assert proc.poll() is None and time.time() < deadline, "benchmark step never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert _manifest(run_folders(fake)[0])["status"] == "completed"
+
+
+def test_a_step_over_its_time_limit_is_stopped_and_the_run_goes_on(fake):
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60")
+    proc = run(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--skip-install", "--no-estimate",
+               "--timeout", "2", env=env)
+    assert proc.returncode == 20, proc.stdout + proc.stderr
+    m = _manifest(run_folders(fake)[0])
+    bench = [s for s in m["steps"] if s["name"].startswith("bench-")]
+    assert len(bench) == 3 and {(s["status"], s["exit_code"]) for s in bench} == {("timeout", 124)}
+    assert all(s["seconds"] < 30 for s in bench)
+    assert [j["status"] for j in m["jobs"]] == ["failed"] * 3
+    assert "timeout (its time limit, exit 124)" in (run_folders(fake)[0] / "SUMMARY.md").read_text()
+
+
+# ------------------------------------------------------------------------- Ctrl-C: no orphan
 def _session_processes(sid: int) -> list[str]:
     """Processes (other than zombies) still in the session of the job we started."""
     left = []
@@ -404,7 +502,8 @@ def small_tmpfs(tmp_path):
         pytest.skip(reason="mounting a small tmpfs needs root; the ENOSPC fake covers the logic")
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         pytest.skip(reason=f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     yield mnt
@@ -475,7 +574,7 @@ def test_construct_smoke_test_that_passes_lets_the_run_go_on(fake):
 
 
 def test_own_kernel_flow_estimates_on_the_interpreter(fake):
-    """Issue 11 problem 5, through run_hw.sh: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> with a
+    """The own-kernel route through run_hw.sh: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> with a
     (fake) real SDK importable; the estimate step must run the user's kernel on the interpreter."""
     data = ROOT / "simulator_tests" / "data" / "cs149_like"
     env = dict(fake["env"], NKI_HW_KERNEL_CONV2D="conv2d_correct:fused_conv2d_maxpool",
@@ -483,7 +582,7 @@ def test_own_kernel_flow_estimates_on_the_interpreter(fake):
     proc = run(fake, "--kernels", "conv2d", "--skip-tests", "--skip-install", "--iters", "2", env=env)
     folder = run_folders(fake)[-1]
     steps = {s["name"]: s for s in _manifest(folder)["steps"]}
-    for case in shapes.select("conv2d", "quick", bench=True):
+    for case in registry.select("conv2d", "quick", bench=True):
         stem = job.stem(case)
         assert steps[f"estimate-{stem}"]["status"] == "passed", (folder / steps[f"estimate-{stem}"]["log"]).read_text()
         est = json.loads((folder / "conv2d" / case.name / f"{stem}.estimate.json").read_text())

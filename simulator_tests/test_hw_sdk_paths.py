@@ -12,13 +12,14 @@ import sys
 import numpy as np
 import pytest
 
-from nki_kernels.hw import job, nki07_path, sdk, shapes
+from nki_kernels.hw import job, nki07_path, sdk
+from nki_kernels.kernels import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "run_hw.sh"
 FAKES = ROOT / "scripts" / "fakes"
 SDK_PY = ROOT / "nki_kernels" / "hw" / "sdk.py"
-MATMUL = shapes.get_case("matmul", "k128_m128_n512_fp32")
+MATMUL = registry.get_case("matmul", "k128_m128_n512_fp32")
 
 
 def _clean_env(**extra):
@@ -362,7 +363,7 @@ def test_full_fake_run_on_sdk_2_33(fake):
             assert not case["checks"]["torch_xla"]["ok"] and "torch" in case["checks"]["torch_xla"]["error"]
     files = {f["path"] for f in m["files"]}
     assert {"hw_tests/smoke_nki07.json", "hw_tests/constructs.junit.xml", "env/sdk_path.json"} <= files
-    for case in shapes.select("matmul,conv2d", "quick", bench=True):
+    for case in registry.select("matmul,conv2d", "quick", bench=True):
         stem = job.stem(case)
         for prefix in ("bench", "capture", "summary-json", "summary-text", "perfetto"):
             assert steps[f"{prefix}-{stem}"]["status"] == "passed", prefix
@@ -426,7 +427,7 @@ def test_estimate_and_simulate_steps_run_the_07_kernels_on_the_interpreter(tmp_p
     proc = _step(env, "estimate", "--kernel", "matmul", "--case", MATMUL.name, "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     rec = json.loads((tmp_path / f"{job.stem(MATMUL)}.estimate.json").read_text())
-    assert rec["kernel_impl"] == nki07_path.KERNEL_TARGETS["matmul"] and rec["api"] == "nki-0.7"
+    assert rec["kernel_impl"] == registry.MATMUL.entry_07 and rec["api"] == "nki-0.7"
     assert rec["latency_us"] > 0 and rec["summary"]["total_time"] > 0 and "not a measurement" in rec["note"]
     out = tmp_path / "sim.npy"
     proc = _step(env, "simulate", "--kernel", "matmul", "--case", MATMUL.name, "--out", str(out))

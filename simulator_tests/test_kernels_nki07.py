@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import ml_dtypes
 import numpy as np
 import pytest
-
 import test_attention as t01_attention
 import test_conv2d as t01_conv
 import test_matmul as t01_matmul
-from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
+
 from nki_kernels.kernels import attention as attn01
 from nki_kernels.kernels import conv2d as conv01
 from nki_kernels.kernels import matmul as mm01
+from nki_kernels.kernels import registry
 from nki_kernels.oracles import attention_ref, conv2d_maxpool_ref, matmul_mk_ref, matmul_ref
 from nki_kernels.sim import SimOptions, trace_kernel
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 
 DTYPES = t01_matmul.DTYPES
 
@@ -112,8 +112,12 @@ def test_conv2d_cs149_small(k07, rng, case):
     _conv_case(k07, rng, *case)
 
 
-def test_conv2d_cs149_small_no_bias(k07, rng):
-    _conv_case(k07, rng, 4, 256, 128, 32, 16, 3, 3, 1, bias=False)
+@pytest.mark.parametrize("case", t01_conv.CS149_SMALL, ids=lambda c: c.name)
+def test_conv2d_cs149_harness_shapes(k07, case):
+    args, kwargs = registry.CONV2D.make_inputs(case)
+    out = run(k07, k07.conv.fused_conv2d_maxpool, *args, **kwargs)
+    assert out.dtype == args[0].dtype
+    assert_close(out, registry.CONV2D.reference(args, kwargs), case.dtype)
 
 
 @pytest.mark.parametrize("case", t01_conv.EXTENDED, ids=[t01_conv._case_id(*c) for c in t01_conv.EXTENDED])

@@ -4,14 +4,15 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 from nki_kernels.kernels import matmul as mm
 from nki_kernels.kernels import tiling
 from nki_kernels.oracles import matmul_mk_ref, matmul_ref
 from nki_kernels.sim import SimOptions, simulate_kernel, trace_kernel
-from nki_kernels.sim.context import RunContext
+from nki_kernels.sim.core.context import RunContext
+from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 SBUF_USABLE = tiling.SBUF_BYTES     # trn2 bytes per partition (nl.tile_size.total_available_sbuf_size)
@@ -170,17 +171,17 @@ def test_matmul_big_plan_trace(n, dt):
     plan = mm.plan_matmul(n, n, n, isz)
     _, trace = trace_kernel(mm.matmul, a, a, options=SimOptions(strict=True, trace_only=True, poison=False))
     dmas = [ev for ev in trace.events if ev.engine == "DMA"]
-    loads = [ev for ev in dmas if ev.meta["src"] == "hbm"]
+    loads = [ev for ev in dmas if ev.payload.src == "hbm"]
     assert sum(ev.bytes for ev in loads) == plan.hbm_read_bytes
-    assert sum(ev.bytes for ev in dmas if ev.meta["dst"] == "shared_hbm") == n * n * isz
-    lhsT_runs = {ev.meta["contiguous_bytes"] for ev in loads if ev.out_shape[-1] == plan.block_m}
-    rhs_runs = {ev.meta["contiguous_bytes"] for ev in loads if ev.out_shape[-1] == plan.block_n}
+    assert sum(ev.bytes for ev in dmas if ev.payload.dst == "shared_hbm") == n * n * isz
+    lhsT_runs = {ev.payload.contiguous_bytes for ev in loads if ev.out_shape[-1] == plan.block_m}
+    rhs_runs = {ev.payload.contiguous_bytes for ev in loads if ev.out_shape[-1] == plan.block_n}
     assert min(lhsT_runs) >= min(2048, plan.block_m * isz) and min(rhs_runs) == plan.block_n * isz
     assert min(ev.bytes for ev in loads) >= 128 * 2048, "load DMAs should be large transfers"
     assert trace.peak_sbuf_bytes_per_partition <= SBUF_USABLE
     assert trace.peak_psum_bytes_per_partition <= 16 * 1024
     mms = [ev for ev in trace.events if ev.op == "nc_matmul"]
-    assert all(ev.meta["M"] == 128 and ev.meta["N"] == 512 for ev in mms), "full TensorE tiles"
+    assert all(ev.payload.M == 128 and ev.payload.N == 512 for ev in mms), "full TensorE tiles"
     assert sum(ev.flops for ev in mms) == 2 * n ** 3
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from nki_kernels import backend, cli
-from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias
-from nki_kernels.sim import nki07
+from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, nki07
 
 
 def _placeholder():

@@ -652,7 +652,10 @@ def test_shuffled_affine_range_exposes_dependency():
 def test_trace_matches_01_front_end_and_estimate_works():
     """The same instruction trace as the 0.1 front end, so nki_kernels.perf.estimate works unchanged."""
     from nki_kernels.perf import estimate
-    from nki_kernels.sim import isa as nisa01, language as nl01, nki as nki01, trace_kernel
+    from nki_kernels.sim import isa as nisa01
+    from nki_kernels.sim import language as nl01
+    from nki_kernels.sim import nki as nki01
+    from nki_kernels.sim import trace_kernel
 
     @nki01.jit
     def k01(lhsT, rhs):
@@ -686,7 +689,7 @@ def test_trace_matches_01_front_end_and_estimate_works():
     check(o7, o1, rtol=1e-5)
     sig = [(e.op, e.engine) for e in t7.events]
     assert sig == [(e.op, e.engine) for e in t1.events if e.op != "memset"]
-    assert [e.accumulate for e in t7.events if e.op == "nc_matmul"] == [False, True]
+    assert [e.payload.accumulate for e in t7.events if e.op == "nc_matmul"] == [False, True]
     assert all(e.file.endswith("test_nki07_api.py") for e in t7.events)
     est = estimate(k07, a, b)
     assert est.latency_us > 0

@@ -347,3 +347,60 @@ def test_api_outside_kernel():
     """E019: NKI calls outside a kernel."""
     with pytest.raises(RuntimeError, match=r"\[E019\]"):
         nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
+
+
+# ---- calling convention ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda t: nisa.tensor_copy(src=t),
+    lambda t: nisa.nc_matmul(stationary=t, moving=t),
+    lambda t: nisa.activation(op=nl.exp, data=t),
+    lambda t: nisa.dma_copy(src=t),
+])
+def test_an_isa_call_without_dst_is_a_coded_one_line_error(call):
+    """I1: every ISA call takes dst first.  Without it the error names the call and the fix, at the
+    user's line (it used to be a bare TypeError inside the interpreter)."""
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        call(t)
+        return a
+    with pytest.raises(TypeError, match=r"\[E010\] \w+\(dst\): nisa\.\w+\(\) was called without dst.*"
+                                        r"nisa\.\w+\(dst=tile, \.\.\.\).* at test_nki07_errors\.py:\d+$") as e:
+        k(np.ones((8, 8), np.float32))
+    assert "\n" not in str(e.value)
+    assert e.traceback[-1].path.name == "test_nki07_errors.py"
+
+
+def test_an_isa_call_missing_an_operand_names_it():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        nisa.tensor_tensor(t, t)          # data2 and op missing
+        return a
+    with pytest.raises(TypeError, match=r"\[E010\] tensor_tensor\(data2\): nisa\.tensor_tensor\(\) is missing "
+                                        r"argument\(s\) \['data2', 'op'\]"):
+        k(np.ones((8, 8), np.float32))
+
+
+def test_a_kernel_that_writes_an_input_argument_fills_the_callers_array_in_place():
+    """K8: "Input arrays are updated in-place if the kernel modified the corresponding HBM tensors"
+    (aws-neuron-sdk 81ce03ae nki/guides/nki_simulator.rst, "Execution"); arguments it did not write
+    are left alone."""
+    @nki.jit
+    def k(a, out, untouched):
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(r, t, nl.multiply, 3.0)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    out = np.zeros((8, 8), np.float32)
+    untouched = np.full((8, 8), 7.0, np.float32)
+    ret = nki.simulate(k)(a, out, untouched)
+    np.testing.assert_array_equal(out, 3 * a)          # filled in place
+    np.testing.assert_array_equal(ret, 3 * a)          # and returned
+    assert np.all(untouched == 7.0) and np.all(a == np.arange(64).reshape(8, 8))
+    out[...] = 0
+    k(a, out, untouched)                               # calling the kernel directly simulates it too
+    np.testing.assert_array_equal(out, 3 * a)

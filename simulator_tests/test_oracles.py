@@ -43,4 +43,5 @@ def test_attention_ref_matches_row_by_row_softmax(rng):
                 s = np.array([0.7 * q[0, h, i] @ k[0, h, j] for j in keys])
                 p = np.exp(s - s.max())
                 p /= p.sum()
-                np.testing.assert_allclose(out[0, h, i], sum(pj * v[0, h, j] for pj, j in zip(p, keys)), rtol=1e-12)
+                expected = sum(pj * v[0, h, j] for pj, j in zip(p, keys, strict=True))
+                np.testing.assert_allclose(out[0, h, i], expected, rtol=1e-12)

@@ -10,10 +10,10 @@ import textwrap
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.perf
-
 from nki_kernels import sim
 from nki_kernels.perf import estimate
+
+pytestmark = pytest.mark.perf
 
 USER_KERNEL = textwrap.dedent("""
     import neuronxcc.nki as nki

@@ -11,10 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nki_kernels.sim import (
+    SimOptions,
+    SimWarning,
+    alias_installed,
+    install_neuronxcc_alias,
+    nisa,
+    nki,
+    nl,
+    simulate_kernel,
+    trace_kernel,
+)
 from sim_testing import load_data_module
-
-from nki_kernels.sim import (SimOptions, SimWarning, alias_installed, install_neuronxcc_alias, nki, nisa, nl,
-                             simulate_kernel, trace_kernel)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -61,7 +69,7 @@ def test_backend_sim_and_neuron_choices():
     code = "import nki_kernels.backend as b; print(b.NAME, b.nl.__name__)"
     env = dict(os.environ, NKI_BACKEND="sim")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert r.stdout.split() == ["sim", "nki_kernels.sim.language"], r.stderr
+    assert r.stdout.split() == ["sim", "nki_kernels.sim.nki01.language"], r.stderr
     env["NKI_BACKEND"] = "auto"     # no Neuron SDK here: auto falls back to the interpreter
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.stdout.split()[0] == "sim", r.stderr
@@ -159,12 +167,12 @@ def test_trace_records_engine_shapes_bytes_flops_and_lines():
     assert ops == [("dma_copy", "DMA"), ("dma_copy", "DMA"), ("memset", "DVE"), ("nc_matmul", "PE"),
                    ("activation", "ACT"), ("dma_copy", "DMA")]
     load = tr.events[1]
-    assert load.bytes == 128 * 512 * 4 and load.meta["contiguous_bytes"] == 128 * 512 * 4
-    assert load.meta["src"] == "hbm" and load.meta["dst"] == "sbuf" and load.partitions == 128
+    assert load.bytes == 128 * 512 * 4 and load.payload.contiguous_bytes == 128 * 512 * 4
+    assert load.payload.src == "hbm" and load.payload.dst == "sbuf" and load.partitions == 128
     mm = tr.events[3]
-    assert mm.flops == 2 * 128 * 128 * 512 and mm.accumulate and mm.in_dtypes == ("float32", "float32")
+    assert mm.flops == 2 * 128 * 128 * 512 and mm.payload.accumulate and mm.in_dtypes == ("float32", "float32")
     act = tr.events[4]
-    assert act.meta["psum_in"] and act.reads[0].alloc_id == mm.writes[0].alloc_id
+    assert act.payload.psum_in and act.reads[0].alloc_id == mm.writes[0].alloc_id
     src = open(__file__).read().splitlines()
     assert "nisa.nc_matmul" in src[mm.line - 1] and os.path.basename(mm.file) == "test_sim_alias_options.py"
     assert tr.peak_psum_bytes_per_partition >= 2048

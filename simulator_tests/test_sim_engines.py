@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nki_kernels.sim import NKISyntaxError, SimValueError, nki, nisa, nl, simulate_kernel
-from nki_kernels.sim import engines
+from nki_kernels.sim import NKISyntaxError, SimValueError, engines, nisa, nki, nl, simulate_kernel
 
 F32 = np.float32
 X = np.random.default_rng(0).uniform(1, 2, (128, 8)).astype(F32)

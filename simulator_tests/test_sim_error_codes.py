@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nki_kernels.sim import errors
-from nki_kernels.sim.errors import CODES, NKISyntaxError, SimValueError
+from nki_kernels.sim.core.errors import CODES, NKISyntaxError, SimValueError
 
 ROOT = Path(__file__).resolve().parents[1]
 _BUILTINS = (NotImplementedError, IndexError, TypeError, RuntimeError, ValueError)
@@ -34,7 +34,7 @@ def test_readme_table_matches_the_code_table():
 def test_every_coded_raise_uses_the_class_of_its_code():
     pat = re.compile(r"\b(Sim\w*Error|NKISyntaxError)\(\s*\"(E\d{3})\"")
     seen = set()
-    for path in (ROOT / "nki_kernels" / "sim").glob("*.py"):
+    for path in (ROOT / "nki_kernels" / "sim").rglob("*.py"):
         for cls_name, code in pat.findall(path.read_text()):
             cls = getattr(errors, cls_name)
             assert code in CODES, (path.name, code)

@@ -7,8 +7,20 @@ import os
 import numpy as np
 import pytest
 
-from nki_kernels.sim import (NKISyntaxError, SimError, SimIndexError, SimNotImplementedError, SimRuntimeError,
-                             SimOptions, SimTypeError, SimValueError, nki, nisa, nl, simulate_kernel)
+from nki_kernels.sim import (
+    NKISyntaxError,
+    SimError,
+    SimIndexError,
+    SimNotImplementedError,
+    SimOptions,
+    SimRuntimeError,
+    SimTypeError,
+    SimValueError,
+    nisa,
+    nki,
+    nl,
+    simulate_kernel,
+)
 
 F32 = np.float32
 _SRC = open(__file__).read().splitlines()
@@ -304,7 +316,8 @@ def test_device_only_apis_say_so():
 
 
 def test_unimplemented_api_is_named_not_attribute_error():
-    with pytest.raises(SimNotImplementedError, match=r"nki.isa.builtin_custom_op is not implemented in nki_kernels.sim"):
+    msg = r"nki.isa.builtin_custom_op is not implemented in nki_kernels.sim"
+    with pytest.raises(SimNotImplementedError, match=msg):
         nisa.builtin_custom_op
     with pytest.raises(NotImplementedError, match="nki.language.atomic_rmw"):
         nl.atomic_rmw

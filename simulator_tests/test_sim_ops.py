@@ -6,9 +6,11 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from nki_kernels.sim import SimOptions, nki, nisa, nl, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimOptions, nisa, nki, nl, simulate_kernel, trace_kernel
+from nki_kernels.sim.trace import Matmul
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -90,7 +92,7 @@ def test_scalar_promotion_rules():
 def test_reductions_any_free_axes(rng, name, ref):
     x = rng.uniform(0.5, 1.5, (128, 4, 6, 5)).astype(F32)
     for axis in (1, (2, 3), [1, 3]):
-        out = run1(lambda t: getattr(nl, name)(t, axis=axis, keepdims=True), x)
+        out = run1(lambda t, axis=axis: getattr(nl, name)(t, axis=axis, keepdims=True), x)
         np.testing.assert_allclose(out, ref(x, axis=axis if isinstance(axis, int) else tuple(axis),
                                             keepdims=True), rtol=1e-5)
 
@@ -163,7 +165,7 @@ def test_scan_iota_memset_select_reciprocal(rng):
         rc = nisa.reciprocal(nl.load(x))
         outs = [nl.ndarray((128, 64), d, buffer=nl.shared_hbm) for d in (nl.int32, nl.float32, nl.float32,
                                                                           nl.float32)]
-        for o, v in zip(outs, (io, ms, sel, rc)):
+        for o, v in zip(outs, (io, ms, sel, rc), strict=True):
             nl.store(o, v)
         return tuple(outs)
     x = rng.uniform(1, 2, (128, 64)).astype(F32)
@@ -200,8 +202,8 @@ def test_nc_matmul_2d_3d_and_psum_accumulation(rng):
     out, trace = trace_kernel(k, a, b)
     np.testing.assert_allclose(out, np.einsum("km,knf->mnf", a, b), rtol=1e-4, atol=1e-4)
     mms = [e for e in trace.events if e.op == "nc_matmul"]
-    assert len(mms) == 2 and all(e.accumulate for e in mms)
-    assert all(e.meta == {"K": 128, "M": 128, "N": 400, "psum_out": True} for e in mms)
+    assert len(mms) == 2 and all(e.payload.accumulate for e in mms)
+    assert all(e.payload == Matmul(128, 128, 400, "float32", "none", True) for e in mms)
     # the accumulation writes the PSUM accumulator itself, not a temporary
     assert mms[0].writes[0].alloc_id == mms[1].writes[0].alloc_id
 

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimWarning, nki, nisa, nl, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimWarning, nisa, nki, nl, simulate_kernel, trace_kernel
 
 F32 = np.float32
 
@@ -47,7 +47,7 @@ def test_psum_result_assigned_into_sbuf_is_a_copy(form):
     ev_pe = tr.events[pe[0]]
     assert ev_pe.writes[0].buffer == "psum"                       # TensorE wrote PSUM
     ev_copy = tr.events[pe[0] + 1]
-    assert ev_copy.op == "tensor_copy" and ev_copy.meta.get("eviction") is True
+    assert ev_copy.op == "tensor_copy" and ev_copy.payload.eviction is True
     assert ev_copy.reads[0].buffer == "psum" and ev_copy.writes[0].buffer == "sbuf"
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nki_kernels.sim import SimWarning, nisa, nki, nl, trace_kernel
-from nki_kernels.sim.context import RunContext
+from nki_kernels.sim.core.context import RunContext
 
 F32 = np.float32
 X = np.random.default_rng(0).standard_normal((128, 64)).astype(F32)
@@ -43,7 +43,7 @@ def test_mgrid_identity_view_is_not_strided(view, strided):
         return a
     _, tr = trace_kernel(k, X)
     (ev,) = [e for e in tr.events if e.op == "tensor_copy"]
-    assert ev.meta["strided"] is strided
+    assert ev.payload.strided is strided
 
 
 def test_view_accumulate_records_no_extra_copy():
@@ -85,7 +85,9 @@ def test_every_instruction_passes_the_one_recording_path(monkeypatch):
         nl.store(out, nl.add(z, r))                             # tensor_tensor + dma_copy
         return out
     _, tr = trace_kernel(k, X)
-    assert seen == [e.op for e in tr.events]
+    # one call per event (a result that waits for its destination is recorded when it lands, in the
+    # trace position reserved when it ran: the trace stays in program order)
+    assert sorted(seen) == sorted(e.op for e in tr.events) and [e.seq for e in tr.events] == list(range(len(seen)))
     assert {"dma_copy", "nc_matmul", "tensor_copy", "tensor_scalar", "memset", "nc_transpose",
             "tensor_tensor"} <= set(seen)
 
@@ -98,3 +100,31 @@ def test_every_isa_instruction_is_registered_once_with_its_name():
         assert getattr(isa, name) is fn and fn.__name__ == name
     with pytest.raises(RuntimeError, match="E019"):       # the decorator supplies the context
         isa.tensor_copy(None)
+
+
+def test_every_event_carries_its_enclosing_loops_as_typed_frames():
+    from nki_kernels.sim.trace import LoopFrame, LoopKind
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 4), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        for i in nl.affine_range(2):                 # LOOP_A
+            for j in nl.sequential_range(3):         # LOOP_S
+                t = nisa.tensor_scalar(t, nl.multiply, 1.0)
+        nl.store(out, t)
+        return out
+
+    _, tr = trace_kernel(k, np.ones((128, 4), np.float32))
+    body = [e for e in tr.events if e.op == "tensor_scalar"]
+    assert len(body) == 6 and tr.events[0].loops == () and tr.events[-1].loops == ()
+    src = open(__file__).read().splitlines()
+    line_a = next(i + 1 for i, s in enumerate(src) if s.endswith("# LOOP_A"))
+    line_s = next(i + 1 for i, s in enumerate(src) if s.endswith("# LOOP_S"))
+    outer, inner = body[4].loops
+    assert isinstance(outer, LoopFrame) and outer.kind is LoopKind.AFFINE and outer.kind == "affine"
+    assert (outer.iteration, outer.trip_count, outer.line) == (1, 2, line_a)
+    assert (inner.kind, inner.iteration, inner.trip_count, inner.line) == (LoopKind.SEQUENTIAL, 1, 3, line_s)
+    # one loop id per entry into a loop statement: the inner loop is entered twice
+    assert len({e.loops[0].loop_id for e in body}) == 1
+    assert len({e.loops[1].loop_id for e in body}) == 2

@@ -18,13 +18,14 @@ import argparse
 import json
 import math
 import sys
+from typing import Any
 
 # Identifiers and bookkeeping fields, not performance metrics.
 _SKIP_SUFFIXES = ("_idx", "_id")
 _SKIP_KEYS = {"kernel", "case", "name", "estimate", "note", "source"}
 
 
-def _first_json_value(text: str):
+def _first_json_value(text: str) -> Any:
     """Parse the first JSON value in ``text`` (tools may print log lines before it)."""
     text = text.strip()
     try:
@@ -41,7 +42,7 @@ def _first_json_value(text: str):
     raise ValueError(f"no JSON object found; first bytes: {text[:80]!r}")
 
 
-def _as_number(value):
+def _as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -67,7 +68,7 @@ def numeric_metrics(obj: dict) -> dict:
     return out
 
 
-def load_profile_summary(data) -> dict:
+def load_profile_summary(data: Any) -> dict:
     """Normalise neuron-profile summary JSON to one flat dict of metrics.
 
     Accepts a dict, ``{"summary": [dict, ...]}``, a list of dicts (the first is used and
@@ -94,7 +95,7 @@ def load_profile_summary(data) -> dict:
     return data
 
 
-def load_estimate(data) -> dict:
+def load_estimate(data: Any) -> dict:
     """The estimate's neuron-profile-named metrics from a record or a bare summary dict."""
     if not isinstance(data, dict):
         raise ValueError(f"estimate JSON must be an object, got {type(data).__name__}")

@@ -19,10 +19,7 @@ import shutil
 import subprocess
 import sys
 
-try:
-    from . import sdk as _sdk
-except ImportError:   # run as a script by run_hw.sh: this folder is sys.path[0]
-    import sdk as _sdk
+from . import sdk as _sdk
 
 PRODUCT_NAME_FILE = "/sys/devices/virtual/dmi/id/product_name"
 
@@ -218,9 +215,10 @@ def hardware_skip_reason() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python env.py sdk | devices FILE | free-cores FILE | choose-cores SPEC FILE``.
+    """``python -m nki_kernels.hw.env sdk | devices FILE | free-cores FILE | choose-cores SPEC FILE``.
 
-    FILE holds ``neuron-ls --json-output``; run_hw.sh calls this file as a script.
+    FILE holds ``neuron-ls --json-output``; the hardware job runs ``sdk`` with the Neuron venv's
+    python (its versions go to ``env/sdk.json``).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     cmd = argv[0] if argv else "sdk"

@@ -1,5 +1,6 @@
-"""The NKI 0.7 hardware path (Neuron SDK >= 2.33, ``import nki``): what ``scripts/run_hw.sh``
-runs on a current trn2 DLAMI, step by step, and what you can run by hand::
+"""The NKI 0.7 hardware path (Neuron SDK >= 2.33, ``import nki``): its implementation of the hardware
+job's protocol (``nki_kernels.hw.protocol``), what ``scripts/run_hw.sh`` runs on a current trn2
+DLAMI, step by step, and what you can run by hand::
 
     python -m nki_kernels.hw.nki07_path smoke    --out FILE.json
     python -m nki_kernels.hw.nki07_path check    --kernel matmul --shapes quick --out DIR
@@ -34,7 +35,7 @@ NKI 0.7 has no ``nki.baremetal`` / ``nki.benchmark`` / ``nki.profile`` (they lef
   within a minute.
 
 Kernels: ``NKI_HW_KERNEL_<NAME>`` (module:function) selects a kernel exactly as on the 0.1
-path; unset, it defaults to this project's 0.7 kernel (``KERNEL_TARGETS``).  LNC: kernels
+path; unset, it defaults to this project's 0.7 kernel (the registry's ``entry_07``).  LNC: kernels
 are launched at LNC=1 (``kernel(...)``; run_hw.sh sets ``NEURON_LOGICAL_NC_CONFIG=1``,
 which must match, ``nki.jit`` docstring); ``--lnc 2`` launches ``kernel[2](...)``.
 
@@ -46,38 +47,28 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib
-import json
 import os
 import re
 import subprocess
 import sys
 import time
+from typing import Any
 
-from . import compare, shapes
-from .job import DEFAULT_SEED, _utc, add_case_parser, _write_json, cs149_verdict, estimate_ratio, stem
+from nki_kernels.kernels import registry
+from nki_kernels.kernels.registry import Case
+
+from . import compare
+from .protocol import DEFAULT_SEED, HwPath, Step, StepContext, cs149_verdict, env_argv, estimate_ratio, stem
+from .protocol import utc as _utc
+from .protocol import write_json as _write_json
 
 API = "nki-0.7"
-KERNEL_TARGETS = {
-    "conv2d": "nki_kernels.kernels.conv2d_nki07:fused_conv2d_maxpool",
-    "matmul": "nki_kernels.kernels.matmul_nki07:matmul",
-    "attention": "nki_kernels.kernels.attention_nki07:flash_attention",
-}
 SMOKE_MODULE = "nki_kernels.kernels.smoke_nki07"
 PROFILER = "neuron-explorer"
 PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
 
-def use_nki07_kernels() -> None:
-    """Make ``device.load_kernel`` (and so ``torch_path``) load the 0.7 kernels.
-
-    ``NKI_HW_KERNEL_<NAME>`` set by the user wins; otherwise it is pointed at the project's
-    NKI 0.7 module for this process only.
-    """
-    for name, target in KERNEL_TARGETS.items():
-        os.environ.setdefault(f"NKI_HW_KERNEL_{name.upper()}", target)
-
-
-def _nki():
+def _nki() -> Any:
     """The real NKI 0.7 ``nki`` module; ImportError with the fix when absent."""
     try:
         import nki  # noqa: PLC0415
@@ -90,14 +81,14 @@ def _nki():
     return nki
 
 
-def launch(kernel, lnc: int = 1):
+def launch(kernel: Any, lnc: int = 1) -> Any:
     """The kernel as launched at ``lnc`` logical cores: ``kernel`` or ``kernel[lnc]``."""
     if lnc < 1:
         raise ValueError(f"--lnc must be 1 or 2, got {lnc}")
     return kernel[lnc] if lnc > 1 else kernel
 
 
-def _first_output(out):
+def _first_output(out: Any) -> Any:
     """A kernel returns one array (or a one-element tuple/list of it)."""
     if isinstance(out, (tuple, list)):
         if len(out) != 1:
@@ -174,7 +165,7 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def _run(cmd, cwd, timeout):
+def _run(cmd: list[str], cwd: str, timeout: float | None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: "
@@ -217,97 +208,15 @@ def measure_latency(neff: str, *, warmup: int, iters: int, tool: str = PROFILER,
             "percentiles_us": pct, "command": cmd}
 
 
-# ------------------------------------------------------------------------- cases
-def _sdk_record() -> dict:
-    from . import env, sdk  # noqa: PLC0415
+# ------------------------------------------------------------------------- helpers
+def _sdk_record() -> dict[str, Any]:
+    from . import env, sdk
     rec = env.sdk_info()
     rec["path"] = sdk.report()
     return rec
 
 
-def run_numpy(case: shapes.Case, seed: int = DEFAULT_SEED, lnc: int = 1):
-    """(args, kwargs, output) of the case's 0.7 kernel called on NumPy arrays."""
-    from . import device  # noqa: PLC0415
-    use_nki07_kernels()
-    args, kwargs = device.make_inputs(case, seed)
-    out = _first_output(launch(device.load_kernel(case.kernel), lnc)(*args, **kwargs))
-    return args, kwargs, out
-
-
-def bench_case(case: shapes.Case, out_dir: str, *, warmup: int, iters: int,
-               seed: int = DEFAULT_SEED, tool: str = PROFILER, lnc: int = 1,
-               timeout: float | None = None) -> dict:
-    """Compile (keeping the NEFF), check the first output, measure latency; write bench.json.
-
-    Raises RuntimeError when no NEFF appears (set ``NEURON_FRAMEWORK_DEBUG=1`` before the
-    first compile; a cached compile may write none: delete the cache) or the capture fails.
-    """
-    from . import device  # noqa: PLC0415
-    os.makedirs(out_dir, exist_ok=True)
-    os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
-    target = os.path.join(out_dir, f"{stem(case)}.neff")
-    before = neff_files(out_dir)
-    cwd = os.getcwd()
-    os.chdir(out_dir)  # the compiler drops the NEFF in the working directory
-    try:
-        args, kwargs, out = run_numpy(case, seed, lnc)
-    finally:
-        os.chdir(cwd)
-    try:
-        first = {"max_abs_err": device.assert_close(out, device.reference(case, args, kwargs),
-                                                    case.dtype, case.case_id), "ok": True}
-    except AssertionError as e:
-        first = {"ok": False, "error": str(e)}
-    neff, new = adopt_neff(out_dir, before, target)
-    if neff is None:
-        raise RuntimeError(f"no NEFF was written under {out_dir} by the first call of {case.case_id}: "
-                           "NEURON_FRAMEWORK_DEBUG=1 must be set before the kernel is compiled, and a "
-                           "cached compile may write none (delete the Neuron compile cache)")
-    lat = measure_latency(neff, warmup=warmup, iters=iters, tool=tool, timeout=timeout)
-    p50, p99 = lat["percentiles_us"]["p50"], lat["percentiles_us"]["p99"]
-    record = {
-        "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype,
-        "seed": seed, "warmup": lat["warmup"], "iters": lat["iters"],
-        "latency_us": lat["percentiles_us"], "p50_us": p50, "p99_us": p99,
-        "samples_us": lat["samples_us"], "api": API, "lnc": lnc,
-        "measured_with": " ".join(lat["command"]) + "; total_time of each profiled execution "
-                         "from view --output-format summary-json",
-        "kernel_impl": device.kernel_target(case.kernel),
-        "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
-        "instance_type": _instance_type(), "sdk": _sdk_record(),
-        "neff": os.path.basename(neff), "neff_candidates": new, "first_call": first,
-        "cs149": cs149_verdict(p99, case.threshold_us),
-        "vs_estimate": estimate_ratio(p50, p99, os.path.join(out_dir, f"{stem(case)}.estimate.json")),
-        "utc": _utc(),
-        "note": "device time per profiled execution (neuron-explorer); thresholds and estimate "
-                "ratios are reported, not asserted",
-    }
-    _write_json(os.path.join(out_dir, "bench.json"), record)
-    return record
-
-
-def _instance_type():
-    from . import env  # noqa: PLC0415
-    return env.instance_type()
-
-
-def _interpreter_output(case: shapes.Case, seed: int, tmp: str, timeout: float | None):
-    """The project's interpreter on the same seeded inputs, in a fresh ``NKI_BACKEND=sim`` process."""
-    import numpy as np  # noqa: PLC0415
-    out = os.path.join(tmp, f"{stem(case)}.interpreter.npy")
-    proc = subprocess.run([sys.executable, "-m", "nki_kernels.hw.nki07_path", "simulate",
-                           "--kernel", case.kernel, "--case", case.name, "--seed", str(seed),
-                           "--out", out], env=dict(os.environ, NKI_BACKEND="sim"),
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"interpreter run failed: {proc.stderr.strip()[-500:]}")
-    try:
-        return np.load(out)
-    finally:
-        os.remove(out)   # the record keeps the differences
-
-
-def official_simulate(kernel, args, kwargs):
+def official_simulate(kernel: Any, args: Any, kwargs: Any) -> Any:
     """``nki.simulate`` of a kernel.  The project's 0.7 kernels are host entries (checks and
     plan in Python, then the ``@nki.jit`` kernel: ``kernels/_nki07.py``); for those the jitted
     kernel is simulated with the arguments the entry would pass it."""
@@ -318,106 +227,6 @@ def official_simulate(kernel, args, kwargs):
     return nki.simulate(kernel)(*args, **kwargs)
 
 
-def cross_check(case: shapes.Case, device_out, args, kwargs, out_dir: str, seed: int,
-                timeout: float | None = None) -> dict:
-    """``nki.simulate`` vs this project's interpreter vs the device, on the same inputs.
-
-    Writes ``out_dir/sim_vs_device/<stem>.json`` (max |difference| for every pair and each
-    against the oracle) and returns it with ``"failures"``: which of the three miss the
-    oracle's tolerance.
-    """
-    import numpy as np  # noqa: PLC0415
-
-    from . import device  # noqa: PLC0415
-    kernel = device.load_kernel(case.kernel)
-    ref = device.reference(case, args, kwargs)
-    folder = os.path.join(out_dir, "sim_vs_device")
-    os.makedirs(folder, exist_ok=True)
-    outs = {"device": np.asarray(device_out, np.float64),
-            "sdk_simulator": np.asarray(_first_output(official_simulate(kernel, args, kwargs)), np.float64),
-            "interpreter": np.asarray(_interpreter_output(case, seed, folder, timeout), np.float64)}
-    rec = {"kernel": case.kernel, "case": case.name, "seed": seed, "api": API, "max_abs_diff": {},
-           "failures": {}}
-    for a, o in outs.items():
-        rec["max_abs_diff"][f"{a}_vs_oracle"] = float(np.max(np.abs(o - ref)))
-        try:
-            device.assert_close(o, ref, case.dtype, f"{case.case_id} ({a})")
-        except AssertionError as e:
-            rec["failures"][a] = str(e)
-    for a, b in (("interpreter", "device"), ("sdk_simulator", "device"), ("interpreter", "sdk_simulator")):
-        rec["max_abs_diff"][f"{a}_vs_{b}"] = float(np.max(np.abs(outs[a] - outs[b])))
-    _write_json(os.path.join(folder, f"{stem(case)}.json"), rec)
-    return rec
-
-
-def check_kernel(kernel: str, shape_set: str, out_dir: str, *, seed: int = DEFAULT_SEED,
-                 lnc: int = 1, use_torch: bool = True, sim_check: str = "auto",
-                 timeout: float | None = None) -> dict:
-    """Correctness of one kernel on every correctness case of ``shape_set``.
-
-    Per case: the NumPy call vs the oracle; with ``use_torch``, the kernel inside a
-    ``torch.nn.Module`` on XLA tensors vs torch on CPU; the simulator cross-check when
-    ``sim_check`` is ``"on"``, or ``"auto"`` and the SDK has ``nki.simulate``.  Writes
-    ``out_dir/<kernel>.nki07.json``; ``"failed"`` counts failing checks (a missing torch or
-    simulator when asked for counts as failing).
-    """
-    from . import device, torch_path  # noqa: PLC0415
-    use_nki07_kernels()
-    os.makedirs(out_dir, exist_ok=True)
-    has_sim = callable(getattr(_nki(), "simulate", None))
-    do_sim = sim_check == "on" or (sim_check == "auto" and has_sim)
-    results, failed = [], 0
-    for case in shapes.select(kernel, shape_set, correctness=True):
-        row = {"case": case.name, "dtype": case.dtype, "checks": {}}
-        t0 = time.time()
-        try:
-            args, kwargs, out = run_numpy(case, seed, lnc)
-            ref = device.reference(case, args, kwargs)
-            row["checks"]["numpy_call"] = {"ok": True, "max_abs_err": device.assert_close(
-                out, ref, case.dtype, f"{case.case_id} (@nki.jit on NumPy)")}
-        except Exception as e:  # noqa: BLE001  (every failure is recorded, the run goes on)
-            row["checks"]["numpy_call"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            out = None
-        if use_torch:
-            try:
-                targs, tkwargs = device.make_inputs(case, seed)
-                module, inputs = torch_path.make_module(case.kernel, targs, tkwargs)
-                got = torch_path.run_on_device(module, *inputs)
-                want = torch_path.torch_reference(case.kernel, *targs, **tkwargs)
-                row["checks"]["torch_xla"] = {"ok": True, "max_abs_err": device.assert_close(
-                    got, want, case.dtype, f"{case.case_id} (torch-neuronx vs torch CPU)")}
-            except Exception as e:  # noqa: BLE001
-                row["checks"]["torch_xla"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        if do_sim and case.sim_ok():
-            if not has_sim:
-                row["checks"]["sim_cross_check"] = {"ok": False, "error": "nki.simulate not in this SDK"}
-            elif out is None:
-                row["checks"]["sim_cross_check"] = {"ok": False, "error": "no device output to compare"}
-            else:
-                try:
-                    rec = cross_check(case, out, args, kwargs, out_dir, seed, timeout)
-                    row["checks"]["sim_cross_check"] = {"ok": not rec["failures"],
-                                                        "max_abs_diff": rec["max_abs_diff"],
-                                                        "failures": rec["failures"]}
-                except Exception as e:  # noqa: BLE001
-                    row["checks"]["sim_cross_check"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        row["seconds"] = round(time.time() - t0, 3)
-        bad = [k for k, v in row["checks"].items() if not v["ok"]]
-        failed += len(bad)
-        details = "".join(f"\n  {k}: {row['checks'][k].get('error') or row['checks'][k].get('failures')}"
-                          for k in bad)
-        print(f"{case.case_id}: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}"
-                                              for k, v in row["checks"].items()) + details, flush=True)
-        results.append(row)
-    record = {"kernel": kernel, "shapes": shape_set, "api": API, "seed": seed, "lnc": lnc,
-              "kernel_impl": device.kernel_target(kernel), "simulator_cross_check": do_sim,
-              "cases": results, "failed": failed, "utc": _utc(),
-              "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
-    _write_json(os.path.join(out_dir, f"{kernel}.nki07.json"), record)
-    return record
-
-
-# ------------------------------------------------------------------------- smoke test
 def write_junit(path: str, suite: str, rows: list[dict]) -> None:
     """The smoke results as a JUnit XML file (one ``testcase`` per construct, a ``failure``
     naming what failed, the kernels using it and the flag that avoids it), so run_hw.sh
@@ -435,138 +244,308 @@ def write_junit(path: str, suite: str, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
-def smoke(out_file: str, *, lnc: int = 1, module: str | None = None, junit: str | None = None) -> dict:
-    """Run every NKI 0.7 construct of the smoke module on the device against NumPy.
+# ------------------------------------------------------------------------- the path
+class Nki07Path(HwPath):
+    """SDK >= 2.33: ``@nki.jit`` calls on NumPy and torch-xla, the ``nki.simulate`` cross-check,
+    latency from profiled executions and captures with ``neuron-explorer``."""
 
-    ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``nki_kernels.kernels.smoke_nki07``) exposes
-    ``CONSTRUCTS``: objects with ``name``, ``used_by``, ``flag``, ``kernel``, ``inputs()`` and
-    ``reference(*inputs)``.  Writes ``out_file``; ``"failed"`` lists the failing constructs.
-    """
-    import numpy as np  # noqa: PLC0415
+    name, api, label, module = "nki07", "0.7", API, "nki_kernels.hw.nki07_path"
+    profiler = PROFILER
+    # Every device step runs at LNC=1, as the kernels are launched (the two must match, nki.jit
+    # docstring); the bench step keeps the compiler's NEFF (NKI profiling guide,
+    # nki/guides/use-neuron-profile.rst @81ce03ae).  The capture skips the first, warm-up
+    # execution: --profile-nth-exec=2 writes <stem>_exec_2.ntff (renamed by after_capture).
+    device_env = {"NEURON_LOGICAL_NC_CONFIG": "1"}
+    bench_env = {"NEURON_FRAMEWORK_DEBUG": "1"}
+    capture_args = ("--profile-nth-exec=2",)
+    executed_by = "nki_kernels.sim (interpreter, NKI 0.7 front end)"
 
-    from . import device  # noqa: PLC0415
-    mod = importlib.import_module(module or os.environ.get("NKI_HW_SMOKE_MODULE", SMOKE_MODULE))
-    rows, failed = [], []
-    for c in mod.CONSTRUCTS:
-        args = c.inputs()
-        row = {"name": c.name, "used_by": c.used_by, "flag": c.flag}
+    # -- commands
+    def has_smoke_test(self, ctx: StepContext) -> bool:
+        return True            # a module of this package, always there
+
+    def smoke_step(self, ctx: StepContext, core: str) -> Step:
+        folder = os.path.join(ctx.run, "hw_tests")
+        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
+                        ctx.python, "-m", self.module, "smoke", "--out", os.path.join(folder, "smoke_nki07.json"),
+                        "--junitxml", os.path.join(folder, "constructs.junit.xml"))
+        return Step("constructs", "constructs", argv, folder, core=core)
+
+    def check_step(self, ctx: StepContext, kernel: str, core: str) -> Step:
+        """NumPy call + torch-neuronx + nki.simulate cross-check, JSON in ``hw_tests/<kernel>.nki07.json``."""
+        folder = os.path.join(ctx.run, "hw_tests")
+        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
+                        ctx.python, "-m", self.module, "check", "--kernel", kernel, "--shapes", ctx.shapes,
+                        "--out", folder, "--timeout", str(ctx.timeout))
+        return Step(f"hw_tests-{kernel}", "hw_tests", argv, folder, kernel=kernel, core=core)
+
+    def after_capture(self, folder: str, case_stem: str) -> None:
+        target, nth = os.path.join(folder, f"{case_stem}.ntff"), os.path.join(folder, f"{case_stem}_exec_2.ntff")
+        if not os.path.exists(target) and os.path.exists(nth):
+            os.replace(nth, target)
+
+    # -- step bodies
+    def interpreter(self) -> Any:
+        """This process runs 0.7 kernels on the interpreter: ``NKI_BACKEND=sim`` (the project's kernels
+        resolve their ``nki`` through ``backend.resolve("0.7")``) and ``import nki`` aliased to it (your
+        own kernel via ``NKI_HW_KERNEL_<NAME>``, written with a plain ``import nki``)."""
+        os.environ["NKI_BACKEND"] = "sim"
+        from nki_kernels.sim import install_nki_alias
+        return install_nki_alias()
+
+    def run_numpy(self, case: Case, seed: int = DEFAULT_SEED, lnc: int = 1) -> tuple[Any, Any, Any]:
+        """(args, kwargs, output) of the case's 0.7 kernel called on NumPy arrays."""
+        from . import device
+        args, kwargs = device.make_inputs(case, seed)
+        out = _first_output(launch(device.load_kernel(case.kernel, self.api), lnc)(*args, **kwargs))
+        return args, kwargs, out
+
+    def bench_case(self, case: Case, out_dir: str, *, warmup: int, iters: int, seed: int = DEFAULT_SEED,
+                   tool: str = PROFILER, lnc: int = 1, timeout: float | None = None, **_: Any) -> dict[str, Any]:
+        """Compile (keeping the NEFF), check the first output, measure latency; write bench.json.
+
+        Raises RuntimeError when no NEFF appears (set ``NEURON_FRAMEWORK_DEBUG=1`` before the first
+        compile; a cached compile may write none: delete the cache) or the capture fails.
+        """
+        from . import device, env
+        os.makedirs(out_dir, exist_ok=True)
+        os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
+        target = os.path.join(out_dir, f"{stem(case)}.neff")
+        before = neff_files(out_dir)
+        cwd = os.getcwd()
+        os.chdir(out_dir)  # the compiler drops the NEFF in the working directory
         try:
-            out = _first_output(launch(c.kernel, lnc)(*args))
-            row["max_abs_err"] = device.assert_close(out, c.reference(*[np.asarray(a) for a in args]),
-                                                     c.dtype, c.name)
-            row["ok"] = True
-        except Exception as e:  # noqa: BLE001
-            row.update(ok=False, error=f"{type(e).__name__}: {e}")
-            failed.append(c.name)
-        rows.append(row)
-        print(f"construct {c.name}: {'ok' if row['ok'] else 'FAILED'}"
-              + ("" if row["ok"] else f" -- {row['error']}\n  used by {c.used_by}"
-                 + (f"; avoid it with {c.flag}" if c.flag else "; no flag avoids it")), flush=True)
-    record = {"api": API, "module": mod.__name__, "constructs": rows, "failed": failed, "utc": _utc(),
-              "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
-    os.makedirs(os.path.dirname(os.path.abspath(out_file)), exist_ok=True)
-    _write_json(out_file, record)
-    if junit:
-        write_junit(junit, "smoke_nki07", rows)
-    return record
+            args, kwargs, out = self.run_numpy(case, seed, lnc)
+        finally:
+            os.chdir(cwd)
+        first: dict[str, Any]
+        try:
+            first = {"max_abs_err": device.assert_close(out, device.reference(case, args, kwargs),
+                                                        case.dtype, case.case_id), "ok": True}
+        except AssertionError as e:
+            first = {"ok": False, "error": str(e)}
+        neff, new = adopt_neff(out_dir, before, target)
+        if neff is None:
+            raise RuntimeError(f"no NEFF was written under {out_dir} by the first call of {case.case_id}: "
+                               "NEURON_FRAMEWORK_DEBUG=1 must be set before the kernel is compiled, and a "
+                               "cached compile may write none (delete the Neuron compile cache)")
+        lat = measure_latency(neff, warmup=warmup, iters=iters, tool=tool, timeout=timeout)
+        p50, p99 = lat["percentiles_us"]["p50"], lat["percentiles_us"]["p99"]
+        record = {
+            "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype,
+            "seed": seed, "warmup": lat["warmup"], "iters": lat["iters"],
+            "latency_us": lat["percentiles_us"], "p50_us": p50, "p99_us": p99,
+            "samples_us": lat["samples_us"], "api": API, "lnc": lnc,
+            "measured_with": " ".join(lat["command"]) + "; total_time of each profiled execution "
+                             "from view --output-format summary-json",
+            "kernel_impl": device.kernel_target(case.kernel, self.api),
+            "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
+            "instance_type": env.instance_type(), "sdk": _sdk_record(),
+            "neff": os.path.basename(neff), "neff_candidates": new, "first_call": first,
+            "cs149": cs149_verdict(p99, case.threshold_us),
+            "vs_estimate": estimate_ratio(p50, p99, os.path.join(out_dir, f"{stem(case)}.estimate.json")),
+            "utc": _utc(),
+            "note": "device time per profiled execution (neuron-explorer); thresholds and estimate "
+                    "ratios are reported, not asserted",
+        }
+        _write_json(os.path.join(out_dir, "bench.json"), record)
+        return record
 
+    def _interpreter_output(self, case: Case, seed: int, tmp: str, timeout: float | None) -> Any:
+        """The project's interpreter on the same seeded inputs, in a fresh ``NKI_BACKEND=sim`` process."""
+        import numpy as np
+        out = os.path.join(tmp, f"{stem(case)}.interpreter.npy")
+        self.in_subprocess("simulate", case, out, seed, timeout)
+        try:
+            return np.load(out)
+        finally:
+            os.remove(out)   # the record keeps the differences
 
-# ------------------------------------------------------------------------- interpreter side
-def _on_interpreter() -> None:
-    """This process runs 0.7 kernels on the interpreter: ``NKI_BACKEND=sim`` (the project's
-    kernels resolve their ``nki`` through ``backend.resolve("0.7")``) and ``import nki`` aliased
-    to it (your own kernel via ``NKI_HW_KERNEL_<NAME>``, written with a plain ``import nki``)."""
-    os.environ["NKI_BACKEND"] = "sim"
-    from nki_kernels.sim import install_nki_alias  # noqa: PLC0415
-    install_nki_alias()
+    def cross_check(self, case: Case, device_out: Any, args: Any, kwargs: Any, out_dir: str, seed: int,
+                    timeout: float | None = None) -> dict[str, Any]:
+        """``nki.simulate`` vs this project's interpreter vs the device, on the same inputs.
 
+        Writes ``out_dir/sim_vs_device/<stem>.json`` (max |difference| for every pair and each against
+        the oracle) and returns it with ``"failures"``: which of the three miss the oracle's tolerance.
+        """
+        import numpy as np
 
-def estimate_case(case: shapes.Case, out_dir: str, seed: int = DEFAULT_SEED) -> dict:
-    """The cost model on the 0.7 kernel (interpreter, CPU): same record as the 0.1 path's."""
-    _on_interpreter()
-    from . import job  # noqa: PLC0415
-    use_nki07_kernels()
-    rec = job._estimate_here(case, out_dir, seed)   # this process is already the interpreter's
-    rec.update(api=API, executed_by="nki_kernels.sim (interpreter, NKI 0.7 front end)")
-    _write_json(os.path.join(out_dir, f"{stem(case)}.estimate.json"), rec)
-    return rec
+        from . import device
+        kernel = device.load_kernel(case.kernel, self.api)
+        ref = device.reference(case, args, kwargs)
+        folder = os.path.join(out_dir, "sim_vs_device")
+        os.makedirs(folder, exist_ok=True)
+        outs = {"device": np.asarray(device_out, np.float64),
+                "sdk_simulator": np.asarray(_first_output(official_simulate(kernel, args, kwargs)), np.float64),
+                "interpreter": np.asarray(self._interpreter_output(case, seed, folder, timeout), np.float64)}
+        rec: dict[str, Any] = {"kernel": case.kernel, "case": case.name, "seed": seed, "api": API,
+                               "max_abs_diff": {}, "failures": {}}
+        for a, o in outs.items():
+            rec["max_abs_diff"][f"{a}_vs_oracle"] = float(np.max(np.abs(o - ref)))
+            try:
+                device.assert_close(o, ref, case.dtype, f"{case.case_id} ({a})")
+            except AssertionError as e:
+                rec["failures"][a] = str(e)
+        for a, b in (("interpreter", "device"), ("sdk_simulator", "device"), ("interpreter", "sdk_simulator")):
+            rec["max_abs_diff"][f"{a}_vs_{b}"] = float(np.max(np.abs(outs[a] - outs[b])))
+        _write_json(os.path.join(folder, f"{stem(case)}.json"), rec)
+        return rec
 
+    def check_kernel(self, kernel: str, shape_set: str, out_dir: str, *, seed: int = DEFAULT_SEED, lnc: int = 1,
+                     use_torch: bool = True, sim_check: str = "auto", timeout: float | None = None) -> dict[str, Any]:
+        """Correctness of one kernel on every correctness case of ``shape_set``.
 
-def simulate_case(case: shapes.Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
-    """The 0.7 kernel on this project's interpreter, saved as ``.npy``."""
-    import numpy as np  # noqa: PLC0415
-    _on_interpreter()
-    _, _, out = run_numpy(case, seed)
-    np.save(out_file, np.asarray(out, dtype=np.float64))
-    return out_file
+        Per case: the NumPy call vs the oracle; with ``use_torch``, the kernel inside a
+        ``torch.nn.Module`` on XLA tensors vs torch on CPU; the simulator cross-check when ``sim_check``
+        is ``"on"``, or ``"auto"`` and the SDK has ``nki.simulate``.  Writes
+        ``out_dir/<kernel>.nki07.json``; ``"failed"`` counts failing checks (a missing torch or
+        simulator when asked for counts as failing).
+        """
+        from . import device, torch_path
+        os.makedirs(out_dir, exist_ok=True)
+        has_sim = callable(getattr(_nki(), "simulate", None))
+        do_sim = sim_check == "on" or (sim_check == "auto" and has_sim)
+        results, failed = [], 0
+        for case in registry.select(kernel, shape_set, correctness=True):
+            row: dict[str, Any] = {"case": case.name, "dtype": case.dtype, "checks": {}}
+            t0 = time.time()
+            try:
+                args, kwargs, out = self.run_numpy(case, seed, lnc)
+                ref = device.reference(case, args, kwargs)
+                row["checks"]["numpy_call"] = {"ok": True, "max_abs_err": device.assert_close(
+                    out, ref, case.dtype, f"{case.case_id} (@nki.jit on NumPy)")}
+            except Exception as e:  # every failure is recorded, the run goes on
+                row["checks"]["numpy_call"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                out = None
+            if use_torch:
+                try:
+                    targs, tkwargs = device.make_inputs(case, seed)
+                    module, inputs = torch_path.make_module(case.kernel, targs, tkwargs, api=self.api)
+                    got = torch_path.run_on_device(module, *inputs)
+                    want = torch_path.torch_reference(case.kernel, *targs, **tkwargs)
+                    row["checks"]["torch_xla"] = {"ok": True, "max_abs_err": device.assert_close(
+                        got, want, case.dtype, f"{case.case_id} (torch-neuronx vs torch CPU)")}
+                except Exception as e:
+                    row["checks"]["torch_xla"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            if do_sim and case.sim_ok():
+                if not has_sim:
+                    row["checks"]["sim_cross_check"] = {"ok": False, "error": "nki.simulate not in this SDK"}
+                elif out is None:
+                    row["checks"]["sim_cross_check"] = {"ok": False, "error": "no device output to compare"}
+                else:
+                    try:
+                        rec = self.cross_check(case, out, args, kwargs, out_dir, seed, timeout)
+                        row["checks"]["sim_cross_check"] = {"ok": not rec["failures"],
+                                                            "max_abs_diff": rec["max_abs_diff"],
+                                                            "failures": rec["failures"]}
+                    except Exception as e:
+                        row["checks"]["sim_cross_check"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            row["seconds"] = round(time.time() - t0, 3)
+            bad = [k for k, v in row["checks"].items() if not v["ok"]]
+            failed += len(bad)
+            details = "".join(f"\n  {k}: {row['checks'][k].get('error') or row['checks'][k].get('failures')}"
+                              for k in bad)
+            print(f"{case.case_id}: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}"
+                                                  for k, v in row["checks"].items()) + details, flush=True)
+            results.append(row)
+        record = {"kernel": kernel, "shapes": shape_set, "api": API, "seed": seed, "lnc": lnc,
+                  "kernel_impl": device.kernel_target(kernel, self.api), "simulator_cross_check": do_sim,
+                  "cases": results, "failed": failed, "utc": _utc(),
+                  "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
+        _write_json(os.path.join(out_dir, f"{kernel}.nki07.json"), record)
+        return record
 
+    def smoke(self, out_file: str, *, lnc: int = 1, module: str | None = None,
+              junit: str | None = None) -> dict[str, Any]:
+        """Run every NKI 0.7 construct of the smoke module on the device against NumPy.
 
-# ------------------------------------------------------------------------- CLI
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nki_kernels.hw.nki07_path",
-                                 description="The NKI 0.7 (SDK >= 2.33) hardware steps; see the module docstring.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("smoke", help="run the NKI 0.7 construct smoke test on the device")
-    p.add_argument("--out", required=True, help="JSON report file")
-    p.add_argument("--junitxml", default=None, help="also write a JUnit XML report")
-    p.add_argument("--lnc", type=int, default=1)
-    p = sub.add_parser("check", help="correctness of one kernel: NumPy call, torch-xla, simulator cross-check")
-    p.add_argument("--kernel", required=True, choices=shapes.KERNELS)
-    p.add_argument("--shapes", default="quick", choices=shapes.SHAPE_SETS)
-    p.add_argument("--out", required=True, help="folder for <kernel>.nki07.json and sim_vs_device/")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    p.add_argument("--lnc", type=int, default=1)
-    p.add_argument("--no-torch", action="store_true", help="skip the torch-neuronx check")
-    p.add_argument("--sim-check", choices=("auto", "on", "off"), default="auto",
-                   help="nki.simulate vs interpreter vs device (auto: when nki.simulate exists)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds for each subprocess")
-    for name in ("bench", "estimate", "simulate"):
-        p = add_case_parser(sub, name)
-        if name == "bench":
-            p.add_argument("--warmup", type=int, default=10)
-            p.add_argument("--iters", type=int, default=100)
-            p.add_argument("--lnc", type=int, default=1)
-            p.add_argument("--tool", default=PROFILER, help="profiler executable (default neuron-explorer)")
-            p.add_argument("--timeout", type=float, default=None, help="seconds for each profiler call")
-    a = ap.parse_args(argv)
-    if getattr(a, "lnc", 1) not in (1, 2):
-        ap.error(f"--lnc must be 1 or 2, got {a.lnc}")
-    if a.cmd == "smoke":
-        rec = smoke(a.out, lnc=a.lnc, junit=a.junitxml)
-        if rec["failed"]:
-            print(f"smoke test: {len(rec['failed'])} construct(s) failed: {', '.join(rec['failed'])} "
-                  f"(details in {a.out})", file=sys.stderr)
-            return 1
-        print(f"smoke test: all {len(rec['constructs'])} constructs ok")
-        return 0
-    if a.cmd == "check":
-        rec = check_kernel(a.kernel, a.shapes, a.out, seed=a.seed, lnc=a.lnc, use_torch=not a.no_torch,
-                           sim_check=a.sim_check, timeout=a.timeout)
+        ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``nki_kernels.kernels.smoke_nki07``) exposes
+        ``CONSTRUCTS``: objects with ``name``, ``used_by``, ``flag``, ``kernel``, ``inputs()`` and
+        ``reference(*inputs)``.  Writes ``out_file``; ``"failed"`` lists the failing constructs.
+        """
+        import numpy as np
+
+        from . import device
+        mod = importlib.import_module(module or os.environ.get("NKI_HW_SMOKE_MODULE", SMOKE_MODULE))
+        rows, failed = [], []
+        for c in mod.CONSTRUCTS:
+            args = c.inputs()
+            row: dict[str, Any] = {"name": c.name, "used_by": c.used_by, "flag": c.flag}
+            try:
+                out = _first_output(launch(c.kernel, lnc)(*args))
+                row["max_abs_err"] = device.assert_close(out, c.reference(*[np.asarray(a) for a in args]),
+                                                         c.dtype, c.name)
+                row["ok"] = True
+            except Exception as e:
+                row.update(ok=False, error=f"{type(e).__name__}: {e}")
+                failed.append(c.name)
+            rows.append(row)
+            print(f"construct {c.name}: {'ok' if row['ok'] else 'FAILED'}"
+                  + ("" if row["ok"] else f" -- {row['error']}\n  used by {c.used_by}"
+                     + (f"; avoid it with {c.flag}" if c.flag else "; no flag avoids it")), flush=True)
+        record = {"api": API, "module": mod.__name__, "constructs": rows, "failed": failed, "utc": _utc(),
+                  "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
+        os.makedirs(os.path.dirname(os.path.abspath(out_file)), exist_ok=True)
+        _write_json(out_file, record)
+        if junit:
+            write_junit(junit, "smoke_nki07", rows)
+        return record
+
+    # -- CLI
+    def add_subcommands(self, sub: Any) -> None:
+        p = sub.add_parser("smoke", help="run the NKI 0.7 construct smoke test on the device")
+        p.add_argument("--out", required=True, help="JSON report file")
+        p.add_argument("--junitxml", default=None, help="also write a JUnit XML report")
+        p.add_argument("--lnc", type=int, choices=(1, 2), default=1)
+        p = sub.add_parser("check", help="correctness of one kernel: NumPy call, torch-xla, simulator cross-check")
+        p.add_argument("--kernel", required=True, choices=registry.KERNELS)
+        p.add_argument("--shapes", default="quick", choices=registry.HW_SETS)
+        p.add_argument("--out", required=True, help="folder for <kernel>.nki07.json and sim_vs_device/")
+        p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        p.add_argument("--lnc", type=int, choices=(1, 2), default=1)
+        p.add_argument("--no-torch", action="store_true", help="skip the torch-neuronx check")
+        p.add_argument("--sim-check", choices=("auto", "on", "off"), default="auto",
+                       help="nki.simulate vs interpreter vs device (auto: when nki.simulate exists)")
+        p.add_argument("--timeout", type=float, default=None, help="seconds for each subprocess")
+
+    def add_bench_options(self, p: argparse.ArgumentParser) -> None:
+        super().add_bench_options(p)
+        p.add_argument("--lnc", type=int, choices=(1, 2), default=1)
+        p.add_argument("--tool", default=PROFILER, help="profiler executable (default neuron-explorer)")
+        p.add_argument("--timeout", type=float, default=None, help="seconds for each profiler call")
+
+    def run_subcommand(self, a: argparse.Namespace) -> int:
+        if a.cmd == "smoke":
+            rec = self.smoke(a.out, lnc=a.lnc, junit=a.junitxml)
+            if rec["failed"]:
+                print(f"smoke test: {len(rec['failed'])} construct(s) failed: {', '.join(rec['failed'])} "
+                      f"(details in {a.out})", file=sys.stderr)
+                return 1
+            print(f"smoke test: all {len(rec['constructs'])} constructs ok")
+            return 0
+        rec = self.check_kernel(a.kernel, a.shapes, a.out, seed=a.seed, lnc=a.lnc, use_torch=not a.no_torch,
+                                sim_check=a.sim_check, timeout=a.timeout)
         print(f"{a.kernel}: {len(rec['cases'])} cases, {rec['failed']} failed check(s)")
         return 1 if rec["failed"] or not rec["cases"] else 0
-    try:
-        case = shapes.get_case(a.kernel, a.case)
-    except KeyError as e:
-        print(f"nki07_path: {e.args[0]}", file=sys.stderr)
-        return 2
-    if a.cmd == "bench":
-        if a.warmup < 0 or a.iters < 1:
-            ap.error(f"--warmup must be >= 0 and --iters >= 1, got {a.warmup} and {a.iters}")
-        rec = bench_case(case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, tool=a.tool,
-                         lnc=a.lnc, timeout=a.timeout)
+
+    def bench_report(self, case: Case, a: argparse.Namespace) -> int:
+        rec = self.bench_case(case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, tool=a.tool,
+                              lnc=a.lnc, timeout=a.timeout)
         cs = rec["cs149"]
         print(f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us "
               f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']}, {API})"
               + (f"; CS149: {cs['verdict']}" if cs else "")
               + ("" if rec["first_call"]["ok"] else f"; FIRST CALL WRONG: {rec['first_call']['error']}"))
         return 0 if rec["first_call"]["ok"] else 1
-    if a.cmd == "estimate":
-        rec = estimate_case(case, a.out, a.seed)
-        print(f"{case.case_id}: estimated {rec['latency_us']:.1f} us (cost model, not measured; {API})")
-        return 0
-    print(simulate_case(case, a.out, a.seed))
-    return 0
 
+
+NKI07 = Nki07Path()
+bench_case = NKI07.bench_case
+check_kernel = NKI07.check_kernel
+smoke = NKI07.smoke
+estimate_case = NKI07.estimate_case
+simulate_case = NKI07.simulate_case
+main = NKI07.main
 
 if __name__ == "__main__":
     sys.exit(main())

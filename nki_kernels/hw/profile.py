@@ -48,7 +48,8 @@ class ProfileFiles:
     perfetto: str | None = None
 
 
-def _run(cmd, cwd, stdout_path=None, timeout=None):
+def _run(cmd: list[str], cwd: str, stdout_path: str | None = None,
+         timeout: float | None = None) -> subprocess.CompletedProcess:
     if stdout_path:
         with open(stdout_path, "w", encoding="utf-8") as out:
             proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout)

@@ -23,7 +23,7 @@ SDK      neuronx-cc  nki         what it means for this project
 =======  ==========  ==========  =====================================================
 
 ``*`` SDK 2.33 is newer than the pinned documentation (the last documented release is 2.32,
-NKI 0.6.0); that NKI 0.7 ships in SDK 2.33 is the project's issue 12.  The neuronx-cc line of
+NKI 0.6.0); that NKI 0.7 ships in SDK 2.33 is this project's premise, not documented yet.  The neuronx-cc line of
 2.33 is extrapolated from the pattern above (neuronx-cc 2.N is SDK 2.(N+5)), and so is any
 later release: such a release is reported as ``extrapolated``.
 
@@ -51,7 +51,7 @@ NEURONX_CC_TO_SDK = {
     "2.25": "2.30", "2.26": "2.31", "2.27": "2.32",
 }
 # nki package major.minor -> SDK release (n2-manifest.json; nki.rst release headings).
-# 0.7 -> 2.33 is issue 12's statement, not in the pinned documentation.
+# 0.7 -> 2.33 is this project's premise, not in the pinned documentation.
 NKI_TO_SDK = {
     "0.1": "2.27", "0.2": "2.28", "0.3": "2.29", "0.4": "2.30", "0.5": "2.31", "0.6": "2.32",
     "0.7": "2.33",
@@ -190,8 +190,9 @@ def decide(info: dict) -> Decision:
         d.message = f"SDK {nki_rel} ({versions}): NKI 0.7 path" + _warn_suffix(d)
         return d
 
-    if cc_rel is not None:
-        mm = _major_minor(cc_rel)
+    cc_mm = _major_minor(cc_rel)
+    if cc_rel is not None and cc_mm is not None:
+        mm = cc_mm
         d = Decision(None, EXIT_OK, "", cc_rel, f"neuronx-cc {cc}", cc_x)
         if mm >= FIRST_REFUSED:
             d.code = EXIT_REFUSED
@@ -215,7 +216,7 @@ def decide(info: dict) -> Decision:
         d.message = f"SDK {cc_rel} ({versions}) with neuronxcc.nki: NKI 0.1 path" + _warn_suffix(d)
         return d
 
-    if nki_rel is not None:   # a real nki 0.2-0.6 without a known neuronx-cc
+    if nki_rel is not None and nki_mm is not None:   # a real nki 0.2-0.6 without a known neuronx-cc
         return Decision(None, EXIT_REFUSED,
                         f"SDK {nki_rel} ({versions}) refused: NKI {_fmt(nki_mm)} is neither the 0.1 API "
                         f"(neuronxcc.nki) nor >= 0.7. Fix: {FIX}", nki_rel, f"nki {nki_v}", nki_x)

@@ -14,13 +14,16 @@ device has finished.  Never time a kernel with a wall clock around the call; use
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from . import device
 
-__all__ = ["Conv2dMaxPool", "Matmul", "Attention", "make_module", "run_on_device", "torch_reference"]
+# Conv2dMaxPool, Matmul and Attention exist once torch is importable (module __getattr__, PEP 562),
+# so they are not in __all__ (a star import would fail without torch).
+__all__ = ["make_module", "run_on_device", "torch_reference"]
 
 
-def _to_torch(a):
+def _to_torch(a: Any) -> Any:
     """NumPy array (including ml_dtypes bfloat16) -> CPU torch tensor of the same dtype."""
     import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
@@ -30,7 +33,7 @@ def _to_torch(a):
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
-def _to_numpy(t):
+def _to_numpy(t: Any) -> Any:
     import torch  # noqa: PLC0415
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
@@ -38,64 +41,70 @@ def _to_numpy(t):
     return t.numpy()
 
 
-@functools.lru_cache(maxsize=None)
-def _classes():
+@functools.cache
+def _classes() -> dict[str, Any]:
     import torch  # noqa: PLC0415
 
     class Conv2dMaxPool(torch.nn.Module):
         """conv2d (stride 1, no padding) + bias + max-pool via the fused NKI kernel."""
 
-        def __init__(self, weight, bias, pool_size: int = 1):
+        def __init__(self, weight: Any, bias: Any, pool_size: int = 1, api: str = "0.1") -> None:
             super().__init__()
             self.weight = torch.nn.Parameter(_to_torch(weight), requires_grad=False)
             self.bias = torch.nn.Parameter(_to_torch(bias), requires_grad=False)
-            self.pool_size = int(pool_size)
+            self.pool_size, self.api = int(pool_size), api
 
-        def forward(self, x):
-            kernel = device.load_kernel("conv2d")
+        def forward(self, x: Any) -> Any:
+            kernel = device.load_kernel("conv2d", self.api)
             return kernel(x, self.weight, self.bias, pool_size=self.pool_size)
 
     class Matmul(torch.nn.Module):
         """``lhsT.T @ rhs`` via the tiled NKI matmul (lhsT is K x M, rhs is K x N)."""
 
-        def forward(self, lhs_t, rhs):
-            return device.load_kernel("matmul")(lhs_t, rhs)
+        def __init__(self, api: str = "0.1") -> None:
+            super().__init__()
+            self.api = api
+
+        def forward(self, lhs_t: Any, rhs: Any) -> Any:
+            return device.load_kernel("matmul", self.api)(lhs_t, rhs)
 
     class Attention(torch.nn.Module):
         """softmax(q k^T * scale [+ causal mask]) v via the NKI flash-attention kernel."""
 
-        def __init__(self, causal: bool = False, softmax_scale: float | None = None):
+        def __init__(self, causal: bool = False, softmax_scale: float | None = None,
+                     api: str = "0.1") -> None:
             super().__init__()
-            self.causal, self.softmax_scale = bool(causal), softmax_scale
+            self.causal, self.softmax_scale, self.api = bool(causal), softmax_scale, api
 
-        def forward(self, q, k, v):
-            kernel = device.load_kernel("attention")
+        def forward(self, q: Any, k: Any, v: Any) -> Any:
+            kernel = device.load_kernel("attention", self.api)
             return kernel(q, k, v, causal=self.causal, softmax_scale=self.softmax_scale)
 
     return {"Conv2dMaxPool": Conv2dMaxPool, "Matmul": Matmul, "Attention": Attention}
 
 
-def __getattr__(name):  # PEP 562: the classes exist once torch is importable
+def __getattr__(name: str) -> Any:  # PEP 562: the classes exist once torch is importable
     if name in ("Conv2dMaxPool", "Matmul", "Attention"):
         return _classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_module(kernel: str, args, kwargs):
-    """Module for a kernel plus the forward inputs, from ``device.make_inputs`` output."""
+def make_module(kernel: str, args: Any, kwargs: Any, api: str = "0.1") -> tuple[Any, tuple[Any, ...]]:
+    """Module for a kernel (of NKI generation ``api``) plus the forward inputs, from
+    ``device.make_inputs`` output."""
     cls = _classes()
     if kernel == "conv2d":
         x, w, b = args
-        return cls["Conv2dMaxPool"](w, b, pool_size=kwargs.get("pool_size", 1)), (x,)
+        return cls["Conv2dMaxPool"](w, b, pool_size=kwargs.get("pool_size", 1), api=api), (x,)
     if kernel == "matmul":
-        return cls["Matmul"](), tuple(args)
+        return cls["Matmul"](api=api), tuple(args)
     if kernel == "attention":
-        return (cls["Attention"](kwargs.get("causal", False), kwargs.get("softmax_scale")),
+        return (cls["Attention"](kwargs.get("causal", False), kwargs.get("softmax_scale"), api=api),
                 tuple(args))
     raise KeyError(f"unknown kernel {kernel!r}; allowed: conv2d, matmul, attention")
 
 
-def run_on_device(module, *arrays):
+def run_on_device(module: Any, *arrays: Any) -> Any:
     """Move module and inputs to the XLA device, run forward, sync, return NumPy."""
     import torch  # noqa: PLC0415
     import torch_xla.core.xla_model as xm  # noqa: PLC0415
@@ -110,7 +119,7 @@ def run_on_device(module, *arrays):
     return result
 
 
-def torch_reference(kernel: str, *arrays, **kwargs):
+def torch_reference(kernel: str, *arrays: Any, **kwargs: Any) -> Any:
     """The same computation with stock torch ops on CPU in float64.
 
     conv2d: ``F.conv2d`` + bias, then ``F.max_pool2d`` when ``pool_size > 1``;

@@ -3,28 +3,19 @@ instruction, under both backends (they only read ``.shape``/``.dtype``), and rai
 ValueError naming the argument, what was given and what is allowed."""
 from __future__ import annotations
 
-import numpy as np
+from typing import Any, NoReturn
 
 from nki_kernels.backend import nl
+from nki_kernels.kernels.registry import dtype_name
 
 FLOAT_DTYPES = {"float32": nl.float32, "float16": nl.float16, "bfloat16": nl.bfloat16}
 
 
-def dtype_name(d) -> str:
-    for name, ref in FLOAT_DTYPES.items():
-        try:
-            if d == ref or np.dtype(d) == np.dtype(ref):
-                return name
-        except TypeError:
-            continue
-    return str(d)
-
-
-def fail(kernel: str, arg: str, got, allowed: str) -> None:
+def fail(kernel: str, arg: str, got: object, allowed: str) -> NoReturn:
     raise ValueError(f"{kernel}({arg}): got {got}; allowed: {allowed}")
 
 
-def check_tensor(kernel: str, arg: str, t, layout: str) -> None:
+def check_tensor(kernel: str, arg: str, t: Any, layout: str) -> None:
     """A kernel input must be an array (an HBM tensor on the device): a list, a float or None
     gets the same ValueError as a wrong shape, not an AttributeError from deep inside."""
     if not (hasattr(t, "shape") and hasattr(t, "dtype")):
@@ -32,7 +23,7 @@ def check_tensor(kernel: str, arg: str, t, layout: str) -> None:
              f"an array of shape {layout} (a NumPy array, or an HBM tensor on the device)")
 
 
-def check_rank(kernel: str, arg: str, t, rank: int, layout: str) -> tuple:
+def check_rank(kernel: str, arg: str, t: Any, rank: int, layout: str) -> tuple:
     check_tensor(kernel, arg, t, layout)
     shape = tuple(t.shape)
     if len(shape) != rank:
@@ -42,7 +33,7 @@ def check_rank(kernel: str, arg: str, t, rank: int, layout: str) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def check_float(kernel: str, arg: str, t) -> str:
+def check_float(kernel: str, arg: str, t: Any) -> str:
     name = dtype_name(t.dtype)
     if name not in FLOAT_DTYPES:
         fail(kernel, arg, f"dtype {t.dtype}", "float32, float16 or bfloat16")

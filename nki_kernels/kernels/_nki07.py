@@ -22,17 +22,10 @@ dtype found by name (``str(dtype)``, as nki-library compares dtypes: ``core/util
 """
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
+from typing import Any
 
-
-def dtype_name(d) -> str:
-    """``float32`` for np.float32, torch.float32, nl.float32, ``dtype('float32')``, ..."""
-    s = str(d)
-    if s.startswith("torch."):
-        s = s[len("torch."):]
-    if s.startswith("dtype(") and s.endswith(")"):
-        s = s[len("dtype("):-1].strip("'\"")
-    return s
+from nki_kernels.kernels.registry import dtype_name, np_dtype
 
 
 class HostSpec:
@@ -41,22 +34,18 @@ class HostSpec:
 
     __slots__ = ("shape", "dtype")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
         self.shape, self.dtype = shape, dtype
 
 
-def host_spec(t):
+def host_spec(t: Any) -> Any:
     """``HostSpec`` of an array-like argument; anything else unchanged, so the shared checks
     reject a list or a float with the same ValueError as for the 0.1 kernel."""
     if not (hasattr(t, "shape") and hasattr(t, "dtype")):
         return t
     name = dtype_name(t.dtype)
     try:
-        if name == "bfloat16":
-            import ml_dtypes  # noqa: PLC0415
-            dt = np.dtype(ml_dtypes.bfloat16)
-        else:
-            dt = np.dtype(name)
+        dt = np_dtype(name)
     except TypeError:
         dt = name
     return HostSpec(tuple(int(s) for s in t.shape), dt)
@@ -67,18 +56,19 @@ class HostEntry:
 
     nki_api = "0.7"    # how the cost model (perf.model.trace_of) tells a 0.7 kernel
 
-    def __init__(self, prepare, kernel, name: str, doc: str | None = None):
+    def __init__(self, prepare: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]], kernel: Any, name: str,
+                 doc: str | None = None) -> None:
         self.prepare, self.kernel = prepare, kernel
         self.__name__ = self.__qualname__ = name
         self.__doc__ = doc
         self.__wrapped__ = kernel
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         a, kw = self.prepare(*args, **kwargs)
         return self.kernel(*a, **kw)
 
-    def __getitem__(self, lnc):
+    def __getitem__(self, lnc: int) -> HostEntry:
         return HostEntry(self.prepare, self.kernel[lnc], self.__name__, self.__doc__)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<NKI 0.7 kernel {self.__name__} (host entry)>"

@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from nki_kernels.backend import nki, nisa, nl
+from nki_kernels.backend import nisa, nki, nl
 from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
@@ -129,7 +130,7 @@ def max_keys(D: int, isz: int) -> int:
     return lo
 
 
-def plan_attention(q, k, v, causal, softmax_scale) -> AttentionPlan:
+def plan_attention(q: Any, k: Any, v: Any, causal: bool, softmax_scale: float | None) -> AttentionPlan:
     """Validate the arguments and choose the tiling.  Raises ValueError; emits no instruction."""
     B, H, Sq, D = check_rank(KERNEL, "q", q, 4, "(B, H, Sq, D)")
     Bk, Hk, Sk, Dk = check_rank(KERNEL, "k", k, 4, "(B, H, Sk, D)")
@@ -257,11 +258,11 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
 @dataclass
 class _QLoader:
     """q rows of one group of query tiles into q_all (the full tiles in one DMA)."""
-    q: object
-    b: object
-    h: object
+    q: Any
+    b: Any
+    h: Any
     plan: AttentionPlan
-    q_all: object = None
+    q_all: Any = None
 
     def __post_init__(self):
         self.q_all = nl.ndarray((TILE_Q, self.plan.group_tiles, self.plan.D), self.plan.dtype, buffer=nl.sbuf)
@@ -564,7 +565,7 @@ def _bank(st, plan, i, g):
 
 def _stage_scores(st, pg, plan, item):
     """s_g = q^T^T @ K^T[:, block g]: one PSUM bank per block (a single matmul writes it)."""
-    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
+    i, tc, blocks = item.i, item.tile, item.blocks
     for g in nl.static_range(len(blocks)):
         bl = blocks[g]
         _bank(st, plan, i, g)[0:tc.qn, 0:bl.w] = nisa.nc_matmul(st.qT_all[:, tc.qset, tc.tl, 0:tc.qn],
@@ -636,7 +637,7 @@ def _stage_pT(st, pg, plan, item):
     step for 2-byte p, one block for fp32), each evicted into the p^T ring by one VectorE or
     ScalarE copy (EVICT_DVE picks the engine per step); with USE_DMA_TRANSPOSE, one 3-D DMA transpose
     of the whole step for the items the program picked."""
-    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
+    i, tc, blocks = item.i, item.tile, item.blocks
     dt, qn, r = plan.dtype, tc.qn, i % plan.rings.p
     if i in pg.dma:
         nch = len(blocks) * CHUNKS
@@ -665,7 +666,7 @@ def _stage_pv(st, pg, plan, item):
     """[o | l] of item i = p @ [V | 1]: one PSUM accumulation group; the first ``+=`` into the
     never-written PSUM tile overwrites it (documented accumulation rule), so no zeroing; read
     by the update stage."""
-    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
+    i, tc, blocks = item.i, item.tile, item.blocks
     D, qn = plan.D, tc.qn
     o_ps = nl.ndarray((qn, D + 1), nl.float32, buffer=nl.psum)
     pT_dma = st.pT_dma.pop(i, None)
@@ -685,7 +686,7 @@ def _stage_pv(st, pg, plan, item):
 def _stage_update(st, pg, plan, item):
     """acc = alpha_j * acc + [o | l] (VectorE scalar_tensor_tensor, [o | l] read from PSUM);
     the first step copies [o | l] into acc (ScalarE)."""
-    i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
+    i, tc, j = item.i, item.tile, item.step
     qn, s_t = tc.qn, tc.slot
     o_ps = st.o_ps.pop(i)
     if j == 0:

@@ -27,19 +27,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from nki_kernels.backend import resolve
 from nki_kernels.kernels import attention as attn01
 from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._nki07 import HostEntry, host_spec
-from nki_kernels.kernels.attention import (CHUNKS, K_LOAD_TILES, KEY_BLOCK, MASK_FILL, STATE_SETS, STEP_BLOCKS,
-                                           TILE_K, TILE_Q, plan_attention)
+from nki_kernels.kernels.attention import (
+    CHUNKS,
+    K_LOAD_TILES,
+    KEY_BLOCK,
+    MASK_FILL,
+    STATE_SETS,
+    STEP_BLOCKS,
+    TILE_K,
+    TILE_Q,
+    plan_attention,
+)
 
 nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the interpreter elsewhere
 
 
 @dataclass
-class AttentionTiling(nl.NKIObject):
+class AttentionTiling(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """The plan and program of one call, as ints, floats, bools and tuples."""
 
     B: int
@@ -197,7 +205,7 @@ def _one_head(q, k, v, out, b, h, t):
 
 # ---- the pipeline -----------------------------------------------------------------------------
 
-class _State(nl.NKIObject):
+class _State(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """The head's on-chip tensors (allocated once; slots indexed statically) and the results
     in flight between stages (lists indexed by item)."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
-from nki_kernels.backend import nki, nisa, nl
+from nki_kernels.backend import nisa, nki, nl
 from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
@@ -228,7 +229,7 @@ def _cmax_candidates(p: int) -> list:
     return out
 
 
-def plan_conv(X, W, bias, pool_size) -> ConvPlan:
+def plan_conv(X: Any, W: Any, bias: Any, pool_size: Any) -> ConvPlan:
     """Validate the arguments and choose the tiling; prove the SBUF budget.  Raises
     ValueError naming the argument and the limit; emits no instruction.
 
@@ -407,7 +408,6 @@ def _prepare_weights(W, plan, t0, n_tiles):
     the resident stationary layout wT (C_in tile, n_ci, KH*KW, group C_out).  With
     ch.preload every raw tile is loaded first (one named tile each); else raw tiles rotate."""
     geo, ch = plan.geo, plan.ch
-    m = ch.co_width
     width = sum(ch.co_sizes[t0:t0 + n_tiles])
     wT = nl.ndarray((ch.kp, ch.n_ci, geo.taps, width), dtype=W.dtype, buffer=nl.sbuf)
     raws = {}
@@ -462,7 +462,7 @@ def _conv_block(X, out, wT, bias_sb, plan, *, b, t0, n_co, r0, n_rt, last_rows):
     for c0, cw in sp.chunks:
         win = cw + geo.KW - 1
         x_sb = nl.ndarray((ch.kp, ch.n_ci, rin, win), dtype=X.dtype, buffer=nl.sbuf)
-        for ra, rb in zip(cuts[:-1], cuts[1:]):
+        for ra, rb in zip(cuts[:-1], cuts[1:], strict=True):
             if ch.n_ci_full:
                 for ci in nl.affine_range(ch.n_ci_full):
                     nisa.dma_copy(dst=x_sb[:, ci, ra:rb, :],

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from nki_kernels.backend import resolve
 from nki_kernels.kernels._nki07 import HostEntry, host_spec
 from nki_kernels.kernels.conv2d import plan_conv
@@ -36,7 +35,7 @@ nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the inter
 
 
 @dataclass
-class ConvTiling(nl.NKIObject):
+class ConvTiling(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """The fields of ``conv2d.ConvPlan`` the kernel reads (ints and tuples of ints)."""
 
     B: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nki_kernels.backend import nki, nl, nisa
+from nki_kernels.backend import nisa, nki, nl
 from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
@@ -369,7 +369,7 @@ def _load_blocks(k_parts, *, lhsT_tiles, a, transpose_lhs, m0, rows, rhs_tiles, 
 
 
 def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
-    return tuple((lt, rt, kf, kr) for lt, rt, (_, kf, kr) in zip(lhsT_tiles, rhs_tiles, k_parts))
+    return tuple((lt, rt, kf, kr) for lt, rt, (_, kf, kr) in zip(lhsT_tiles, rhs_tiles, k_parts, strict=True))
 
 
 # ---- chunked mode (K too large to keep resident) -----------------------------------------------
@@ -472,7 +472,8 @@ def matmul(lhsT, rhs):
            cast, and one DMA stores the group (rows of group_n*512 contiguous elements).
         Every SBUF tile is allocated in its loop (double-buffered); the plan's working set is
         2*(K/128)*(block_m + block_n)*isz + 2*4*512*isz bytes/partition <= SBUF_BUDGET
-        (nl.tile_size.total_available_sbuf_size - 20 KiB = 192,504 B on trn2).  block_n = 1024 for 16-bit (2 KiB rows) or 512; among
+        (nl.tile_size.total_available_sbuf_size - 20 KiB = 192,504 B on trn2).  block_n = 1024 for 16-bit
+        (2 KiB rows) or 512; among
         the block_m that fit, plan_matmul minimises fill + max(TensorE, DMA/0.75) + 5% of DMA.
           4096^3 bf16: block 896 x 512: 2*32*896*2 + 2*32*512*2 + 8,192 = 188,416 B;
                        HBM reads M*K + ceil(M/896)*K*N = 32 + 5*32 MiB = 192 MiB, writes 32 MiB

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from nki_kernels.backend import resolve
 from nki_kernels.kernels._nki07 import HostEntry, host_spec
 from nki_kernels.kernels.matmul import TILE_K, TILE_M, TILE_N, _check_args, plan_matmul
@@ -35,7 +34,7 @@ nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the inter
 
 
 @dataclass
-class MatmulTiling(nl.NKIObject):
+class MatmulTiling(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """The fields of ``matmul.MatmulPlan`` the kernel reads: ints, bools, tuples only."""
 
     M: int

@@ -63,7 +63,7 @@ class Construct:
     dtype: str = "float32"
     positive: tuple = ()  # indices of inputs drawn as 1 + |normal| (divisors)
 
-    def inputs(self):
+    def inputs(self) -> tuple[np.ndarray, ...]:
         rng = np.random.default_rng(0)
         xs = [rng.standard_normal(s, dtype=np.float32) for s in self.shapes]
         return tuple(1 + np.abs(x) if i in self.positive else x for i, x in enumerate(xs))
@@ -153,7 +153,7 @@ def reciprocal_multiply(x, d):
 
 
 @dataclass
-class _Cfg(nl.NKIObject):
+class _Cfg(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """A plan-like kernel argument: ints and a tuple of (start, size) spans."""
 
     rows: int

@@ -18,6 +18,8 @@ Pure Python: no instruction is issued here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from nki_kernels.backend import nl
@@ -44,7 +46,7 @@ def round_up(a: int, b: int) -> int:
 
 
 def itemsize(dtype_name: str) -> int:
-    """Bytes per element of one of the kernels' float dtypes (by name, see _checks.dtype_name)."""
+    """Bytes per element of one of the kernels' float dtypes (by name, see registry.dtype_name)."""
     return ITEMSIZE[dtype_name]
 
 
@@ -64,7 +66,7 @@ def spans(total: int, size: int) -> tuple:
     return tuple((s, min(size, total - s)) for s in range(0, total, size))
 
 
-def kernel_assert(cond, kernel: str, what: str) -> None:
+def kernel_assert(cond: object, kernel: str, what: str) -> None:
     """Trace-time invariant of a kernel's own plan (not user input): a ValueError naming the
     kernel and the broken invariant, raised before the offending instruction.  Unlike a bare
     ``assert`` it survives ``python -O``."""
@@ -72,7 +74,7 @@ def kernel_assert(cond, kernel: str, what: str) -> None:
         raise ValueError(f"{kernel}: internal tiling invariant violated: {what}")
 
 
-def is_float32(dtype) -> bool:
+def is_float32(dtype: Any) -> bool:
     try:
         return np.dtype(dtype) == np.dtype(np.float32)
     except TypeError:

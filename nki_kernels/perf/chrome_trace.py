@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from .model import ENGINE_NAMES
+from .model import ENGINE_NAMES, Estimate
 
 PID = 1
 _TRACK_ORDER = ["floor", "PE", "DVE", "ACT", "POOL", "issue"]
@@ -32,7 +32,7 @@ def _hwdge(est) -> bool:
     return est.mode == "benchmark" and est.hw is not None and est.hw.v("dge_queues") >= 1
 
 
-def to_chrome_trace(est) -> dict:
+def to_chrome_trace(est: Estimate) -> dict:
     from . import accuracy
     if est.trace is None or est.schedule is None:
         raise ValueError("this Estimate was made with keep=False; re-run estimate_trace(..., keep=True)")
@@ -79,7 +79,8 @@ def to_chrome_trace(est) -> dict:
                          "bytes_per_descriptor": round(d.cost.desc_bytes, 1),
                          "issue_us": [off + d.issue_start / 1e3, off + d.issue_end / 1e3],
                          "data_us": [off + d.data_start / 1e3, off + d.data_end / 1e3],
-                         "src": (ev.meta or {}).get("src"), "dst": (ev.meta or {}).get("dst")})
+                         "src": ev.payload.src.value if ev.payload.src is not None else "const",
+                         "dst": ev.payload.dst.value})
             out.append({"name": name, "cat": "DMA", "ph": "X", "pid": PID, "tid": tid(f"q{d.queue}"),
                         "ts": off + d.issue_start / 1e3, "dur": (d.data_end - d.issue_start) / 1e3,
                         "args": args})
@@ -87,12 +88,13 @@ def to_chrome_trace(est) -> dict:
                         "tid": tid(f"issue{d.dge}" if _hwdge(est) else "issue"), "ts": off + d.issue_start / 1e3,
                         "dur": (d.issue_end - d.issue_start) / 1e3, "args": {"line": loc, "seq": ev.seq}})
         else:
-            out.append({"name": name, "cat": ev.engine, "ph": "X", "pid": PID, "tid": tid(ev.engine),
+            eng = sched.engine_of[i]        # where the compiler placed it (compiler.place_engines)
+            out.append({"name": name, "cat": eng, "ph": "X", "pid": PID, "tid": tid(eng),
                         "ts": off + sched.start[i] / 1e3, "dur": (sched.end[i] - sched.start[i]) / 1e3,
                         "args": args})
     meta = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
              "args": {"name": f"{est.hardware} NeuronCore cost-model ESTIMATE: {est.kernel_name} "
-                              f"({accuracy.band_text(est.latency_us)})"}}]
+                              f"({accuracy.band_text(est)})"}}]
     for key, t in tids.items():
         meta.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": t,
                      "args": {"name": _track_name(key, est.mode)}})
@@ -105,7 +107,7 @@ def to_chrome_trace(est) -> dict:
                           **accuracy.record(est)}}
 
 
-def write_chrome_trace(est, path: str) -> str:
+def write_chrome_trace(est: Estimate, path: str) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(to_chrome_trace(est), f)

@@ -7,19 +7,22 @@ parameter that changes the result, so two different runs never write the same fi
 """
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import inspect
 import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nki_kernels import userkernel
+from nki_kernels.kernels import registry
+from nki_kernels.progress import Progress
+from nki_kernels.usage import UsageError, int_at_least, writable_dir, writable_file
+
 from .model import ESTIMATE_LABEL
-
-
-class UsageError(Exception):
-    """A bad command-line argument: printed as one line, exit code 2."""
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,12 @@ class KernelSpec:
     default_dtype: str = "bfloat16"
 
 
-# Default shapes = the README's headline shapes (python3 dev.py bench).
+# The project's kernels come from the kernel registry (default shape: its headline case for
+# `profile`); the calibration kernels are the cost model's own.
 _KERNELS = {
-    "conv": KernelSpec("nki_kernels.kernels.conv2d:fused_conv2d_maxpool", "B,C_in,C_out,H,W,K", (6,),
-                       "1,256,256,224,224,3", "float16"),
-    "matmul": KernelSpec("nki_kernels.kernels.matmul:matmul", "K,M,N (lhsT is K x M, rhs K x N)", (3,),
-                         "2048,2048,2048"),
-    "attention": KernelSpec("nki_kernels.kernels.attention:flash_attention", "B,H,S,D (q, k, v are B x H x S x D)",
-                            (4,), "1,1,4096,128"),
+    **{s.cli_name: KernelSpec(s.entry_01, s.cli_dims, (len(s.cli_params),),
+                              ",".join(map(str, s.cli_values(s.default_case()))), s.default_dtype)
+       for s in registry.SPECS},
     "vector_add_tiled": KernelSpec("nki_kernels.perf.calib_kernels:vector_add_tiled", "N[,row_chunk]", (1, 2)),
     "vector_add_stream": KernelSpec("nki_kernels.perf.calib_kernels:vector_add_stream", "N[,free_dim]", (1, 2)),
     "transpose_2d": KernelSpec("nki_kernels.perf.calib_kernels:transpose_2d", "rows,cols", (2,)),
@@ -46,7 +47,7 @@ _KERNELS = {
     "row_max": KernelSpec("nki_kernels.perf.calib_kernels:row_max", "rows,cols", (2,)),
     "nonzero_count": KernelSpec("nki_kernels.perf.calib_kernels:nonzero_count", "rows,cols", (2,)),
 }
-_CUSTOM = KernelSpec("", "the shape of its one input array", tuple(range(1, 9)))
+_CUSTOM = KernelSpec("", "the shape of one array argument; one --shape per argument", tuple(range(1, 9)))
 DTYPES = ("float32", "bfloat16", "float16")
 _SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -68,9 +69,22 @@ def parse_shape(text: str, spec: KernelSpec, kernel: str) -> tuple:
 
 def _check_hw(hw: str) -> str:
     from .hardware import get_hardware
+    if hw.lower().endswith(".json") or os.sep in hw or "/" in hw:   # a file, not a name
+        if not os.path.exists(hw):
+            raise UsageError(f"--hw {hw!r}: no such file (a hardware description is trn2, trn1 or a JSON file)")
+        if not os.path.isfile(hw):
+            raise UsageError(f"--hw {hw!r} is not a file")
+        try:
+            with open(hw, encoding="utf-8") as f:
+                desc = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"--hw {hw!r}: not a JSON hardware description ({exc})") from None
+        if not isinstance(desc, dict):
+            raise UsageError(f"--hw {hw!r}: expected a JSON object with name, base and constants, "
+                             f"got a JSON {type(desc).__name__}")
     try:
         get_hardware(hw)
-    except (ValueError, OSError, KeyError, TypeError) as exc:
+    except (ValueError, OSError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"--hw {hw!r}: {exc}") from None
     return hw
 
@@ -80,26 +94,63 @@ def _hw_tag(hw: str) -> str:
 
 
 def _check_out_dir(path: str, flag: str = "--out") -> str:
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} exists and is not a directory")
-    return path
+    return writable_dir(path, flag)
 
 
-def _make_inputs(name, shape, dtype, pool, causal):
+# The interpreter holds every input and output in host memory (more than once while converting).
+# A shape whose tensors exceed a trn2 device's HBM (registry.HBM_BYTES) or this machine's memory
+# cannot run: it is rejected from its sizes, before anything is allocated.
+_HOST_COPIES = 3
+
+
+def _host_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _tensor_shapes(name, shapes):
+    """(inputs, outputs) shapes of a calibration kernel or a user's kernel (outputs unknown)."""
+    shape = shapes[0]
+    if name in ("vector_add_tiled", "vector_add_stream"):
+        return [(shape[0],)] * 2, [(shape[0],)]
+    if name == "add_2d":
+        return [shape] * 2, [shape]
+    return list(shapes), []
+
+
+def _check_fits(name, shapes, dtype, pool, causal) -> None:
+    """The kernel registry's feasibility check (HBM, the kernel's own tiling plan on shape
+    stand-ins) for the project's kernels, the HBM bound for the others; then host memory."""
+    import math
+
+    where = f"--shape {' '.join(','.join(map(str, s)) for s in shapes)} {dtype}"
+    if name in {s.cli_name for s in registry.SPECS}:
+        spec = registry.get(name)
+        try:
+            case = spec.case_from_cli(shapes[0], dtype, pool=pool, causal=causal)
+            spec.check_feasible(case)
+        except registry.ShapeError as exc:   # names the case (kernel and every size) and the limit
+            raise UsageError(str(exc)) from None
+        total = spec.hbm_bytes(case)
+    else:
+        ins, outs = _tensor_shapes(name, shapes)
+        total = sum(math.prod(s) for s in ins + outs) * registry.ITEMSIZE[dtype]
+        if total > registry.HBM_BYTES:
+            raise UsageError(f"{where}: the kernel's inputs and outputs need {total / 2**30:,.1f} GiB, more than "
+                             f"the {registry.HBM_BYTES // 2**30} GiB of HBM of a trn2 device")
+    mem = _host_memory()
+    if mem is not None and total * _HOST_COPIES > mem:
+        raise UsageError(f"{where}: the interpreter needs about {total * _HOST_COPIES / 2**30:,.1f} GiB of memory "
+                         f"for these tensors, this machine has {mem / 2**30:,.1f} GiB")
+
+
+def _make_inputs(name: str, shape: tuple[int, ...], dtype: str, pool: int, causal: bool) -> tuple[tuple, dict]:
     from .bench import _arr
-    if name == "conv":
-        B, C, O, H, W, K = shape
-        if K > H or K > W:
-            raise UsageError(f"--shape: filter K={K} is larger than the image {H}x{W}")
-        return ((_arr((B, C, H, W), dtype, 1), _arr((O, C, K, K), dtype, 2, 1 / (3 * K)), _arr((O,), dtype, 3)),
-                {"pool_size": pool})
-    if name == "matmul":
-        K, M, N = shape
-        return ((_arr((K, M), dtype, 4, 0.1), _arr((K, N), dtype, 5, 0.1)), {})
-    if name == "attention":
-        B, H, S, D = shape
-        return ((_arr((B, H, S, D), dtype, 6), _arr((B, H, S, D), dtype, 7), _arr((B, H, S, D), dtype, 8)),
-                {"causal": causal})
+    if name in {s.cli_name for s in registry.SPECS}:
+        spec = registry.get(name)
+        return spec.make_inputs(spec.case_from_cli(shape, dtype, pool=pool, causal=causal))
     if name in ("vector_add_tiled", "vector_add_stream"):
         n = shape[0]
         kw = {}
@@ -111,14 +162,23 @@ def _make_inputs(name, shape, dtype, pool, causal):
     return ((_arr(shape, dtype, 1),), {})
 
 
+def _make_custom_inputs(shapes, dtype):
+    """One array per --shape, each with its own seed, for a module:function / file.py:kernel target."""
+    from .bench import _arr
+    return tuple(_arr(s, dtype, i + 1) for i, s in enumerate(shapes)), {}
+
+
 def _load(path):
     from .bench import _load as load
     return load(path)
 
 
-def profile_stem(kernel, shape, dtype, pool, causal, mode, hw) -> str:
+def profile_stem(kernel: str, shape: tuple, dtype: str, pool: int, causal: bool, mode: str, hw: str) -> str:
     """File stem naming every parameter that changes the estimate."""
-    parts = [kernel.replace(":", "_").replace("/", "_"), "x".join(map(str, shape)), _SHORT[dtype]]
+    shapes = shape if shape and isinstance(shape[0], tuple) else (shape,)     # one shape, or one per argument
+    dims = "+".join("x".join(map(str, s)) for s in shapes)
+    name = kernel.replace(".py:", ":").replace(":", "_").replace("/", "_").replace(os.sep, "_")
+    parts = [name, dims, _SHORT[dtype]]
     if kernel == "conv":
         parts.append(f"pool{pool}")
     if kernel == "attention":
@@ -128,56 +188,94 @@ def profile_stem(kernel, shape, dtype, pool, causal, mode, hw) -> str:
 
 
 def _profile_args(a):
-    """Validate everything `profile` was given; returns (spec, target, shape, dtype, pool, causal)."""
+    """Validate everything `profile` was given, before any work; returns
+    (spec, target, shapes, dtype, pool, causal, loaded) where ``loaded`` is the user's kernel
+    (a :class:`nki_kernels.userkernel.LoadedKernel`, to close) or None for a built-in one."""
     if a.kernel in _KERNELS:
         spec = _KERNELS[a.kernel]
         target = spec.target
-    elif ":" in a.kernel and all(a.kernel.split(":", 1)):
+    elif ":" in a.kernel and all(a.kernel.rsplit(":", 1)):
         spec, target = _CUSTOM, a.kernel
     else:
-        raise UsageError(f"unknown kernel {a.kernel!r}; allowed: {', '.join(_KERNELS)} or module:function")
-    text = a.shape or spec.default_shape
-    if not text:
+        raise UsageError(f"unknown kernel {a.kernel!r}; allowed: {', '.join(_KERNELS)}, path/to/file.py:kernel "
+                         "or package.module:kernel")
+    texts = a.shape or ([spec.default_shape] if spec.default_shape else [])
+    if not texts:
         raise UsageError(f"profile {a.kernel}: --shape is required ({spec.dims})")
-    shape = parse_shape(text, spec, a.kernel)
+    if len(texts) > 1 and spec is not _CUSTOM:
+        raise UsageError(f"--shape given {len(texts)} times; {a.kernel} takes one ({spec.dims})")
+    shapes = [parse_shape(t, spec, a.kernel) for t in texts]
     if a.pool is not None and a.kernel != "conv":
         raise UsageError(f"--pool applies only to conv, not {a.kernel}")
-    if a.pool is not None and a.pool < 1:
-        raise UsageError(f"--pool must be >= 1, got {a.pool}")
     if a.causal and a.kernel != "attention":
         raise UsageError(f"--causal applies only to attention, not {a.kernel}")
-    if a.top < 0:
-        raise UsageError(f"--top must be >= 0, got {a.top}")
+    dtype = a.dtype or spec.default_dtype
+    pool = a.pool or 1
+    if a.kernel == "conv":
+        B, _C, _C_out, H, W, K = shapes[0]
+        if K > H or K > W:
+            raise UsageError(f"--shape: filter K={K} is larger than the image {H}x{W}")
     _check_hw(a.hw)
-    _check_out_dir(a.out)
-    return spec, target, shape, a.dtype or spec.default_dtype, a.pool or 1, a.causal
-
-
-def cmd_profile(a) -> int:
-    from .model import estimate
-    spec, target, shape, dtype, pool, causal = _profile_args(a)
+    _check_fits(a.kernel, shapes, dtype, pool, a.causal)
+    loaded = userkernel.load(target) if spec is _CUSTOM else None
     try:
-        kern = _load(target)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise UsageError(f"kernel {target!r} cannot be imported: {exc}") from None
-    args, kwargs = _make_inputs(a.kernel, shape, dtype, pool, causal)
-    label = f"{a.kernel} {','.join(map(str, shape))} {dtype}" + (f" pool {pool}" if a.kernel == "conv" else "") + \
+        if loaded is not None:
+            required, optional = userkernel.array_parameters(loaded.kernel)
+            if required or optional:
+                if not len(required) <= len(shapes) <= len(required) + len(optional):
+                    names = ", ".join(required + [f"[{o}]" for o in optional])
+                    raise UsageError(f"{target} takes {len(required)} array argument(s) ({names}); give one --shape "
+                                     f"per argument, got {len(shapes)}")
+        _check_out_dir(a.out)
+    except BaseException:
+        if loaded is not None:
+            loaded.close()
+        raise
+    return spec, target, shapes, dtype, pool, a.causal, loaded
+
+
+def cmd_profile(a: argparse.Namespace) -> int:
+    spec, target, shapes, dtype, pool, causal, loaded = _profile_args(a)
+    try:
+        return _profile(a, target, shapes, dtype, pool, causal, loaded)
+    finally:
+        if loaded is not None:
+            loaded.close()
+
+
+def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
+    from .model import estimate
+    if loaded is not None:
+        kern = loaded.kernel
+        args, kwargs = _make_custom_inputs(shapes, dtype)
+    else:
+        try:
+            kern = _load(target)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise UsageError(f"kernel {target!r} cannot be imported: {exc}") from None
+        args, kwargs = _make_inputs(a.kernel, shapes[0], dtype, pool, causal)
+    shape_text = " ".join(",".join(map(str, s)) for s in shapes)
+    label = f"{a.kernel} {shape_text} {dtype}" + (f" pool {pool}" if a.kernel == "conv" else "") + \
         (" causal" if causal else "")
     print(f"tracing {target} ({label}) on the interpreter ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
+    from nki_kernels.sim import SimError
     try:
-        est = estimate(kern, *args, numerics=a.numerics, mode=a.mode, hw=a.hw, **kwargs)
-    except ValueError as exc:
-        from nki_kernels.sim import SimError
-        if isinstance(exc, SimError):
+        with Progress(f"profile {a.kernel}"):
+            est = estimate(kern, *args, numerics=a.numerics, mode=a.mode, hw=a.hw, **kwargs)
+    except SimError as exc:  # the kernel broke an NKI rule: the coded error names its line
+        if os.environ.get("NKI_SIM_FULL_TRACEBACK", "").strip().lower() in ("1", "true", "yes", "on"):
             raise
+        print(f"nki-kernels profile: {target} failed on the interpreter: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
         # The kernel's own argument checks (sizes it does not support): a usage error.
-        raise UsageError(f"{a.kernel} rejected --shape {','.join(map(str, shape))} / --dtype {dtype}: {exc}") from None
+        raise UsageError(f"{a.kernel} rejected --shape {shape_text} / --dtype {dtype}: {exc}") from None
     print(f"traced + scheduled {est.n_events} instructions in {time.perf_counter() - t:.1f} s",
           file=sys.stderr)
     print(est.summary(top=a.top))
-    os.makedirs(a.out, exist_ok=True)
-    stem = os.path.join(a.out, profile_stem(a.kernel, shape, dtype, pool, causal, a.mode, a.hw))
+    stem_shape = tuple(shapes) if len(shapes) > 1 else shapes[0]
+    stem = os.path.join(a.out, profile_stem(a.kernel, stem_shape, dtype, pool, causal, a.mode, a.hw))
     tp = est.write_chrome_trace(stem + ".trace.json")
     jp = est.write_json(stem + ".json")
     print(f"timeline ({ESTIMATE_LABEL}): {tp}  (open in https://ui.perfetto.dev or chrome://tracing)")
@@ -211,7 +309,7 @@ def _check_bench_hw(hw: str) -> str:
     return hw
 
 
-def bench_suffix(mode: str, hw: str, only) -> str:
+def bench_suffix(mode: str, hw: str, only: Sequence[str] | None) -> str:
     """What distinguishes one bench record from another: mode, hardware, selected cases."""
     return "_".join([mode, _hw_tag(hw)] + (["only-" + "+".join(only)] if only else []))
 
@@ -219,7 +317,8 @@ def bench_suffix(mode: str, hw: str, only) -> str:
 def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
     from .bench import run_bench
     kw = {"hw": hw} if "hw" in inspect.signature(run_bench).parameters else {}
-    return run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
+    with Progress("bench"):
+        return run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
 
 
 def _write_bench_record(rows, out, mode, hw, only) -> str:
@@ -236,7 +335,7 @@ def _write_bench_record(rows, out, mode, hw, only) -> str:
     return path
 
 
-def cmd_bench(a) -> int:
+def cmd_bench(a: argparse.Namespace) -> int:
     from .bench import render
     only = _check_only(a.only)
     _check_bench_hw(a.hw)
@@ -273,6 +372,8 @@ def _plot(pts, path, hw) -> int:
 
 
 def _read_record(path: str) -> dict:
+    if os.path.isdir(path):
+        raise UsageError(f"--from {path!r} is a directory; give JSON records (bench_*.json or profile records)")
     if not os.path.isfile(path):
         raise UsageError(f"--from {path!r}: no such file")
     try:
@@ -294,8 +395,35 @@ def _points_of_record(d: dict, path: str, only=None) -> list:
         e = r.get("estimate", r)
         if isinstance(e, dict) and all(k in e for k in ("latency_us", "flops", "hbm_bytes")):
             e = dict(e, mm_dtype=e.get("mm_dtype", ""))
-            pts.append(_point(r.get("key") or r.get("label") or e.get("kernel") or os.path.basename(path), e))
+            pts.append(_point(_point_label(r, e, path, len(d.get("rows", [d]))), e))
     return pts
+
+
+def _point_label(row: dict, est: dict, path: str, n_rows: int) -> str:
+    """A bench row's case key; for a profile record (one estimate per file, whose "label" is the
+    generic estimate label) its file name, which encodes kernel, shape, dtype, mode and hardware."""
+    if row.get("key"):
+        return str(row["key"])
+    if n_rows == 1 and os.path.basename(path).endswith(".json"):
+        return os.path.basename(path)[: -len(".json")]
+    label = row.get("label")
+    return str(est.get("kernel") or (label if label and label != ESTIMATE_LABEL else os.path.basename(path)))
+
+
+_PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
+def _check_plot_path(path: str) -> str:
+    """-o: a file name with a suffix matplotlib writes (.png if none is given), writable."""
+    if os.path.isdir(path):
+        raise UsageError(f"-o {path!r} is a directory; give a file name (e.g. {os.path.join(path, 'roofline.png')})")
+    root, ext = os.path.splitext(path)
+    if not ext:
+        path = path + ".png"
+    elif ext.lower() not in _PLOT_SUFFIXES:
+        raise UsageError(f"-o {path!r}: the suffix {ext!r} is not an image format written here; allowed: "
+                         f"{', '.join(_PLOT_SUFFIXES)} (none: .png)")
+    return writable_file(path, "-o")
 
 
 def _source_mtime() -> float:
@@ -309,7 +437,7 @@ def _source_mtime() -> float:
     return newest
 
 
-def fresh_bench_record(out, mode, hw, only):
+def fresh_bench_record(out: str, mode: str, hw: str, only: Sequence[str] | None) -> tuple[str | None, dict | None]:
     """A bench record in ``out`` for this mode/hw covering ``only``, newer than every source file."""
     candidates = [os.path.join(out, f"bench_{bench_suffix(mode, hw, only)}.json")]
     if only:
@@ -329,31 +457,34 @@ def fresh_bench_record(out, mode, hw, only):
     return None, None
 
 
-def cmd_roofline(a) -> int:
+def cmd_roofline(a: argparse.Namespace) -> int:
     """Plot the bench kernels (a fresh bench record, or records given with --from) on the roofline."""
     only = _check_only(a.only)
     _check_hw(a.hw)
-    _check_out_dir(a.out)
-    output = a.output or os.path.join(a.out, f"roofline_{bench_suffix(a.mode, a.hw, only)}.png")
-    pts = []
+    output = _check_plot_path(a.output) if a.output is not None else \
+        os.path.join(a.out, f"roofline_{bench_suffix(a.mode, a.hw, only)}.png")
+    if a.records is None or a.output is None:      # --out holds the bench records or the plot
+        _check_out_dir(a.out)
+    pts: list = []
     if a.records is not None:
         if not a.records:
             raise UsageError("--from needs at least one JSON record (bench_*.json or a profile record)")
-        for p in a.records:
-            pts += _points_of_record(_read_record(p), p, only)
+        records = [(p, _read_record(p)) for p in a.records]      # every file checked before plotting
+        for p, rec in records:
+            pts += _points_of_record(rec, p, only)
         if not pts:
             raise UsageError(f"--from: no estimate with latency_us, flops and hbm_bytes in {', '.join(a.records)}")
     else:
         path, d = (None, None) if a.rerun else fresh_bench_record(a.out, a.mode, a.hw, only)
-        if path:
+        if path and d is not None:
             print(f"reusing {path} (written {d.get('created_utc', '?')}, newer than every source file; "
                   "--rerun recomputes)", file=sys.stderr)
             pts = _points_of_record(d, path, only)
         else:
             _check_bench_hw(a.hw)
             rows = _run_bench(only, a.mode, a.hw)
-            rec = _write_bench_record(rows, a.out, a.mode, a.hw, only)
-            print(f"record: {rec}", file=sys.stderr)
+            written = _write_bench_record(rows, a.out, a.mode, a.hw, only)
+            print(f"record: {written}", file=sys.stderr)
             pts = [_point(r.case.key, r.est) for r in rows if r.status == "ok"]
         if not pts:
             print("no kernel available to place on the roofline; plotting the roofs only", file=sys.stderr)
@@ -379,21 +510,23 @@ def _guard(func):
     return run
 
 
-def add_subcommands(subparsers) -> None:
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     shapes = "; ".join(f"{k}: {v.dims}, default {v.default_shape}" for k, v in list(_KERNELS.items())[:3])
     p = subparsers.add_parser(
         "profile", help="cost-model ESTIMATE of one kernel: summary + Chrome trace",
         description="Estimate one kernel with the cost model (an ESTIMATE, not a measurement). "
                     f"Shapes: {shapes}; calibration kernels and module:function need --shape.")
-    p.add_argument("kernel", help=f"{' | '.join(_KERNELS)} | module:function")
-    p.add_argument("--shape", default="", help="comma-separated sizes; default: the README headline shape "
-                                               f"({shapes})")
+    p.add_argument("kernel", help=f"{' | '.join(_KERNELS)} | path/to/file.py:kernel | package.module:kernel "
+                                  "(your own @nki.jit kernel, NKI 0.1 or 0.7: the file's imports pick the alias)")
+    p.add_argument("--shape", action="append", default=None,
+                   help="comma-separated sizes; default: the README headline shape "
+                        f"({shapes}); for path/to/file.py:kernel or module:kernel one --shape per array argument")
     p.add_argument("--dtype", default=None, choices=DTYPES,
                    help="default: float16 for conv (CS149), bfloat16 otherwise")
-    p.add_argument("--pool", type=int, default=None, help="conv only: pool size >= 1 (default 1)")
+    p.add_argument("--pool", type=int_at_least(1), default=None, help="conv only: pool size >= 1 (default 1)")
     p.add_argument("--causal", action="store_true", help="attention only: causal mask")
     p.add_argument("--numerics", action="store_true", help="also compute the outputs (slower)")
-    p.add_argument("--top", type=int, default=8, help="kernel lines to list (>= 0)")
+    p.add_argument("--top", type=int_at_least(0), default=8, help="kernel lines to list (>= 0)")
     p.add_argument("--out", default="perf-out", help="directory for the trace and JSON record; file names "
                                                      "encode kernel, shape, dtype, pool/causal, mode, hw")
     _common(p)
@@ -424,14 +557,10 @@ def add_subcommands(subparsers) -> None:
     r.set_defaults(func=_guard(cmd_roofline))
 
 
-def main(argv=None) -> int:
-    """Standalone entry (``python -m nki_kernels.perf.cli``) for use before the main CLI wires it."""
-    import argparse
-    ap = argparse.ArgumentParser(prog="nki-kernels (perf)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    add_subcommands(sub)
-    a = ap.parse_args(argv)
-    return a.func(a)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nki_kernels.perf.cli``: the same subcommands and checks as ``nki-kernels``."""
+    from nki_kernels.cli import main as cli_main
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
+
+from nki_kernels.sim.core.trace import Dma, Elementwise, Event, Matmul, Reduce, Transpose
 
 from .hardware import HardwareSpec
 
@@ -27,21 +30,31 @@ def _all_two_byte(ev) -> bool:
 
 
 def _psum_side(ev) -> bool:
-    m = ev.meta or {}
-    if m.get("psum_in") or m.get("psum_out"):
+    p = ev.payload
+    if type(p) in (Elementwise, Transpose) and (p.psum_in or p.psum_out):
         return True
     regions = list(ev.reads or []) + list(ev.writes or [])
     return any(getattr(r, "buffer", "") == "psum" for r in regions)
+
+
+def _strided(ev) -> bool:
+    p = ev.payload
+    return type(p) is Elementwise and p.strided
+
+
+def _func(ev) -> str:
+    p = ev.payload
+    return p.func if type(p) in (Elementwise, Reduce) else ""
 
 
 def _n(ev) -> int:
     return max(1, int(ev.free_elems or 1))
 
 
-def _elementwise_rate(ev, hw: HardwareSpec, perf_mode_ok: bool) -> float:
+def _elementwise_rate(ev, hw: HardwareSpec, perf_mode_ok: bool, engine: str = "") -> float:
     """Elements per partition per cycle for DVE copy-like ops (§2 VectorE perf mode)."""
-    strided = bool((ev.meta or {}).get("strided"))
-    if ev.engine == "DVE" and perf_mode_ok and _all_two_byte(ev):
+    strided = _strided(ev)
+    if (engine or ev.engine) == "DVE" and perf_mode_ok and _all_two_byte(ev):
         if strided or _psum_side(ev):
             return hw.v("dve_perf_mode_half")
         return hw.v("dve_perf_mode_fast")
@@ -54,39 +67,37 @@ def _min_ii(hw, cycles):
 
 # ---- compute op classes (cycles) ------------------------------------------------------
 
-def cost_copy_like(ev, hw):
+def cost_copy_like(ev: Event, hw: HardwareSpec, engine: str = "") -> float:
     """tensor_scalar, tensor_copy, activation, memset: max(64, N/s) (§4.2)."""
-    n = _n(ev)
+    n: float = _n(ev)
     if ev.op == "memset" and _all_two_byte(ev):
         n = n / 2
-    if (ev.meta or {}).get("dynamic"):
-        return max(hw.v("dynamic_copy_cycles"), n)
-    return _min_ii(hw, n / _elementwise_rate(ev, hw, perf_mode_ok=True))
+    return _min_ii(hw, n / _elementwise_rate(ev, hw, perf_mode_ok=True, engine=engine))
 
 
-def cost_tensor_tensor(ev, hw):
+def cost_tensor_tensor(ev: Event, hw: HardwareSpec) -> float:
     """max(64, cpe*N); half when one operand is in PSUM or all-bf16 SBUF add/mul/sub (§4.2)."""
     n = _n(ev)
     cpe = hw.v("tt_cycles_per_elem")
-    func = str((ev.meta or {}).get("func", ""))
-    fast = _psum_side(ev) or (_all_two_byte(ev) and not (ev.meta or {}).get("strided")
+    func = _func(ev)
+    fast = _psum_side(ev) or (_all_two_byte(ev) and not _strided(ev)
                               and any(k in func for k in ("add", "mul", "sub")))
     cyc = cpe * n / (2.0 if fast else 1.0)
-    if (ev.meta or {}).get("strided") and not fast:
+    if _strided(ev) and not fast:
         cyc *= hw.v("strided_factor")
     return _min_ii(hw, cyc)
 
 
-def cost_reduce(ev, hw):
+def cost_reduce(ev: Event, hw: HardwareSpec) -> float:
     n = _n(ev)
-    func = str((ev.meta or {}).get("func", ""))
+    func = _func(ev)
     cyc = n * hw.v("reduce_cycles_per_elem")
     if _all_two_byte(ev) and ("add" in func or "max" in func):
         cyc /= 2
     return _min_ii(hw, cyc)
 
 
-def cost_act_reduce(ev, hw):
+def cost_act_reduce(ev: Event, hw: HardwareSpec) -> float:
     return _min_ii(hw, _n(ev)) + hw.v("act_reduce_extra_cycles")
 
 
@@ -97,26 +108,27 @@ def _per_elem(key):
     return f
 
 
-def cost_pool_index(ev, hw):
+def cost_pool_index(ev: Event, hw: HardwareSpec) -> float:
     """iota / affine_select: 150 + N (§4.2)."""
     return hw.v("pool_start_cycles") + _n(ev)
 
 
-def cost_vector_transpose(ev, hw):
+def cost_vector_transpose(ev: Event, hw: HardwareSpec) -> float:
     return _min_ii(hw, _n(ev))
 
 
-def cost_nc_transpose(ev, hw):
-    if (ev.meta or {}).get("engine_kind") == "vector" or ev.engine != "PE":
+def cost_nc_transpose(ev: Event, hw: HardwareSpec) -> float:
+    p = ev.payload
+    if (type(p) is Transpose and not p.on_tensor_engine) or ev.engine != "PE":
         return cost_vector_transpose(ev, hw)
-    p = max(1, int(ev.partitions or 1))
-    cyc = max(p, min(hw.v("pe_min_cycles"), _n(ev)))
+    parts = max(1, int(ev.partitions or 1))
+    cyc = max(parts, min(hw.v("pe_min_cycles"), _n(ev)))
     if any(str(d) == "float32" for d in ev.in_dtypes):
         cyc *= hw.v("pe_transpose_fp32_factor")
     return cyc
 
 
-def matmul_dtype(ev) -> str:
+def matmul_dtype(ev: Event) -> str:
     dts = [str(d) for d in ev.in_dtypes if d]
     if any(d == "float32" for d in dts):
         return "float32"
@@ -125,10 +137,10 @@ def matmul_dtype(ev) -> str:
     return dts[0] if dts else "bfloat16"
 
 
-def cost_matmul(ev, hw):
+def cost_matmul(ev: Event, hw: HardwareSpec) -> float:
     """max(64, N_moving) cycles per MM; FP32 x4; FP8 double_row same cycles for K=256 (§4.2)."""
-    m = ev.meta or {}
-    n = int(m.get("N", ev.free_elems or 1))
+    p = ev.payload
+    n = int(p.N if type(p) is Matmul else ev.free_elems or 1)
     cyc = max(hw.v("pe_min_cycles"), n)
     dt = matmul_dtype(ev)
     if dt == "float32":
@@ -137,16 +149,16 @@ def cost_matmul(ev, hw):
     return cyc
 
 
-def load_stationary_cycles(ev, hw) -> float:
-    m = ev.meta or {}
-    mm = int(m.get("M", 128))
+def load_stationary_cycles(ev: Event, hw: HardwareSpec) -> float:
+    p = ev.payload
+    mm = int(p.M if type(p) is Matmul else 128)
     cyc = mm / hw.v("pe_ls_divisor")
     if matmul_dtype(ev) == "float32":
         cyc *= hw.v("pe_fp32_factor")
     return cyc
 
 
-def cost_generic(ev, hw):
+def cost_generic(ev: Event, hw: HardwareSpec) -> float:
     return _min_ii(hw, _n(ev))
 
 
@@ -174,16 +186,33 @@ COMPUTE_COSTS = {
 }
 
 
-def compute_cost_ns(ev, hw: HardwareSpec) -> tuple:
-    """(duration ns, known_op) for a compute instruction on PE/ACT/DVE/POOL."""
+def pe_instructions(ev: Event, hw: HardwareSpec) -> int:
+    """TensorE hardware instructions behind one traced TensorE op: an fp32 matmul runs as two
+    MATMUL instructions (``fp32_mode`` passes in the public trainium-kernel-fusion neuron-profile
+    JSON: 2 per fp32 nc_matmul, 1 per fp32 transpose; the tutorial's 65,536 for 32,768)."""
+    return 2 if ev.op == "nc_matmul" and matmul_dtype(ev) == "float32" else 1
+
+
+def compute_cost_ns(ev: Event, hw: HardwareSpec, engine: str | None = None) -> tuple:
+    """(duration ns, known_op) for a compute instruction on PE/ACT/DVE/POOL (``engine``: where the
+    compiler placed it, default the recorded engine).  ScalarE/VectorE/GpSimd instructions pay
+    ``engine_instr_overhead_cycles`` on top of their element rate; a ScalarE activation function
+    (not a copy) ``act_func_extra_cycles`` more."""
+    eng = str(engine or ev.engine)
     fn = COMPUTE_COSTS.get(ev.op)
-    if ev.op == "activation" and (ev.meta or {}).get("reduce"):
+    p = ev.payload
+    if ev.op == "activation" and type(p) is Elementwise and p.reduce:
         fn = cost_act_reduce      # nisa.activation_reduce recorded as an activation with reduce
     known = fn is not None
-    cyc = (fn or cost_generic)(ev, hw)
-    if ev.engine == "POOL" and ev.op not in ("iota", "affine_select", "range_select"):
+    f = fn or cost_generic
+    cyc = f(ev, hw, eng) if f is cost_copy_like else f(ev, hw)
+    if eng == "POOL" and ev.op not in ("iota", "affine_select", "range_select"):
         cyc += hw.v("pool_start_cycles")
-    clock = hw.v(_CLOCK.get(ev.engine, "dve_clock_ghz"))
+    if eng != "PE":
+        cyc += hw.v("engine_instr_overhead_cycles")
+        if eng == "ACT" and ev.op in ("activation", "activation_reduce"):
+            cyc += hw.v("act_func_extra_cycles")
+    clock = hw.v(_CLOCK.get(eng, "dve_clock_ghz"))
     return cyc / clock, known
 
 
@@ -200,15 +229,16 @@ class DmaCost:
     hbm_write: int
 
 
-def dma_cost(ev, hw: HardwareSpec, dma_mode: str) -> DmaCost:
+def dma_cost(ev: Event, hw: HardwareSpec, dma_mode: str) -> DmaCost:
     """Cost of one DMA; ``dma_mode`` "hwdge" (DGE queues generate descriptors, trn2 benchmark
     mode) or "static" (pre-computed descriptors: ``--disable-dge`` profile builds, trn1)."""
-    m = ev.meta or {}
+    m = cast(Dma, ev.payload)
     nbytes = max(0, int(ev.bytes or 0))
     p = max(1, int(ev.partitions or 1))
-    src, dst = str(m.get("src", "")), str(m.get("dst", ""))
+    src = m.src.value if m.src is not None else "const"
+    dst = m.dst.value
     onchip = src in ("sbuf", "psum") or dst in ("sbuf", "psum")
-    desc = max(1, int(m.get("descriptors") or 1))
+    desc = max(1, int(m.descriptors or 1))
     if onchip:
         # every SBUF partition row is a separate run on the on-chip side
         desc = max(desc, p)

@@ -22,8 +22,6 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Optional
-
 
 TAGS = {"D": "documented", "M": "measured (public)", "E": "estimated", "F": "fitted"}
 
@@ -34,11 +32,11 @@ class Const:
     unit: str
     tag: str                      # D | M | E | F
     source: str
-    range: Optional[tuple] = None  # allowed tuning range (lo, hi), if the constant may be fitted
+    range: tuple | None = None  # allowed tuning range (lo, hi), if the constant may be fitted
     note: str = ""
-    prior: Optional[float] = None  # value before fitting (tag F only)
+    prior: float | None = None  # value before fitting (tag F only)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.tag not in TAGS:
             raise ValueError(f"Const tag must be one of {sorted(TAGS)}, got {self.tag!r}")
         if self.range is not None:
@@ -68,19 +66,33 @@ _TRN2 = {
     "pe_fp32_factor": _c(4, "x", "D", "A2/ISA §1.2 FP32 matmul at 1/4 of BF16"),
     "pe_fp8_double_row_factor": _c(0.5, "x", "D", "A2 §1.2 FP8 double_row 2x BF16 rate"),
     "pe_ls_divisor": _c(4, "x", "E", "A1 §4.2 LoadStationary up to 4x faster than MM (we use 4)"),
-    "pe_transpose_fp32_factor": _c(2, "x", "E", "A2 §4.2 FP32 transpose mode (x2 our reading)"),
+    "pe_transpose_fp32_factor": _c(2, "x", "M", "A2 §4.2 FP32 transpose mode; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): fp32 128x128 "
+                                   "transposes issue every 109-110 ns unthrottled = 2 x 128 cycles at 2.4 GHz"),
     "pe_result_latency_cycles": _c(64, "cycles", "D", "A1/PG §1.4 MM_INIT_LATENCY (v2 figure)"),
-    "pe_instr_overhead_cycles": _c(32, "cycles", "E",
-                                   "A1/PG §1.4 MM_INIT_LATENCY = 64-cycle instruction turnaround; we charge half of it per "
-                                   "TensorE instruction as not hidden between back-to-back instructions. Bound: the best "
-                                   "public trn2 bf16 matmul MFU (~89-91 % at 2048^3, issue 9; not in the fit) allows at "
-                                   "most ~50 cycles per 512-column matmul"),
-    "pe_throttle_window_ns": _c(3000, "ns", "D", "PX overview-summary-page 'Understanding throttling': limit ramps 50%->100% over ~3 us after work begins; ~3 us re-arm window"),
-    "pe_throttle_util": _c(0.5, "fraction", "D", "PX: the limit re-engages when TensorE utilisation drops below 50% over a ~3 us window"),
-    "pe_throttle_speed": _c(0.5, "fraction", "D", "PX: a burst starts at ~50% of maximum utilisation; M: CZ avg_util_limit 0.5"),
+    "pe_instr_overhead_cycles": _c(6, "cycles", "M",
+                                   "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back MATMUL instructions issue every 516-518 cycles for 512 bf16 "
+                                   "columns and 262-269 for 128 fp32-pass columns (+4..13); AWS kernel-optimization "
+                                   "tutorial v3/v5: 28.16 ms TensorE active for 65,536 fp32 MATMULs of 1024 cycles "
+                                   "(+7 per instruction).  Charged per hardware instruction (costs.pe_instructions)"),
+    "pe_throttle_window_ns": _c(3413, "ns", "M",
+                                "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): the 'ham' utilisation-limit records change only on a 3413 ns grid (4096 "
+                                "cycles of the 1.2 GHz profiler clock); PX: '~3 us' window"),
+    "pe_throttle_util": _c(0.45, "fraction", "M",
+                           "PX: limit re-engages below 50 % utilisation over a ~3 us window; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): windows with "
+                           "TensorE busy 0.39-0.43 of the time were followed by a 50 % limit, 0.46-0.47 were not"),
+    "pe_throttle_speed": _c(0.5, "fraction", "D",
+                            "PX: a burst starts at ~50% of maximum utilisation; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports) 'ham' k=4/n=8 records and "
+                            "matmul issue intervals doubled inside them; CZ avg_util_limit 0.5"),
     # VectorE / ScalarE / GpSimdE (§1.4, §2, §4.2)
     "min_ii_cycles": _c(64, "cycles", "D", "ISA/A1 §1.4 MIN_II"),
     "dep_bubble_cycles": _c(100, "cycles", "D", "A1 §1.4 static overhead of dependent back-to-back instrs"),
+    "engine_instr_overhead_cycles": _c(60, "cycles", "M",
+                                       "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back independent VectorE/ScalarE instructions of N=128/512 "
+                                       "elements issue every N+59..60 cycles (COPY, TENSOR_REDUCE, CAST); §6.11 "
+                                       "'~60-cycle access bubble' (A1/PG, v2)"),
+    "act_func_extra_cycles": _c(150, "cycles", "M",
+                                "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): ScalarE ACTIVATE (exp with a bias vector) of 512 fp32 elements issues every "
+                                "~600 ns = N+208 cycles at 1.2 GHz, against N+60 for a ScalarE COPY"),
     "dve_perf_mode_fast": _c(4, "x", "D", "A2 §2 VectorE perf mode 4x (bf16/fp16, SBUF->SBUF, unit stride)"),
     "dve_perf_mode_half": _c(2, "x", "D", "A2 §2 VectorE perf mode 2x (strided or one side PSUM; tensor_tensor bf16)"),
     "tt_cycles_per_elem": _c(1.75, "cycles/elem", "M",
@@ -102,17 +114,25 @@ _TRN2 = {
     "dma_ring_bytes_per_ns": _c(23, "B/ns", "D", "DB/DO §1.3 23 B/ns per engine; M: DO 32 KiB in 1,416 ns"),
     "dma_desc_ns": _c(15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor on a DMA engine's control path (pipelined with data)"),
     "dma_max_inflight": _c(16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"),
-    "dma_latency_ns": _c(833, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to #1-#8 (every DMA-carrying point)",
+    "dma_latency_ns": _c(500 + 4 * 800 / 6, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to every "
+                         "DMA-carrying point (trainium-kernel-fusion profile: first packet ~1.2 us after its DGE instruction)",
                          range=(500, 1300), prior=900,
                          note="range: DO serial floor ~0.85 us (E) .. DB semaphore-to-start 1.3 us (D)"),
-    "dge_queues": _c(2, "DGE", "D", "A2 §DGE / DG: two hardware DGE instances per NeuronCore-v3, driven by the SyncE or ScalarE sequencer"),
+    "dge_queues": _c(3, "queues", "M", "A2 §DGE / DG: two hardware DGE instances per NeuronCore-v3 (SyncE, ScalarE "
+                     "sequencers) + software DGE on GpSimd; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): NKI 0.1 kernels issue DMAs from all three"),
+    "dge_queues_serial": _c(1, "queues", "M", "AWS kernel-optimization tutorial (81ce03ae, NKI 0.7 build) v2-dma.png: "
+                            "'Hardware Dynamic Dma Packet Count 0', every DMA software-DGE (GpSimd busy throughout "
+                            "v2-full.png); 39.89 ms for 66,560 DMAs = 599 ns per DMA on one queue.  XG's CS149 ladder "
+                            "(skip_middle_end_transformations builds): 486 / 613 / 587 ns per DMA (#1-#3)"),
     "dge_exec_ns": _c(600, "ns", "D", "DG / A2: each hardware-DGE DMA instruction takes about 600 ns to execute"),
-    "dge_issue_ns": _c(300, "ns", "E", "occupancy of a DGE queue per DMA; the rest of dge_exec_ns is latency that overlaps "
-                       "other work (DG: ScalarE-triggered DGE work hides behind compute). Half the documented ~600 ns; "
-                       "not identifiable from the calibration set (no point is DGE-queue bound with 2 queues)"),
-    "dma_fixed_hwdge_ns": _c(450, "ns", "F", "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
-                             "overhead (~1300 ns cross-engine) on the DMA engines it uses; per engine, DGE-generated descriptors",
-                             range=(0, 1300), prior=450),
+    "dge_issue_ns": _c(550, "ns", "M", "occupancy of a DGE queue per DMA. DG: ~600 ns per hardware-DGE DMA instruction; "
+                       "M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): DMA_DIRECT2D instructions on the Sync/Scalar queues take 517-605 ns, software-DGE "
+                       "ones on GpSimd follow each other every ~580 ns; the tutorial's v2 599 ns per DMA"),
+    "dma_fixed_hwdge_ns": _c(200, "ns", "F", "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
+                             "overhead on the DMA engines it uses (per engine, DGE-generated descriptors). Bound: the "
+                             "trainium-kernel-fusion profiles show 4 KiB packets at ~24 B/ns with ~0-15 ns each, and the bf16 "
+                             "2048x4096x4096 GEMM p50 allows <= ~0 ns above its 1 KiB rows' data time",
+                             range=(0, 600), prior=450),
     "dma_fixed_static_ns": _c(0, "ns", "E", "as dma_fixed_hwdge_ns for pre-computed (static) descriptors (--disable-dge, trn1): "
                               "nothing to generate at run time, so only dma_desc_ns per descriptor remains (our reading of "
                               "DG 'none'); only #8 is sensitive to it, so it is not fitted"),
@@ -122,13 +142,26 @@ _TRN2 = {
     "dma_bw_gbps": _c(368, "GB/s", "D", "DB/DO §1.3 16 x 23 B/ns (practical DMA cap per NC)"),
     "hbm_bw_gbps": _c(716, "GB/s", "M", "CZ §1.3 profiler MBU denominator per NC"),
     # kernel floor (§1.4, §4.2): launch + I/O + semaphores, per measurement mode
-    "floor_benchmark_us": _c(10.0, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to the 12 benchmark-mode points (#1-#4, #7, #22-#24)",
+    "floor_benchmark_us": _c(11.6, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to every benchmark-mode point "
+                             "(trainium-kernel-fusion profile preamble ~13 us before the first instruction, LNC=2)",
                              range=(10, 15.3), prior=13.0),
-    "floor_profile_us": _c(16.0, "us", "F", "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
+    "floor_profile_us": _c(14.2, "us", "F", "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
                            range=(10, 16), prior=13.2),
     # memories (§1.3)
     "sbuf_bytes_per_partition": _c(229376, "B", "D", "A2 §1.3 224 KiB per partition (28 MiB)"),
     "sbuf_usable_bytes_per_partition": _c(212984, "B", "D", "KLR tile_size.total_available_sbuf_size"),
+    "multibuffer_budget_bytes": _c(65536, "B/partition", "E",
+                                   "SBUF per partition the compiler spends on the rotating copies of one tile "
+                                   "allocated in an affine_range loop (middle end on): depth = budget / tile bytes, "
+                                   "between ModelOptions.affine_buffers and multibuffer_max_depth"),
+    "multibuffer_max_depth": _c(8, "copies", "E",
+                                "deepest rotation of one tile; trainium-kernel-fusion GEMM bf16 2048x4096x4096 "
+                                "(DMA-bound at ~23 B/ns per engine, 1.74 us per load in flight) needs >= 6"),
+    "load_reuse_budget_bytes": _c(196608, "B/partition", "E",
+                                  "reuse distance up to which a repeated nl.load is served from SBUF (compiler."
+                                  "redundant_loads): the 24 MiB the allocator treats as SBUF (AK) / 128. Bound by "
+                                  "trainium-kernel-fusion GEMM p50s: 132 KiB/partition reused (bf16 1024x2048x4096 at "
+                                  "76 % MFU), 260 KiB not (2048x4096x4096 DMA-bound)"),
     "psum_bytes_per_partition": _c(16384, "B", "D", "A1/A2 §1.3 8 banks x 2 KiB"),
     "psum_banks": _c(8, "banks", "D", "A1/A2 §1.3"),
     "partitions": _c(128, "partitions", "D", "A2 §1.3"),
@@ -159,7 +192,7 @@ class HardwareSpec:
     def _values(self) -> dict:
         return {k: c.value for k, c in self.constants.items()}
 
-    def with_values(self, **values) -> "HardwareSpec":
+    def with_values(self, **values: float) -> HardwareSpec:
         """Copy with some values replaced (used by the fitter); ranges are enforced."""
         consts = dict(self.constants)
         for k, val in values.items():
@@ -214,7 +247,7 @@ _TRN1_OVERRIDES = {
 }
 
 
-def spec_from_dict(d: dict, base: Optional[HardwareSpec] = None) -> HardwareSpec:
+def spec_from_dict(d: dict, base: HardwareSpec | None = None) -> HardwareSpec:
     """Build a spec from JSON-like data: ``{"name", "description", "base", "constants"}``.
 
     Constants not given are taken from ``base`` (by name: "trn2"/"trn1"), so a description
@@ -242,7 +275,7 @@ TRN1 = spec_from_dict({"name": "trn1", "description": "Trainium1 NeuronCore-v2 (
 _REGISTRY = {"trn2": TRN2, "trn1": TRN1}
 
 
-def get_hardware(name_or_path="trn2") -> HardwareSpec:
+def get_hardware(name_or_path: HardwareSpec | str = "trn2") -> HardwareSpec:
     """"trn2" | "trn1" | a HardwareSpec | a path to a JSON description."""
     if isinstance(name_or_path, HardwareSpec):
         return name_or_path

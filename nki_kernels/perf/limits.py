@@ -5,7 +5,7 @@ These are arithmetic on the hardware description, not estimates of a kernel.
 """
 from __future__ import annotations
 
-from .hardware import get_hardware
+from .hardware import HardwareSpec, get_hardware
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
 
@@ -19,25 +19,27 @@ def _bounds(flops, hbm_bytes, dtype, hw, extra: dict | None = None) -> dict:
     if extra:
         d.update(extra)
     d["limit_us"] = max(v for k, v in d.items() if k.endswith("_us"))
-    d["bound_by"] = max((k for k in d if k.endswith("_us") and k != "limit_us"), key=d.get)
+    d["bound_by"] = max((k for k in d if k.endswith("_us") and k != "limit_us"), key=lambda k: d[k])
     return d
 
 
-def conv_limits(B, C, O, H, W, K, pool, dtype, hw="trn2") -> dict:
+def conv_limits(
+    B: int, C: int, C_out: int, H: int, W: int, K: int, pool: int, dtype: str, hw: HardwareSpec | str = "trn2"
+) -> dict:
     Ho, Wo = H - K + 1, W - K + 1
     it = ITEMSIZE[dtype]
-    flops = 2 * B * O * C * K * K * Ho * Wo
-    out = B * O * (Ho // pool) * (Wo // pool) * it
-    hbm = B * C * H * W * it + O * C * K * K * it + O * it + out
+    flops = 2 * B * C_out * C * K * K * Ho * Wo
+    out = B * C_out * (Ho // pool) * (Wo // pool) * it
+    hbm = B * C * H * W * it + C_out * C * K * K * it + C_out * it + out
     return _bounds(flops, hbm, dtype, hw)
 
 
-def matmul_limits(M, K, N, dtype, hw="trn2") -> dict:
+def matmul_limits(M: int, K: int, N: int, dtype: str, hw: HardwareSpec | str = "trn2") -> dict:
     it = ITEMSIZE[dtype]
     return _bounds(2 * M * K * N, (M * K + K * N + M * N) * it, dtype, hw)
 
 
-def attention_limits(B, H, S, D, causal, dtype, hw="trn2") -> dict:
+def attention_limits(B: int, H: int, S: int, D: int, causal: bool, dtype: str, hw: HardwareSpec | str = "trn2") -> dict:
     hw = get_hardware(hw)
     frac = 0.5 if causal else 1.0
     flops = int(4 * B * H * S * S * D * frac)
@@ -45,18 +47,20 @@ def attention_limits(B, H, S, D, causal, dtype, hw="trn2") -> dict:
     return _bounds(flops, 4 * B * H * S * D * ITEMSIZE[dtype], dtype, hw, {"scalar_exp_us": exp_us})
 
 
-def conv_unfused_traffic(B, C, O, H, W, K, pool, dtype, hw="trn2") -> dict:
+def conv_unfused_traffic(
+    B: int, C: int, C_out: int, H: int, W: int, K: int, pool: int, dtype: str, hw: HardwareSpec | str = "trn2"
+) -> dict:
     """HBM bytes of conv -> bias -> maxpool as three kernels vs the fused kernel (analytical).
 
-    Unfused: the conv writes the full (B, O, Ho, Wo) map; the bias pass reads and writes it;
+    Unfused: the conv writes the full (B, C_out, Ho, Wo) map; the bias pass reads and writes it;
     the pool pass (pool > 1) reads it and writes the pooled map.  The extra time is at least
     the extra bytes at the DMA cap plus one kernel floor per extra launch."""
     hw = get_hardware(hw)
     it = ITEMSIZE[dtype]
     Ho, Wo = H - K + 1, W - K + 1
-    full = B * O * Ho * Wo * it
-    pooled = B * O * (Ho // pool) * (Wo // pool) * it
-    inp = B * C * H * W * it + O * C * K * K * it + O * it
+    full = B * C_out * Ho * Wo * it
+    pooled = B * C_out * (Ho // pool) * (Wo // pool) * it
+    inp = B * C * H * W * it + C_out * C * K * K * it + C_out * it
     fused = inp + pooled
     unfused = inp + full + 2 * full + ((full + pooled) if pool > 1 else 0)
     launches = 2 if pool > 1 else 1
@@ -66,7 +70,9 @@ def conv_unfused_traffic(B, C, O, H, W, K, pool, dtype, hw="trn2") -> dict:
             "extra_kernel_launches": launches, "extra_time_lower_bound_us": extra_us}
 
 
-def attention_naive_traffic(B, H, S, D, causal, dtype, hw="trn2", block_k: int = 512) -> dict:
+def attention_naive_traffic(
+    B: int, H: int, S: int, D: int, causal: bool, dtype: str, hw: HardwareSpec | str = "trn2", block_k: int = 512
+) -> dict:
     """Naive attention materialises S x S scores (fp32) and probabilities (dtype) in HBM.
 
     Returns HBM bytes and on-chip bytes per partition for the naive and blocked schemes

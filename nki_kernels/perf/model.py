@@ -6,14 +6,19 @@ docs/cost-model.md and ``nki_kernels.perf.calibration``.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from .costs import HBM_BUFFERS, matmul_dtype
+from .compiler import sbuf_spill, vectorisable_loops
+from .costs import matmul_dtype
 from .hardware import HardwareSpec, get_hardware
 from .schedule import ModelOptions, Schedule, schedule
+
+if TYPE_CHECKING:
+    from nki_kernels.sim.core.options import SimOptions
+    from nki_kernels.sim.core.trace import Trace
 
 ESTIMATE_LABEL = "estimate (cost model)"
 ENGINE_NAMES = {"PE": "TensorE", "ACT": "ScalarE", "DVE": "VectorE", "POOL": "GpSimdE", "DMA": "DMA"}
@@ -49,38 +54,46 @@ class Estimate:
     throttled_us: float
     exposed_load_stationary_us: float
     window: int = 0                 # list-scheduling window used (ModelOptions.window)
+    domain: list = field(default_factory=list)   # why the kernel is outside the validated domain
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     trace_seconds: float = 0.0
     schedule_seconds: float = 0.0
     n_events: int = 0
     label: str = ESTIMATE_LABEL
-    trace: object = field(default=None, repr=False)
-    schedule: object = field(default=None, repr=False)
-    hw: object = field(default=None, repr=False)
+    trace: Trace | None = field(default=None, repr=False)
+    schedule: Schedule | None = field(default=None, repr=False)
+    hw: HardwareSpec | None = field(default=None, repr=False)
 
     # ---- uncertainty (nki_kernels.perf.accuracy: leave-one-out calibration error) --------
     @property
+    def op_class(self) -> str:
+        """"dma-vector", "mixed" or "tensor" (accuracy.op_class): selects the band."""
+        from .accuracy import op_class
+        return op_class(self)
+
+    @property
     def typical_error(self) -> float:
-        from .accuracy import TYPICAL_ERROR
-        return TYPICAL_ERROR
+        """Half-width of the band: the op class's leave-one-out error, widened outside the domain."""
+        from .accuracy import typical_error
+        return typical_error(self)
 
     @property
     def band_us(self) -> tuple:
         from .accuracy import band_us
-        return band_us(self.latency_us)
+        return band_us(self)
 
     @property
     def band_text(self) -> str:
-        """"est. 820.0 us, typical error ±6 %" — use it wherever the latency is printed."""
+        """"est. 820.0 us, typical error ±12 % (tensor class)" — use it wherever the latency is printed."""
         from .accuracy import band_text
-        return band_text(self.latency_us)
+        return band_text(self)
 
     @property
     def warnings(self) -> list:
-        """Sanity-gate warnings (estimated MFU above the best public figure of its op class)."""
-        from .accuracy import sanity_warnings
-        return sanity_warnings(self)
+        """Outside-the-validated-domain warnings, then the sanity gate (MFU above the best public figure)."""
+        from .accuracy import warnings
+        return warnings(self)
 
     # ---- outputs ------------------------------------------------------------------------
     def summary(self, top: int = 5) -> str:
@@ -103,7 +116,7 @@ class Estimate:
         from .chrome_trace import write_chrome_trace
         return write_chrome_trace(self, path)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.summary()
 
 
@@ -116,8 +129,15 @@ def _kernel_name(kernel) -> str:
     return type(kernel).__name__
 
 
-def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, kernel_name: str = "",
-                   keep: bool = True, deps: list | None = None) -> Estimate:
+def estimate_trace(
+    trace: Trace,
+    hw: HardwareSpec | str = "trn2",
+    options: ModelOptions | None = None,
+    *,
+    kernel_name: str = "",
+    keep: bool = True,
+    deps: list | None = None,
+) -> Estimate:
     """Schedule an existing :class:`nki_kernels.sim.trace.Trace` and summarise it."""
     hw = get_hardware(hw)
     opts = options or ModelOptions()
@@ -136,7 +156,10 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
     counts: dict = {}
     by_line: dict = {}
     for i, ev in enumerate(events):
-        counts[ev.engine] = counts.get(ev.engine, 0) + 1
+        if i in sched.elided:           # removed by the compiler (a repeated load / transpose)
+            continue
+        eng = sched.engine_of[i]
+        counts[eng] = counts.get(eng, 0) + 1
         if ev.engine == "DMA":
             dma_count += 1
             dma_bytes += int(ev.bytes or 0)
@@ -160,15 +183,22 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
         rec = by_line.setdefault(loc, [0.0, 0, set()])
         rec[0] += dur
         rec[1] += 1
-        rec[2].add(ev.engine)
-    mm_dtype = max(mm_flops_by_dt, key=mm_flops_by_dt.get) if mm_flops_by_dt else ""
+        rec[2].add(eng)
+    mm_dtype = max(mm_flops_by_dt, key=lambda k: mm_flops_by_dt[k]) if mm_flops_by_dt else ""
+    domain = [f"affine_range loop at {site} runs {trips} iterations of tiny instructions ({per} per "
+              "iteration, <= 64 elements per partition): the compiler may vectorise them into a few large "
+              "ones (affine_range docstring); not modelled"
+              for site, trips, per in vectorisable_loops(events)]
+    spill = sbuf_spill(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0, hw)
+    if spill:
+        domain.append(spill)
     peak = hw.pe_peak_flops(mm_dtype or "bfloat16")
     mfu = mm_flops / (latency * 1e-6 * peak) if latency > 0 and mm_flops else 0.0
     hbm = hbm_r + hbm_w
     busy_us = {e: v / 1e3 for e, v in sched.busy_ns.items()}
     busy_us["DMA issue"] = sched.issue_busy_ns / 1e3
     util = {e: (v / makespan_us if makespan_us > 0 else 0.0) for e, v in busy_us.items()}
-    critical = max(busy_us, key=busy_us.get) if busy_us else ""
+    critical = max(busy_us, key=lambda k: busy_us[k]) if busy_us else ""
     top = sorted(((loc, v[0] / 1e3, v[1], "/".join(sorted(v[2]))) for loc, v in by_line.items()),
                  key=lambda r: -r[1])
     return Estimate(
@@ -183,11 +213,13 @@ def estimate_trace(trace, hw="trn2", options: ModelOptions | None = None, *, ker
         throttled_us=sched.throttled_ns / 1e3, exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
         peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
         peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
-        schedule_seconds=sched_s, n_events=len(events), window=opts.window,
+        schedule_seconds=sched_s, n_events=len(events), window=opts.window, domain=domain,
         trace=trace if keep else None, schedule=sched if keep else None, hw=hw)
 
 
-def trace_of(kernel, *args, numerics: bool = True, sim_options=None, **kwargs):
+def trace_of(
+    kernel: Any, *args: Any, numerics: bool = True, sim_options: SimOptions | None = None, **kwargs: Any
+) -> tuple[Any, Trace]:
     """Run ``kernel`` on the interpreter and return ``(outputs, trace)``."""
     try:
         from nki_kernels.sim import trace_kernel
@@ -208,6 +240,15 @@ def trace_of(kernel, *args, numerics: bool = True, sim_options=None, **kwargs):
     return trace_kernel(kernel, *args, options=opts, **kwargs)
 
 
+def build_options(kernel: Any) -> dict:
+    """The ModelOptions fields that follow from how a kernel is built: its front end (NKI 0.1
+    ``neuronxcc.nki`` or 0.7 ``import nki``) and whether the compiler's middle end runs
+    (``@nki.compiler.skip_middle_end_transformations`` turns it off)."""
+    inner = getattr(kernel, "kernel", None)
+    skip = bool(getattr(kernel, "skip_middle_end", False) or getattr(inner, "skip_middle_end", False))
+    return {"frontend": "nki07" if _is_nki07(kernel) else "nki01", "middle_end": not skip}
+
+
 def _is_nki07(kernel) -> bool:
     """An interpreter NKI 0.7 kernel (``nki.jit`` of ``nki_kernels.sim.nki07``) or a 0.7 host
     entry wrapping one (``kernels/_nki07.HostEntry``, ``nki_api == "0.7"``)."""
@@ -217,8 +258,16 @@ def _is_nki07(kernel) -> bool:
     return isinstance(kernel, Kernel07)
 
 
-def estimate(kernel, *args, hw="trn2", mode: str = "benchmark", numerics: bool = True,
-             options: ModelOptions | None = None, sim_options=None, **kwargs) -> Estimate:
+def estimate(
+    kernel: Any,
+    *args: Any,
+    hw: HardwareSpec | str = "trn2",
+    mode: str = "benchmark",
+    numerics: bool = True,
+    options: ModelOptions | None = None,
+    sim_options: SimOptions | None = None,
+    **kwargs: Any,
+) -> Estimate:
     """Estimate the trn2 latency of an NKI 0.1 kernel (ours or a user's) with the cost model.
 
     ``kernel`` is anything ``simulate_kernel`` accepts (``@nki.jit`` function, ``k[grid]``,
@@ -229,7 +278,7 @@ def estimate(kernel, *args, hw="trn2", mode: str = "benchmark", numerics: bool =
 
     Returns an :class:`Estimate`; every figure in it is an estimate of the model.
     """
-    opts = options or ModelOptions(mode=mode)
+    opts = options or ModelOptions(mode=mode, **build_options(kernel))
     t0 = time.perf_counter()
     _, trace = trace_of(kernel, *args, numerics=numerics, sim_options=sim_options, **kwargs)
     trace_s = time.perf_counter() - t0

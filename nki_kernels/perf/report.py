@@ -17,18 +17,18 @@ import platform
 import subprocess
 
 from . import accuracy
-from .model import ENGINE_NAMES, ESTIMATE_LABEL
+from .model import ENGINE_NAMES, ESTIMATE_LABEL, Estimate
 
 _ACTIVE = {"PE": "tensor_engine", "ACT": "scalar_engine", "DVE": "vector_engine",
            "POOL": "gpsimd_engine", "DMA": "dma"}
-BANNER = ("ESTIMATE from the nki-kernels cost model (no Trainium was used; typical error "
-          f"\u00b1{100 * accuracy.TYPICAL_ERROR:.0f} % from leave-one-out calibration, see docs/cost-model.md)")
+BANNER = ("ESTIMATE from the nki-kernels cost model (no Trainium was used; the typical error of each estimate "
+          "is its op class's leave-one-out calibration error, see docs/cost-model.md)")
 
 
-def profile_fields(est) -> dict:
+def profile_fields(est: Estimate) -> dict:
     """neuron-profile-like summary fields (seconds / fractions as neuron-profile prints them)."""
     total_s = est.latency_us * 1e-6
-    out = {"total_time": total_s,
+    out: dict = {"total_time": total_s,
            "total_active_time": est.makespan_us * 1e-6}
     for e, name in _ACTIVE.items():
         busy = est.engine_busy_us.get(e, 0.0) * 1e-6
@@ -58,22 +58,20 @@ def profile_fields(est) -> dict:
         "est_arithmetic_intensity": est.arithmetic_intensity,
         "est_critical_engine": est.critical_engine,
         "est_exposed_load_stationary_time": est.exposed_load_stationary_us * 1e-6,
-        "est_typical_error": accuracy.TYPICAL_ERROR,
+        "est_typical_error": accuracy.typical_error(est),
+        "est_op_class": accuracy.op_class(est),
     })
     return out
 
 
-def summary_text(est, top: int = 5) -> str:
+def summary_text(est: Estimate, top: int = 5) -> str:
     lines = [BANNER,
              f"kernel {est.kernel_name}  hardware {est.hardware}  mode {est.mode}  "
              f"({est.n_events} instructions)"]
-    lo, hi = accuracy.band_us(est.latency_us)
-    lines.append(f"  estimated latency      {est.latency_us:12.2f} us  ({ESTIMATE_LABEL}; {accuracy.band_text(est.latency_us)}: "
+    lo, hi = accuracy.band_us(est)
+    lines.append(f"  estimated latency      {est.latency_us:12.2f} us  ({ESTIMATE_LABEL}; {accuracy.band_text(est)}: "
                  f"{lo:,.1f}..{hi:,.1f} us; floor T0 {est.floor_us:.1f} us + makespan {est.makespan_us:.2f} us)")
-    note = accuracy.band_note(est)
-    if note:
-        lines.append(f"  note                   {note}")
-    for w in accuracy.sanity_warnings(est):
+    for w in accuracy.warnings(est):
         lines.append(f"  {w}")
     if est.matmul_flops:
         lines.append(f"  estimated MFU          {100 * est.mfu:12.1f} %   (vs {est.mm_dtype} TensorE peak "
@@ -91,7 +89,7 @@ def summary_text(est, top: int = 5) -> str:
             lines.append(f"    {ENGINE_NAMES.get(e, e):10s} {e:9s} {est.engine_busy_us[e]:10.2f} us  "
                          f"{100 * est.engine_util.get(e, 0.0):5.1f} % of makespan")
     if est.top_lines:
-        lines.append(f"  top kernel lines by busy time (estimate):")
+        lines.append("  top kernel lines by busy time (estimate):")
         for loc, us, cnt, engs in est.top_lines[:top]:
             lines.append(f"    {loc:40s} {us:10.2f} us  {cnt:7d} instr  {engs}")
     sched = est.schedule
@@ -117,7 +115,7 @@ def _git_rev() -> str:
         return ""
 
 
-def json_record(est, extra: dict | None = None) -> dict:
+def json_record(est: Estimate, extra: dict | None = None) -> dict:
     """A self-describing record for tracking estimates over time."""
     rec = {
         "schema": "nki-kernels/perf-estimate/1",
@@ -151,7 +149,7 @@ def json_record(est, extra: dict | None = None) -> dict:
     return rec
 
 
-def write_json_record(est, path: str, extra: dict | None = None) -> str:
+def write_json_record(est: Estimate, path: str, extra: dict | None = None) -> str:
     """Append-friendly: writes one JSON object (pretty) to ``path``."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:

@@ -1,10 +1,15 @@
 """Roofline plot of estimated kernel runs against the NeuronCore roofline (matplotlib optional)."""
 from __future__ import annotations
 
-import math
 import os
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
-from .hardware import get_hardware
+from .hardware import HardwareSpec, get_hardware
+
+if TYPE_CHECKING:
+    from .model import Estimate
 
 
 def _require_matplotlib():
@@ -18,7 +23,7 @@ def _require_matplotlib():
                            "pip install 'nki-kernels[plot]' (or pip install matplotlib)") from exc
 
 
-def point_of(label, est) -> dict:
+def point_of(label: str, est: Estimate | dict) -> dict:
     """A roofline point from an Estimate (or a dict with flops, hbm_bytes, latency_us, mm_dtype)."""
     g = (lambda k: est[k]) if isinstance(est, dict) else (lambda k: getattr(est, k))
     flops, hbm, lat = g("flops"), g("hbm_bytes"), g("latency_us")
@@ -27,7 +32,7 @@ def point_of(label, est) -> dict:
             "flops_per_s": flops / (lat * 1e-6) if lat else 0.0}
 
 
-def spread_labels(ys, gap: float, lo: float = 0.0, hi: float = 1.0) -> list:
+def spread_labels(ys: Sequence[float], gap: float, lo: float = 0.0, hi: float = 1.0) -> list:
     """Label positions near the wanted ``ys`` (any order), at least ``gap`` apart, within [lo, hi].
 
     Three passes over the labels sorted by wanted position: push apart upwards, then pull down
@@ -41,18 +46,20 @@ def spread_labels(ys, gap: float, lo: float = 0.0, hi: float = 1.0) -> list:
     gap = min(gap, (hi - lo) / max(n - 1, 1))
     order = sorted(range(n), key=lambda i: ys[i])
     pos = [min(max(float(ys[i]), lo), hi) for i in range(n)]
-    for prev, i in zip(order, order[1:]):
+    for prev, i in pairwise(order):
         pos[i] = max(pos[i], pos[prev] + gap)
     pos[order[-1]] = min(pos[order[-1]], hi)
-    for nxt, i in zip(order[::-1], order[-2::-1]):
+    for nxt, i in pairwise(order[::-1]):
         pos[i] = min(pos[i], pos[nxt] - gap)
     pos[order[0]] = max(pos[order[0]], lo)
-    for prev, i in zip(order, order[1:]):
+    for prev, i in pairwise(order):
         pos[i] = max(pos[i], pos[prev] + gap)
     return pos
 
 
-def roofline_figure(points, hw="trn2", title: str | None = None):
+def roofline_figure(
+    points: Sequence[dict], hw: HardwareSpec | str = "trn2", title: str | None = None
+) -> tuple[Any, Any, list]:
     """The roofline figure: ``(fig, ax, label_texts)``.
 
     Point labels sit in a column right of the plot, each joined to its point by a leader line
@@ -97,13 +104,13 @@ def roofline_figure(points, hw="trn2", title: str | None = None):
     fontsize = 7.0
     line = 1.6 * fontsize * fig.dpi / 72 / height_px  # one text line, in axes fraction
     to_axes = ax.transAxes.inverted()
-    wanted = [to_axes.transform(ax.transData.transform((p["ai"], y)))[1] for p, y in zip(pts, ys)]
+    wanted = [to_axes.transform(ax.transData.transform((p["ai"], y)))[1] for p, y in zip(pts, ys, strict=True)]
     if len(pts) * line > 1.0:
         fontsize *= 1.0 / (len(pts) * line)
         line = 1.0 / len(pts)
     pos = spread_labels(wanted, line)
     texts = []
-    for k, (p, y, ty) in enumerate(zip(pts, ys, pos)):
+    for k, (p, y, ty) in enumerate(zip(pts, ys, pos, strict=True)):
         texts.append(ax.annotate(
             f"{p['label']}  {p['latency_us']:,.1f} us (est.)", xy=(p["ai"], y), xycoords="data",
             xytext=(1.04, ty), textcoords="axes fraction", va="center", ha="left", fontsize=fontsize,
@@ -113,7 +120,7 @@ def roofline_figure(points, hw="trn2", title: str | None = None):
     return fig, ax, texts
 
 
-def plot_roofline(points, path: str, hw="trn2", title: str | None = None) -> str:
+def plot_roofline(points: Sequence[dict], path: str, hw: HardwareSpec | str = "trn2", title: str | None = None) -> str:
     """Write a PNG: BF16/FP32 TensorE ceilings, HBM (716 GB/s) and DMA (368 GB/s) slopes, points."""
     fig, _, _ = roofline_figure(points, hw=hw, title=title)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -1,4 +1,5 @@
-"""nki_kernels.sim -- a NumPy interpreter of the NKI 0.1 API (``neuronxcc.nki``, SDK 2.26).
+"""nki_kernels.sim -- a NumPy interpreter of the NKI API: NKI 0.1 (``neuronxcc.nki``, SDK 2.26) and
+NKI 0.6/0.7 (``import nki``, :mod:`.nki07`), two front ends over one op core (:mod:`.core`).
 
     from nki_kernels.sim import nki, nl, nisa, simulate_kernel, SimOptions
 
@@ -10,8 +11,10 @@
 
     simulate_kernel(add, x, y)
 
-``install_neuronxcc_alias()`` makes ``import neuronxcc.nki`` resolve to this interpreter
-(reversible; also a context manager) so unmodified NKI 0.1 code runs.
+``nki``, ``nl``, ``nisa`` here are the NKI 0.1 modules (:mod:`.nki01`).  ``install_neuronxcc_alias()``
+makes ``import neuronxcc.nki`` resolve to them, ``install_nki_alias()`` makes ``import nki`` resolve to
+the NKI 0.7 front end (both reversible; also context managers) so unmodified code runs.
+Architecture: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -20,17 +23,25 @@ import os
 import sys
 import types
 
-from . import compiler, isa, language, language_constants, nki, typing  # noqa: F401
 from .alias import ModuleAlias
-from .errors import (NKISyntaxError, SimError, SimIndexError, SimNotImplementedError,  # noqa: F401
-                     SimRuntimeError, SimTypeError, SimValueError, SimWarning)
-from .options import SimOptions, default_options, set_default_options  # noqa: F401
-from .runner import Kernel, jit, simulate_kernel, trace_kernel  # noqa: F401
-from .trace import Event, Trace  # noqa: F401
+from .core import context, engines, errors, options  # noqa: F401  (module objects of the core)
+from .core.errors import (  # noqa: F401
+    NKISyntaxError,
+    SimError,
+    SimIndexError,
+    SimNotImplementedError,
+    SimRuntimeError,
+    SimTypeError,
+    SimValueError,
+    SimWarning,
+)
+from .core.options import SimOptions, default_options, set_default_options  # noqa: F401
+from .core.trace import Event, Trace  # noqa: F401
+from .nki01 import compiler, isa, language, language_constants, nki, typing  # noqa: F401
+from .nki01.kernel import Kernel, jit, simulate_kernel, trace_kernel  # noqa: F401
 
 nl = language
 nisa = isa
-language.constants = language_constants   # `import neuronxcc.nki.language.constants as c` binds this
 
 
 class install_neuronxcc_alias(ModuleAlias):

@@ -4,16 +4,24 @@ each as a ratio to doing the same NumPy math directly (``nki-kernels sim-bench``
 These are measurements of the *interpreter* on this machine, not of Trainium.  Times are
 the process's CPU time (``time.process_time``), best of several runs, so that other load on
 a shared 2-core machine does not inflate them; with an idle machine wall time is the same.
+
+The benchmark kernels are compiled under the file name ``<sim-bench kernel>``: the interpreter
+treats every frame in its own package as its own (it looks for the user's line outside it), and
+a kernel of a user's is outside it.
 """
 from __future__ import annotations
 
+import textwrap
 import time
 
 import numpy as np
 
-from . import isa as nisa
-from . import language as nl
-from .runner import jit, simulate_kernel
+from .nki01 import isa as nisa
+from .nki01 import language as nl
+from .nki01.kernel import jit, simulate_kernel
+from .nki07 import isa as nisa7
+from .nki07 import language as nl7
+from .nki07 import nki as nki7
 
 
 def _best(fn, repeat=5):
@@ -25,20 +33,27 @@ def _best(fn, repeat=5):
     return best
 
 
+def _user_kernels(src: str, **names) -> dict:
+    """Define the functions of ``src`` as a user's file would (see the module docstring)."""
+    ns = dict(names)
+    exec(compile(textwrap.dedent(src), "<sim-bench kernel>", "exec"), ns)
+    return ns
+
+
 def small_op_overhead(n=2000):
     """µs per instruction for tensor_scalar / tensor_tensor / tensor_copy on a (128, 4) tile."""
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
-
-    @jit
-    def k(a):
-        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(a)
-        for _ in nl.sequential_range(n):
-            u = nisa.tensor_scalar(t, nl.multiply, 1.0001)
-            v = nisa.tensor_tensor(u, t, nl.maximum)
-            t = nisa.tensor_copy(v)
-        nl.store(out, t)
-        return out
+    k = jit(_user_kernels("""
+        def k(a):
+            out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            for _ in nl.sequential_range(n):
+                u = nisa.tensor_scalar(t, nl.multiply, 1.0001)
+                v = nisa.tensor_tensor(u, t, nl.maximum)
+                t = nisa.tensor_copy(v)
+            nl.store(out, t)
+            return out
+        """, nl=nl, nisa=nisa, n=n)["k"])
 
     sim = _best(lambda: simulate_kernel(k, x))
 
@@ -59,16 +74,17 @@ def matmul_loop(iters=1000):
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 512)).astype(np.float32)
 
-    @jit
-    def k(lhsT, rhs):
-        out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
-        s = nl.load(lhsT)
-        m = nl.load(rhs)
-        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
-        for _ in nl.affine_range(iters):
-            acc += nisa.nc_matmul(s, m)
-        nl.store(out, nisa.tensor_copy(acc))
-        return out
+    k = jit(_user_kernels("""
+        def k(lhsT, rhs):
+            out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
+            s = nl.load(lhsT)
+            m = nl.load(rhs)
+            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for _ in nl.affine_range(iters):
+                acc += nisa.nc_matmul(s, m)
+            nl.store(out, nisa.tensor_copy(acc))
+            return out
+        """, nl=nl, nisa=nisa, iters=iters)["k"])
 
     sim = _best(lambda: simulate_kernel(k, a, b), repeat=2)
 
@@ -82,21 +98,21 @@ def matmul_loop(iters=1000):
 
 def small_op_overhead_07(n=2000):
     """The same small-tile loop written against NKI 0.7 (dst-first ISA calls into preallocated tiles)."""
-    from .nki07 import isa as nisa7, language as nl7, nki as nki7
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
 
-    @nki7.jit
-    def k(a):
-        out = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.shared_hbm)
-        t = nl7.load(a)
-        u = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.sbuf)
-        v = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.sbuf)
-        for _ in nl7.sequential_range(n):
-            nisa7.tensor_scalar(u, t, nl7.multiply, 1.0001)
-            nisa7.tensor_tensor(v, u, t, nl7.maximum)
-            nisa7.tensor_copy(t, v)
-        nl7.store(out, t)
-        return out
+    k = nki7.jit(_user_kernels("""
+        def k(a):
+            out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            u = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+            v = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+            for _ in nl.sequential_range(n):
+                nisa.tensor_scalar(u, t, nl.multiply, 1.0001)
+                nisa.tensor_tensor(v, u, t, nl.maximum)
+                nisa.tensor_copy(t, v)
+            nl.store(out, t)
+            return out
+        """, nl=nl7, nisa=nisa7, n=n)["k"])
 
     sim = _best(lambda: nki7.simulate(k)(x))
     return sim / (3 * n + 2) * 1e6
@@ -104,23 +120,23 @@ def small_op_overhead_07(n=2000):
 
 def matmul_loop_07(iters=1000):
     """``iters`` x ``nisa.nc_matmul(acc, s, m)`` (NKI 0.7, auto-accumulating into PSUM)."""
-    from .nki07 import isa as nisa7, language as nl7, nki as nki7
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 512)).astype(np.float32)
 
-    @nki7.jit
-    def k(lhsT, rhs):
-        out = nl7.ndarray((128, 512), nl7.float32, buffer=nl7.shared_hbm)
-        s = nl7.load(lhsT)
-        m = nl7.load(rhs)
-        acc = nl7.ndarray((128, 512), nl7.float32, buffer=nl7.psum)
-        for _ in nl7.affine_range(iters):
-            nisa7.nc_matmul(acc, s, m)
-        res = nl7.ndarray((128, 512), nl7.float32, buffer=nl7.sbuf)
-        nisa7.tensor_copy(res, acc)
-        nl7.store(out, res)
-        return out
+    k = nki7.jit(_user_kernels("""
+        def k(lhsT, rhs):
+            out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
+            s = nl.load(lhsT)
+            m = nl.load(rhs)
+            acc = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            for _ in nl.affine_range(iters):
+                nisa.nc_matmul(acc, s, m)
+            res = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(res, acc)
+            nl.store(out, res)
+            return out
+        """, nl=nl7, nisa=nisa7, iters=iters)["k"])
 
     return _best(lambda: nki7.simulate(k)(a, b), repeat=2)
 

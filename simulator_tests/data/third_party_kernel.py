@@ -1,11 +1,10 @@
 """An NKI 0.1-style kernel file written the way users write them: it imports the real
 `neuronxcc.nki` names and knows nothing about nki_kernels.  Run by the alias tests and by
 `nki-kernels run`."""
-import numpy as np
-
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+import numpy as np
 from neuronxcc.nki.isa.constants import engine
 
 

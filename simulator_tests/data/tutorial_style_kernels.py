@@ -1,11 +1,10 @@
 """Kernels in the style of the NKI tutorials (spec §15, subsets 3 and 4), written for the tests
 against the real `neuronxcc.nki` import names: an mgrid/nl.matmul tiled matmul that adds PSUM
 tiles into an SBUF accumulator, and an SPMD (batch, head) attention with high-level nl ops."""
-import numpy as np
-
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+import numpy as np
 
 
 @nki.jit

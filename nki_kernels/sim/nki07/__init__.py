@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 import types
 
-from . import compiler, isa, language, nki, typing  # noqa: F401
 from ..alias import ModuleAlias
-from ._core import module_getattr
-from .nki import Kernel, jit, simulate, trace  # noqa: F401
+from . import compiler, isa, language, nki, typing  # noqa: F401
+from .adapt import module_getattr
+from .kernel import Kernel, jit, simulate, trace  # noqa: F401
 from .tensor import NkiTensor  # noqa: F401
 
 nl = language

@@ -1,14 +1,7 @@
 """``nki.compiler``: compiler directives, accepted as no-ops by the interpreter."""
-from ._core import module_getattr
+from .adapt import module_getattr
+from .kernel import skip_middle_end_transformations  # noqa: F401
 from .language import no_reorder, psum, sbuf  # noqa: F401
-
-
-def skip_middle_end_transformations(kernel):
-    """A compiler flag: ``affine_range`` runs in program order (never shuffled)."""
-    from .nki import jit
-    k = jit(kernel)
-    k.skip_middle_end = True
-    return k
 
 
 def _identity_decorator(*args, **kwargs):

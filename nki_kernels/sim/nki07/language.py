@@ -1,56 +1,66 @@
-"""``nki.language`` (NKI 0.6/0.7) on the interpreter's op core (docs/nki-0.7-spec.md §2, §5, §6).
+"""``nki.language`` (NKI 0.6/0.7) over the op core (docs/nki-0.7-spec.md §2, §5, §6).
 
-Creation ops, buffers, dtypes, ``nl.load``/``nl.store``, the convenience compute ops (each
-returns a new SBUF tile, ``nl.matmul``/``nl.transpose`` a PSUM tile), loops, SPMD/LNC ids.
+Creation ops, buffers, dtypes, ``nl.load``/``nl.store``, the convenience compute ops (each returns a new
+SBUF tile, ``nl.matmul``/``nl.transpose`` a PSUM tile; one registration line each), loops, SPMD/LNC ids.
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
-import enum
 import sys
 
+import ml_dtypes
 import numpy as np
 
-from . import _core as C
-from .lnc import make_scheduling_points
-from .tensor import DynSlice, NkiTensor, unwrap
-
-_nl = C.core_nl
-_isa = C.core_isa
+from ..core import dma as _dma
+from ..core import dtypes as dt
+from ..core import limits
+from ..core import reduce as _reduce
+from ..core import rng as _rng
+from ..core import spmd as _spmd
+from ..core import tensore as _tensore
+from ..core import vector as _vector
+from ..core.context import current, enter
+from ..core.enums import engine as _engine
+from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
+from ..core.loops import loop as _loop
+from ..core.ops import BINARY as _BINARY
+from ..core.ops import BITWISE as _BITWISE
+from ..core.ops import PENDING as _PENDING
+from ..core.ops import UNARY as _UNARY
+from ..core.tensor import HBM_KINDS, ON_CHIP
+from ..core.tensor import allocate as _allocate
+from ..core.tensor import allocate_hbm as _allocate_hbm
+from . import tensor as _tensor_mod
+from .adapt import dst_first, module_getattr, returns_fresh, unwrap
+from .isa import VirtualRegister
+from .tensor import REGIONS as _REGIONS
+from .tensor import DynSlice, MemoryRegion, NkiTensor
 
 # ---- dtypes ---------------------------------------------------------------------------------
-float32, float16, bfloat16, tfloat32 = C.dt.float32, C.dt.float16, C.dt.bfloat16, C.dt.tfloat32
-float8_e4m3, float8_e5m2 = C.dt.float8_e4m3, C.dt.float8_e5m2
+float32, float16, bfloat16, tfloat32 = dt.float32, dt.float16, dt.bfloat16, dt.tfloat32
+float8_e4m3, float8_e5m2 = dt.float8_e4m3, dt.float8_e5m2
 # OCP E4M3FN: a NeuronCore-v4 dtype (ISA ``nc_matmul`` data types); tensors of it raise E018 on trn2
-float8_e4m3fn = np.dtype(__import__("ml_dtypes").float8_e4m3fn)
-int8, uint8, int16, uint16, int32, uint32, bool_ = (C.dt.int8, C.dt.uint8, C.dt.int16, C.dt.uint16,
-                                                     C.dt.int32, C.dt.uint32, C.dt.bool_)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+int8, uint8, int16, uint16, int32, uint32, bool_ = (dt.int8, dt.uint8, dt.int16, dt.uint16,
+                                                     dt.int32, dt.uint32, dt.bool_)
 # Packed x4 / MX scale dtypes exist as names; creating a tensor of them raises E018 (not modelled).
 float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4, float8_e8m0fnu = (
     "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4", "float8_e8m0fnu")
 
-fp32 = _nl.fp32
-bfp16 = _nl.bfp16
+
+class _Limits:
+    def __init__(self, mn, mx):
+        self.min, self.max = mn, mx
+
+
+fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.float32).max))
+bfp16 = _Limits(float("-inf"), float("inf"))   # 0xff80 decodes as bf16 -inf (spec §3)
 
 
 # ---- buffers (T2) ---------------------------------------------------------------------------
-class MemoryRegion(str, enum.Enum):
-    sbuf = "sbuf"
-    psum = "psum"
-    hbm = "hbm"
-    private_hbm = "private_hbm"
-    shared_hbm = "shared_hbm"
-
-    def __repr__(self):
-        return f"nl.{self.value}"
-
-    __str__ = __repr__
-
-
 sbuf, psum, hbm = MemoryRegion.sbuf, MemoryRegion.psum, MemoryRegion.hbm
 private_hbm, shared_hbm = MemoryRegion.private_hbm, MemoryRegion.shared_hbm
-_REGIONS = {r.value: r for r in MemoryRegion}
 
 
 def _buf(buffer, api):
@@ -59,18 +69,18 @@ def _buf(buffer, api):
     if isinstance(buffer, MemoryRegion):
         return buffer.value
     if isinstance(buffer, str):
-        raise C.SimTypeError("E007", api, "buffer", f"string buffer names are not supported (got {buffer!r})",
-                             f"Use nl.{buffer}" if buffer in _REGIONS else "Use nl.sbuf, nl.psum or nl.shared_hbm")
-    raise C.SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
-                          "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+        raise SimTypeError("E007", api, "buffer", f"string buffer names are not supported (got {buffer!r})",
+                           f"Use nl.{buffer}" if buffer in _REGIONS else "Use nl.sbuf, nl.psum or nl.shared_hbm")
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+                       "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
 
 
 def is_hbm(buffer):
-    return _buf(buffer, "is_hbm") in C.HBM_KINDS
+    return _buf(buffer, "is_hbm") in HBM_KINDS
 
 
 def is_on_chip(buffer):
-    return _buf(buffer, "is_on_chip") in C.ON_CHIP
+    return _buf(buffer, "is_on_chip") in ON_CHIP
 
 
 def is_psum(buffer):
@@ -83,20 +93,20 @@ def is_sbuf(buffer):
 
 class _TileSize:
     """Hardware tile limits on trn2 (``nki.language.tile_size``; values as in the 0.1 spec §3)."""
-    pmax = C.hw.PMAX
-    psum_fmax = C.hw.PSUM_FMAX
-    psum_bank_fmax = C.hw.PSUM_FMAX
-    psum_bank_fmax_bytes = C.hw.PSUM_BANK_BYTES
-    psum_num_banks = C.hw.PSUM_BANKS
-    gemm_stationary_fmax = C.hw.GEMM_STATIONARY_FMAX
-    gemm_moving_fmax = C.hw.GEMM_MOVING_FMAX
-    bn_stats_fmax = C.hw.BN_STATS_FMAX
+    pmax = limits.PMAX
+    psum_fmax = limits.PSUM_FMAX
+    psum_bank_fmax = limits.PSUM_FMAX
+    psum_bank_fmax_bytes = limits.PSUM_BANK_BYTES
+    psum_num_banks = limits.PSUM_BANKS
+    gemm_stationary_fmax = limits.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = limits.GEMM_MOVING_FMAX
+    bn_stats_fmax = limits.BN_STATS_FMAX
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = C.hw.SBUF_BYTES_PER_PARTITION
-    sbuf_fmax_bytes = C.hw.SBUF_BYTES_PER_PARTITION
-    sbuf_fmax = C.hw.SBUF_BYTES_PER_PARTITION // 4
-    sbuf_size_bytes = C.hw.SBUF_BYTES_PER_PARTITION * C.hw.PMAX
+    total_available_sbuf_size = limits.SBUF_BYTES_PER_PARTITION
+    sbuf_fmax_bytes = limits.SBUF_BYTES_PER_PARTITION
+    sbuf_fmax = limits.SBUF_BYTES_PER_PARTITION // 4
+    sbuf_size_bytes = limits.SBUF_BYTES_PER_PARTITION * limits.PMAX
 
 
 tile_size = _TileSize()
@@ -108,21 +118,21 @@ def _shape(shape, api):
         shape = (shape,)
     shape = tuple(shape)
     for s in shape:
-        if isinstance(s, C.core_nl.ParDim if hasattr(C.core_nl, "ParDim") else ()) or \
-                type(s).__name__ == "ParDim":
-            raise C.SimTypeError("E010", api, "shape", "block dimensions (nl.par_dim) were removed: the partition "
-                                 "dimension is the leftmost dimension", "Use a list of tiles or fold the block "
-                                 "dimension into the free dimensions (see the NKI block-dimension migration guide)")
+        if type(s).__name__ == "ParDim":
+            raise SimTypeError("E010", api, "shape", "block dimensions (nl.par_dim) were removed: the partition "
+                               "dimension is the leftmost dimension", "Use a list of tiles or fold the block "
+                               "dimension into the free dimensions (see the NKI block-dimension migration guide)")
     return tuple(int(s) for s in shape)
 
 
 def ndarray(shape, dtype=float32, buffer=sbuf, name="", address=None, **kw):
-    """Uninitialised tensor (poisoned in the interpreter); ``address`` is accepted and ignored."""
+    """Uninitialised tensor (poisoned in the interpreter); ``address`` places it (``_placed``)."""
+    ctx = enter("ndarray", instruction=False)
     b = _buf(buffer, "ndarray")
     shape = _shape(shape, "ndarray")
-    if b in C.HBM_KINDS:
-        return NkiTensor(_nl.ndarray(shape, dtype, buffer=getattr(_nl, b), name=name))
-    t = C.allocate(shape, dtype, b, api="ndarray", name=name)
+    if b in HBM_KINDS:
+        return NkiTensor(_allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name))
+    t = _allocate(shape, dtype, b, api="ndarray", name=name, track=address is None)
     if address is not None:
         _placed(t, address, b)
     return NkiTensor(t)
@@ -136,32 +146,31 @@ def _placed(t, address, b):
     try:
         p0, f0 = (int(a) for a in address)
     except (TypeError, ValueError):
-        raise C.SimValueError("E011", api, "address", f"address must be (partition_offset, free_offset), "
-                              f"got {address!r}") from None
-    C.current(api).memory.release(t.alloc)
-    limit = C.hw.SBUF_BYTES_PER_PARTITION if b == "sbuf" else C.hw.PSUM_BYTES_PER_PARTITION
+        raise SimValueError("E011", api, "address", f"address must be (partition_offset, free_offset), "
+                            f"got {address!r}") from None
+    limit = limits.SBUF_BYTES_PER_PARTITION if b == "sbuf" else limits.PSUM_BYTES_PER_PARTITION
     end = f0 + t.alloc.bytes_per_partition
-    if p0 < 0 or p0 + t.shape[0] > C.hw.PMAX:
-        raise C.partition_error(api, "address", p0 + t.shape[0])
+    if p0 < 0 or p0 + t.shape[0] > limits.PMAX:
+        raise partition_error(api, "address", p0 + t.shape[0])
     if f0 < 0 or end > limit:
-        raise C.SimValueError("E006" if b == "sbuf" else "E005", api, "address",
-                              f"the tensor at free offset {f0} ends at byte {end} of a {limit}-byte partition",
-                              "Place it lower or make it smaller", got=end, limit=limit)
-    if b == "psum" and f0 % C.hw.PSUM_BANK_BYTES:
-        raise C.SimValueError("E004", api, "address", f"PSUM allocations start at a bank boundary "
-                              f"(multiple of {C.hw.PSUM_BANK_BYTES} bytes), got {f0}")
+        raise SimValueError("E006" if b == "sbuf" else "E005", api, "address",
+                            f"the tensor at free offset {f0} ends at byte {end} of a {limit}-byte partition",
+                            "Place it lower or make it smaller", got=end, limit=limit)
+    if b == "psum" and f0 % limits.PSUM_BANK_BYTES:
+        raise SimValueError("E004", api, "address", f"PSUM allocations start at a bank boundary "
+                            f"(multiple of {limits.PSUM_BANK_BYTES} bytes), got {f0}")
 
 
 def _filled(api, shape, dtype, buffer, name, value):
+    ctx = enter(api)
     b = _buf(buffer, api)
-    t = getattr(_nl, api if api != "full" else "full")
     shape = _shape(shape, api)
-    r = t(shape, value, dtype, buffer=getattr(_nl, b), name=name) if api == "full" else \
-        t(shape, dtype, buffer=getattr(_nl, b), name=name)
-    if b == "psum":
-        from .isa import _mark_psum
-        _mark_psum(r, 2)
-    return NkiTensor(r)
+    if b in HBM_KINDS:
+        raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
+                             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+    t = _allocate(shape, dtype, b, api=api, name=name, fill=value)
+    _vector.fill(ctx, t, api=f"nl.{api}")
+    return NkiTensor(t)
 
 
 def zeros(shape, dtype=float32, buffer=sbuf, name="", **kw):
@@ -204,128 +213,108 @@ ndarray_like = empty_like
 
 
 def shared_constant(constant, dtype=None, **kw):
-    return NkiTensor(_nl.shared_constant(constant, dtype=dtype))
+    enter("shared_constant", instruction=False)
+    a = np.asarray(constant)
+    t = _allocate(a.shape, dtype if dtype is not None else a.dtype, "hbm", api="shared_constant")
+    t.write(a)
+    return NkiTensor(t)
 
 
 def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
     """An (n, n) identity tile in SBUF (NL ``shared_identity_matrix``: its examples feed the result
     straight to ``nl.transpose``/``nl.matmul``), or written into ``dst``."""
-    api = "shared_identity_matrix"
-    ctx = C.current(api)
-    n = int(n)
-    out = C.fresh(np.eye(n, dtype=np.float32), C.dt.canonical(dtype, op=api), api=api)
-    C.record_compute(ctx, "iota", f"nl.{api}", C.POOL, [], out, func="identity")
-    if dst is not None:
-        from .isa import _land
-        _land(api, unwrap(dst), out)
-        return dst
-    return NkiTensor(out)
-
-
-def _rng(ctx):
-    r = ctx.__dict__.get("_nki07_rng")
-    if r is None:
-        r = ctx.__dict__["_nki07_rng"] = np.random.default_rng(0)
-    return r
+    ctx = enter("shared_identity_matrix")
+    r = _vector.identity(ctx, _PENDING if dst is None else dst.t, int(n), dtype, api="nl.shared_identity_matrix")
+    return dst if dst is not None else NkiTensor(r)
 
 
 def rand(shape, dtype=float32, buffer=sbuf, name="", **kw):
     """Uniform [0, 1) values (NL ``rand``).  The interpreter's generator is NumPy's PCG64 seeded by
     ``random_seed`` (0 by default): the same seed gives the same values, not the hardware's values."""
-    api = "rand"
-    ctx = C.current(api)
-    b = _buf(buffer, api)
-    if b not in C.ON_CHIP:
-        raise C.SimTypeError("E007", api, "buffer", "nl.rand creates an SBUF or PSUM tile", "Use nl.sbuf")
-    shape = _shape(shape, api)
-    out = C.fresh(_rng(ctx).random(shape, dtype=np.float32), C.dt.canonical(dtype, op=api), b, api=api)
-    C.record_compute(ctx, "rng", "nl.rand", C.POOL, [], out, func="rng")
-    return NkiTensor(out)
+    ctx = enter("rand")
+    return NkiTensor(_rng.rand(ctx, _PENDING, _shape(shape, "rand"), dtype, buffer=_buf(buffer, "rand")))
 
 
 def random_seed(seed):
     """Seed ``nl.rand`` from a (1, 1) SBUF/PSUM tensor (NL ``random_seed``)."""
-    api = "random_seed"
-    ctx = C.current(api)
+    ctx = enter("random_seed")
     if not isinstance(seed, NkiTensor) or seed.size != 1:
-        raise C.SimTypeError("E010", api, "seed", "the seed is a (1, 1) tensor on SBUF or PSUM",
-                             "nl.random_seed(nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf))")
-    ctx.__dict__["_nki07_rng"] = np.random.default_rng(int(np.asarray(seed.t.read()).reshape(-1)[0]))
+        raise SimTypeError("E010", "random_seed", "seed", "the seed is a (1, 1) tensor on SBUF or PSUM",
+                           "nl.random_seed(nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf))")
+    _rng.random_seed(ctx, None, seed.t)
 
 
 def dropout(x, rate, dtype=None):
-    raise C.not_implemented("nki.language.dropout")
+    raise not_implemented("nki.language.dropout")
 
 
 def gather_flattened(data, indices, axis=0, dtype=None):
-    raise C.not_implemented("nki.language.gather_flattened")
+    raise not_implemented("nki.language.gather_flattened")
 
 
 # ---- SPMD / LNC (K4) -----------------------------------------------------------------------------
 def program_id(axis=0):
-    return _nl.program_id(axis)
+    return _spmd.program_id(axis)
 
 
 def num_programs(axes=0):
-    return _nl.num_programs(axes)
+    return _spmd.num_programs(axes)
 
 
 def program_ndim():
-    return _nl.program_ndim()
+    return _spmd.program_ndim()
 
 
 # ---- loops (C1-C4) -------------------------------------------------------------------------------
 def affine_range(start, stop=None, step=1):
-    return _nl.affine_range(*((start,) if stop is None else (start, stop, step)))
+    return _loop("affine", (start,) if stop is None else (start, stop, step))
 
 
 def sequential_range(start, stop=None, step=1):
-    return _nl.sequential_range(*((start,) if stop is None else (start, stop, step)))
+    return _loop("sequential", (start,) if stop is None else (start, stop, step))
 
 
 def static_range(start, stop=None, step=1):
-    return _nl.static_range(*((start,) if stop is None else (start, stop, step)))
+    return _loop("static", (start,) if stop is None else (start, stop, step))
 
 
 def dynamic_range(start, stop=None, step=1):
-    ctx = C.current("dynamic_range")
+    ctx = enter("dynamic_range", instruction=False)
     ctx.warn_once("dynrange", "nl.dynamic_range is deprecated since NKI 0.6: use nl.fori_loop (MIG 0.5->0.6)")
     r = builtins.range(int(start)) if stop is None else builtins.range(int(start), int(stop), int(step))
-    for i in _nl.sequential_range(r.start, r.stop, r.step):
+    for i in _loop("sequential", (r.start, r.stop, r.step)):
         yield _reg(i)
 
 
 def _reg(i):
-    from .isa import VirtualRegister
     return VirtualRegister(i)
 
 
 def fori_loop(lower, upper, body_fun, step=1):
     """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None."""
     if not isinstance(step, (int, np.integer)) or step < 1:
-        raise C.SimValueError("E011", "fori_loop", "step", f"step must be a positive compile-time int, got {step!r}")
+        raise SimValueError("E011", "fori_loop", "step", f"step must be a positive compile-time int, got {step!r}")
     lo, hi = int(lower), int(upper)
-    for i in _nl.sequential_range(lo, hi, int(step)):
+    for i in _loop("sequential", (lo, hi, int(step))):
         r = body_fun(_reg(i))
         if r is not None:
-            raise C.SimValueError("E011", "fori_loop", "body_fun", "the fori_loop body cannot return a value",
+            raise SimValueError("E011", "fori_loop", "body_fun", "the fori_loop body cannot return a value",
                                   "Carry loop state in SBUF/HBM tensors")
     return None
 
 
 def while_loop(init, body_fun):
     """Runtime while loop (C3): runs while the condition register is non-zero."""
-    from .isa import VirtualRegister
     r = init
     n = 0
     while int(r) != 0:
         r = body_fun(VirtualRegister(int(r)))
         if not hasattr(r, "__nki_register__") and not isinstance(r, (int, np.integer)):
-            raise C.SimValueError("E011", "while_loop", "body_fun", "the while_loop body must return the next "
+            raise SimValueError("E011", "while_loop", "body_fun", "the while_loop body must return the next "
                                  "condition register", "End the body with `return r`")
         n += 1
         if n > 10_000_000:   # pragma: no cover - a guard, not a semantic
-            raise C.SimRuntimeError("E011", "while_loop", None, "more than 10^7 iterations")
+            raise SimValueError("E011", "while_loop", None, "more than 10^7 iterations")
     return None
 
 
@@ -345,185 +334,102 @@ def expand_dims(x, axis):
 
 
 # ---- data movement (L2) ----------------------------------------------------------------------------
-def load(src, dtype=None, **kw):
-    return NkiTensor(_nl.load(unwrap(src), dtype=dtype))
-
-
-def store(dst, value, **kw):
-    _nl.store(unwrap(dst), unwrap(value))
-
-
-def load_transpose2d(src, dtype=None, **kw):
-    return NkiTensor(_nl.load_transpose2d(unwrap(src), dtype=dtype))
-
-
-def copy(x, dtype=None, **kw):
-    """SBUF/PSUM tile -> new SBUF tile on VectorE (RN 0.6: ``nl.copy`` uses ``tensor_copy``)."""
-    return NkiTensor(_isa.tensor_copy(unwrap(x), dtype=dtype, engine=_isa.engine.vector, _api="nl.copy"))
-
-
+load = returns_fresh(_dma.load, api="nl.load")
+store = dst_first(_dma.store, name="store", api="nl.store")
+load_transpose2d = returns_fresh(_dma.load_transpose2d)
+# RN 0.6: nl.copy uses tensor_copy, on VectorE
+copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", engine=_engine.vector)
 copy._nki_op = "copy"
+broadcast_to = returns_fresh(_vector.broadcast_to)
 
 
-def broadcast_to(x, shape, dtype=None, **kw):
-    r = _nl.broadcast_to(unwrap(x), tuple(shape))
-    return NkiTensor(r) if dtype is None else copy(NkiTensor(r), dtype=dtype)
-
-
-def matmul(x, y, transpose_x=False, **kw):
+def _matmul(x, y, transpose_x=False, **kw):
     if not transpose_x:
-        C.current("matmul").warn_once("nlmatmul", "nl.matmul without transpose_x=True fails to compile on "
-                                      "hardware (NKI 0.5/0.6 known issue); pass a pre-transposed x")
-    return NkiTensor(_nl.matmul(unwrap(x), unwrap(y), transpose_x=transpose_x))
+        current("matmul").warn_once("nlmatmul", "nl.matmul without transpose_x=True fails to compile on "
+                                    "hardware (NKI 0.5/0.6 known issue); pass a pre-transposed x")
+    return (x, y, transpose_x), kw
 
 
-def transpose(x, dtype=None, **kw):
-    return NkiTensor(_nl.transpose(unwrap(x), dtype=dtype))
+matmul = returns_fresh(_tensore.matmul, convert=_matmul)
+transpose = returns_fresh(_tensore.transpose)
 
 
 def device_print(print_prefix, tensor=None, **kw):
-    _nl.device_print(print_prefix, unwrap(tensor))
+    enter("device_print", instruction=False)
+    v = unwrap(tensor)
+    print(print_prefix, np.asarray(v.read()).astype(np.float32) if hasattr(v, "read") else v, file=sys.stdout)
 
 
 # ---- elementwise ops (L1, L3, L4) -------------------------------------------------------------------
 def _unary(name):
-    core = getattr(_nl, name)
-
-    def op(x, dtype=None, **kw):
-        return NkiTensor(core(unwrap(x), dtype=dtype))
-    op.__name__ = name
-    op._nki_op = name
-    return op
+    f = returns_fresh(_vector.unary, name=name, api=f"nl.{name}", pre=(name,))
+    f._nki_op = name
+    return f
 
 
-def _warn_broadcast(api, x, y):
-    if x.__class__ is NkiTensor and y.__class__ is NkiTensor and x.t._shape != y.t._shape:
-        C.current(api).warn_once("nlbcast", f"nl.{api} of tiles {x.shape} and {y.shape}: binary nl.* ops do not "
-                                 "support broadcasting on hardware (NKI 0.5/0.6 known issue)")
+_NO_BCAST_WARN = ("abs_max", "abs_min")      # NL abs_max / abs_min examples broadcast a (P, 1) operand
+
+
+def _binary_args(name):
+    def convert(x, y, **kw):
+        if x.__class__ is not y.__class__ and (x is None or y is None):
+            raise SimTypeError("E010", name, "y" if y is None else "x", "operand is None")
+        if hasattr(x, "_shape") and hasattr(y, "_shape") and x._shape != y._shape and name not in _NO_BCAST_WARN:
+            current(name).warn_once("nlbcast", f"nl.{name} of tiles {x.shape} and {y.shape}: binary nl.* ops do "
+                                    "not support broadcasting on hardware (NKI 0.5/0.6 known issue)")
+        if name == "divide" and (hasattr(x, "_shape") or hasattr(y, "_shape")):
+            current("divide").warn_once("nldivide", "nl.divide is not supported on hardware (NKI 0.5/0.6 known "
+                                        "issue); use nl.multiply(x, nl.reciprocal(y))")
+        return (x, y), kw
+    return convert
 
 
 def _binary(name):
-    core = getattr(_nl, name)
+    core = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,), convert=_binary_args(name))
 
     def op(x, y, dtype=None, **kw):
-        if x is None or y is None:
-            if name in ("equal", "not_equal"):
-                return (x is y) == (name == "equal")
-            raise C.SimTypeError("E010", name, "y" if y is None else "x", "operand is None")
-        _warn_broadcast(name, x, y)
-        r = core(unwrap(x), unwrap(y), dtype=dtype)
-        return NkiTensor(r) if isinstance(r, C.Tensor) else r
+        if (x is None or y is None) and name in ("equal", "not_equal"):
+            return (x is y) == (name == "equal")
+        return core(x, y, dtype=dtype)
     op.__name__ = name
     op._nki_op = name
     return op
 
 
 _mod = sys.modules[__name__]
-for _n in C.UNARY:
-    if _n not in ("identity", "copy") and hasattr(_nl, _n):
+for _n in _UNARY:
+    if _n not in ("identity", "copy"):
         setattr(_mod, _n, _unary(_n))
-for _n in list(C.BINARY) + list(C.BITWISE):
-    if _n not in ("max", "min") and hasattr(_nl, _n):
+for _n in list(_BINARY) + list(_BITWISE):
+    if _n not in ("max", "min"):
         setattr(_mod, _n, _binary(_n))
-
-_divide_core = _binary("divide")
-
-
-def divide(x, y, dtype=None, **kw):
-    if isinstance(x, NkiTensor) or isinstance(y, NkiTensor):
-        C.current("divide").warn_once("nldivide", "nl.divide is not supported on hardware (NKI 0.5/0.6 known "
-                                      "issue); use nl.multiply(x, nl.reciprocal(y))")
-    return _divide_core(x, y, dtype=dtype)
-
-
-divide._nki_op = "divide"
-
-
-def _custom(name, fn, nargs, engine):
-    """Ops with no core table entry: one vectorised NumPy call, recorded like the core's ops."""
-    def op(*args, dtype=None, **kw):
-        api = name
-        ctx = C.current(api)
-        xs = args[:nargs]
-        tiles = [unwrap(a) for a in xs]
-        for i, t in enumerate(tiles):
-            if isinstance(t, C.Tensor):
-                C.check_tile(t, api, "xy"[i] if nargs == 2 else "x")
-        vals = [t.read_f32() if isinstance(t, C.Tensor) else np.float32(t) for t in tiles]
-        r = np.asarray(fn(*vals), dtype=np.float32)
-        first = next(t for t in tiles if isinstance(t, C.Tensor))
-        d = first.dtype if dtype is None else C.dt.canonical(dtype, op=api)
-        out = C.fresh(np.ascontiguousarray(r), d, api=api)
-        C.record_compute(ctx, "tensor_tensor" if nargs == 2 else "activation", f"nl.{name}", engine,
-                         tiles, out, func=name)
-        return NkiTensor(out)
-    op.__name__ = name
-    op._nki_op = name
-    return op
-
-
-# the operand with the larger (smaller) magnitude, signed; y on ties (NL ``abs_max`` examples)
-abs_max = _custom("abs_max", lambda a, b: np.where(np.abs(a) > np.abs(b), a, b), 2, C.DVE)
-abs_min = _custom("abs_min", lambda a, b: np.where(np.abs(a) < np.abs(b), a, b), 2, C.DVE)
-
-
-def _sig(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-gelu_apprx_sigmoid_dx = _custom(
-    "gelu_apprx_sigmoid_dx", lambda x: _sig(1.702 * x) * (1 + 1.702 * x * (1 - _sig(1.702 * x))), 1, C.ACT)
 bypass = copy
 prelu = "prelu"      # an activation-function name; nisa.activation(op=nl.prelu) raises E021
 average = "average"
-
-
-def where(condition, x, y, dtype=None, **kw):
-    return NkiTensor(_nl.where(unwrap(condition), unwrap(x), unwrap(y), dtype=dtype))
+where = returns_fresh(_vector.where)
 
 
 # ---- reductions (L6) -----------------------------------------------------------------------------------
-def _norm_axis(x, axis):
-    nd = x.ndim
-    if isinstance(axis, (list, tuple)):
-        return tuple(a % nd if a < 0 else a for a in axis)
-    return axis % nd if axis < 0 else axis
+def _reduction(name, nki_op=None):
+    f = returns_fresh(_reduce.reduce, name=name, api=f"nl.{name}", pre=(name,))
+    f._nki_op = nki_op or name
+    return f
 
 
-def _reduction(name):
-    core = getattr(_nl, name)
-
-    def op(x, axis, dtype=None, keepdims=False, **kw):
-        return NkiTensor(core(unwrap(x), _norm_axis(x, axis), dtype=dtype, keepdims=keepdims))
-    op.__name__ = name
-    op._nki_op = getattr(core, "_nki_op", name)
-    return op
-
-
-sum = _reduction("sum")
-max = _reduction("max")
-min = _reduction("min")
+sum = _reduction("sum", "add")
+max = _reduction("max", "max")
+min = _reduction("min", "min")
 mean = _reduction("mean")
-prod = _reduction("prod")
+prod = _reduction("prod", "multiply")
 var = _reduction("var")
-
-
-def all(x, axis, dtype=None, **kw):
-    return NkiTensor(_nl.all(unwrap(x), _norm_axis(x, axis), dtype=dtype))
-
-
-def softmax(x, axis=-1, dtype=None, **kw):
-    return NkiTensor(_nl.softmax(unwrap(x), _norm_axis(x, axis), dtype=dtype))
-
-
-def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kw):
-    return NkiTensor(_nl.rms_norm(unwrap(x), unwrap(w), _norm_axis(x, axis), n, epsilon, dtype=dtype))
-
+all = _reduction("all")
+softmax = returns_fresh(_reduce.softmax, convert=lambda x, axis=-1, **kw: ((x, axis), kw))
+rms_norm = returns_fresh(_reduce.rms_norm, convert=lambda x, w, axis, n, epsilon=1e-06, compute_dtype=None, **kw:
+                         ((x, w, axis, n, epsilon), kw))
 
 NKIObject = object
 tensor = NkiTensor
 
-
-# every NKI call is a scheduling point of an LNC launch (lnc.py)
-make_scheduling_points(globals(), __name__, skip=['affine_range', 'ds', 'dynamic_range', 'expand_dims', 'fori_loop', 'is_hbm', 'is_on_chip', 'is_psum', 'is_sbuf', 'no_reorder', 'num_programs', 'program_id', 'program_ndim', 'sequential_range', 'static_range', 'while_loop'])
-__getattr__ = C.module_getattr("nki.language")
+# the tensor operators map to nl.* (tensor.NL)
+_tensor_mod.NL.update({n: v for n, v in dict(globals()).items() if callable(v) and not n.startswith("_")})
+__getattr__ = module_getattr("nki.language")

@@ -5,69 +5,56 @@ kernel in which every core first initialises a shared output and then writes its
 (nki-library ``test_cascaded_max_utils``) is correct there but wrong if the instances ran one
 after another.  The interpreter therefore runs each instance in its own thread and lets them
 take turns one NKI call at a time (round robin, instance 0 first); only one thread ever runs,
-so execution stays deterministic.  Decision recorded in docs/nki-0.7-spec.md (K4).
+so execution stays deterministic.  The scheduler is the run's ``RunContext.call_hook``, which
+every NKI call runs on entry (``core.context.enter``).  Decision recorded in docs/nki-0.7-spec.md
+(K4).
 """
 from __future__ import annotations
 
-import functools
-import itertools
 import threading
-import types
+from collections.abc import Callable
 
 import numpy as np
 
-from . import _core as C
-
-_active = None      # the scheduler of the LNC launch being run, if any
+from ..core.context import RunContext, activate
 
 
 class _Aborted(BaseException):
     """Unwinds the other instances when one of them raised."""
 
 
-def step():
-    """Called by every NKI instruction of the 0.7 front end: hand the turn to the next instance."""
-    s = _active
-    if s is not None:
-        s.step()
-
-
-def instruction(fn):
-    """Decorator: ``fn`` is one NKI call, a scheduling point of an LNC launch."""
-    @functools.wraps(fn)
-    def w(*args, **kwargs):
-        if _active is not None:
-            _active.step()
-        return fn(*args, **kwargs)
-    return w
-
-
 class Lockstep:
-    def __init__(self, ctx, points):
+    """Runs the instances ``points`` of one launch in lockstep (module docstring)."""
+
+    def __init__(self, ctx: RunContext, points: list):
         self.ctx, self.points, self.n = ctx, points, len(points)
         self.cv = threading.Condition()
         self.turn = 0
         self.alive = [True] * self.n
-        self.state = [(p, (), 0) for p in points]      # program_id, loop stack, HBM cursor
-        self.results = [None] * self.n
-        self.error = None
+        # per instance: program_id, loop stack, HBM cursor
+        self.state = [(p, (), 0) for p in points]
+        self.results: list = [None] * self.n
+        self.error: BaseException | None = None
         self.abort = False
-        self.ids = {}
+        self.ids: dict = {}
 
-    def _in(self, j):
-        self.ctx.program_id, self.ctx.loops, self.ctx.hbm_cursor = self.state[j]
+    def _in(self, j: int) -> None:
+        c = self.ctx
+        c.program_id, c.loops, c.hbm_cursor = self.state[j]
 
-    def _out(self, j):
-        self.state[j] = (self.ctx.program_id, self.ctx.loops, self.ctx.hbm_cursor)
+    def _out(self, j: int) -> None:
+        c = self.ctx
+        self.state[j] = (c.program_id, c.loops, c.hbm_cursor)
 
-    def _next(self, j):
+    def _next(self, j: int) -> int:
         for k in range(1, self.n + 1):
             c = (j + k) % self.n
             if self.alive[c]:
                 return c
         return -1
 
-    def step(self):
+    def step(self) -> None:
+        """The per-call hook: hand the turn to the next instance, wait for ours."""
         j = self.ids.get(threading.get_ident())
         if j is None:
             return
@@ -80,9 +67,9 @@ class Lockstep:
                 raise _Aborted()
             self._in(j)
 
-    def _worker(self, j, fn, args, kwargs):
+    def _worker(self, j: int, fn: Callable, args: list, kwargs: dict) -> None:
         self.ids[threading.get_ident()] = j
-        with C.activate(self.ctx), np.errstate(all="ignore"):
+        with activate(self.ctx), np.errstate(all="ignore"):
             with self.cv:
                 self.cv.wait_for(lambda: self.turn == j or self.abort)
                 if self.abort:
@@ -101,16 +88,17 @@ class Lockstep:
             finally:
                 self._finish(j)
 
-    def _finish(self, j):
+    def _finish(self, j: int) -> None:
         with self.cv:
             self.alive[j] = False
             self.turn = self._next(j)
             self.cv.notify_all()
 
-    def run(self, fn, args, kwargs):
-        global _active
-        prev = _active
-        _active = self
+    def run(self, fn: Callable, args: list, kwargs: dict) -> list:
+        """Run ``fn(*args, **kwargs)`` once per instance; the instances' return values."""
+        ctx = self.ctx
+        prev = ctx.call_hook
+        ctx.call_hook = self.step
         try:
             threads = [threading.Thread(target=self._worker, args=(j, fn, args, kwargs), daemon=True)
                        for j in range(self.n)]
@@ -119,38 +107,8 @@ class Lockstep:
             for t in threads:
                 t.join()
         finally:
-            _active = prev
-            self.ctx.program_id, self.ctx.loops = self.points[0], ()
+            ctx.call_hook = prev
+            ctx.program_id, ctx.loops = self.points[0], ()
         if self.error is not None:
             raise self.error
         return self.results
-
-
-def lnc_entry(fn):
-    """Wrap a kernel entry so that a multi-instance launch runs all instances in lockstep on the
-    core runner's first call and hands out the instances' results on its later calls."""
-    memo = {}
-
-    def entry(*args, **kwargs):
-        ctx = C.current("kernel")
-        points = list(itertools.product(*[range(g) for g in ctx.grid])) if ctx.grid else [()]
-        if len(points) == 1 or _active is not None:
-            return fn(*args, **kwargs)
-        pid = ctx.program_id
-        if pid == points[0]:
-            memo[id(ctx)] = dict(zip(points, Lockstep(ctx, points).run(fn, args, kwargs)))
-        return memo[id(ctx)][pid] if pid != points[-1] else memo.pop(id(ctx))[pid]
-    return entry
-
-
-def make_scheduling_points(namespace: dict, module_name: str, skip=()) -> None:
-    """Wrap every public function defined in ``module_name`` (its ``globals()``) with
-    :func:`instruction`, so each NKI call is a scheduling point of an LNC launch; ``skip`` names
-    the functions that are not instructions (loops, queries, host-side helpers)."""
-    for name, fn in list(namespace.items()):
-        if isinstance(fn, types.FunctionType) and not name.startswith("_") and name not in skip \
-                and fn.__module__ == module_name:
-            w = instruction(fn)
-            if hasattr(fn, "_nki_op"):
-                w._nki_op = fn._nki_op
-            namespace[name] = w

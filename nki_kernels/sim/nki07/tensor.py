@@ -8,9 +8,35 @@ follow V3 and access patterns V4.
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
-from . import _core as C
+from ..core import dtypes as dt
+from ..core import ops as core
+from ..core.context import current, enter_landing
+from ..core.errors import SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, not_implemented
+from ..core.tensor import ON_CHIP, Tensor
+
+# the nl.* functions the tensor operators call (bound by language.py when it is imported)
+NL: dict = {}
+
+
+class MemoryRegion(str, enum.Enum):
+    """``nl.sbuf``, ``nl.psum``, ``nl.hbm``, ``nl.private_hbm``, ``nl.shared_hbm`` (NKI 0.6 T2)."""
+    sbuf = "sbuf"
+    psum = "psum"
+    hbm = "hbm"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+
+    def __repr__(self) -> str:
+        return f"nl.{self.value}"
+
+    __str__ = __repr__
+
+
+REGIONS = {r.value: r for r in MemoryRegion}
 
 
 def _int_of(x, api, arg):
@@ -21,10 +47,10 @@ def _int_of(x, api, arg):
         return int(x)
     if isinstance(x, NkiTensor):
         if x.t.size != 1:
-            raise C.SimIndexError("E008", api, arg, f"a dynamic index must be a single value, got shape {x.shape}",
+            raise SimIndexError("E008", api, arg, f"a dynamic index must be a single value, got shape {x.shape}",
                                   "Use a (1, 1) int32 tensor")
         return int(np.asarray(x.t.read()).reshape(-1)[0])
-    raise C.SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
+    raise SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
 
 
 class DynSlice:
@@ -59,7 +85,7 @@ class NkiTensor:
     __slots__ = ("t", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, t: C.Tensor):
+    def __init__(self, t: Tensor):
         self.t = t
 
     # ---- metadata (T5) -------------------------------------------------------------------
@@ -71,9 +97,8 @@ class NkiTensor:
     name = property(lambda s: s.t.alloc.name)
 
     @property
-    def buffer(self):
-        from .language import _REGIONS
-        return _REGIONS[self.t.alloc.buffer]
+    def buffer(self) -> MemoryRegion:
+        return REGIONS[self.t.alloc.buffer.value]
 
     @property
     def strides(self):
@@ -88,7 +113,7 @@ class NkiTensor:
         a = self.t.arr
         exp = 1
         dims = list(zip(a.shape, self.strides))
-        if self.t.alloc.buffer in C.ON_CHIP:
+        if self.t.alloc.buffer in ON_CHIP:
             dims = dims[1:]
         for n, s in reversed(dims):
             if n == 1:
@@ -105,14 +130,14 @@ class NkiTensor:
         return self.t.arr is None
 
     def __repr__(self):
-        return f"NkiTensor({self.name}, shape={self.shape}, dtype={C.dt.name_of(self.dtype)}, " \
+        return f"NkiTensor({self.name}, shape={self.shape}, dtype={dt.name_of(self.dtype)}, " \
                f"buffer={self.t.alloc.buffer})"
 
     def __len__(self):
         return self.t.shape[0]
 
     def __iter__(self):
-        raise C.SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
+        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
                              "Index them with slices or nl.ds")
 
     def __bool__(self):
@@ -122,17 +147,17 @@ class NkiTensor:
     __hash__ = object.__hash__
 
     def _onchip(self):
-        return self.t.alloc.buffer in C.ON_CHIP
+        return self.t.alloc.buffer in ON_CHIP
 
     def _need_basic(self, api):
         if self.t.arr is None:
-            raise C.SimNotImplementedError("E100", api, self.name,
+            raise SimNotImplementedError("E100", api, self.name,
                                            "a view of an indirect (vector_offset) access pattern is not "
                                            "implemented in nki_kernels.sim", "Apply the view before .ap()")
         return self.t.arr
 
     def _new(self, arr) -> "NkiTensor":
-        return NkiTensor(C.view_of(self.t, arr))
+        return NkiTensor(self.t.view_of(arr))
 
     # ---- indexing (V1) ---------------------------------------------------------------------
     def __getitem__(self, key) -> "NkiTensor":
@@ -147,15 +172,17 @@ class NkiTensor:
         if Ellipsis in key:
             i = [j for j, k in enumerate(key) if k is Ellipsis]
             if len(i) > 1:
-                raise C.SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
+                raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
             i = i[0]
             key = key[:i] + (slice(None),) * (nd - len(key) + 1) + key[i + 1:]
         if len(key) > nd:
-            raise C.SimIndexError("E008", "index", self.name,
+            raise SimIndexError("E008", "index", self.name,
                                   f"too many indices: {len(key)} for a tensor of rank {nd}",
                                   f"{self.name} has shape {shape}")
-        onchip = t.alloc.buffer in C.ON_CHIP
+        onchip = t.alloc.buffer in ON_CHIP
         npkey = []
+        strides = arr.strides
+        off = t.off
         for axis, k in enumerate(key):
             n = shape[axis]
             if k.__class__ is DynSlice:
@@ -166,7 +193,7 @@ class NkiTensor:
                     continue
                 step = 1 if k.step is None else int(k.step)
                 if step < 1:
-                    raise C.SimIndexError("E008", "index", self.name, f"slice step must be >= 1, got {step}")
+                    raise SimIndexError("E008", "index", self.name, f"slice step must be >= 1, got {step}")
                 start = 0 if k.start is None else _int_of(k.start, "index", self.name)
                 stop = n if k.stop is None else _int_of(k.stop, "index", self.name)
                 if start < 0:
@@ -176,10 +203,12 @@ class NkiTensor:
                 if start < 0 or start > n or stop > n:
                     raise self._oob(axis, start, max(stop - 1, start), n)
                 npkey.append(slice(start, max(stop, start), step))
+                if start < n:
+                    off += start * strides[axis]
             elif isinstance(k, (slice, DynSlice)):  # pragma: no cover - subclasses
-                raise C.SimIndexError("E008", "index", self.name, f"unsupported slice {k!r}")
+                raise SimIndexError("E008", "index", self.name, f"unsupported slice {k!r}")
             elif k is None:
-                raise C.SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
+                raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
                                       "Use .expand_dim(dim)")
             else:
                 i = _int_of(k, "index", self.name)
@@ -188,44 +217,43 @@ class NkiTensor:
                 if i < 0:
                     i += n
                 npkey.append(slice(i, i + 1) if (onchip and axis == 0) else i)
+                off += i * strides[axis]
         v = arr[tuple(npkey)]
         if onchip:
             if v.ndim < 2:
                 v = v.reshape(v.shape + (1,) * (2 - v.ndim))
         elif v.ndim == 0:
             v = v.reshape(1)
-        return NkiTensor(C.view_of(t, v))
+        return NkiTensor(Tensor(t.alloc, arr=v, par=0 if onchip else None, off=off))
 
     def _oob(self, axis, lo, hi, n):
-        return C.SimIndexError(
+        return SimIndexError(
             "E008", "index", self.name,
             f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range [{lo}, {hi}] "
             f"exceed dimension size of {n}", "NKI does not clamp slices: fix the range (sizes are in .shape)")
 
     def __setitem__(self, key, value):
         dst = self[key]
-        from .isa import _mark_psum
-        C.assign(dst.t, value.t if isinstance(value, NkiTensor) else value, api="dst[...] = value")
-        if dst.t.alloc.buffer == "psum":
-            _mark_psum(dst.t, 2)
+        ctx = enter_landing("dst[...] = value")
+        core.assign(ctx, dst.t, value.t if isinstance(value, NkiTensor) else value, api="dst[...] = value")
 
     # ---- views (V3) ------------------------------------------------------------------------
     def _dim(self, d, api, allow_partition=False, extra=0):
         nd = self.ndim + extra
         if not isinstance(d, (int, np.integer)) or not -nd <= d < nd:
-            raise C.SimIndexError("E008", api, "dim", f"dimension {d} out of range for rank {self.ndim}")
+            raise SimIndexError("E008", api, "dim", f"dimension {d} out of range for rank {self.ndim}")
         d = int(d) % nd
         if d == 0 and not allow_partition and self._onchip():
-            raise C.SimValueError("E026", api, "dim", "the partition dimension (0) of an on-chip tensor cannot "
+            raise SimValueError("E026", api, "dim", "the partition dimension (0) of an on-chip tensor cannot "
                                   "be changed by this view", "Apply it to a free dimension (>= 1)")
         return d
 
     def permute(self, dims):
         dims = tuple(int(d) for d in dims)
         if sorted(dims) != list(range(self.ndim)):
-            raise C.SimValueError("E011", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
+            raise SimValueError("E011", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
         if self._onchip() and dims[0] != 0:
-            raise C.SimValueError("E026", "permute", "dims", "on-chip tensors keep the partition dim first "
+            raise SimValueError("E026", "permute", "dims", "on-chip tensors keep the partition dim first "
                                   f"(dims[0] must be 0), got {dims}")
         return self._new(self._need_basic("permute").transpose(dims))
 
@@ -233,7 +261,7 @@ class NkiTensor:
         d = self._dim(dim, "broadcast")
         a = self._need_basic("broadcast")
         if a.shape[d] != 1:
-            raise C.SimValueError("E011", "broadcast", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
+            raise SimValueError("E011", "broadcast", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
         shape = a.shape[:d] + (int(size),) + a.shape[d + 1:]
         return self._new(np.lib.stride_tricks.as_strided(a, shape, a.strides[:d] + (0,) + a.strides[d + 1:]))
 
@@ -246,7 +274,7 @@ class NkiTensor:
         d = self._dim(dim, "squeeze_dim")
         a = self._need_basic("squeeze_dim")
         if a.shape[d] != 1:
-            raise C.SimValueError("E011", "squeeze_dim", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
+            raise SimValueError("E011", "squeeze_dim", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
         return self._new(np.squeeze(a, d))
 
     def reshape_dim(self, dim, shape):
@@ -257,16 +285,16 @@ class NkiTensor:
             known = int(np.prod([s for s in shape if s != -1]))
             shape = tuple(n // known if s == -1 else s for s in shape)
         if int(np.prod(shape)) != n:
-            raise C.SimValueError("E011", "reshape_dim", "shape", f"{shape} does not multiply to {n}")
+            raise SimValueError("E011", "reshape_dim", "shape", f"{shape} does not multiply to {n}")
         if d == 0 and self._onchip() and len([s for s in shape if s != 1]) > 1:
-            raise C.SimValueError("E026", "reshape_dim", "dim", "the partition dimension cannot be split")
+            raise SimValueError("E026", "reshape_dim", "dim", "the partition dimension cannot be split")
         return self.reshape(self.shape[:d] + shape + self.shape[d + 1:])
 
     def flatten_dims(self, start_dim, end_dim):
         s = self._dim(start_dim, "flatten_dims")
         e = self._dim(end_dim, "flatten_dims")
         if e < s:
-            raise C.SimValueError("E011", "flatten_dims", "end_dim", f"end_dim {e} < start_dim {s}")
+            raise SimValueError("E011", "flatten_dims", "end_dim", f"end_dim {e} < start_dim {s}")
         shp = self.shape
         return self.reshape(shp[:s] + (int(np.prod(shp[s:e + 1])),) + shp[e + 1:])
 
@@ -279,18 +307,19 @@ class NkiTensor:
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         a = self._need_basic("reshape")
         if int(np.prod(shape)) != a.size:
-            raise C.SimValueError("E011", "reshape", "shape",
+            raise SimValueError("E011", "reshape", "shape",
                                   f"size mismatch: cannot reshape {self.shape} ({a.size} elements) to {shape}",
                                   "The element count must not change (NKI 0.5 validates it)")
         if self._onchip() and (not shape or shape[0] != self.shape[0]):
-            raise C.SimValueError("E026", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
+            raise SimValueError("E026", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
                                   f"({self.shape[0]}), got {shape}", "Reshape only the free dims")
         try:
             v = np.reshape(a, shape, copy=False)
         except ValueError:
-            raise C.SimNotImplementedError("E022", "reshape", "shape", f"non-contiguous layout: this {self.shape} view (strides "
-                                  f"{self.strides}) cannot be seen as shape {shape}",
-                                  "Reshape the whole tensor before slicing or permuting it") from None
+            raise SimNotImplementedError("E022", "reshape", "shape",
+                                         f"non-contiguous layout: this {self.shape} view (strides "
+                                         f"{self.strides}) cannot be seen as shape {shape}",
+                                         "Reshape the whole tensor before slicing or permuting it") from None
         return self._new(v)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
@@ -300,21 +329,21 @@ class NkiTensor:
             return [x if isinstance(x, (tuple, list)) else (x,) for x in p]
         src, dst = names(src_pattern), names(dst_pattern)
         if len(src) != self.ndim:
-            raise C.SimValueError("E011", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
+            raise SimValueError("E011", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
         sizes = {}
         for grp, n in zip(src, self.shape):
             unknown = [x for x in grp if x not in fixed]
             known = int(np.prod([fixed[x] for x in grp if x in fixed])) if grp else 1
             if len(unknown) > 1:
-                raise C.SimValueError("E011", "rearrange", "fixed_sizes", f"sizes of {unknown} are ambiguous")
+                raise SimValueError("E011", "rearrange", "fixed_sizes", f"sizes of {unknown} are ambiguous")
             for x in grp:
                 sizes[x] = fixed[x] if x in fixed else n // known
             if int(np.prod([sizes[x] for x in grp])) != n:
-                raise C.SimValueError("E011", "rearrange", "fixed_sizes", f"group {grp} does not multiply to {n}")
+                raise SimValueError("E011", "rearrange", "fixed_sizes", f"group {grp} does not multiply to {n}")
         order = [x for grp in src for x in grp]
         flat_dst = [x for grp in dst for x in grp]
         if sorted(order) != sorted(flat_dst):
-            raise C.SimValueError("E011", "rearrange", "dst_pattern", "src and dst name different dimensions")
+            raise SimValueError("E011", "rearrange", "dst_pattern", "src and dst name different dimensions")
         t = self.reshape(tuple(sizes[x] for x in order))
         t = t.permute(tuple(order.index(x) for x in flat_dst)) if order != flat_dst else t
         return t.reshape(tuple(int(np.prod([sizes[x] for x in grp])) for grp in dst))
@@ -341,22 +370,23 @@ class NkiTensor:
                        vector_offset=vector_offset, indirect_dim=dim)
 
     def indirect(self, index, num_elem=None):
-        raise C.not_implemented("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
+        raise not_implemented("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
 
     def view(self, dtype):
-        d = C.dt.canonical(dtype, op="view")
+        d = dt.canonical(dtype, op="view")
         a = self._need_basic("view")
-        sd = C.dt.storage_dtype(d, C.current("view").options.precision)
+        sd = dt.storage_dtype(d, current("view").options.precision)
         if a.ndim and a.strides[-1] != a.itemsize and a.shape[-1] != 1:
-            raise C.SimNotImplementedError("E022", "view", "dtype", "non-contiguous layout: the last dimension must be contiguous")
+            raise SimNotImplementedError("E022", "view", "dtype",
+                                         "non-contiguous layout: the last dimension must be contiguous")
         if d is self.dtype:
             return self
         try:
             v = a.view(sd)
         except ValueError as e:
-            raise C.SimValueError("E011", "view", "dtype", f"cannot reinterpret {self.shape} "
-                                  f"{C.dt.name_of(self.dtype)} as {C.dt.name_of(d)}: {e}") from None
-        return NkiTensor(C.reinterpret(self.t, v, d))
+            raise SimValueError("E011", "view", "dtype", f"cannot reinterpret {self.shape} "
+                                  f"{dt.name_of(self.dtype)} as {dt.name_of(d)}: {e}") from None
+        return NkiTensor(self.t.reinterpret(v, d))
 
     reinterpret_cast = view
 
@@ -367,7 +397,7 @@ class NkiTensor:
         t = self.t
         al = t.alloc
         if pattern is None:
-            raise C.SimIndexError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
+            raise SimIndexError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
         if _is_pair(pattern):
             # `t.ap([32, 16], [1, 32])` (the form of an example in the NKI access-pattern deep dive):
             # the [stride, count] pairs given as separate positional arguments
@@ -376,24 +406,24 @@ class NkiTensor:
             while rest and _is_pair(rest[0]):
                 pairs.append(rest.pop(0))
             if any(r is not None for r in rest):
-                raise C.SimIndexError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
+                raise SimIndexError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
                                      "pairs when passing other arguments", "t.ap(pattern=[[s0, n0], [s1, n1]], ...)")
             pattern, offset, scalar_offset, vector_offset, dtype = pairs, None, None, None, None
         try:
             pat = [(int(s), int(c)) for s, c in pattern]
         except (TypeError, ValueError):
-            raise C.SimIndexError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
+            raise SimIndexError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
         base = al.array
         if not base.flags.c_contiguous:   # pragma: no cover - allocations are contiguous
-            raise C.SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
+            raise SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
         flat = base.reshape(-1)
         src_t = t
         if dtype is not None:
-            d = C.dt.canonical(dtype, op=api)
-            sd = C.dt.storage_dtype(d, C.current(api).options.precision)
+            d = dt.canonical(dtype, op=api)
+            sd = dt.storage_dtype(d, current(api).options.precision)
             if d is not al.dtype:
                 flat = flat.view(sd)
-                src_t = C.reinterpret(t, flat, d)
+                src_t = t.reinterpret(flat, d)
         isz = flat.itemsize
         start = t.off // isz if t.arr is not None else t.off // base.itemsize
         if offset is not None:
@@ -408,14 +438,14 @@ class NkiTensor:
         lo = start + sum(min(0, s * (c - 1)) for s, c in pat)
         hi = start + sum(max(0, s * (c - 1)) for s, c in pat)
         if vector_offset is not None:
-            if al.buffer in C.ON_CHIP:
-                raise C.SimTypeError("E007", api, "vector_offset", "vector indirection indexes an HBM tensor",
+            if al.buffer in ON_CHIP:
+                raise SimTypeError("E007", api, "vector_offset", "vector indirection indexes an HBM tensor",
                                      "Call .ap(vector_offset=...) on the HBM tensor")
             if int(indirect_dim) != 0:
-                raise C.SimNotImplementedError("E100", api, "indirect_dim", "vector_offset with indirect_dim != 0 "
+                raise SimNotImplementedError("E100", api, "indirect_dim", "vector_offset with indirect_dim != 0 "
                                                "is not supported (NKI documents indirect_dim=0 only)")
             if not isinstance(vector_offset, NkiTensor):
-                raise C.SimTypeError("E010", api, "vector_offset", "vector_offset must be an SBUF (P, 1) tensor")
+                raise SimTypeError("E010", api, "vector_offset", "vector_offset must be an SBUF (P, 1) tensor")
             rows = np.asarray(vector_offset.t.read()).reshape(-1).astype(np.int64)[:counts[0]]
             rstride = int(np.prod(base_shape[1:]))
             idx = np.full(counts, start, dtype=np.int64)
@@ -424,18 +454,18 @@ class NkiTensor:
                 sh = [1] * len(counts)
                 sh[ax] = c
                 idx += (np.arange(c, dtype=np.int64) * s).reshape(sh)
-            return NkiTensor(C.Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
-        if al.buffer in C.ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes \
+            return NkiTensor(Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
+        if al.buffer in ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes \
                 and pat[0][0] != al.row_bytes // isz:
-            raise C.SimValueError("E026", api, "pattern", f"on-chip access patterns step whole partitions: the first "
+            raise SimValueError("E026", api, "pattern", f"on-chip access patterns step whole partitions: the first "
                                   f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
                                   "Give the partition dimension first, with step = elements per partition")
         if lo < 0 or hi >= flat.size:
-            raise C.SimIndexError("E008", api, self.name,
+            raise SimIndexError("E008", api, self.name,
                                   f"access pattern {pattern} at offset {start} reaches elements [{lo}, {hi}] "
                                   f"of a {flat.size}-element tensor", "Fix the pattern's strides/counts or offset")
         v = np.lib.stride_tricks.as_strided(flat[start:], counts, [s * isz for s in strides])
-        return NkiTensor(C.view_of(src_t, v))
+        return NkiTensor(src_t.view_of(v))
 
 
 def _is_pair(x):
@@ -445,8 +475,7 @@ def _is_pair(x):
 # ---- operators map to nl.* ------------------------------------------------------------------
 def _binop(name, reverse=False):
     def f(self, other):
-        from . import language as nl
-        fn = getattr(nl, name)
+        fn = NL[name]
         return fn(other, self) if reverse else fn(self, other)
     f.__name__ = name
     return f
@@ -461,14 +490,14 @@ for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", 
                 ("eq", "equal"), ("ne", "not_equal")):
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
 NkiTensor.__hash__ = object.__hash__
-NkiTensor.__neg__ = lambda s: __import__("nki_kernels.sim.nki07.language", fromlist=["x"]).negative(s)
-NkiTensor.__abs__ = lambda s: __import__("nki_kernels.sim.nki07.language", fromlist=["x"]).abs(s)
-NkiTensor.__invert__ = lambda s: __import__("nki_kernels.sim.nki07.language", fromlist=["x"]).invert(s)
+NkiTensor.__neg__ = lambda s: NL["negative"](s)
+NkiTensor.__abs__ = lambda s: NL["abs"](s)
+NkiTensor.__invert__ = lambda s: NL["invert"](s)
 
 
 def wrap(t):
     """Core tensor -> NkiTensor (anything else unchanged)."""
-    return NkiTensor(t) if isinstance(t, C.Tensor) else t
+    return NkiTensor(t) if isinstance(t, Tensor) else t
 
 
 def unwrap(x):

@@ -1,7 +1,9 @@
-"""``nki.typing``: annotations for kernel parameters (``nt.tensor[128, 512]``); no runtime effect.
+"""``nki.typing``: annotations for kernel parameters (``nt.tensor[128, 512]``); no runtime effect."""
+from ..core.annotations import Annotation
+from .adapt import module_getattr
 
-The same annotation objects as the NKI 0.1 front end's ``neuronxcc.nki.typing``."""
-from ..typing import mutable_tensor, scalar, tensor  # noqa: F401
-from ._core import module_getattr
+tensor = Annotation("tensor")
+mutable_tensor = Annotation("mutable_tensor")
+scalar = Annotation("scalar")
 
 __getattr__ = module_getattr("nki.typing")

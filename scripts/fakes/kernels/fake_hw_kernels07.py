@@ -5,9 +5,8 @@ Needs a fake SDK tree with ``nki`` on PYTHONPATH (``sdk_2_33``); selected with
 alias (the cross-check's interpreter process), the plain NumPy functions are exported: the
 interpreter's ``jit`` would hand them NKI tensors.  Not NKI code.
 """
-import nki
-
 import fake_hw_kernels
+import nki
 
 if getattr(nki, "__nki_kernels_sim__", False):
     matmul, conv2d = fake_hw_kernels.matmul, fake_hw_kernels.conv2d

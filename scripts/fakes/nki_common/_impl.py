@@ -8,9 +8,12 @@ LNC 1 or 2.  ``simulate(kernel)`` runs the function as well.  Environment:
 ``FAKE_NKI_CALL_SECONDS`` (sleep per call), ``FAKE_NKI_ZEROS=1`` (return all-zero outputs,
 like ``baremetal`` on SDK 2.32, nki-samples#134), ``FAKE_LOG`` (append one line per call).
 """
+from __future__ import annotations
+
 import hashlib
 import os
 import time
+from typing import Any
 
 
 def _log(line):
@@ -27,17 +30,17 @@ def _shape_key(args):
 class Kernel:
     """What ``@nki.jit`` returns in the fake."""
 
-    def __init__(self, fn, lnc=1, _compiled=None):
+    def __init__(self, fn: Any, lnc: int = 1, _compiled: set | None = None) -> None:
         self.fn, self.lnc = fn, lnc
         self.__name__ = getattr(fn, "__name__", "kernel")
         self._compiled = set() if _compiled is None else _compiled
 
-    def __getitem__(self, lnc):
+    def __getitem__(self, lnc: int) -> Kernel:
         if lnc not in (1, 2):
             raise ValueError(f"fake nki: LNC must be 1 or 2 on trn2, got {lnc!r}")
         return Kernel(self.fn, lnc, self._compiled)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         framework = "torch" if any(type(a).__module__.startswith("torch") for a in args) else "numpy"
         _log(f"nki.jit call {self.__name__} lnc={self.lnc} framework={framework} "
              f"cwd={os.getcwd()} pid={os.getpid()}")
@@ -55,11 +58,11 @@ class Kernel:
         return out
 
 
-def jit(fn=None, **_kwargs):
+def jit(fn: Any = None, **_kwargs: Any) -> Any:
     return Kernel(fn) if fn is not None else Kernel
 
 
-def simulate(kernel):
+def simulate(kernel: Any) -> Any:
     fn = kernel.fn if isinstance(kernel, Kernel) else kernel
 
     def run(*args, **kwargs):

@@ -1,9 +1,8 @@
 """A runner shaped like CS149 part1 `run_benchmark.py` (ours): baremetal check, then benchmark."""
 import argparse
 
-import numpy as np
-
 import neuronxcc.nki as nki
+import numpy as np
 from kernels import add_stream, transpose
 
 if __name__ == "__main__":

@@ -8,14 +8,17 @@ process first, like a runtime helper), writes a fake NEFF and exposes
 base ``$FAKE_NKI_LATENCY_US`` (default 100).  ``baremetal(kernel)`` calls the kernel
 directly (only NumPy stand-ins work).
 """
+from __future__ import annotations
+
 import os
 import signal
 import subprocess
 import time
 from types import SimpleNamespace
+from typing import Any
 
 
-def jit(func=None, **_kwargs):
+def jit(func: Any = None, **_kwargs: Any) -> Any:
     return func if func is not None else (lambda f: f)
 
 
@@ -53,18 +56,18 @@ class _Benchmarked:
         self.benchmark_result = SimpleNamespace(nc_latency=_Latency(base))
 
 
-def benchmark(kernel=None, *, warmup=10, iters=100, save_neff_name=None, save_trace_name=None,
-              additional_compile_opt=None):
+def benchmark(kernel: Any = None, *, warmup: int = 10, iters: int = 100, save_neff_name: str | None = None,
+              save_trace_name: str | None = None, additional_compile_opt: str | None = None) -> Any:
     def wrap(k):
         return _Benchmarked(k, warmup, iters, save_neff_name, additional_compile_opt)
     return wrap(kernel) if kernel is not None else wrap
 
 
-def baremetal(kernel=None, **_kwargs):
+def baremetal(kernel: Any = None, **_kwargs: Any) -> Any:
     def wrap(k):
         return lambda *a, **kw: k(*a, **kw)
     return wrap(kernel) if kernel is not None else wrap
 
 
-def simulate_kernel(kernel, *args, **kwargs):
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     return kernel(*args, **kwargs)

@@ -1,0 +1,226 @@
+"""Per-run state: :class:`RunContext` -- options, memory accounting (memory.py), the trace, SPMD ids,
+the loop stack, the result waiting for its destination, accumulator registers, RNG state, hooks.
+
+One :class:`RunContext` exists while a kernel runs.  Every field is declared here (``__slots__``):
+no module adds state to a run at run time.  NKI calls of either front end find the run with
+:func:`enter` (E019 outside a kernel), which also runs the run's per-call hook (the LNC lockstep
+scheduler of an NKI 0.7 launch, chosen by the runner).
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import warnings
+from typing import Optional
+from collections.abc import Callable
+
+import numpy as np
+
+from . import limits
+from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
+from .memory import Memory
+from .options import SimOptions
+from .trace import Event, Trace
+
+_local = threading.local()
+_last_run: "Optional[RunContext]" = None
+
+
+def current(api: str | None = None) -> "RunContext":
+    """The run of this thread; with ``api``, E019 when there is none (an NKI call outside a kernel)."""
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None and api is not None:
+        raise SimRuntimeError("E019", api, None, "calling NKI API outside of NKI kernels is not supported",
+                              "Call it inside an @nki.jit kernel run by nki.simulate_kernel(kernel, *args)")
+    return ctx
+
+
+def maybe_current() -> "RunContext | None":
+    return getattr(_local, "ctx", None)
+
+
+def current_run() -> "RunContext | None":
+    """The most recently started run in any thread (progress reporting polls it; not thread-local)."""
+    return _last_run
+
+
+def enter(api: str, instruction: bool = True) -> "RunContext":
+    """The entry of every NKI call of both front ends: the run (E019 outside a kernel) and the run's
+    per-call hook; ``api`` names the call in messages."""
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        current(api)
+    hook = ctx.call_hook
+    if hook is not None:
+        hook()
+    ctx.api = api
+    # the user's line of this call: the first frame outside the interpreter, found once per call
+    f = sys._getframe(2)
+    while f.f_code.co_filename.startswith(_SIM_DIR):
+        f = f.f_back
+    ctx.site = (f.f_code.co_filename, f.f_lineno)
+    return ctx
+
+
+enter_landing = enter     # an assignment / `+=` (named for the reader: it may land a pending result)
+
+
+class RunContext:
+    """The state of one kernel run (every field declared)."""
+
+    __slots__ = (
+        "options",          # SimOptions of the run
+        "memory",           # Memory: live SBUF/PSUM bytes, capacity policy
+        "trace",            # Trace: the recorded events
+        "program_id",       # SPMD / LNC instance index tuple of the running instance
+        "grid",             # launch grid
+        "loops",            # enclosing loops (tuple of trace.LoopFrame), outermost first
+        "skip_middle_end",  # compiler flag: affine_range behaves as sequential_range (never shuffled)
+        "hbm_registry",     # HBM allocations of instance 0, handed to later instances in order
+        "hbm_cursor",       # position of the running instance in hbm_registry
+        "shuffle_rng",      # random.Random of SimOptions.shuffle_affine_seed (None: no shuffling)
+        "rand_rng",         # numpy Generator of nl.rand (seeded 0 at the start of a run, nl.random_seed)
+        "vector_acc",       # VectorE accumulator registers (select_reduce, range_select, ...), fp32 per partition
+        "act_acc",          # ScalarE activation accumulator registers (activation reduce_cmd), fp32 per partition
+        "pending",          # results waiting for their destination (ops.Result), in program order
+        "call_hook",        # called at every NKI call (the LNC lockstep scheduler) or None
+        "n_instructions",   # instructions executed so far (counted also without a trace)
+        "api",              # the NKI call being executed (for messages)
+        "site",             # (file, line) of that call in the user's code
+        "alloc_count",      # allocation id counter
+        "loop_count",       # loop id counter (one id per entry into a loop statement)
+        "warned",           # (key, file, line) of the warnings already given
+        "tensor_cls",       # the class of new tensors (the front end's Tensor subclass)
+    )
+
+    def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = (),
+                 capacity_policy: str = "error", tensor_cls: type | None = None):
+        self.options = options
+        self.memory = Memory(options, capacity_policy)
+        self.trace = Trace(kernel_name=kernel_name, grid=grid)
+        self.program_id: tuple = ()
+        self.grid: tuple = grid
+        self.loops: tuple = ()
+        self.skip_middle_end = False
+        self.hbm_registry: list = []
+        self.hbm_cursor = 0
+        self.shuffle_rng = random.Random(options.shuffle_affine_seed) \
+            if options.shuffle_affine_seed is not None else None
+        self.rand_rng = np.random.default_rng(0)
+        self.vector_acc = np.zeros(limits.PMAX, dtype=np.float32)
+        self.act_acc = np.zeros(limits.PMAX, dtype=np.float32)
+        self.pending: list = []
+        self.call_hook: Optional[Callable[[], None]] = None
+        self.n_instructions = 0
+        self.api = ""
+        self.site = ("<unknown>", 0)
+        self.alloc_count = 0
+        self.loop_count = 0
+        self.warned: set = set()
+        self.tensor_cls = tensor_cls
+        global _last_run
+        _last_run = self
+
+    # -- trace -------------------------------------------------------------------------
+    def record(self, op, api, engine, partitions=0, free_elems=0, in_shapes=(), out_shape=(),
+               in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), payload=None,
+               result=None, where=None, seq=None) -> Event | None:
+        """THE instruction-recording path: every instruction the interpreter executes passes
+        here exactly once (capacity check, block liveness, trace event), after its operands were
+        validated and its result landed.  ``result``: the instruction's fresh result allocation, if
+        any (not counted against capacity until the next instruction); ``where``: (file, line,
+        program_id, loops) captured when the instruction ran (default: now); ``seq``: the trace
+        position reserved when the instruction ran (:meth:`reserve`; default: the end)."""
+        self.n_instructions += 1
+        if self.memory.dirty:
+            self.memory.check(api, result)
+        if not self.options.trace:
+            return None
+        if self.memory.blocks:
+            self.memory.block_liveness(reads, writes)
+        if where is None:
+            site = self.site
+            where = (site[0], site[1], self.program_id, self.loops)
+        events = self.trace.events
+        ev = Event(len(events) if seq is None else seq, op, api, engine, partitions, free_elems, tuple(in_shapes),
+                   tuple(out_shape), tuple(in_dtypes), out_dtype, nbytes, flops, tuple(reads), tuple(writes), payload,
+                   where[0], where[1], where[2], where[3])
+        if seq is None:
+            events.append(ev)
+        else:
+            events[seq] = ev
+        return ev
+
+    def reserve(self) -> int:
+        """Reserve the next trace position for an instruction whose event is recorded later (its
+        result waits for its destination): program order stays exact.  -1 without a trace."""
+        if not self.options.trace:
+            return -1
+        events = self.trace.events
+        events.append(None)
+        return len(events) - 1
+
+    def where(self) -> tuple:
+        """(file, line, program_id, loops) of the running NKI call, for a result recorded later."""
+        site = self.site
+        return (site[0], site[1], self.program_id, self.loops)
+
+    def commit_pending(self) -> None:
+        """Record every pending result with its new tile as its destination (``ops.Result.commit``)."""
+        while self.pending:
+            self.pending[0].commit(self)
+
+    def next_loop_id(self) -> int:
+        """A fresh loop id (one per entry into a loop statement within this run)."""
+        self.loop_count += 1
+        return self.loop_count
+
+    def next_alloc_id(self) -> int:
+        self.alloc_count += 1
+        return self.alloc_count
+
+    def warn_once(self, key, message: str) -> None:
+        file, line = user_location()
+        k = (key, file, line)
+        if k in self.warned:
+            return
+        self.warned.add(k)
+        warnings.warn_explicit(f"{message} at {os.path.basename(file)}:{line}", SimWarning, file, line)
+
+    def finish(self) -> Trace:
+        if self.pending:
+            self.commit_pending()
+        self.trace.peak_sbuf_bytes_per_partition = self.memory.peak["sbuf"]
+        self.trace.peak_psum_bytes_per_partition = self.memory.peak["psum"]
+        return self.trace
+
+
+def unproven(key, message: str) -> None:
+    """A construct that is legal on paper but has public evidence of trouble on hardware: a
+    SimWarning naming the user's line, once per line; an E024 error under ``SimOptions.strict``."""
+    ctx = maybe_current()
+    if ctx is None:
+        return
+    if ctx.options.strict:
+        raise SimValueError("E024", "strict", None, message,
+                            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
+                            "without strict to get a warning")
+    ctx.warn_once(key, message)
+
+
+class activate:
+    """Context manager installing a RunContext as current (re-entrant for nested runs)."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def __enter__(self) -> RunContext:
+        self.prev = getattr(_local, "ctx", None)
+        _local.ctx = self.ctx
+        return self.ctx
+
+    def __exit__(self, *exc) -> bool:
+        _local.ctx = self.prev
+        return False

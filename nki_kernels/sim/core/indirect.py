@@ -1,0 +1,223 @@
+"""Indirect (tensor-valued) indexing and gathers: ``t[idx_tile, i_f]``, ``oob_mode``, gathers.
+
+Sources (aws-neuron-sdk): 2.26 docs at 49ee15c5 ``general/nki/api/nki/isa/__init__.py``
+(``dma_copy``: ``oob_mode``, ``dst_rmw_op``; ``local_gather``) and ``.../language/__init__.py``
+(``gather_flattened``); golden values in ``nki/test`` at 81ce03ae: ``test_nki_isa_dma_copy.py``,
+``test_nki_nl_load_store_indirect.py``, ``test_nki_isa_local_gather.py``,
+``test_nki_nl_gather_flattened.py``.
+
+An index tile on an axis of an HBM (or SBUF) tensor selects, per point of the access, the
+element whose index on that axis is the tile's value there.  The interpreter executes
+eagerly, so the tile's values are read when the view is created and the view becomes an
+ordinary advanced (arange-style) view, resolved at the instruction under its mask.  Out of
+bounds indices follow ``oob_mode``: ``error`` (the default, and the only mode of ``nl.load`` /
+``nl.store``) raises exactly ``IndexError`` with NumPy's message on the flattened tensor, as
+the real simulator does (``test_indirect_load_oob_err_negative``: "index 66048 is out of bounds
+for axis 0 with size 65536"); ``skip`` leaves the destination points of out-of-bounds indices
+unwritten (``test_indirect_load_oob_skip`` / ``test_indirect_store_oob_skip``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import ops as _ops
+from .context import RunContext
+from .errors import SimIndexError, SimTypeError, SimValueError
+from .ops import Dst, DTypeArg, MaskArg, compute_result, emit, op
+from .ops import mask_of as mask_array
+from .tensor import ON_CHIP, Tensor
+from .trace import POOL
+
+
+class IndirectTensor(Tensor):
+    """An advanced view whose indices on some axes came from index tiles.
+
+    ``index_tiles``: the tiles the addresses were read from (the DMA reads them too)."""
+    __slots__ = ("index_tiles",)
+
+    def valid(self) -> np.ndarray:
+        """Bool array (view shape): the points whose indices are all in bounds."""
+        ok = np.ones(self._shape, dtype=bool)
+        for axis, k in enumerate(self.key):
+            if isinstance(k, np.ndarray):
+                n = self.src.shape[axis]
+                kk = np.broadcast_to(k, self._shape)
+                ok &= (kk >= 0) & (kk < n)
+        return ok
+
+    def _resolve(self, mask):
+        m = None if mask is None or isinstance(mask, bool) else np.broadcast_to(mask, self._shape)
+        vm = self._mask       # a predicate attached to the view itself (tile[pred])
+        if vm is not None and not isinstance(vm, bool):
+            m = vm if m is None else (m & vm)
+        idx = []
+        for k in self.key:
+            if isinstance(k, np.ndarray):
+                kk = np.broadcast_to(k, self._shape)
+                idx.append(np.where(m, kk, 0) if m is not None else kk)
+            else:
+                idx.append(k)
+        bad = ~self.valid()
+        if m is not None:
+            bad &= m
+        if bad.any():
+            # NumPy's own message on the flattened tensor, as neuronxcc's simulator raises it
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            isz = self.src.itemsize
+            flat = self.off // isz
+            for axis, k in enumerate(idx):
+                v = k[first] if isinstance(k, np.ndarray) else k
+                flat += int(v) * (self.src.strides[axis] // isz)
+            raise IndexError(f"index {flat} is out of bounds for axis 0 with size {self.alloc.array.size}")
+        return tuple(idx)
+
+
+def _index_values(t: Tensor, api: str, axis: int, rank: int) -> np.ndarray:
+    """Integer values of an index tile, with trailing unit axes up to ``rank`` (partition-aligned)."""
+    if t.buffer not in ON_CHIP:
+        raise SimTypeError("E007", api, "index",
+                           f"an index tensor must be an SBUF tile, got a tensor in '{t.buffer}'",
+                           "Load the indices first: idx = nl.load(idx_tensor) (2.26 nl.load docs: "
+                           "'indices have to be in SBUF')")
+    if not _dt.is_int(t.dtype):
+        raise SimTypeError("E009", api, "index", f"index tile dtype {_dt.name_of(t.dtype)} is not an integer type",
+                           "Use int32/uint32 (e.g. nisa.iota(expr, dtype=nl.int32))")
+    v = np.asarray(t.read()).astype(np.int64)
+    if v.ndim > rank:
+        raise SimValueError("E011", api, "index", f"index tile of shape {t.shape} has more axes than the "
+                            f"indexed tensor ({rank})", "Use a (P, 1) index tile")
+    return v.reshape(v.shape + (1,) * (rank - v.ndim))
+
+
+def indirect_view(base: Tensor, key: list) -> IndirectTensor:
+    """``base[key]`` where some entries of ``key`` are index tiles (the rest ints / integer index
+    arrays the front end built)."""
+    api = "index"
+    rank = len(base.shape)
+    parts, tiles = [], []
+    for axis, k in enumerate(key):
+        if isinstance(k, Tensor):
+            parts.append(_index_values(k, api, axis, rank))
+            tiles.append(k)
+        else:
+            parts.append(k)
+    view = base.take(parts)
+    out = IndirectTensor(view.alloc, src=view.src, key=view.key, par=view.par, shape=view.shape, off=view.off)
+    out.index_tiles = tuple(tiles)
+    return out
+
+
+def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
+    """The DMA mask after ``oob_mode`` (2.26 dma_copy): ``skip`` drops out-of-bounds points."""
+    mode = "error" if oob_mode is None else getattr(oob_mode, "name", oob_mode)
+    if mode not in ("error", "skip"):
+        raise SimValueError("E011", api, "oob_mode", f"unknown oob_mode {oob_mode!r}",
+                            "Use nisa.oob_mode.error or nisa.oob_mode.skip")
+    if mode == "skip" and rmw is not None:
+        raise SimValueError("E011", api, "oob_mode", "dst_rmw_op allows only oob_mode=oob_mode.error "
+                            "(2.26 dma_copy docs)", "Drop oob_mode=skip or the read-modify-write")
+    if mode == "error" or m is False:
+        return m
+    for t in (dst, src):
+        if isinstance(t, IndirectTensor) and t.shape == dst.shape:
+            ok = t.valid()
+            m = ok if m is None or m is True else (np.asarray(m) & ok)
+    return m
+
+
+# ---------------------------------------------------------------------------------------
+# gathers
+# ---------------------------------------------------------------------------------------
+
+@op
+def gather_flattened(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, mask: MaskArg = None,
+                     dtype: DTypeArg = None, api: str = "nl.gather_flattened") -> Tensor | None:
+    """``nl.gather_flattened``: per partition, ``out[p, j...] = data[p].ravel()[indices[p, j...]]``.
+
+    2.26 language docs: data and indices 2-4-D, indices uint32, output shaped like indices;
+    out-of-bounds indices give garbage on hardware -- here they are an error (E008)."""
+    aname = "gather_flattened"
+    _ops.tile(data, aname, "data")
+    _ops.tile(indices, aname, "indices")
+    for arg, t in (("data", data), ("indices", indices)):
+        if not 2 <= t.ndim <= 4:
+            raise SimValueError("E011", aname, arg, f"{arg} must be 2-, 3- or 4-dimensional, got shape {t.shape}")
+    if not _dt.is_int(indices.dtype):
+        raise SimTypeError("E009", aname, "indices", f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
+                           "Cast the indices to nl.uint32")
+    _ops.same_partitions(aname, data=data, indices=indices)
+    P = data.shape[0]
+    flat = data.read().reshape(P, -1)
+    idx = np.asarray(indices.read()).astype(np.int64).reshape(P, -1)
+    m = mask_array(mask, indices.shape, aname)
+    sel = np.ones(idx.shape, bool) if m is None or m is True else np.broadcast_to(m, indices.shape).reshape(P, -1)
+    bad = sel & ((idx < 0) | (idx >= flat.shape[1]))
+    if bad.any():
+        p, j = (int(v) for v in np.argwhere(bad)[0])
+        raise _ops_oob(aname, idx[p, j], flat.shape[1])
+    r = np.take_along_axis(flat, np.where(sel, idx, 0), axis=1).reshape(indices.shape)
+    res = compute_result(np.ascontiguousarray(r), _dt.canonical(dtype, op=aname) if dtype is not None else data.dtype,
+                         op="gather_flattened", api=api, engine=POOL, inputs=(data, indices), mask=m, func="gather")
+    return emit(ctx, dst, res)
+
+
+def _ops_oob(api, value, n):
+    return SimIndexError("E008", api, "indices", f"index {value} is out of bounds for a flattened free size of {n} "
+                         "(garbage on hardware)", "Keep every index below the data tile's free size",
+                         got=value, limit=n - 1)
+
+
+_LOCAL_GATHER_ELEMS = (1, 2, 4, 8, 16, 32)
+
+
+@op
+def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, num_elem_per_idx: int = 1,
+                 num_valid_indices: int | None = None, *, mask: MaskArg = None, api: str = "nisa.local_gather",
+                 name: str | None = None) -> Tensor | None:
+    """``nisa.local_gather`` on GpSimd: each 16-partition group gathers from itself.
+
+    2.26 isa docs: per core (16 partitions), the indices of its ``index`` slice flattened
+    partition-first (Fortran order) are element offsets into the group's flattened free
+    axis; each selects ``num_elem_per_idx`` contiguous elements.  The golden reference in
+    test_nki_isa_local_gather.py passes ``index * num_elem_per_idx`` and compares against
+    ``np.take(src[group], indices, axis=1)`` on a (128, 512, 4) source."""
+    aname = "local_gather"
+    _ops.tile(src_buffer, aname, "src_buffer", buffers=("sbuf",))
+    _ops.tile(index, aname, "index", buffers=("sbuf",))
+    P = src_buffer.shape[0]
+    if index.shape[0] != P or P % 16:
+        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions, "
+                            f"a multiple of 16; got {P} and {index.shape[0]}",
+                            "Replicate the 16-partition index block to all partitions")
+    if index.dtype != _dt.uint16:
+        raise SimTypeError("E009", aname, "index", f"indices must be uint16, got {_dt.name_of(index.dtype)}",
+                           "Cast the index tile to nl.uint16")
+    if int(num_elem_per_idx) not in _LOCAL_GATHER_ELEMS:
+        raise SimValueError("E011", aname, "num_elem_per_idx", f"num_elem_per_idx must be one of "
+                            f"{_LOCAL_GATHER_ELEMS}, got {num_elem_per_idx}")
+    k = int(num_elem_per_idx)
+    cores = P // 16
+    per_core = index.size // cores
+    nv = per_core if num_valid_indices is None else int(num_valid_indices)
+    if not 0 < nv <= per_core or nv > 4096:
+        raise SimValueError("E011", aname, "num_valid_indices", f"num_valid_indices must be in 1..{min(per_core, 4096)}"
+                            f" (the indices of one 16-partition slice), got {nv}")
+    src = src_buffer.read().reshape(P, -1)
+    idx = np.asarray(index.read()).astype(np.int64).reshape(P, -1)
+    n_free = src.shape[1]
+    out = np.empty((P, nv, k), dtype=src.dtype)
+    for c in range(cores):
+        rows = slice(16 * c, 16 * (c + 1))
+        ids = idx[rows].flatten(order="F")[:nv]
+        starts = ids[:, None] + np.arange(k)[None, :]
+        if starts.size and (starts.min() < 0 or starts.max() >= n_free):
+            raise _ops_oob(aname, int(starts.max()), n_free)
+        out[rows] = src[rows][:, starts]
+    if nv == per_core and index.ndim == 2:
+        # (P, F, 16, k): index column, partition of the 16-group, element -- the shape the
+        # 2.26 example annotates (tensor[128, 4, 16, 4] for a (128, 4) index, k = 4)
+        out = out.reshape(P, index.shape[1], 16, k)
+    res = compute_result(out, src_buffer.dtype, op="local_gather", api=api, engine=POOL, inputs=(src_buffer, index),
+                         mask=mask_array(mask, out.shape, aname), func="gather")
+    return emit(ctx, dst, res)

@@ -1,0 +1,41 @@
+"""Loops of both front ends: ``affine_range`` / ``sequential_range`` / ``static_range`` (NKI 0.1 spec
+§11; NKI 0.6 C1).  Each iteration pushes a :class:`~.trace.LoopFrame` on ``RunContext.loops`` (kind,
+a loop id per entry into the loop statement, iteration, trip count, the loop statement's line), so
+every event carries its loop context; ``SimOptions.shuffle_affine_seed`` shuffles ``affine_range``."""
+from __future__ import annotations
+
+import builtins
+
+from .context import maybe_current, unproven
+from .errors import user_location
+from .trace import LoopFrame, LoopKind
+
+_KINDS = {"affine": LoopKind.AFFINE, "sequential": LoopKind.SEQUENTIAL, "static": LoopKind.STATIC,
+          "range": LoopKind.RANGE}
+
+
+def loop(kind: str, args: tuple):
+    """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range")."""
+    r = builtins.range(*args)
+    ctx = maybe_current()
+    order = list(r)
+    if ctx is not None and kind == "affine" and ctx.shuffle_rng is not None and not ctx.skip_middle_end:
+        ctx.shuffle_rng.shuffle(order)
+    if ctx is None:
+        yield from order
+        return
+    if kind == "affine" and not order:
+        # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
+        unproven("zero_trip", f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
+                 "loop with an `if` on the trip count")
+    outer = ctx.loops
+    lk = _KINDS[kind]
+    loop_id = ctx.next_loop_id()
+    file, line = user_location()
+    n, start, step = len(r), r.start, r.step
+    for i in order:
+        ctx.loops = outer + (LoopFrame(lk, loop_id, (i - start) // step, n, file, line),)
+        try:
+            yield i
+        finally:
+            ctx.loops = outer

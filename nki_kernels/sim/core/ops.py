@@ -1,0 +1,918 @@
+"""The op core's machinery: the op table, ALU op tables, operand checks, and how a result lands.
+
+Ops are destination-passing functions ``op(ctx, dst, *operands, **options)`` registered in
+:data:`OPS` (``@op``).  Each validates every operand before touching state, computes with one
+vectorised NumPy call, and hands its result to :func:`emit` as a :class:`Result`:
+
+* ``dst`` a tensor: the result lands there (rounded once to ``dst``'s dtype, under the instruction's
+  mask) and one final event is recorded with ``dst`` as its write region;
+* ``dst`` is ``None``: a new tile holds the result and the event is recorded now;
+* ``dst`` is :data:`PENDING` (a value-returning call of a front end): a new tile holds the result,
+  the instruction's place in the trace is reserved, and its event waits for its destination
+  (``RunContext.pending``, ``Alloc.pending``) -- an assignment ``t[...] = r`` or ``psum += r`` lands
+  it in ``t`` (:func:`assign`, :func:`accumulate`); the first other use of the new tile (an
+  instruction reading or writing it), or the kernel's end, records it with the new tile as its
+  destination (:meth:`Result.commit`).
+
+Nothing edits an event after it is recorded; program order is the order the instructions ran.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from . import dtypes as dt
+from . import limits
+from .context import RunContext
+from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
+from .memory import BY_OTHER, BY_TENSOR_ENGINE, NEVER, Alloc
+from .tensor import HBM_KINDS, ON_CHIP, PSUM, SBUF, Tensor, fresh
+from .trace import ACT, DMA, DVE, PE, Buffer, Dma, Elementwise, Engine, Event, Matmul, Reduce, Transpose
+
+OPS: dict = {}          # op name -> the core op function (ctx, dst, ...)
+
+class _Pending:
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING = _Pending()     # dst of a value-returning front-end call: land later (module docstring)
+
+
+# argument types of the core ops' signatures
+Dst = Tensor | _Pending | None          # a destination tensor, PENDING, or None (a new tile now)
+MaskArg = np.ndarray | bool | None        # an instruction's mask (the front end evaluated it)
+Operand = Tensor | float | int | None      # a tile or a scalar
+OpArg = Any                                    # an ALU op: nl.add, np.add or "add"
+DTypeArg = Any                                 # an NKI dtype, a NumPy dtype or its name
+EngineArg = Any                                # an ISA engine enum member (or an int naming one)
+EnumArg = Any                                  # another ISA enum member (or an int naming one)
+AxisArg = int | Sequence[int]
+ShapeArg = int | Sequence[int] | None
+
+
+def op(fn: Callable) -> Callable:
+    """Register a core op under its function name (``grep -n "^def NAME" nki_kernels/sim/core/*.py``)."""
+    OPS[fn.__name__] = fn
+    return fn
+
+
+# ---------------------------------------------------------------------------------------
+# op codes: nl.add / np.add / "add" all name the same ALU op
+# ---------------------------------------------------------------------------------------
+
+
+def _erf(x):
+    # Abramowitz & Stegun 7.1.26 refined with one Newton step is overkill; use math.erf
+    # through frompyfunc only for tiny inputs, else a 1.5e-7-accurate rational form.
+    a1, a2, a3, a4, a5, p = 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429, 0.3275911
+    s = np.sign(x)
+    ax = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + p * ax)
+    y = 1.0 - (((((a5 * t + a4) * t) + a3) * t + a2) * t + a1) * t * np.exp(-ax * ax)
+    return (s * y).astype(np.float32)
+
+
+def _sigmoid(x):
+    return (0.5 * (1.0 + np.tanh(0.5 * x))).astype(np.float32)
+
+
+_SQ2 = np.float32(math.sqrt(2.0))
+_SQ2PI = np.float32(math.sqrt(2.0 / math.pi))
+
+# name -> (fp32 function, default engine)
+UNARY = {
+    "exp": (np.exp, ACT), "log": (np.log, ACT), "sqrt": (np.sqrt, ACT),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), ACT), "reciprocal": (lambda x: 1.0 / x, ACT),
+    "square": (np.square, ACT), "negative": (np.negative, DVE), "abs": (np.abs, DVE),
+    "sign": (np.sign, ACT), "sin": (np.sin, ACT), "cos": (np.cos, ACT), "tan": (np.tan, ACT),
+    "tanh": (np.tanh, ACT), "arctan": (np.arctan, ACT), "erf": (_erf, ACT),
+    "erf_dx": (lambda x: np.float32(2 / math.sqrt(math.pi)) * np.exp(-x * x), ACT),
+    "sigmoid": (_sigmoid, ACT), "relu": (lambda x: np.maximum(x, 0), ACT),
+    "gelu": (lambda x: 0.5 * x * (1 + _erf(x / _SQ2)), ACT),
+    "gelu_dx": (lambda x: 0.5 * (1 + _erf(x / _SQ2)) + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2 * math.pi)),
+                ACT),
+    "gelu_apprx_tanh": (lambda x: 0.5 * x * (1 + np.tanh(_SQ2PI * (x + 0.044715 * x ** 3))), ACT),
+    "gelu_apprx_sigmoid": (lambda x: x * _sigmoid(1.702 * x), ACT),
+    "silu": (lambda x: x * _sigmoid(x), ACT),
+    "silu_dx": (lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))), ACT),
+    "softplus": (lambda x: np.logaddexp(0, x), ACT),
+    "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)), ACT),
+    "ceil": (np.ceil, DVE), "floor": (np.floor, DVE), "trunc": (np.trunc, DVE),
+    "copy": (lambda x: x, ACT), "identity": (lambda x: x, ACT),
+    "logical_not": (lambda x: (x == 0), DVE), "invert": (None, DVE),
+}
+
+# name -> fp32 binary function; comparisons/logical return bool
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "max": np.maximum,
+    "min": np.minimum, "fmod": np.fmod, "mod": np.mod, "floor_divide": np.floor_divide,
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+# NKI 0.6 nl: the operand with the larger (smaller) magnitude, signed; y on ties (NL ``abs_max`` examples)
+BINARY["abs_max"] = lambda a, b: np.where(np.abs(a) > np.abs(b), a, b)
+BINARY["abs_min"] = lambda a, b: np.where(np.abs(a) < np.abs(b), a, b)
+UNARY["gelu_apprx_sigmoid_dx"] = (lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x))), ACT)
+BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+           "left_shift": np.left_shift, "right_shift": np.right_shift}
+COMPARE = {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor"}
+REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "max": np.max, "minimum": np.min,
+          "min": np.min, "logical_and": np.all, "logical_or": np.any,
+          "bitwise_and": np.bitwise_and.reduce, "bitwise_or": np.bitwise_or.reduce,
+          "bitwise_xor": np.bitwise_xor.reduce}
+
+_NP_CODES = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
+    np.power: "power", np.maximum: "maximum", np.minimum: "minimum", np.fmod: "fmod",
+    np.mod: "mod", np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater",
+    np.greater_equal: "greater_equal", np.less: "less", np.less_equal: "less_equal",
+    np.logical_and: "logical_and", np.logical_or: "logical_or", np.logical_xor: "logical_xor",
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
+    np.left_shift: "left_shift", np.right_shift: "right_shift", np.exp: "exp", np.log: "log",
+    np.sqrt: "sqrt", np.square: "square", np.tanh: "tanh", np.abs: "abs", np.negative: "negative",
+    np.sign: "sign", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "arctan",
+    np.ceil: "ceil", np.floor: "floor", np.trunc: "trunc", np.copy: "copy", np.reciprocal: "reciprocal",
+    np.max: "max", np.min: "min", np.sum: "add", np.prod: "multiply", np.floor_divide: "floor_divide",
+}
+try:  # numpy aliases
+    _NP_CODES[np.amax] = "max"
+    _NP_CODES[np.amin] = "min"
+except AttributeError:  # pragma: no cover
+    pass
+
+
+_MASKED_REDUCE = {
+    "sum": (np.sum, None), "add": (np.sum, None), "prod": (np.prod, None), "multiply": (np.prod, None),
+    "max": (np.max, -np.inf), "maximum": (np.max, -np.inf), "min": (np.min, np.inf), "minimum": (np.min, np.inf),
+    "mean": (np.mean, None), "var": (np.var, None),
+}
+
+
+def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
+    """Reduce only the elements ``m`` selects (a reduction's mask= selects inputs)."""
+    if m is False:
+        m = np.zeros(v.shape, bool)
+    if name in ("all", "logical_and"):
+        return np.all(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    if name in ("logical_or",):
+        return np.any(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
+    fn, init = _MASKED_REDUCE[name]
+    kw = {} if init is None else {"initial": init}
+    return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
+
+
+def reduce_out_mask(m: MaskArg, axes: tuple, keepdims: bool) -> MaskArg:
+    """The outputs of a masked reduction that have at least one selected input."""
+    if m is False:
+        return False
+    return np.any(m, axis=axes, keepdims=keepdims)
+
+
+def opcode(op, api: str, arg: str = "op") -> str:
+    """Name of an ALU op given as nl.X, np.X or a string."""
+    if isinstance(op, str):
+        return op
+    name = getattr(op, "_nki_op", None)
+    if name is not None:
+        return name
+    try:
+        if op in _NP_CODES:
+            return _NP_CODES[op]
+    except TypeError:
+        pass
+    raise NKISyntaxError("E021", api, arg, f"{getattr(op, '__name__', op)!r} is not supported in '{api}'",
+                         "Pass an nl.* op such as nl.add, nl.multiply, nl.maximum, nl.exp")
+
+
+# ---------------------------------------------------------------------------------------
+# operand validation
+# ---------------------------------------------------------------------------------------
+
+
+def mask_of(mask: MaskArg, shape: tuple, api: str = "mask") -> MaskArg:
+    """A core mask (None, a bool, or a bool array the front end built) for an instruction whose
+    output has ``shape``: None (all), a bool, or a bool array of ``shape`` (E011 if it does not
+    broadcast)."""
+    if mask is None:
+        return None
+    if mask is True or mask is False or isinstance(mask, (bool, np.bool_)):
+        return bool(mask)
+    m = mask
+    if m.ndim < len(shape):
+        m = m.reshape(m.shape + (1,) * (len(shape) - m.ndim))
+    try:
+        return np.broadcast_to(m, shape)
+    except ValueError:
+        raise SimValueError("E011", api, "mask", f"mask of shape {mask.shape} does not broadcast "
+                            f"to the instruction's shape {tuple(shape)}",
+                            "Build the mask from the same index expressions that index the operands") from None
+
+
+# ---------------------------------------------------------------------------------------
+# results and how they land
+# ---------------------------------------------------------------------------------------
+
+K_ELEMENTWISE, K_REDUCE, K_MATMUL, K_TRANSPOSE, K_DMA = "E", "R", "M", "T", "D"
+
+
+class Result:
+    """An instruction's result before it lands: the exact value and everything its event needs
+    except the destination.  ``fields`` by ``kind``: K_ELEMENTWISE (func, n_ops, strided, psum_in,
+    eviction, reduce); K_REDUCE (func, axes); K_MATMUL (K, M, N, in_dtype, perf_mode); K_TRANSPOSE (P, F,
+    in_dtype, on_tensor_engine, psum_in); K_DMA (src tensor or None, rmw, transpose, n_elems)."""
+
+    __slots__ = ("op", "api", "engine", "kind", "fields", "value", "dtype", "buffer", "mask", "shape",
+                 "partitions", "free_elems", "in_shapes", "in_dtypes", "reads", "nbytes", "out_bytes",
+                 "flops", "extra_reads", "extra_writes", "tile", "where", "written_by", "origin", "slot",
+                 "private")
+
+    def commit(self, ctx) -> None:
+        """Record the result with its new tile as its destination (the pending result's end)."""
+        self.release(ctx)
+        record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
+
+    def release(self, ctx) -> None:
+        """No longer pending (it lands, or it is committed)."""
+        self.tile.alloc.pending = None
+        ctx.pending.remove(self)
+
+
+def compute_result(value: np.ndarray | None, dtype: DTypeArg, *, op: str, api: str, engine: Engine,
+                   inputs: Sequence = (), mask: MaskArg = None, func: str = "", n_ops: int = 1,
+                   flops_per_elem: int = 1, buffer: Buffer = SBUF, axes: int | None = None, reduce: bool = False,
+                   eviction: bool = False, extra_reads: Sequence[Tensor] = (), extra_writes: Sequence[Tensor] = (),
+                   shape: tuple | None = None, par: int = 0) -> Result:
+    """The :class:`Result` of an elementwise-class instruction (a :class:`Reduce` payload when
+    ``axes`` -- the free axes reduced, 0: across partitions -- is given).  ``inputs``: the operands
+    (tiles are read regions; scalars are skipped); ``extra_reads``/``extra_writes``: tiles the
+    instruction also reads / writes besides its operands and destination."""
+    r = Result()
+    if shape is None:
+        oshape = value.shape
+        size = value.size
+    else:
+        oshape = shape
+        size = 1
+        for n in shape:
+            size *= n
+    P = oshape[par] if oshape else 1
+    N = size // P if P else 0
+    psum_in = strided = False
+    nbytes = 0
+    in_shapes, in_dtypes, reads = [], [], []
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            continue
+        al = t.alloc
+        shp = t._shape
+        tsize = t.size
+        n = tsize // shp[0] if shp and shp[0] else 0
+        if n > N:
+            N = n
+        if al.buffer is PSUM:
+            psum_in = True
+        if not strided and _strided(t):
+            strided = True
+        nbytes += tsize * al.itemsize
+        in_shapes.append(shp)
+        in_dtypes.append(al.dname)
+        reads.append(t.region())
+    for t in extra_reads:
+        reads.append(t.region())
+    r.op, r.api, r.engine = op, api, engine
+    if axes is None:
+        r.kind, r.fields = K_ELEMENTWISE, (func, n_ops, strided, psum_in, eviction, reduce)
+    else:
+        r.kind, r.fields = K_REDUCE, (func, axes)
+    r.value, r.dtype, r.buffer, r.mask, r.shape = value, dtype, buffer, mask, oshape
+    r.partitions, r.free_elems = P, N
+    r.in_shapes, r.in_dtypes, r.reads = in_shapes, in_dtypes, reads
+    r.nbytes, r.out_bytes = nbytes, size
+    r.flops = P * N * n_ops * flops_per_elem
+    r.extra_reads, r.extra_writes = (), extra_writes
+    r.tile = r.where = None
+    r.written_by = BY_OTHER
+    r.origin = r.private = False
+    return r
+
+
+def new_result(kind: str, fields: tuple, value: np.ndarray, dtype: DTypeArg, *, op: str, api: str, engine: Engine,
+               inputs: Sequence[Tensor], partitions: int, free_elems: int, nbytes: int, flops: int,
+               buffer: Buffer = SBUF, mask: MaskArg = None, written_by: int = BY_OTHER, shape: tuple | None = None,
+               private: bool = False) -> Result:
+    """The :class:`Result` of a TensorE instruction (its event sizes computed by the op); ``private``:
+    ``value`` is a new array (no operand's storage)."""
+    r = Result()
+    r.op, r.api, r.engine, r.kind, r.fields = op, api, engine, kind, fields
+    r.value, r.dtype, r.buffer, r.mask = value, dtype, buffer, mask
+    r.shape = value.shape if shape is None else shape
+    r.partitions, r.free_elems = partitions, free_elems
+    r.in_shapes = [t._shape for t in inputs]
+    r.in_dtypes = [t.alloc.dname for t in inputs]
+    r.reads = [t.region() for t in inputs]
+    r.nbytes, r.out_bytes, r.flops = nbytes, 0, flops
+    r.extra_reads, r.extra_writes = (), ()
+    r.tile = r.where = None
+    r.written_by = written_by
+    r.origin = False
+    r.private = private
+    return r
+
+
+def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = False, result: Alloc | None = None,
+           where: tuple | None = None, seq: int | None = None) -> Event | None:
+    """Record ``res`` with ``dst`` as its destination: the one final event of the instruction."""
+    if not ctx.options.trace:
+        return ctx.record(res.op, res.api, res.engine, result=result)
+    dal = dst.alloc
+    psum_out = dal.buffer is PSUM
+    f = res.fields
+    k = res.kind
+    region = dst.region()
+    reads = res.reads
+    if accumulate or res.extra_reads:
+        reads = list(reads)
+        if accumulate:
+            reads.append(region)
+        reads.extend(res.extra_reads)
+    writes = [region]
+    for t in res.extra_writes:
+        writes.append(t.region())
+    P, N = res.partitions, res.free_elems
+    nbytes = res.nbytes + res.out_bytes * dal.itemsize
+    if k is K_ELEMENTWISE:
+        payload = Elementwise(f[0], N, f[1], f[2], f[3], psum_out, f[4], f[5])
+    elif k is K_REDUCE:
+        payload = Reduce(f[0], N, f[1])
+    elif k is K_MATMUL:
+        payload = Matmul(f[0], f[1], f[2], f[3], f[4], bool(accumulate))
+    elif k is K_TRANSPOSE:
+        payload = Transpose(f[0], f[1], f[2], f[3], f[4], psum_out)
+    else:
+        src, rmw, transpose, n_elems = f
+        return record_dma(ctx, res.api, dst, src, n_elems, op=res.op, rmw=rmw, transpose=transpose,
+                          index_reads=res.reads[1:], where=where, result=result, seq=seq)
+    return ctx.record(res.op, res.api, res.engine, P, N, res.in_shapes, res.shape, res.in_dtypes, dal.dname,
+                      nbytes, res.flops, reads, writes, payload, result, where, seq)
+
+
+def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) -> Tensor | None:
+    """Hand a result to its destination (module docstring): land it in ``dst``, or a new tile
+    (recorded now for ``dst=None``, pending for ``dst=PENDING``).  Returns the new tile or None."""
+    if dst is None or dst is PENDING:
+        tile = fresh(res.value, res.dtype, res.buffer, api=res.api, mask=res.mask, kind=res.written_by,
+                     origin=res.origin, private=res.private, ctx=ctx)
+        if dst is None:
+            record(ctx, res, tile, result=tile.alloc)
+        else:
+            res.tile = tile
+            site = ctx.site
+            res.where = (site[0], site[1], ctx.program_id, ctx.loops)
+            if ctx.options.trace:
+                events = ctx.trace.events
+                res.slot = len(events)
+                events.append(None)          # the instruction's place in program order (ctx.reserve)
+            else:
+                res.slot = -1
+            tile.alloc.pending = res
+            ctx.pending.append(res)
+        return tile
+    if res.engine is not DMA and dst.alloc.buffer in HBM_KINDS:
+        short = res.api.split(".")[-1]
+        raise SimTypeError("E007", short, "dst", f"'{short}' writes sbuf|psum, got a tensor in "
+                           f"'{dst.alloc.buffer.value}'", "Write an SBUF/PSUM tile, then dma_copy it to HBM")
+    how = fit_exact(res.api, dst, res.shape)
+    if res.engine is PE and dst.alloc.buffer is not PSUM:
+        # TensorE writes only PSUM: the result lands in a PSUM tile and a copy evicts it to dst
+        tile = emit(ctx, None, res)
+        copy_into(ctx, dst, tile, api=res.api, eviction=True, how=how)
+        return None
+    land(ctx, res, dst, how=how, accumulate=accumulate)
+    return None
+
+
+def land(ctx, res: Result, dst: Tensor, *, how="same", mask=None, accumulate=False, where=None, seq=None) -> None:
+    """Write ``res``'s exact value into ``dst`` (rounded once to its dtype) under the instruction's
+    and the assignment's masks, accumulating onto what is there when ``accumulate`` (the first write
+    to a never-written PSUM element overwrites it), and record the instruction's event."""
+    api = res.api
+    v = res.value
+    if how != "same":
+        v = place(v, dst._shape, how)
+    vm = res.mask
+    lm = mask
+    if vm is not None:
+        vm = place(vm, dst._shape, how) if how != "same" else vm
+        lm = vm if mask is None or mask is True else (False if mask is False or vm is False else mask & vm)
+    if accumulate and lm is None and how == "same" and dst.accumulate(v, res.written_by):
+        record(ctx, res, dst, accumulate=accumulate, where=where, seq=seq)
+        return
+    if accumulate:
+        cur = dst.read_raw()
+        if dst.alloc.psum_fill != BY_TENSOR_ENGINE or dst.alloc.psum_kind is not None:
+            never = dst.written_kinds() == NEVER
+            if never.any():
+                cur = np.where(never, np.float32(0), cur)
+        v = cur.astype(np.float32, copy=False) + v
+    dst.write(v, lm, api=api, kind=res.written_by)
+    record(ctx, res, dst, accumulate=accumulate, where=where, seq=seq)
+
+
+def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=None, accumulate=False) -> bool:
+    """If ``value`` is a pending result's tile itself, land the result in ``dst`` (``dst[...] = value``
+    / ``+=``) and return True."""
+    res = value.alloc.pending
+    if res is None or res.tile is not value:
+        return False
+    dal = dst.alloc
+    if res.engine is DMA and dal.buffer is PSUM:
+        res.commit(ctx)
+        raise SimTypeError("E007", api, dst.name,
+                           f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
+                           f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
+    if res.engine is PE and dal.buffer is not PSUM:
+        # TensorE writes only PSUM ("nc_matmul must write outputs to PSUM", 2.26 isa doc):
+        # `sbuf[...] = nc_matmul(...)` / `= nc_transpose(...)` is the PSUM result plus a copy into
+        # SBUF -- 2.26 nl.store: "an extra copy will be performed"; the errors doc describes
+        # assignment as a copy.  The copy is an eviction.
+        res.commit(ctx)
+        copy_into(ctx, dst, value, api=api, eviction=True, how=how, mask=mask)
+        return True
+    if dal.buffer not in ON_CHIP and res.engine is not DMA:
+        return False
+    res.release(ctx)
+    ctx.memory.release(value.alloc)      # the new tile is consumed: it never occupied memory next to dst
+    land(ctx, res, dst, how=how, mask=mask, accumulate=accumulate, where=res.where, seq=res.slot)
+    return True
+
+
+def fit_exact(api, dst: Tensor, shape) -> str:
+    """ISA dst rule (NKI 0.6 ISA, every instruction: "dst" has the result's shape): the result's
+    partition count and element count per partition; 'same' or 'reshape'."""
+    if dst._shape == shape:
+        return "same"
+    P, F = shape[0], free_size(shape)
+    if dst._shape[0] != P or free_size(dst._shape) != F:
+        raise SimValueError("E011", api.split(".")[-1], "dst",
+                            f"dst{list(dst._shape)} does not match the result{list(shape)}: it needs "
+                            f"{P} partitions and {F} elements per partition",
+                            "Slice or reshape dst to the instruction's output shape")
+    return "reshape"
+
+
+def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same", mask=None) -> None:
+    """An on-chip copy instruction (VectorE tensor_copy) of ``src`` into ``dst``."""
+    tile(src, api, "value")
+    v = src.read()
+    dst.write(place(v, dst._shape, how) if how != "same" else v, mask, api=api)
+    res = compute_result(v, dst.dtype, op="tensor_copy", api=api, engine=DVE, inputs=(src,), func="copy",
+                         eviction=eviction, shape=src._shape)
+    record(ctx, res, dst)
+
+
+def record_inplace(ctx, dst: Tensor, res: Result) -> None:
+    """Record an instruction that wrote its destination itself (a partial or predicated write)."""
+    record(ctx, res, dst)
+
+
+def _space_error(api, arg, t, allowed):
+    want = "hbm" if allowed == HBM_KINDS else "|".join(a for a in allowed)
+    got = t.buffer
+    return SimTypeError("E007", api, arg,
+                        f"Expected operand '{arg}' of '{api}' to be in address space '{want}', but got a "
+                        f"tile in '{got}' instead",
+                        {"hbm": "Load it into SBUF first (nl.load / nisa.dma_copy)",
+                         "psum": "Copy it out of PSUM first (nisa.tensor_copy)",
+                         "sbuf": "Use an SBUF/PSUM tile"}.get(got, "Move it to the right buffer"))
+
+
+def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> Tensor:
+    """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
+    ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
+    if not isinstance(x, Tensor):
+        raise SimTypeError("E010", api, arg, f"expected a tile, got {type(x).__name__}",
+                           "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)")
+    al = x.alloc
+    if al.pending is not None:
+        x.settle()           # an operand that is a pending result: its instruction comes first
+    b = al.buffer
+    if b not in buffers:
+        raise _space_error(api, arg, x, buffers)
+    onchip = b is SBUF or b is PSUM
+    if onchip and x.par != 0:
+        raise SimTypeError("E010", api, arg,
+                           f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
+                           f"leading axis of the access {x.shape}",
+                           "Index the block dimensions with ints so the nl.par_dim axis comes first")
+    shp = x._shape
+    if shp and shp[0] > limits.PMAX:
+        raise partition_error(api, arg, shp[0])
+    if engine_access and onchip and not x.access_ok:
+        a = x.arr
+        # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and
+                (a.shape[0] == 1 or a.strides[0] == al.row_bytes)):
+            _partition_access(x, api, arg)
+        x.access_ok = True      # the rules depend only on the view's geometry: checked once per view
+    return x
+
+
+def _start_partition(x: Tensor) -> tuple[int, int]:
+    """(first partition, partition step) of an on-chip access."""
+    al = x.alloc
+    if x.arr is not None:
+        row = al.row_bytes
+        start = x.off // row if row else 0
+        step = abs(x.arr.strides[0]) // row if row and x.arr.ndim and x.arr.shape[0] > 1 else 1
+        return start, step
+    if al.par_axis:
+        return 0, 1          # an index view of a block-dimension tensor: blocks start at partition 0
+    k = x.key[0] if x.key else 0
+    if isinstance(k, np.ndarray):
+        v = np.unique(k)
+        step = int(np.min(np.diff(v))) if v.size > 1 else 1
+        if v.size > 1 and not np.all(np.diff(v) == step):
+            step = -1
+        return int(v.min()) + x.off // al.row_bytes if al.row_bytes else int(v.min()), step
+    return int(k), 1
+
+
+def _partition_access(x: Tensor, api, arg) -> None:
+    """SBUF/PSUM access rules of a compute-engine operand (SDK 2.26 arch guide
+    general/nki/arch/trainium_inferentia2_arch.rst, "Data streaming"): no partition striding (a
+    tile occupies consecutive partitions); start_partition 0 for 64 < P <= 128, 0/64 for
+    32 < P <= 64, 0/32/64/96 for P <= 32; at most a 4-D access pattern along the free axes."""
+    n = x._shape[0] if x._shape else 1
+    start, step = _start_partition(x)
+    if n > 1 and step != 1:
+        raise SimValueError("E026", api, arg, f"the access of '{x.name}' strides the partition axis (step "
+                            f"{step}); hardware does not allow partition striding",
+                            "Access consecutive partitions (copy a strided selection with a DMA first)")
+    allowed = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    if start not in allowed:
+        raise SimValueError("E026", api, arg, f"an access of {n} partitions of '{x.name}' starts at partition "
+                            f"{start}; allowed starts for {n} partitions: {'/'.join(map(str, allowed))}",
+                            "Start the tile slice at an allowed partition (or allocate a separate tile)",
+                            got=start, limit="/".join(map(str, allowed)))
+    a = x.arr
+    if a is not None and a.ndim > 5:
+        dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:]) if d != 1]
+        merged = []
+        for d, st in dims:
+            if merged and merged[-1][1] == st * d:
+                merged[-1] = (merged[-1][0] * d, st)
+            else:
+                merged.append((d, st))
+        if len(merged) > 4:
+            raise SimValueError("E026", api, arg, f"the access of '{x.name}' {tuple(x.shape)} needs a "
+                                f"{len(merged)}-D free-axis access pattern; engines support up to 4-D",
+                                "Reshape contiguous free axes together or split the instruction",
+                                got=len(merged), limit=4)
+
+
+def hbm(x, api: str, arg: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise SimTypeError("E007", api, arg, f"expected an HBM tensor, got {type(x).__name__}")
+    if x.buffer not in HBM_KINDS:
+        raise _space_error(api, arg, x, HBM_KINDS)
+    return x
+
+
+def same_partitions(api: str, **tiles: Tensor) -> None:
+    it = iter(tiles.values())
+    p0 = next(it)._shape[0]
+    if all(t._shape[0] == p0 for t in it):
+        return
+    ps = {k: v.shape[0] for k, v in tiles.items() if isinstance(v, Tensor)}
+    if len(set(ps.values())) > 1:
+        desc = ", ".join(f"{k}{list(tiles[k].shape)}" for k in ps)
+        raise SimValueError("E002", api, None,
+                            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                            f"({desc}) of '{api}'", "Slice the operands to the same partition range")
+
+
+def pa_pad(a: np.ndarray, nd: int) -> np.ndarray:
+    """Partition-aligned broadcasting: pad trailing 1s (spec §5: (P,) behaves as (P,1))."""
+    if a.ndim < nd:
+        return a.reshape(a.shape + (1,) * (nd - a.ndim))
+    return a
+
+
+def pa_shape(api: str, *shapes: tuple) -> tuple:
+    nd = max(len(s) for s in shapes)
+    padded = [tuple(s) + (1,) * (nd - len(s)) for s in shapes]
+    try:
+        return np.broadcast_shapes(*padded)
+    except ValueError:
+        raise SimValueError("E011", api, None, "Parameter shapes " + ", ".join(str(tuple(s)) for s in shapes)
+                            + " could not be broadcast together",
+                            "Operands must match or broadcast partition-first ((P,1) or (1,F) against (P,F))") \
+            from None
+
+
+def free_size(shape) -> int:
+    n = 1
+    for s in shape[1:]:
+        n *= s
+    return n
+
+
+def value_of(x: Operand, mask: MaskArg = None) -> np.ndarray | float:
+    """fp32 array of a tile, or the scalar itself."""
+    if isinstance(x, Tensor):
+        return x.read_f32(mask)
+    return x
+
+
+def dtype_of(x: Operand) -> DTypeArg:
+    return x.dtype if isinstance(x, Tensor) else dt.scalar_dtype(x)
+
+
+def out_dtype(dtype: DTypeArg, default: DTypeArg, api: str) -> DTypeArg:
+    return default if dtype is None else dt.canonical(dtype, op=api)
+
+
+def _strided(t: Tensor) -> bool:
+    """Does the innermost free axis step more than 16 bytes (no VectorE fast mode)?  For an
+    arange/mgrid view the step is read off its index arrays: an identity t[i.p, i.x] is not
+    strided (issue 9 item 1)."""
+    a = t.arr
+    if a is not None:
+        return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
+    shape = t._shape
+    if len(shape) < 2 or shape[-1] < 2:
+        return False
+    step = 0
+    for k, st in zip(t.key, t.src.strides):
+        if isinstance(k, np.ndarray) and k.shape[-1] > 1:
+            row = k.reshape(-1, k.shape[-1])[0]
+            d = np.diff(row)
+            if d.size and not np.all(d == d[0]):
+                return True
+            step += int(d[0]) * st if d.size else 0
+    return abs(step) > 16
+
+
+
+def _same_key(ka, kb) -> bool:
+    if isinstance(ka, np.ndarray) or isinstance(kb, np.ndarray):
+        return isinstance(ka, np.ndarray) and isinstance(kb, np.ndarray) and \
+            (ka is kb or ka.shape == kb.shape and np.array_equal(ka, kb))
+    return ka == kb
+
+
+def _same_region(a: Tensor, b: Tensor) -> bool:
+    """Is ``b`` the very view ``a`` (the write-back half of ``view[...] += x``)?"""
+    if a.alloc is not b.alloc:
+        return False
+    if a.arr is None or b.arr is None:
+        # `t[i_p, i_f] += x` writes back its own arange view: no extra copy (issue 9 item 1)
+        return a.arr is None and b.arr is None and a.src is b.src and a.off == b.off and \
+            a._shape == b._shape and len(a.key) == len(b.key) and all(map(_same_key, a.key, b.key))
+    return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
+
+
+def _fit(api, value_shape, dst_shape, dst_name):
+    """How a value of value_shape lands in dst_shape: 'same' | 'reshape' | 'broadcast'."""
+    if tuple(value_shape) == tuple(dst_shape):
+        return "same"
+    nd = max(len(value_shape), len(dst_shape))
+    vs = tuple(value_shape) + (1,) * (nd - len(value_shape))
+    ds = tuple(dst_shape) + (1,) * (nd - len(dst_shape))
+    if vs == ds or int(np.prod(value_shape)) == int(np.prod(dst_shape)) and \
+            tuple(s for s in value_shape if s != 1) == tuple(s for s in dst_shape if s != 1):
+        return "reshape"
+    try:
+        if np.broadcast_shapes(vs, ds) == ds:
+            return "broadcast"
+    except ValueError:
+        pass
+    raise SimValueError("E011", api, dst_name,
+                        f"Illegal assignment destination shape in 'a = b': destination {tuple(dst_shape)} "
+                        f"cannot hold value {tuple(value_shape)}",
+                        "Slice the destination to the value's shape")
+
+
+def place(value: np.ndarray, dst_shape: tuple, how: str) -> np.ndarray:
+    if how == "same":
+        return value
+    if how == "reshape":
+        return value.reshape(dst_shape)
+    nd = len(dst_shape)
+    return np.broadcast_to(pa_pad(value, nd), dst_shape)
+
+
+
+# ---------------------------------------------------------------------------------------
+# assignment and +=
+# ---------------------------------------------------------------------------------------
+
+def assign(ctx, dst: Tensor, value, *, api="dst[...] = value", mask=None) -> None:
+    """``dst[...] = value``: the pending result lands in dst; another tile is copied (on chip) or
+    moved by DMA; a scalar is a memset (or a DMA of a constant into HBM)."""
+    m = mask_of(mask, dst._shape, api)
+    if isinstance(value, Tensor):
+        if _same_region(dst, value):
+            return  # `t[...] += x` writes back its own view: already done
+        how = _fit(api, value._shape, dst._shape, dst.name)
+        if land_pending(ctx, dst, value, api=api, how=how, mask=m):
+            return
+        if dst.alloc.buffer in ON_CHIP and value.alloc.buffer in ON_CHIP:
+            copy_into(ctx, dst, value, api=api, how=how, mask=m,
+                      eviction=value.alloc.buffer is PSUM and dst.alloc.buffer is SBUF)
+            return
+        dma_transfer(ctx, dst, value, api=api, mask=m, how=how)
+        return
+    if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
+        dst.write(value, m, api=api)
+        if dst.alloc.buffer in ON_CHIP:
+            res = compute_result(None, dst.dtype, op="memset", api=api, engine=DVE, func="memset",
+                                 shape=dst._shape, par=dst.par or 0)
+            record(ctx, res, dst)
+        else:
+            record_dma(ctx, api, dst, None, dst.size)
+        return
+    raise SimTypeError("E010", api, "value", f"cannot assign a {type(value).__name__} to an NKI tensor",
+                       "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
+
+
+def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Tensor:
+    """``dst += other`` (and -=, *=, /=).  A pending matmul result accumulates in PSUM for free
+    (spec §8); anything else is a VectorE read-modify-write (warned)."""
+    api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
+    res = other.alloc.pending if isinstance(other, Tensor) else None
+    if res is not None and res.tile is other and opname == "add" and dst.alloc.buffer is PSUM \
+            and res.op == "nc_matmul":
+        how = _fit(api, other._shape, dst._shape, dst.name)
+        res.release(ctx)
+        # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official samples
+        # accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8, issue 8 item 4); per
+        # element, so a partly written accumulator is handled too
+        ctx.memory.release(other.alloc)
+        land(ctx, res, dst, how=how, accumulate=True, where=res.where, seq=res.slot)
+        return dst
+    if res is not None and res.engine is DMA and res.tile is other and dst.alloc.buffer is PSUM:
+        res.commit(ctx)
+        raise SimTypeError("E007", api, dst.name,
+                           f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
+                           f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
+    if warn and ctx.options.warn_non_psum_accumulate:
+        # `sbuf += nl.matmul(...)`, `sbuf += psum_tile` are legal NKI 0.1: a VectorE
+        # read-modify-write (spec §8; issue 8 item 18) -- warned, never raised
+        what = "a matmul result accumulated into PSUM" if dst.alloc.buffer is not PSUM else "a matmul result"
+        ctx.warn_once("iadd", f"`{api}` on a {dst.alloc.buffer.value.upper()} tile with something other than "
+                      f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
+                      f"reliable on hardware (spec §8, aws-neuron-sdk#1051)")
+    if dst.alloc.buffer not in ON_CHIP:
+        raise SimTypeError("E007", api, dst.name, f"`{api}` needs an SBUF/PSUM destination, got "
+                           f"{dst.alloc.buffer.value}", "Accumulate on chip, then store")
+    tile(dst, api, "dst")
+    b = value_of(other)
+    if isinstance(other, Tensor):
+        tile(other, api, "value")
+        b = pa_pad(b, dst.ndim)
+    r = BINARY[opname](dst.read_f32(), b)
+    dst.write(r, api=api)
+    res = compute_result(r, dst.dtype, op="tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar",
+                         api=api, engine=DVE, inputs=(dst, other), func=opname, shape=dst._shape)
+    record(ctx, res, dst)
+    return dst
+
+
+
+# ---------------------------------------------------------------------------------------
+# DMA
+# ---------------------------------------------------------------------------------------
+
+def _contiguity(t: Tensor):
+    """(bytes per contiguous run, number of runs) of an HBM access."""
+    isz = t.itemsize
+    if t.size == 0:
+        return (0, 0)
+    if t.arr is not None:
+        a = t.arr
+        run, expect = 1, a.itemsize
+        for n, s in zip(reversed(a.shape), reversed(a.strides)):
+            if n == 1:
+                continue
+            if s != expect:
+                break
+            run *= n
+            expect *= n
+        return (run * isz, max(1, t.size // run))
+    # advanced: linear offsets of every point, count breaks
+    strides = [s // t.src.itemsize for s in t.src.strides]
+    off = 0
+    for k, s in zip(t.key, strides):
+        off = off + (np.broadcast_to(k, t.shape) if isinstance(k, np.ndarray) else k) * s
+    off = np.asarray(np.broadcast_to(off, t.shape)).ravel()
+    breaks = int(np.count_nonzero(np.diff(off) != 1)) + 1
+    return (max(1, t.size // breaks) * isz, breaks)
+
+
+def partition_start(t: Tensor) -> int:
+    """The first partition an on-chip access touches (0 for HBM)."""
+    al = t.alloc
+    row = al.row_bytes
+    if not row or not al.buffer.on_chip:
+        return 0
+    if t.arr is not None:
+        return t.off // row if al.par_axis == 0 else 0
+    k = t.key[0] if t.key and al.par_axis == 0 else None
+    if isinstance(k, np.ndarray):
+        return int(k.min()) + t.off // row if k.size else 0
+    return int(k) + t.off // row if k is not None else 0
+
+
+def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_elems: int, *, op: str = "dma_copy",
+               rmw: bool = False, transpose: bool = False, index_reads: list | None = None, where: tuple | None = None,
+               result: Alloc | None = None, seq: int | None = None) -> Event | None:
+    """Record one DMA from ``src`` (None: a constant) into ``dst``."""
+    if not ctx.options.trace:
+        return ctx.record(op, api, DMA, result=result)
+    side = src if (src is not None and src.alloc.buffer in HBM_KINDS) else dst
+    if side.alloc.buffer not in HBM_KINDS and src is not None:
+        side = src
+    contig, desc = _contiguity(side)
+    onchip = dst if dst.alloc.buffer in ON_CHIP else (src if src is not None and src.alloc.buffer in ON_CHIP else dst)
+    P = onchip._shape[0] if onchip._shape else 1
+    isz = side.itemsize
+    reads = [src.region()] if src is not None else []
+    indirect = False
+    if index_reads is None:
+        index_reads = []
+        for t in (src, dst):     # an indirect access also reads its index tiles (core/indirect.py)
+            for it in getattr(t, "index_tiles", ()):
+                index_reads.append(it.region())
+    elif src is not None:
+        index_reads = list(index_reads)
+        for it in getattr(dst, "index_tiles", ()):
+            index_reads.append(it.region())
+    if index_reads:
+        reads.extend(index_reads)
+        indirect = True
+    payload = Dma(src.alloc.buffer if src is not None else None, dst.alloc.buffer, desc, contig,
+                  partition_start(onchip), indirect, transpose or op == "dma_transpose", rmw)
+    return ctx.record(op, api, DMA, P, max(1, n_elems // max(P, 1)),
+                      [src._shape] if src is not None else [], dst._shape,
+                      [src.alloc.dname] if src is not None else [], dst.alloc.dname, n_elems * isz,
+                      0, reads, [dst.region()], payload, result, where, seq)
+
+
+def dma_result(dst_shape: tuple, value: np.ndarray, src: Tensor, *, api: str, op: str = "dma_copy", rmw: bool = False,
+               transpose: bool = False, n_elems: int | None = None, mask: MaskArg = None,
+               dtype: DTypeArg = None) -> Result:
+    """The :class:`Result` of a DMA from ``src`` whose value (shape ``dst_shape``) lands later."""
+    r = Result()
+    r.op, r.api, r.engine, r.kind = op, api, DMA, K_DMA
+    r.fields = (src, rmw, transpose, n_elems if n_elems is not None else int(np.prod(dst_shape)))
+    r.value, r.dtype, r.buffer, r.mask, r.shape = value, dtype if dtype is not None else src.dtype, SBUF, mask, \
+        tuple(dst_shape)
+    r.partitions = r.free_elems = 0
+    r.in_shapes, r.in_dtypes = [], []
+    # the index tiles of an indirect source are read too
+    r.reads = [None] + [it.region() for it in getattr(src, "index_tiles", ())]
+    r.nbytes = r.out_bytes = r.flops = 0
+    r.extra_reads, r.extra_writes = (), ()
+    r.tile = r.where = None
+    r.written_by = BY_OTHER
+    r.origin = False
+    r.private = False
+    return r
+
+
+def dma_transfer(ctx: RunContext, dst: Tensor, src: Tensor, *, api: str, mask: MaskArg = None, how: str | None = None,
+                 rmw: str | None = None, op: str = "dma_copy") -> Event | None:
+    """Move src -> dst (HBM/SBUF, never PSUM) and record the DMA.  ``how``: placement rule (_fit)."""
+    for arg, t in (("dst", dst), ("src", src)):
+        if t.alloc.buffer is PSUM:
+            raise SimTypeError("E007", api, arg,
+                               f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but "
+                               f"got a tile in 'psum' instead", "DMA cannot access PSUM: copy the tile to "
+                               "SBUF with nisa.tensor_copy first")
+    if how is None:
+        if src.size != dst.size:
+            raise SimValueError("E011", api, None,
+                                f"DMA source {src.shape} ({src.size} elements) and destination {dst.shape} "
+                                f"({dst.size} elements) differ in element count",
+                                "Slice both sides to the same number of elements")
+        how = "same" if src._shape == dst._shape else "reshape"
+    m = mask
+    src_mask = m if (m is not None and not isinstance(m, bool) and how == "same") else None
+    if m is not False:
+        v = src.read(src_mask)
+        if how == "reshape" and src._shape != dst._shape:
+            v = np.ascontiguousarray(v).reshape(dst._shape)
+        else:
+            v = place(v, dst._shape, how)
+        if rmw is not None:
+            v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
+        dst.write(v, m, api=api)
+    return record_dma(ctx, api, dst, src, dst.size, op=op, rmw=rmw is not None)

@@ -1,0 +1,118 @@
+"""Interpreter options (frozen, keyword-only), in the style of Pallas' interpret params.
+
+    from nki_kernels.sim import SimOptions, simulate_kernel
+    simulate_kernel(k, x, options=SimOptions(poison=True, shuffle_affine_seed=0))
+
+or process-wide via ``nki_kernels.sim.set_default_options(...)`` / env ``NKI_SIM_OPTIONS``
+("poison=1,shuffle_affine_seed=3,precision=compat").
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimOptions:
+    # Fill memory that is allocated but not initialised (nl.ndarray, kernel outputs, results
+    # of masked ops) with NaN (floats) or the dtype's max (ints), so reads of uninitialised
+    # data show up in the output.  Real hardware leaves garbage; the real simulator zeros.
+    poison: bool = True
+    # If set, run every nl.affine_range loop in a shuffled order (seeded): on hardware the
+    # iterations may be reordered/pipelined, so a kernel whose result depends on the order
+    # has a loop-carried dependency bug.  Ignored under skip_middle_end_transformations,
+    # where affine_range is documented to behave like sequential_range.
+    shuffle_affine_seed: Optional[int] = None
+    # "hw": every write rounds to the destination dtype (bf16/fp8/tf32 RNE), like hardware
+    #        and NKI_PRECISE_FP=1.  "compat": bf16/fp8/tf32 tiles are held at fp32 precision
+    #        and rounded only when outputs are returned, like neuronxcc's simulate_kernel.
+    precision: str = "hw"
+    # Warn (SimWarning) on `+=` that is not a matmul accumulating into PSUM.
+    warn_non_psum_accumulate: bool = True
+    # Enforce SBUF/PSUM capacity per partition and one 2 KiB PSUM bank per tile.
+    check_capacity: bool = True
+    # Record the instruction trace (input of the cost model).
+    trace: bool = True
+    # Skip NumPy math in the big compute ops (matmul/transpose/elementwise) and only record
+    # the trace; outputs are then meaningless.  For cost-model runs on large shapes.
+    trace_only: bool = False
+    # Turn every SimWarning about a hardware-unproven construct (3-D SBUF->SBUF dma_transpose,
+    # slice of a slice, a zero-trip affine_range, ...) into an error.  The project's own kernel
+    # tests run strict; third-party code gets warnings.
+    strict: bool = False
+
+    def __post_init__(self):
+        if self.precision not in ("hw", "compat"):
+            raise ValueError(f"SimOptions(precision): got {self.precision!r}, allowed 'hw' or 'compat'")
+        if self.shuffle_affine_seed is not None and not isinstance(self.shuffle_affine_seed, int):
+            raise ValueError("SimOptions(shuffle_affine_seed): must be an int or None, "
+                             f"got {self.shuffle_affine_seed!r}")
+
+    def replace(self, **kw) -> "SimOptions":
+        return dataclasses.replace(self, **kw)
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _from_env() -> SimOptions:
+    """Parse ``NKI_SIM_OPTIONS`` ("name=value,..."); anything unclear is an error, never a guess.
+
+    Booleans take only 1/0, true/false, yes/no, on/off (any case): ``poison=maybe`` or a bare
+    ``poison`` must not silently turn an option off.
+    """
+    spec = os.environ.get("NKI_SIM_OPTIONS", "").strip()
+    if not spec:
+        return SimOptions()
+    kw = {}
+    fields = {f.name: f for f in dataclasses.fields(SimOptions)}
+    for item in spec.split(","):
+        if not item.strip():
+            continue
+        name, sep, val = item.partition("=")
+        name, val = name.strip(), val.strip()
+        if name not in fields:
+            raise ValueError(f"NKI_SIM_OPTIONS: unknown option {name!r}; allowed: {', '.join(fields)}")
+        if not sep:
+            raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} needs a value ({name}=...), "
+                             f"got {item.strip()!r}")
+        if name == "precision":
+            kw[name] = val
+        elif name == "shuffle_affine_seed":
+            if val in ("", "none", "None"):
+                kw[name] = None
+            else:
+                try:
+                    kw[name] = int(val)
+                except ValueError:
+                    raise ValueError(f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer or none, "
+                                     f"got {val!r}") from None
+        elif val.lower() in _TRUE:
+            kw[name] = True
+        elif val.lower() in _FALSE:
+            kw[name] = False
+        else:
+            raise ValueError(f"NKI_SIM_OPTIONS: {name}={val!r} is not a boolean; allowed: "
+                             f"{', '.join(_TRUE)} (true) or {', '.join(_FALSE)} (false)")
+    return SimOptions(**kw)
+
+
+_default: Optional[SimOptions] = None
+
+
+def default_options() -> SimOptions:
+    global _default
+    if _default is None:
+        _default = _from_env()
+    return _default
+
+
+def set_default_options(options: Optional[SimOptions] = None, **kw) -> SimOptions:
+    """Set the process-wide default options; returns the previous ones."""
+    global _default
+    prev = default_options()
+    _default = options if options is not None else prev.replace(**kw)
+    return prev

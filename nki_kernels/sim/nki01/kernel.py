@@ -1,0 +1,108 @@
+"""NKI 0.1 kernels: ``nki.jit`` (:class:`Kernel`), ``simulate_kernel`` / ``trace_kernel``, SPMD grids,
+the device-only stubs ``baremetal`` / ``benchmark`` / ``profile`` (spec §2)."""
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any
+
+from ..core.context import maybe_current
+from ..core.errors import needs_device
+from ..core.options import SimOptions
+from ..core.runner import Kernel as _CoreKernel
+from ..core.runner import trace_kernel as _trace_kernel
+from .tile import Tile
+
+
+class Kernel(_CoreKernel):
+    """An NKI 0.1 jitted kernel (``nki.jit``): its tensors are :class:`~.tile.Tile` views; array
+    arguments are immutable inputs (``nki.trace`` kernels write theirs, copied back); the instances of
+    an SPMD grid run one after the other."""
+
+    tensor_cls = Tile
+
+
+def jit(func=None, mode="auto", **kwargs):
+    """``@nki.jit`` / ``@nki.jit(mode=...)``: every mode is accepted; all simulate here."""
+    if func is None:
+        return lambda f: jit(f, mode=mode, **kwargs)
+    if isinstance(func, _CoreKernel):
+        return func
+    return Kernel(func, mode=mode, **kwargs)
+
+
+def trace(func=None, **kwargs):
+    return jit(func, mode="trace", **kwargs)
+
+
+def _as_kernel(kernel) -> _CoreKernel:
+    if isinstance(kernel, _CoreKernel):
+        return kernel
+    if callable(kernel):
+        return Kernel(kernel)
+    raise TypeError(f"simulate_kernel: expected an NKI kernel (a function or @nki.jit object), "
+                    f"got {type(kernel).__name__}")
+
+
+def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
+    """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
+
+    A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
+    (``NKI_SIM_FULL_TRACEBACK=1`` keeps the interpreter's frames)."""
+    return _trace_kernel(_as_kernel(kernel), *args, options=options, **kwargs)
+
+
+def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) -> Any:
+    """``nki.simulate_kernel(kernel, *args, **kwargs)``: run on NumPy, return NumPy outputs."""
+    return _trace_kernel(_as_kernel(kernel), *args, options=options, **kwargs)[0]
+
+
+# Handlers for the device-only APIs, keyed by api name ("nki.benchmark", ...).  Empty by default,
+# so those APIs raise E099 (no device here).  `nki-kernels run --estimate-benchmark` installs
+# handlers from nki_kernels.estimate_benchmark (cost-model estimates, labelled as such).
+device_handlers: dict = {}
+
+
+class DeviceKernel(Kernel):
+    """``nki.baremetal(k)`` / ``benchmark`` / ``profile``: needs hardware; simulate_kernel unwraps it.
+
+    ``source`` is the object the API was given (a jitted kernel or a plain function, e.g. a
+    harness wrapper that calls ``nki.simulate_kernel``); ``api_kwargs`` its keyword arguments
+    (``warmup``, ``iters``, ``save_neff_name``, ...)."""
+
+    def __init__(self, kernel: _CoreKernel, api: str, source=None, api_kwargs=None):
+        super().__init__(kernel.func, kernel.mode, kernel.grid, kernel.skip_middle_end, **kernel.options)
+        self.api = api
+        self.source = kernel if source is None else source
+        self.api_kwargs = dict(api_kwargs or {})
+        self.benchmark_result = None
+
+    def __call__(self, *args, **kwargs):
+        if maybe_current() is not None:
+            return self.func(*args, **kwargs)
+        handler = device_handlers.get(self.api)
+        if handler is not None:
+            return handler(self, args, kwargs)
+        raise needs_device(self.api)
+
+
+def _device_wrapper(api):
+    def wrap(kernel=None, **kwargs):
+        if kernel is None:
+            return lambda k: wrap(k, **kwargs)
+        return DeviceKernel(jit(kernel), api, source=kernel, api_kwargs=kwargs)
+    wrap.__name__ = api.split(".")[-1]
+    return wrap
+
+
+baremetal = _device_wrapper("nki.baremetal")
+benchmark = _device_wrapper("nki.benchmark")
+profile = _device_wrapper("nki.profile")
+
+
+def skip_middle_end_transformations(kernel):
+    """Compiler flag: affine_range behaves like sequential_range (so it is never shuffled)."""
+    k = _copy.copy(jit(kernel))
+    k.skip_middle_end = True
+    return k
+
+

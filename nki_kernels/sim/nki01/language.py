@@ -1,0 +1,441 @@
+"""``neuronxcc.nki.language`` (nl, NKI 0.1, SDK 2.26) over the op core: creation, data movement,
+elementwise and reduction ops (one registration line each), loops, indexing helpers (spec §3-§7,
+§10, §11)."""
+from __future__ import annotations
+
+import dis as _dis
+import sys
+
+import ml_dtypes as _ml_dtypes
+import numpy as np
+
+from ..core import dma as _dma
+from ..core import dtypes as _dt
+from ..core import indirect as _indirect
+from ..core import limits as _limits
+from ..core import reduce as _reduce
+from ..core import rng as _rng
+from ..core import select as _select
+from ..core import spmd as _spmd
+from ..core import tensore as _tensore
+from ..core import vector as _vector
+from ..core.context import enter as _enter
+from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented
+from ..core.errors import user_frame as _user_frame
+from ..core.loops import loop as _loop
+from ..core.ops import PENDING as _PENDING
+from ..core.tensor import allocate as _allocate
+from ..core.tensor import allocate_hbm as _allocate_hbm
+from ..core.trace import ACT as _ACT
+from . import tile as _tile_mod
+from .adapt import returns_fresh, with_dst
+from .indexing import IndexExpr, _MGridMaker
+from .indexing import mask_value as _mask_value
+from .tile import ParDim, Tile
+
+# ---- dtypes -------------------------------------------------------------------------------
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+int8, uint8, int16, uint16, int32, uint32, bool_ = (_dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32,
+                                                     _dt.uint32, _dt.bool_)
+
+
+class _Limits:
+    def __init__(self, mn, mx):
+        self.min, self.max = mn, mx
+
+
+fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.float32).max))
+bfp16 = _Limits(float("-inf"), float("inf"))   # 0xff80 decodes as bf16 -inf (spec §3)
+
+
+def static_cast(x, dtype):
+    """Cast a NumPy array (also outside kernels) or a tile to ``dtype``."""
+    if isinstance(x, Tile):
+        return copy(x, dtype=dtype)
+    d = _dt.canonical(dtype, op="static_cast")
+    out = np.empty(np.shape(x), dtype=_dt.storage_dtype(d, "hw"))
+    _dt.cast_into(out, np.asarray(x, dtype=np.float32) if np.asarray(x).dtype.kind == "f" else np.asarray(x), d)
+    return out
+
+
+# ---- buffers ------------------------------------------------------------------------------
+class Buffer:
+    """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
+    ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
+
+    def __init__(self, name, phys_tiles=None):
+        self.name = name
+        self.phys_tiles = phys_tiles
+
+    def __repr__(self):
+        return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
+
+    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
+        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
+        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
+        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
+        n = 1
+        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
+            n *= int(t)
+        return Buffer(self.name, n)
+
+    def auto_alloc(self, *args, **kwargs):
+        return self
+
+
+sbuf, psum, hbm = Buffer("sbuf"), Buffer("psum"), Buffer("hbm")
+shared_hbm, private_hbm = Buffer("shared_hbm"), Buffer("private_hbm")
+
+
+def _buffer_name(buffer, api):
+    if buffer is None:
+        return "sbuf"
+    if isinstance(buffer, Buffer):
+        return buffer.name
+    if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
+        return buffer
+    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
+                        "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+
+
+class tile_size:
+    """Hardware tile limits on trn2 (spec §3)."""
+    pmax = _limits.PMAX
+    psum_fmax = _limits.PSUM_FMAX
+    gemm_stationary_fmax = _limits.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = _limits.GEMM_MOVING_FMAX
+    bn_stats_fmax = _limits.BN_STATS_FMAX
+    psum_min_align = 4
+    sbuf_min_align = 1
+    total_available_sbuf_size = _limits.SBUF_BYTES_PER_PARTITION
+
+
+def par_dim(n):
+    return ParDim(n)
+
+
+# ---- creation -----------------------------------------------------------------------------
+_HBM = ("hbm", "shared_hbm", "private_hbm")
+
+
+def _par(shape, buf, api, ctx):
+    """The partition axis of an on-chip shape: the axis marked nl.par_dim, else 0 (axes before it are
+    deprecated block dimensions)."""
+    if buf in _HBM or isinstance(shape, (int, np.integer)):
+        return 0
+    pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
+    par = pars[0] if pars else 0
+    if par > 0:
+        ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
+                      "(warn_block_dimension_is_deprecated); each block is a separate tile")
+    return par
+
+
+
+
+def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    ctx = _enter("ndarray", instruction=False)
+    buf = _buffer_name(buffer, "ndarray")
+    if buf in _HBM:
+        return _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
+    return _allocate(shape, dtype, buf, api="ndarray", name=name, phys_tiles=getattr(buffer, "phys_tiles", None),
+                     par=_par(shape, buf, "ndarray", ctx))
+
+
+def _filled(api, shape, dtype, buffer, name, value):
+    ctx = _enter(api)
+    buf = _buffer_name(buffer, api)
+    if buf in _HBM:
+        raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
+                             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=_par(shape, buf, api, ctx))
+    _vector.fill(ctx, t, api=f"nl.{api}")
+    return t
+
+
+def zeros(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("zeros", shape, dtype, buffer, name, 0)
+
+
+def ones(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("ones", shape, dtype, buffer, name, 1)
+
+
+def full(shape, fill_value, dtype=float32, *, buffer=None, name="", **kwargs):
+    return _filled("full", shape, dtype, buffer, name, fill_value)
+
+
+def _like(a, dtype, buffer):
+    return a.shape, (a.dtype if dtype is None else dtype), (buffer if buffer is not None else a.buffer.value)
+
+
+def empty_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return ndarray(s, d, buffer=b, name=name)
+
+
+def ndarray_like(a, dtype=None, *, buffer=None, name="", **kw):
+    return empty_like(a, dtype, buffer=buffer, name=name)
+
+
+def zeros_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return zeros(s, d, buffer=b, name=name)
+
+
+def ones_like(a, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return ones(s, d, buffer=b, name=name)
+
+
+def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
+    s, d, b = _like(a, dtype, buffer)
+    return full(s, fill_value, d, buffer=b, name=name)
+
+
+def shared_identity_matrix(n, dtype=uint8, **kw):
+    """An (n, n) identity in HBM, like shared_constant (2.26 language doc: "create a new identity
+    tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load; issue 8 item 10)."""
+    _enter("shared_identity_matrix", instruction=False)
+    t = _allocate((n, n), dtype, "hbm", api="shared_identity_matrix")
+    t.write(np.eye(n, dtype=np.float32))
+    return t
+
+
+def shared_constant(constant, dtype=None, **kw):
+    _enter("shared_constant", instruction=False)
+    a = np.asarray(constant)
+    d = dtype if dtype is not None else a.dtype
+    t = _allocate(a.shape, d, "hbm", api="shared_constant")
+    t.write(a)
+    return t
+
+
+# ---- SPMD -------------------------------------------------------------------------------------
+program_id, num_programs, program_ndim = _spmd.program_id, _spmd.num_programs, _spmd.program_ndim
+
+
+def nc(n):
+    return int(n)
+
+
+def spmd_dim(*dims):
+    return int(np.prod([int(d) for d in dims]))
+
+
+# ---- loops --------------------------------------------------------------------------------
+def affine_range(*args, **kwargs):
+    """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
+    return _loop("affine", args)
+
+
+def sequential_range(*args, **kwargs):
+    return _loop("sequential", args)
+
+
+def static_range(*args, **kwargs):
+    return _loop("static", args)
+
+
+# ---- indices ------------------------------------------------------------------------------
+def arange(*args):
+    if len(args) == 0 or len(args) > 2:
+        raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+    return IndexExpr(np.arange(*[int(a) for a in args]))
+
+
+mgrid = _MGridMaker()
+
+
+def ds(start, size):
+    """Dynamic slice ``start:start+size``."""
+    return slice(int(start), int(start) + int(size))
+
+
+# ---- data movement ------------------------------------------------------------------------
+load = returns_fresh(_dma.load, api="nl.load")
+store = with_dst(_dma.store, api="nl.store")
+load_transpose2d = returns_fresh(_dma.load_transpose2d)
+copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_engine=_ACT)
+broadcast_to = returns_fresh(_vector.broadcast_to)
+
+
+def expand_dims(data, axis):
+    if not isinstance(data, Tile) or data.arr is None:
+        raise SimTypeError("E010", "expand_dims", "data", "expects a tile")
+    if axis < 1 or axis > data.ndim:
+        raise SimValueError("E023", "expand_dims", "axis", f"only free (trailing) axes can be added, got {axis}",
+                            got=axis, limit=f"1..{data.ndim}")
+    return data.reshape(data.shape[:axis] + (1,) + data.shape[axis:])
+
+
+def device_print(prefix, x, **kw):
+    """Prints in the interpreter (a no-op on hardware)."""
+    _enter("device_print", instruction=False)
+    v = x.read() if isinstance(x, Tile) else x
+    print(prefix, np.asarray(v).astype(np.float32) if isinstance(x, Tile) else v, file=sys.stdout)
+
+
+# ---- elementwise ops --------------------------------------------------------------------------
+def _unary(name):
+    f = returns_fresh(_vector.unary, name=name, api=f"nl.{name}", pre=(name,))
+    f._nki_op = name
+    return f
+
+
+def _binary(name):
+    f = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,))
+    f._nki_op = name
+    return f
+
+
+# one registration line per elementwise nl.* op (grep '^name = '): the fp32 function and default
+# engine of each are in core/ops.py UNARY / BINARY / BITWISE
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+negative = _unary("negative")
+abs = _unary("abs")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+arctan = _unary("arctan")
+erf = _unary("erf")
+erf_dx = _unary("erf_dx")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+gelu = _unary("gelu")
+gelu_dx = _unary("gelu_dx")
+gelu_apprx_tanh = _unary("gelu_apprx_tanh")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+silu = _unary("silu")
+silu_dx = _unary("silu_dx")
+softplus = _unary("softplus")
+mish = _unary("mish")
+ceil = _unary("ceil")
+floor = _unary("floor")
+trunc = _unary("trunc")
+logical_not = _unary("logical_not")
+invert = _unary("invert")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+fmod = _binary("fmod")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
+copy._nki_op = "copy"
+where = returns_fresh(_vector.where, api="nl.where")
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _reduction(name, nki_op=None):
+    f = returns_fresh(_reduce.reduce, name=name, api=f"nl.{name}", pre=(name,))
+    if nki_op:
+        f._nki_op = nki_op
+    return f
+
+
+sum = _reduction("sum", "add")
+max = _reduction("max", "max")
+min = _reduction("min", "min")
+mean = _reduction("mean")
+prod = _reduction("prod", "multiply")
+all = _reduction("all")
+var = _reduction("var")
+
+# ---- matmul / transpose / composite --------------------------------------------------------
+matmul = returns_fresh(_tensore.matmul, api="nl.matmul")
+transpose = returns_fresh(_tensore.transpose, api="nl.transpose")
+softmax = returns_fresh(_reduce.softmax)
+rms_norm = returns_fresh(_reduce.rms_norm)
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (``nl.finfo``, 2.26 language docs; NumPy/ml_dtypes ``finfo``)."""
+    d = _dt.canonical(dtype, op="finfo")
+    if not _dt.is_float(d):
+        raise SimValueError("E018", "finfo", "dtype", f"finfo needs a float dtype, got {_dt.name_of(d)}",
+                            "Use np.iinfo for integer types")
+    return np.finfo(np.float32) if d is _dt.tfloat32 else _ml_dtypes.finfo(d)
+
+
+# ---- gathers, random numbers, loop reductions ---------------------------------------------------
+gather_flattened = returns_fresh(_indirect.gather_flattened)
+rand = returns_fresh(_rng.rand)
+random_seed = returns_fresh(_rng.random_seed)
+dropout = returns_fresh(_rng.dropout, api="nl.dropout")
+
+_CACHE_OPS = ("CACHE", "PRECALL", "EXTENDED_ARG", "NOP")
+
+
+def _assignment_target(frame):
+    """The tensor the caller's statement assigns the current call's result to, or None.
+
+    ``b = nl.loop_reduce(...)`` (a plain name) and ``b[<constant>] = nl.loop_reduce(...)`` are
+    recognised from the bytecode that follows the call; other forms raise."""
+    instrs = [i for i in _dis.get_instructions(frame.f_code) if i.opname not in _CACHE_OPS]
+    after = [i for i in instrs if i.offset > frame.f_lasti]
+    if not after:
+        return None, False
+    first = after[0]
+    scopes = (frame.f_locals, frame.f_globals)
+    if first.opname in ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"):
+        for sc in scopes:
+            if first.argval in sc:
+                return sc[first.argval], True
+        return None, True
+    if first.opname in ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_GLOBAL") and len(after) >= 3 \
+            and after[1].opname == "LOAD_CONST" and after[2].opname == "STORE_SUBSCR":
+        for sc in scopes:
+            if first.argval in sc:
+                return sc[first.argval][after[1].argval], True
+    return None, False
+
+
+def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
+    """``b = nl.loop_reduce(a, op, loop_indices)`` is ``b = nisa.tensor_tensor(data1=b, data2=a, op)``
+    (2.26 language docs); the interpreter finds the destination (the assigned name's current tile) in
+    the calling statement (README divergences); when the name is not bound yet the result is ``a``."""
+    ctx = _enter("loop_reduce")
+    acc, ok = _assignment_target(_user_frame())
+    if not ok:
+        raise NKISyntaxError("E021", "loop_reduce", None, "nl.loop_reduce must be assigned to its destination: "
+                             "`b = nl.loop_reduce(a, op, loop_indices)` or `b[...] = nl.loop_reduce(...)`",
+                             "Assign the result directly to the accumulating tile")
+    return _select.loop_reduce(ctx, _PENDING, x, op, acc if isinstance(acc, Tile) else None, dtype=dtype,
+                               mask=_mask_value(mask, "loop_reduce"))
+
+
+def __getattr__(name):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    raise not_implemented(f"nki.language.{name}")
+
+
+# the tile operators map to nl.* (tile.NL)
+_tile_mod.NL.update({n: v for n, v in dict(globals()).items() if callable(v) and not n.startswith("_")})
+_tile_mod.NL["expand_dims"] = expand_dims

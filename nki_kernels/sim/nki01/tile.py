@@ -1,0 +1,194 @@
+"""The NKI 0.1 tensor: :class:`Tile`, the core :class:`~..core.tensor.Tensor` with NKI 0.1's indexing
+syntax (``nl.arange`` / ``nl.mgrid`` index expressions, predicates, index tiles), assignment,
+``+=``, and the tile operators (spec §3, §4, §10).
+
+Index expressions are evaluated here into the integer index arrays the core's views take.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes as dt
+from ..core import ops as core
+from ..core.context import enter, enter_landing, unproven
+from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
+from ..core.indirect import indirect_view
+from ..core.tensor import HBM_KINDS, Tensor
+from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
+
+# the nl.* functions the tile operators call (bound by language.py when it is imported)
+NL: dict = {}
+
+
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition axis; axes before it are (deprecated) block dims."""
+
+
+_ALL = slice(None)
+
+
+def _nested(name: str) -> None:
+    # CS149 course tips (asst4-trainium2 README): "Do not use nested slicing/mgrid
+    # (e.g. t[0:128, 128:256][0:64, 0:64])" -- legal on paper, trouble in practice
+    unproven("nested_index", f"indexing `{name}` again after slicing it (slice of a slice) is "
+             "hardware-unproven (CS149 tips: do not use nested slicing/mgrid); index the original "
+             "tensor once with the combined range")
+
+
+class Tile(Tensor):
+    """An NKI 0.1 tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
+    __slots__ = ()
+    __array_priority__ = 100
+
+    def __bool__(self) -> bool:
+        if self.alloc.buffer in HBM_KINDS:
+            # `if hbm_tensor:` (an optional kernel argument) is truthy in real NKI 0.1: the SDK's
+            # nki/test examples test optional tensors this way (issue 8 item 12)
+            return True
+        raise SimValueError("E015", "tensor", self.name,
+                            "the truth value of a tensor is ambiguous (dynamic control flow is not supported)",
+                            "Use mask= or nl.where instead of if/and/or on tile values")
+
+    __hash__ = object.__hash__
+
+    def __iter__(self):
+        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
+                           "Index them with slices or nl.arange")
+
+    # -- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, key) -> "Tile":
+        key = key if key.__class__ is tuple else (key,)
+        for k in key:                      # the common case: ints, slices and ``...`` only
+            c = k.__class__
+            if c is not slice and c is not int and k is not Ellipsis:
+                break
+        else:
+            if self.sliced and any(k.__class__ is slice and k != _ALL for k in key):
+                _nested(self.name)
+            return self.index(key)
+        flat = []
+        for k in key:
+            if isinstance(k, MGrid):
+                flat.extend(k.parts)
+            else:
+                flat.append(k)
+        if any(isinstance(k, Tensor) for k in flat):
+            return indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
+        advanced = any(isinstance(k, IndexExpr) for k in flat)
+        if self.sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != _ALL for k in flat):
+            _nested(self.name)
+        if len(flat) == 1 and isinstance(flat[0], MaskExpr):
+            # ``tile[pred]`` with a boolean affine expression: the whole tile, accessed only where
+            # ``pred`` holds (decision, README divergences: the 2.26 docs do not define this form; it
+            # reads as the mask= predicate attached to the access)
+            return self.where_view(mask_array(flat[0], self._shape, "index"))
+        if self.arr is None and advanced:
+            raise SimNotImplementedError("E100", "index", self.name,
+                                         "indexing a view that was itself indexed with nl.arange/mgrid "
+                                         "again with nl.arange/mgrid is not implemented in nki_kernels.sim",
+                                         "Index the original tensor once with the combined expression")
+        if advanced:
+            return self.take(self._index_arrays(flat))
+        return self.index(flat)
+
+    def _index_arrays(self, key):
+        """The core index arrays of an nl.arange/mgrid key (E014 for the forms NKI 0.1 rejects)."""
+        if len(key) != len(self._shape):
+            if any(isinstance(k, slice) or k is Ellipsis for k in key):
+                raise NKISyntaxError("E014", "index", self.name,
+                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                                     "Index every axis with nl.arange/mgrid expressions (or ints)")
+            raise SimIndexError("E008", "index", self.name,
+                                f"{len(key)} indices for a tensor of rank {len(self._shape)}",
+                                "Index every axis with nl.arange/mgrid expressions or ints")
+        parts = []
+        for k in key:
+            if isinstance(k, IndexExpr):
+                if k.ndim == 1 and len(key) > 1:
+                    raise NKISyntaxError("E014", "index", self.name, f"{self.name} with 1d arange is not supported",
+                                         "Lift it: nl.arange(n)[:, None] for the partition axis, "
+                                         "nl.arange(n)[None, :] for a free axis")
+                parts.append(k.v)
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                parts.append(int(k))
+            elif isinstance(k, slice) or k is Ellipsis:
+                raise NKISyntaxError("E014", "index", self.name,
+                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                                     "Use nl.arange for every axis, or slices for every axis")
+            else:
+                raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r}")
+        return parts
+
+    def __setitem__(self, key, value) -> None:
+        dst = self[key]
+        ctx = enter_landing("dst[...] = value")
+        core.assign(ctx, dst, value, api="dst[...] = value")
+
+    # -- views ------------------------------------------------------------------------------
+    def reshape(self, *shape, **kw) -> "Tile":
+        if "shape" in kw:
+            shape = (kw.pop("shape"),)
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return self.reshape_view(tuple(int(s) for s in shape))
+
+    def view(self, dtype) -> "Tile":
+        d = dt.canonical(dtype, op="view")
+        if dt.itemsize(d) != self.itemsize or self.arr is None:
+            raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
+                                f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
+        ctx = enter("view", instruction=False)
+        t = self.reinterpret(self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d, name=self.name + "_view")
+        t.alloc.written = True
+        return t
+
+    def astype(self, dtype) -> "Tile":
+        return NL["copy"](self, dtype=dtype)
+
+    def broadcast_to(self, shape) -> "Tile":
+        return NL["broadcast_to"](self, shape=shape)
+
+    def expand_dims(self, axis) -> "Tile":
+        return NL["expand_dims"](self, axis)
+
+    def assert_shape(self, shape) -> "Tile":
+        if tuple(shape) != self._shape:
+            raise SimValueError("E011", "assert_shape", self.name, f"unexpected shape for {self.name}, "
+                                f"expected {tuple(shape)}, got {self._shape}")
+        return self
+
+    # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
+    def __iadd__(self, other) -> "Tile":
+        return core.accumulate(enter_landing("+="), self, other, "add")
+
+    def __isub__(self, other) -> "Tile":
+        return core.accumulate(enter_landing("-="), self, other, "subtract")
+
+    def __imul__(self, other) -> "Tile":
+        return core.accumulate(enter_landing("*="), self, other, "multiply")
+
+    def __itruediv__(self, other) -> "Tile":
+        return core.accumulate(enter_landing("/="), self, other, "divide")
+
+
+def _binop(name, reverse=False):
+    def f(self, other):
+        fn = NL[name]
+        return fn(other, self) if reverse else fn(self, other)
+    f.__name__ = name
+    return f
+
+
+for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
+                ("pow", "power"), ("mod", "mod"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+                ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift"),
+                ("floordiv", "floor_divide")):
+    setattr(Tile, f"__{_n}__", _binop(_op))
+    setattr(Tile, f"__r{_n}__", _binop(_op, reverse=True))
+for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
+                ("eq", "equal"), ("ne", "not_equal")):
+    setattr(Tile, f"__{_n}__", _binop(_op))
+Tile.__neg__ = lambda s: NL["negative"](s)
+Tile.__invert__ = lambda s: NL["invert"](s)
+Tile.__abs__ = lambda s: NL["abs"](s)
+Tile.__hash__ = object.__hash__

@@ -1,0 +1,232 @@
+"""NKI 0.6/0.7 kernels on the interpreter (docs/nki-0.7-spec.md §1): ``nki.jit``, ``nki.simulate``,
+``nki.cpu_simulate``, LNC launches.
+
+``@nki.jit`` kernels take HBM tensors (NumPy arrays, or CPU torch tensors) and return the
+``nl.shared_hbm`` tensors they allocate.  ``kernel[lnc]`` launches on ``lnc`` logical cores
+(``nl.program_id()`` is the core index).  Calling a kernel, or ``nki.simulate(kernel)(*args)``,
+runs it in the interpreter; inside another kernel a jitted kernel runs inline.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+
+from ..core.context import RunContext, maybe_current
+from ..core.errors import SimRuntimeError, SimTypeError, SimValueError
+from ..core.runner import Kernel as CoreKernel
+from ..core.runner import trace_kernel as _trace_kernel
+from ..core.tensor import Tensor
+from .lnc import Lockstep
+from .tensor import NkiTensor
+
+
+def _to_nki(x):
+    if isinstance(x, Tensor):
+        return NkiTensor(x)
+    if isinstance(x, tuple):
+        return tuple(_to_nki(v) for v in x)
+    return x
+
+
+def _to_core(x):
+    if isinstance(x, NkiTensor):
+        return x.t
+    if isinstance(x, tuple):
+        return tuple(_to_core(v) for v in x)
+    if isinstance(x, list):
+        return [_to_core(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _to_core(v) for k, v in x.items()}
+    return x
+
+
+def _check_outputs(x, inputs=()):
+    """K6: returned HBM tensors must be nl.shared_hbm (or kernel arguments, K8)."""
+    if isinstance(x, NkiTensor):
+        b = x.t.alloc.buffer
+        if b in ("hbm", "private_hbm") and x.t.alloc.id not in inputs:
+            raise SimTypeError("E007", "return", x.name, f"kernel outputs must be allocated in nl.shared_hbm, "
+                                  f"got nl.{b} (a compile error since NKI 0.3)",
+                                  "Allocate outputs with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)")
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            _check_outputs(v, inputs)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _check_outputs(v, inputs)
+
+
+class Kernel(CoreKernel):
+    """An NKI 0.7 kernel.  ``.func`` is the host-side entry the op core runs (it converts the core's
+    HBM tensors to :class:`NkiTensor` and back); ``.kernel_fn`` is the user's function.  Policies:
+    core tensors wrapped as NkiTensors; SBUF/PSUM overflow is a warning (an error under strict:
+    docs/nki-0.7-spec.md "Decisions"); array arguments may be written and are filled in place
+    (K8); the instances of an LNC launch run in lockstep (lnc.py)."""
+
+    tensor_cls = Tensor
+    capacity_policy = "warn"
+
+    def __init__(self, fn, grid=(), **options):
+        self.kernel_fn = fn
+
+        def entry(*args, **kwargs):
+            inputs = {a.alloc.id for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
+            args = [_to_nki(a) for a in args]
+            kwargs = {k: _to_nki(v) for k, v in kwargs.items()}
+            out = fn(*args, **kwargs)
+            _check_outputs(out, inputs)
+            return _to_core(out)
+        entry.__name__ = getattr(fn, "__name__", "kernel")
+        entry.__wrapped__ = fn
+        super().__init__(entry, grid=tuple(grid) or (1,), **options)
+        self.__name__ = getattr(fn, "__name__", "kernel")
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__module__ = getattr(fn, "__module__", None)
+        self.__wrapped__ = fn
+
+    def writes_back(self) -> bool:
+        # K8: kernel arguments are HBM tensors a kernel may write; "Input arrays are updated in-place if
+        # the kernel modified the corresponding HBM tensors" (aws-neuron-sdk 81ce03ae
+        # nki/guides/nki_simulator.rst, "Execution")
+        return True
+
+    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
+        if len(points) == 1:
+            ctx.program_id, ctx.hbm_cursor = points[0], 0
+            return self.func(*args, **kwargs)
+        return Lockstep(ctx, points).run(self.func, args, kwargs)[0]
+
+    def __getitem__(self, lnc) -> "Kernel":
+        if maybe_current() is not None:
+            raise SimRuntimeError("E019", "kernel[lnc]", None, "a kernel launch with an LNC/grid cannot be nested",
+                                  "Call sub-kernels as plain functions")
+        g = lnc if isinstance(lnc, tuple) else (lnc,)
+        try:
+            g = tuple(int(x) for x in g)
+        except (TypeError, ValueError):
+            raise SimValueError("E011", "kernel[lnc]", "lnc", f"expected an int LNC degree, got {lnc!r}") from None
+        if not g or any(x < 1 for x in g):
+            raise SimValueError("E011", "kernel[lnc]", "lnc", f"the LNC degree must be >= 1, got {lnc!r}")
+        k = Kernel(self.kernel_fn, grid=g, **self.options)
+        k.skip_middle_end = self.skip_middle_end
+        return k
+
+    def __call__(self, *args, **kwargs):
+        if maybe_current() is not None:
+            return self.kernel_fn(*args, **kwargs)    # K5: inline, with NkiTensor arguments
+        return simulate(self)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<nki 0.7 kernel {self.__name__}[{self.grid[0] if len(self.grid) == 1 else self.grid}]>"
+
+
+def jit(fn=None, **kwargs):
+    """``@nki.jit`` / ``@nki.jit(...)`` (K1).  ``mode=`` is ignored; ``platform_target=`` is an error."""
+    if "platform_target" in kwargs:
+        raise SimTypeError("E010", "nki.jit", "platform_target", "platform_target was removed in NKI 0.3",
+                             "Set NEURON_PLATFORM_TARGET_OVERRIDE instead")
+    kwargs.pop("mode", None)
+    if fn is None:
+        return lambda f: jit(f, **kwargs)
+    if isinstance(fn, Kernel):
+        return fn
+    if isinstance(fn, CoreKernel):      # an NKI 0.1 kernel object: re-wrap its function
+        fn = fn.func
+    return Kernel(fn)
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _from_host(a, name):
+    t = _torch()
+    if t is not None and isinstance(a, t.Tensor):
+        if a.device.type != "cpu":
+            raise SimTypeError("E007", "nki.simulate", name, f"tensor on device {a.device}",
+                                  "Pass CPU tensors (or NumPy arrays) to the simulator")
+        a = a.detach()
+        if a.dtype == t.bfloat16:
+            return a.float().numpy().astype(ml_dtypes.bfloat16), True
+        return a.numpy(), True
+    if isinstance(a, list):
+        raise SimTypeError("E010", "nki.simulate", name, "list kernel arguments are not supported (NKI 0.3)",
+                             "Pass a tuple instead")
+    return a, False
+
+
+def _to_torch(x):
+    t = _torch()
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "V" or x.dtype.name in ("bfloat16",) or "float8" in x.dtype.name:
+            r = t.from_numpy(x.astype(np.float32))
+            return r.to(t.bfloat16) if x.dtype.name == "bfloat16" else r
+        return t.from_numpy(np.ascontiguousarray(x))
+    if isinstance(x, tuple):
+        return tuple(_to_torch(v) for v in x)
+    if isinstance(x, list):
+        return [_to_torch(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _to_torch(v) for k, v in x.items()}
+    return x
+
+
+def simulate(kernel, options=None):
+    """``nki.simulate(kernel)(*args)`` (K2): run on the interpreter; NumPy in/out, or torch in/out."""
+    k = kernel if isinstance(kernel, Kernel) else jit(kernel)
+
+    def run(*args, **kwargs):
+        conv, torch_in = [], False
+        for i, a in enumerate(args):
+            v, was = _from_host(a, f"arg{i}")
+            conv.append(v)
+            torch_in |= was
+        kw = {}
+        for n, a in kwargs.items():
+            v, was = _from_host(a, n)
+            kw[n] = v
+            torch_in |= was
+        out = _trace_kernel(k, *conv, options=options, **kw)[0]
+        return _to_torch(out) if torch_in else out
+    run.__name__ = f"simulate({k.__name__})"
+    return run
+
+
+class _CpuSimulate:
+    """``nki.cpu_simulate(kernel)[lnc](**inputs)``: the form nki-library's test harness calls."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
+
+    def __getitem__(self, lnc):
+        return simulate(self.kernel[lnc])
+
+    def __call__(self, *args, **kwargs):
+        return simulate(self.kernel)(*args, **kwargs)
+
+
+cpu_simulate = _CpuSimulate
+dtype = np.dtype     # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype objects here
+
+
+def trace(kernel, *args, options=None, **kwargs):
+    """``(outputs, trace)`` of a run: the instruction trace the cost model reads."""
+    k = kernel if isinstance(kernel, Kernel) else jit(kernel)
+    return _trace_kernel(k, *args, options=options, **kwargs)
+
+
+def simulator_requested() -> bool:
+    """K3: ``NKI_SIMULATOR=1`` asks every ``@nki.jit`` call to run on the simulator."""
+    return os.environ.get("NKI_SIMULATOR", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+
+def skip_middle_end_transformations(kernel):
+    """A compiler flag: ``affine_range`` runs in program order (never shuffled)."""
+    k = jit(kernel)
+    k.skip_middle_end = True
+    return k

@@ -1,0 +1,43 @@
+"""da.lifetime_overlap: two directly allocated tensors whose physical tiles overlap while both are live."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "da.lifetime_overlap"
+SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/nki_direct_allocation_guide.rst 'Common Errors' 3 (Lifetime Conflicts)"
+CODE = "E030"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((128, 512)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t0 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    t1 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1024))
+    t0[...] = nl.load(a)
+    t1[...] = nl.exp(t0)  # <- blame
+    nl.store(out, nl.add(t0, t1))
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t0 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    t1 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=2048))
+    s = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=4096))
+    t0[...] = nl.load(a)
+    t1[...] = nl.exp(t0)
+    s[...] = nl.add(t0, t1)
+    nl.store(out, s)
+    return out
+
+
+def reference(a):
+    return a + np.exp(a)

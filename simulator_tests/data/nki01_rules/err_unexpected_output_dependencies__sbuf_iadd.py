@@ -1,0 +1,44 @@
+"""err_unexpected_output_dependencies: `sbuf_tile += t` across nl.affine_range iterations (a VectorE
+read-modify-write of the same elements, not a PSUM matmul accumulation; aws-neuron-sdk#1056 reports the
+compile failure)."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "err_unexpected_output_dependencies"
+SOURCE = (
+    "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unexpected-output-dependencies; "
+    "general/nki/api/nki/language/__init__.py affine_range (only matmul accumulation is exempt); "
+    "aws-neuron-sdk#1056"
+)
+CODE = "E029"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((4, 128, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        acc += nl.load(a[i])  # <- blame
+    nl.store(out, acc)
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):
+        acc[...] = nl.add(acc, nl.load(a[i]))
+    nl.store(out, acc)
+    return out
+
+
+def reference(a):
+    return a.sum(axis=0)

@@ -1,0 +1,37 @@
+"""isa.matmul_memory: nc_matmul reads its operands from on-chip memory, never HBM (its docstring says SBUF; a PSUM
+operand is accepted by the toolchain, which inserts a copy: accept__psum_operand_to_matmul)."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "isa.matmul_memory"
+SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/api/nki/isa/__init__.py nc_matmul"
+CODE = "E007"
+STRICT = False
+
+
+def inputs():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 256)).astype(np.float32))
+
+
+@nki.jit
+def bad(xT, y):
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nisa.nc_matmul(nl.load(xT), y)  # <- blame
+    nl.store(out, nl.copy(r))
+    return out
+
+
+@nki.jit
+def good(xT, y):
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nisa.nc_matmul(nl.load(xT), nl.load(y))
+    nl.store(out, nl.copy(r))
+    return out
+
+
+def reference(xT, y):
+    return xT.T @ y

@@ -1,0 +1,34 @@
+"""ki.two_indices: an [N, 1] on-chip buffer is indexed with both indices (buf[0:N, 0]), not buf[0:N]."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "ki.two_indices"
+SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/nki_known_issues.rst 'Indexing' ([N, 1] buffers)"
+CODE = "E014"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((128, 1)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    buf = nl.load(a)
+    nl.store(out, nl.exp(buf[0:64]))  # <- blame
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    buf = nl.load(a)
+    nl.store(out, nl.exp(buf[0:64, 0]))
+    return out
+
+
+def reference(a):
+    return np.exp(a[:64])

@@ -1,0 +1,42 @@
+"""pm.index_needs_int: min()/max() of a symbolic loop index and an int to size a tile (the last ragged tile
+is written with a mask instead)."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "pm.index_needs_int"
+SOURCE = (
+    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Tile size considerations' "
+    "(layout-dynamic-loop: ragged tiles use mask=); 'Representing data in NKI' (Index)"
+)
+CODE = "E028"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((200, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray((200, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    for p in nl.affine_range(2):
+        rows = min(128, 200 - p * 128)  # <- blame
+        nl.store(out[p * 128 : p * 128 + rows, :], nl.load(a[p * 128 : p * 128 + rows, :]))
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray((200, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(64)[None, :]
+    for p in nl.affine_range(2):
+        t = nl.load(a[p * 128 + i_p, i_f], mask=(p * 128 + i_p < 200))
+        nl.store(out[p * 128 + i_p, i_f], t, mask=(p * 128 + i_p < 200))
+    return out
+
+
+def reference(a):
+    return a
