@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import runpy
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nki_kernels import environment
@@ -26,96 +25,103 @@ from nki_kernels.progress import Progress
 from nki_kernels.usage import OneLineParser, UsageError, attach_dash_values, fail, int_at_least
 
 
-def _verify_cases(quick: bool) -> list[tuple]:
-    """The registry's verify set of every kernel (``verify-quick`` with --quick), each case in NKI
-    0.1 and right after in NKI 0.7, on the same inputs and the same float64 oracle result."""
+def _verify_groups(quick: bool) -> list[tuple[int, int]]:
+    """(spec index, case index) of every case of the registry's verify set (``verify-quick`` with
+    --quick).  A group is one case in NKI 0.1 and right after in NKI 0.7, on the same inputs and the
+    same float64 oracle result (for the CS149 224x224 batch-4 conv that oracle alone takes ~12 s)."""
     from nki_kernels.kernels import registry
-    out: list[tuple] = []
-    for spec in registry.SPECS:
-        for case in spec.cases("verify-quick" if quick else "verify"):
-            make = _same_inputs(functools.partial(spec.make_inputs, case))
-            ref = _same_reference(spec.load_oracle())
-            for api in registry.APIS:
-                try:
-                    fn = spec.load(api)
-                except ImportError as e:
-                    out.append((api, spec.title, case.describe(), "-", None, str(e), None))
-                    continue
-                out.append((api, spec.title, case.describe(), case.dtype, fn, make, ref))
-    return out
+    set_name = "verify-quick" if quick else "verify"
+    return [(i, j) for i, spec in enumerate(registry.SPECS) for j in range(len(spec.cases(set_name)))]
 
 
-def _same_inputs(make: Callable[[], Any]) -> Callable[[], Any]:
-    """``make`` called once; both generations of a case get the same arrays."""
-    box: list[Any] = []
-
-    def get() -> Any:
-        if not box:
-            box.append(make())
-        return box[0]
-    return get
+# One verify row: kernel, NKI API, shape, dtype, max abs err, max rel err, result, sim wall s, estimate,
+# and the reason of a failure ("" when it passed).
+VerifyRow = tuple[str, str, str, str, str, str, str, str, str, str]
 
 
-def _same_reference(ref: Callable[..., Any]) -> Callable[..., Any]:
-    """``ref`` computed once per input arrays: the 0.7 twin reuses the 0.1 case's float64 oracle
-    (for the CS149 224x224 batch-4 conv that oracle alone takes ~12 s)."""
-    memo: dict[Any, Any] = {}
+def _verify_group(job: tuple[int, int, bool, bool, bool]) -> list[VerifyRow]:
+    """Run one group (see :func:`_verify_groups`); a module-level function so that a worker process can
+    run it.  ``job`` = (spec index, case index, quick, estimate, show progress)."""
+    from nki_kernels.backend import resolve
+    from nki_kernels.kernels import registry
+    from nki_kernels.sim import trace_kernel
+    from nki_kernels.tolerances import compare
+    spec_i, case_i, quick, estimate, progress = job
+    spec = registry.SPECS[spec_i]
+    case = spec.cases("verify-quick" if quick else "verify")[case_i]
+    tracers: dict[str, Callable[..., Any]] = {"0.1": trace_kernel, "0.7": resolve("0.7").nki.trace}
+    a, kw = spec.make_inputs(case)
+    ref: Any = None
+    rows: list[VerifyRow] = []
+    for api in registry.APIS:
+        try:
+            fn = spec.load(api)
+        except ImportError as e:
+            rows.append((spec.title, api, case.describe(), "-", "-", "-", "MISSING", "-", "-", str(e)))
+            continue
+        t0 = time.perf_counter()
+        if progress:
+            with Progress(f"verify {spec.title} (NKI {api})"):
+                out, trace = tracers[api](fn, *a, **kw)
+        else:
+            out, trace = tracers[api](fn, *a, **kw)
+        wall = time.perf_counter() - t0
+        if ref is None:
+            ref = spec.load_oracle()(*a, **kw)
+        res = compare(out, ref, case.dtype)      # the project's one tolerance table
+        rows.append((spec.title, api, case.describe(), case.dtype, f"{res['max_abs_err']:.2e}",
+                     f"{res['max_rel_err']:.2e}", "PASS" if res["ok"] else "FAIL", f"{wall:.2f}",
+                     _verify_estimate(fn, trace) if estimate else "-", res["reason"]))
+    return rows
 
-    def get(*a: Any, **kw: Any) -> Any:
-        key = (tuple(id(x) for x in a), tuple(sorted((k, repr(v)) for k, v in kw.items())))
-        if key not in memo:
-            memo.clear()          # keep one result alive at a time (the arrays are large)
-            memo[key] = ref(*a, **kw)
-        return memo[key]
-    return get
+
+def _verify_estimate(fn: Any, trace: Any) -> str:
+    """The cost-model estimate of one verify row with the band of its op class (never raises: the
+    estimate must not hide the correctness result)."""
+    try:
+        from nki_kernels.perf import ModelOptions, estimate_trace
+        from nki_kernels.perf.model import build_options
+        x = estimate_trace(trace, options=ModelOptions(**build_options(fn)))
+        return f"{x.latency_us:,.1f} \u00b1{100 * x.typical_error:.0f}%"
+    except ImportError:
+        return "-"
+    except Exception as exc:
+        return f"n/a ({type(exc).__name__})"
+
+
+def _verify_results(jobs: list[tuple[int, int, bool, bool, bool]], workers: int) -> Iterator[list[VerifyRow]]:
+    """Each group's rows, in order: in this process (``workers`` 1) or in a pool of processes, each
+    group in one worker (the cases are independent, and the biggest are NumPy-bound)."""
+    if workers <= 1:
+        yield from map(_verify_group, jobs)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    with Progress("verify"), ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(_verify_group, [j[:4] + (False,) for j in jobs])
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from nki_kernels.backend import resolve
-    from nki_kernels.sim import trace_kernel
-    from nki_kernels.tolerances import compare
-    tracers: dict[str, Callable[..., Any]] = {"0.1": trace_kernel, "0.7": resolve("0.7").nki.trace}
-    est: Callable[..., Any] | None = None
-    if not args.no_estimate:
-        try:
-            from nki_kernels.perf import estimate_trace
-            est = estimate_trace
-        except ImportError:
-            est = None
-    rows, failed = [], 0
-    cases = _verify_cases(args.quick)
-    print(f"nki-kernels verify: {len(cases)} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles")
-    for i, (api, kname, shape, d, fn, make, ref) in enumerate(cases, 1):
-        if fn is None:
-            rows.append((kname, api, shape, d, "-", "-", "MISSING", "-", "-"))
-            failed += 1
-            print(f"  [{i}/{len(cases)}] {kname}: not available ({make})", flush=True)
-            continue
-        print(f"  [{i}/{len(cases)}] {kname} (NKI {api}) {shape} {d} ...", end="", flush=True)
-        a, kw = make()
-        t0 = time.perf_counter()
-        with Progress(f"verify {i}/{len(cases)}"):
-            out, trace = tracers[api](fn, *a, **kw)
-        wall = time.perf_counter() - t0
-        res = compare(out, ref(*a, **kw), d)      # the project's one tolerance table
-        ok, abs_err, rel_err = res["ok"], res["max_abs_err"], res["max_rel_err"]
-        failed += not ok
-        e = "-"
-        if est is not None:
-            try:
-                from nki_kernels.perf import ModelOptions
-                from nki_kernels.perf.model import build_options
-                x = est(trace, options=ModelOptions(**build_options(fn)))   # the band of its op class
-                e = f"{x.latency_us:,.1f} \u00b1{100 * x.typical_error:.0f}%"
-            except Exception as exc:  # the estimate must never hide the correctness result
-                e = f"n/a ({type(exc).__name__})"
-        rows.append((kname, api, shape, d, f"{abs_err:.2e}", f"{rel_err:.2e}", "PASS" if ok else "FAIL",
-                     f"{wall:.2f}", e))
-        print(f" {'PASS' if ok else 'FAIL: ' + res['reason']} ({wall:.2f} s)", flush=True)
+    groups = _verify_groups(args.quick)
+    workers = min(args.jobs if args.jobs is not None else (os.cpu_count() or 1), len(groups))
+    jobs = [(i, j, args.quick, not args.no_estimate, True) for i, j in groups]
+    n = 2 * len(groups)
+    print(f"nki-kernels verify: {n} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles"
+          + (f", {workers} worker processes" if workers > 1 else ""), flush=True)
+    rows: list[VerifyRow] = []
+    for group in _verify_results(jobs, workers):
+        for r in group:
+            rows.append(r)
+            head = f"  [{len(rows)}/{n}] {r[0]} (NKI {r[1]}) {r[2]} {r[3]}"
+            if r[6] == "MISSING":
+                print(f"{head}: not available ({r[9]})", flush=True)
+            else:
+                print(f"{head} ... {'PASS' if r[6] == 'PASS' else 'FAIL: ' + r[9]} ({r[7]} s)", flush=True)
+    failed = sum(r[6] != "PASS" for r in rows)
     hdr = ("kernel", "NKI", "shape", "dtype", "max abs err", "max rel err", "result", "sim wall s", "est. latency us*")
-    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    table = [hdr] + [r[:9] for r in rows]
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(hdr))]
     print()
-    for r in [hdr] + rows:
+    for r in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     print("\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
           "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
@@ -221,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="all kernels in the simulator vs the oracles (the main job)")
     v.add_argument("--quick", action="store_true", help="skip the large shapes (CS149 224x224, 2048^3, S=4096)")
     v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
+    v.add_argument("--jobs", type=int_at_least(1), default=None,
+                   help="worker processes, one case (NKI 0.1 and its 0.7 twin) per worker at a time; "
+                        "default: the number of CPUs; 1 runs everything in this process")
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("run", help="run a Python file with neuronxcc.nki / nki aliased to the interpreter")
     _add_run_flags(r)

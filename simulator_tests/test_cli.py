@@ -19,6 +19,21 @@ def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
     assert apis == ["0.1", "0.7"] * 10, apis
 
 
+def test_verify_worker_processes_give_the_rows_of_one_process(capsys, monkeypatch):
+    # two small groups (4 rows); the pool must print the same table, in the same order, as one process
+    small = cli._verify_groups(True)[:2]
+    monkeypatch.setattr(cli, "_verify_groups", lambda quick: small)
+    tables = {}
+    for jobs in ("1", "2"):
+        assert cli.main(["verify", "--quick", "--no-estimate", "--jobs", jobs]) == 0
+        out = capsys.readouterr().out
+        assert ("2 worker processes" in out) == (jobs == "2")
+        rows = [ln.split() for ln in out.splitlines() if " PASS " in ln and not ln.lstrip().startswith("[")]
+        assert len(rows) == 4, out
+        tables[jobs] = [r[:-2] for r in rows]      # all but the wall time and the (absent) estimate
+    assert tables["1"] == tables["2"]
+
+
 def test_sim_bench_reports_both_measurements(capsys):
     assert cli.main(["sim-bench", "--iters", "20"]) == 0
     out = capsys.readouterr().out
