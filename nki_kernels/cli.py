@@ -119,10 +119,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     failed = sum(r[6] != "PASS" for r in rows)
     hdr = ("kernel", "NKI", "shape", "dtype", "max abs err", "max rel err", "result", "sim wall s", "est. latency us*")
     table = [hdr] + [r[:9] for r in rows]
-    widths = [max(len(str(r[i])) for r in table) for i in range(len(hdr))]
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(hdr))]
     print()
-    for r in table:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for line in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     print("\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
           "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
           "measurement, with the typical error of its op class (leave-one-out on the public trn2 calibration set, "
