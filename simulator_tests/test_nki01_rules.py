@@ -204,6 +204,8 @@ XFAIL: frozenset[str] = frozenset(
         "err_unsupported_expression_in_mask__v2_index_product::bad_strict",
         "isa_max8_size__v2_too_many::bad",
         "isa_max8_size__v2_too_many::bad_strict",
+        "ki_direct_allocation_hbm__v2_private_hbm::bad",
+        "ki_direct_allocation_hbm__v2_private_hbm::bad_strict",
         "ki_operator_partition_broadcast__v2_multiply::bad",
         "ki_operator_partition_broadcast__v2_multiply::bad_strict",
         "ki_tile_rank__v2_psum_ndarray::bad",
@@ -220,6 +222,8 @@ XFAIL: frozenset[str] = frozenset(
         "pm_index_needs_int__v2_ndarray_shape::bad_strict",
         "pm_index_needs_int__v2_tuple_subscript::bad",
         "pm_index_needs_int__v2_tuple_subscript::bad_strict",
+        "pm_index_range_bound__v2_sequential_range_bound::bad",
+        "pm_index_range_bound__v2_sequential_range_bound::bad_strict",
         "pm_kernel_range__v2_float::bad",
         "pm_kernel_range__v2_float::bad_strict",
     }
