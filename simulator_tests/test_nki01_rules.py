@@ -196,6 +196,8 @@ XFAIL: frozenset[str] = frozenset(
         "err_unexpected_output_dependencies__v2_dma_copy::bad_strict",
         "err_unexpected_output_dependencies__v2_nested_loops::bad",
         "err_unexpected_output_dependencies__v2_nested_loops::bad_strict",
+        "err_unexpected_output_dependencies__v2_sbuf_nisa::bad",
+        "err_unexpected_output_dependencies__v2_sbuf_nisa::bad_strict",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad_strict",
         "err_unsupported_expression_in_mask__v2_index_floordiv::bad",
