@@ -1,0 +1,42 @@
+"""err_shared_hbm_must_in_kernel_level (second form): a shared_hbm tensor created in the inner loop of two nested
+nl.affine_range loops.
+"""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "err_shared_hbm_must_in_kernel_level"
+SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-shared-hbm-must-in-kernel-level"
+CODE = "E013"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((2, 2, 128, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        for j in nl.affine_range(2):
+            scratch = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)  # <- blame
+            nl.store(scratch, nl.exp(nl.load(a[i, j])))
+            nl.store(out[i, j], nl.load(scratch))
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((2, 2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        for j in nl.affine_range(2):
+            nl.store(scratch[i, j], nl.exp(nl.load(a[i, j])))
+            nl.store(out[i, j], nl.load(scratch[i, j]))
+    return out
+
+
+def reference(a):
+    return np.exp(a)

@@ -1,0 +1,35 @@
+"""err_unsupported_memory (second form): nisa.activation reading its data straight from HBM."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "err_unsupported_memory"
+SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unsupported-memory"
+CODE = "E007"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    r = nisa.activation(op=nl.exp, data=a)  # <- blame
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    r = nisa.activation(op=nl.exp, data=nl.load(a))
+    nl.store(out, r)
+    return out
+
+
+def reference(a):
+    return np.exp(a)

@@ -1,0 +1,39 @@
+"""pm.index_needs_int (second form): bool() of a symbolic loop index outside an if statement."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "pm.index_needs_int"
+SOURCE = (
+    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index); "
+    "docs/nki-0.1-rules.md section 9"
+)
+CODE = "E028"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((3, 128, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(3):
+        nonzero = bool(i)  # <- blame
+        nl.store(out[i], nl.multiply(nl.load(a[i]), 2.0 if nonzero else 1.0))
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.static_range(3):
+        nonzero = bool(i)
+        nl.store(out[i], nl.multiply(nl.load(a[i]), 2.0 if nonzero else 1.0))
+    return out
+
+
+def reference(a):
+    return a * np.array([1, 2, 2], np.float32)[:, None, None]

@@ -1,0 +1,39 @@
+"""pm.index_needs_int (second form): float() of a symbolic loop index used as a scalar operand."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RULE = "pm.index_needs_int"
+SOURCE = (
+    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index); "
+    "docs/nki-0.1-rules.md section 9"
+)
+CODE = "E028"
+STRICT = False
+
+
+def inputs():
+    return (np.random.default_rng(0).standard_normal((3, 128, 64)).astype(np.float32),)
+
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(3):
+        w = float(i)  # <- blame
+        nl.store(out[i], nl.multiply(nl.load(a[i]), w))
+    return out
+
+
+@nki.jit
+def good(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.static_range(3):
+        w = float(i)
+        nl.store(out[i], nl.multiply(nl.load(a[i]), w))
+    return out
+
+
+def reference(a):
+    return a * np.arange(3, dtype=np.float32)[:, None, None]
