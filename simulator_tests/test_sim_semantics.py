@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimWarning, nisa, nki, nl, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimError, SimWarning, nisa, nki, nl, simulate_kernel, trace_kernel
 
 F32 = np.float32
 
@@ -258,7 +258,9 @@ def test_python_and_between_masks_warns_and_keeps_the_second_predicate():
     np.testing.assert_array_equal(out, ref)
 
 
-def test_hbm_tensor_is_truthy():
+def test_hbm_tensor_truth_value_is_ambiguous():
+    # SDK 2.26 nki.errors.rst err_ambiguous_tensor_truth_value: `if b:` on an optional tensor parameter is the
+    # page's own example of the error (an earlier rule made HBM tensors truthy); `is not None` is the fix
     @nki.jit
     def k(a, b=None):
         out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
@@ -267,9 +269,20 @@ def test_hbm_tensor_is_truthy():
             t = nl.add(t, nl.load(b))
         nl.store(out, t)
         return out
+
+    @nki.jit
+    def fixed(a, b=None):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        if b is not None:
+            t = nl.add(t, nl.load(b))
+        nl.store(out, t)
+        return out
     x = _x((128, 4))
-    np.testing.assert_allclose(simulate_kernel(k, x, x), 2 * x)
+    with pytest.raises(SimError, match=r"\[E015\].*ambiguous"):
+        simulate_kernel(k, x, x)
     np.testing.assert_allclose(simulate_kernel(k, x), x)
+    np.testing.assert_allclose(simulate_kernel(fixed, x, x), 2 * x)
 
 
 def test_numpy_type_objects_are_not_arrays():

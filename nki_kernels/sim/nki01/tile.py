@@ -15,6 +15,7 @@ from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError,
 from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
+from .symbolic import Index, Predicate
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -41,13 +42,15 @@ class Tile(Tensor):
     __array_priority__ = 100
 
     def __bool__(self) -> bool:
-        if self.alloc.buffer in HBM_KINDS:
-            # `if hbm_tensor:` (an optional kernel argument) is truthy in real NKI 0.1: the SDK's
-            # nki/test examples test optional tensors this way (issue 8 item 12)
-            return True
+        # ERR err_ambiguous_tensor_truth_value / err_dynamic_control_flow_not_supported (SDK 2.26
+        # nki.errors.rst): `if t:`, `not t`, `t and u` on any tensor, an HBM kernel parameter included
+        # (the page's own example is `if b:` on an optional tensor parameter; test for None with `is`)
+        where = "an HBM tensor" if self.alloc.buffer in HBM_KINDS else "a tile"
         raise SimValueError("E015", "tensor", self.name,
-                            "the truth value of a tensor is ambiguous (dynamic control flow is not supported)",
-                            "Use mask= or nl.where instead of if/and/or on tile values")
+                            f"the truth value of {where} is ambiguous (err_ambiguous_tensor_truth_value; "
+                            "control flow cannot depend on tensor values)",
+                            "Test an optional tensor with `is not None`; use mask= or nl.where (and &, |, ~ "
+                            "instead of and/or/not) for element values")
 
     __hash__ = object.__hash__
 
@@ -68,7 +71,13 @@ class Tile(Tensor):
             return self.index(key)
         flat = []
         for k in key:
-            if isinstance(k, MGrid):
+            c = k.__class__
+            if c is Index:
+                # a loop index is a basic (scalar) index: its concrete value (docs/nki-0.1-rules.md §9)
+                flat.append(k.v)
+            elif c is Predicate:
+                flat.append(MaskExpr(k.v))
+            elif isinstance(k, MGrid):
                 flat.extend(k.parts)
             else:
                 flat.append(k)
