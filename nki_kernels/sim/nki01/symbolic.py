@@ -101,7 +101,7 @@ class Index:
 
     def __add__(self, o: object) -> Any:
         if o.__class__ is Index:
-            oi: Index = o  # type: ignore[assignment]
+            oi: Index = o
             if self.terms is None or oi.terms is None:
                 return Index(self.v + oi.v, None)
             return Index(self.v + oi.v, _merge(self.terms, oi.terms, 1), self.const + oi.const)
@@ -114,7 +114,7 @@ class Index:
 
     def __sub__(self, o: object) -> Any:
         if o.__class__ is Index:
-            oi: Index = o  # type: ignore[assignment]
+            oi: Index = o
             if self.terms is None or oi.terms is None:
                 return Index(self.v - oi.v, None)
             return Index(self.v - oi.v, _merge(self.terms, oi.terms, -1), self.const - oi.const)
@@ -144,7 +144,7 @@ class Index:
                 return Index(self.v * n, None)
             return Index(self.v * n, tuple((k, c * n) for k, c in self.terms if c * n), self.const * n)
         if o.__class__ is Index:
-            return Index(self.v * o.v, None)  # type: ignore[attr-defined]
+            return Index(self.v * o.v, None)
         return self._other(o, "*")
 
     __rmul__ = __mul__
@@ -190,7 +190,7 @@ class Index:
     # -- comparisons: predicates ------------------------------------------------------------------------------
     def _cmp(self, o: object, f: Callable[[int, int], bool]) -> Any:
         if o.__class__ is Index:
-            oi: Index = o  # type: ignore[assignment]
+            oi: Index = o
             return Predicate(f(self.v, oi.v), self.terms is not None and oi.terms is not None)
         if _is_int(o):
             return Predicate(f(self.v, int(o)), self.terms is not None)  # type: ignore[call-overload]
@@ -208,10 +208,10 @@ class Index:
     def __ge__(self, o: object) -> Any:
         return self._cmp(o, int.__ge__)
 
-    def __eq__(self, o: object) -> Any:  # type: ignore[override]
+    def __eq__(self, o: object) -> Any:
         return self._cmp(o, int.__eq__)
 
-    def __ne__(self, o: object) -> Any:  # type: ignore[override]
+    def __ne__(self, o: object) -> Any:
         return self._cmp(o, int.__ne__)
 
     # -- uses that need a Python int: E028 (interpreter code may read the value) ------------------------------
@@ -260,12 +260,12 @@ class Index:
 
 
 def _val(o: object) -> int:
-    return o.v if o.__class__ is Index else int(o)  # type: ignore[attr-defined, call-overload]
+    return o.v if o.__class__ is Index else int(o)  # type: ignore[call-overload]
 
 
 def concrete(x: object) -> object:
     """``x`` with an :class:`Index` replaced by its concrete value (other values unchanged)."""
-    return x.v if x.__class__ is Index else x  # type: ignore[attr-defined]
+    return x.v if x.__class__ is Index else x
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ class Predicate:
 
     def _b(self, o: object, f: Callable[[bool, bool], bool]) -> Any:
         if o.__class__ is Predicate:
-            op: Predicate = o  # type: ignore[assignment]
+            op: Predicate = o
             return Predicate(f(self.v, op.v), self.affine and op.affine)
         if isinstance(o, (bool, np.bool_)):
             return Predicate(f(self.v, bool(o)), self.affine)
@@ -509,13 +509,13 @@ def symbolic_range_site(frame: types.FrameType) -> bool:
     return site is not None and site.iterator == "range" and bool(site.symbolic)
 
 
-class KernelGlobals(dict):  # type: ignore[type-arg]
+class KernelGlobals(dict):
     """The globals a kernel function runs with: its module's, seen through, plus the front end's ``range``.
     Lookups of other names fall through to the module (so later changes to module globals are seen)."""
 
     __slots__ = ("module",)
 
-    def __init__(self, module: dict, range_fn: Callable[..., object]) -> None:  # type: ignore[type-arg]
+    def __init__(self, module: dict, range_fn: Callable[..., object]) -> None:
         super().__init__()
         self.module = module
         dict.__setitem__(self, "range", range_fn)
