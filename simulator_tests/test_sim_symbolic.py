@@ -182,3 +182,19 @@ def test_iota_and_affine_select_take_indices() -> None:
     got = simulate_kernel(k, _x((2, 128, 64)))
     np.testing.assert_allclose(got[0], np.broadcast_to(np.arange(64, dtype=np.float32), (128, 64)))
     np.testing.assert_allclose(got[1], 0.0)
+
+
+def test_tile_position_takes_any_index_expression() -> None:
+    # the SDK's golden test_nki_isa_nc_matmul passes ((i % 2) * 64, (j % 2) * 64)
+    @nki.jit
+    def k(xT, y):
+        out = nl.ndarray((4, 64, 256), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            r = nisa.nc_matmul(nl.load(xT[i]), nl.load(y[i]), tile_position=((i % 2) * 64, (i % 2) * 64),
+                               tile_size=(64, 64))
+            nl.store(out[i], nl.copy(r))
+        return out
+
+    a, b = _x((4, 64, 64)), _x((4, 64, 256))
+    got = simulate_kernel(k, a, b, options=STRICT)
+    np.testing.assert_allclose(got, np.einsum("bkm,bkn->bmn", a, b), rtol=1e-4, atol=1e-4)

@@ -280,10 +280,17 @@ def _instruction(frame: types.FrameType) -> tuple[str, int | None]:
     table = _INSTR_CACHE.get(code)
     if table is None:
         table = {}
-        for ins in dis.get_instructions(code):
+        instrs = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        for n, ins in enumerate(instrs):
             pos = getattr(ins, "positions", None)
             line = pos.lineno if pos is not None and pos.lineno is not None else ins.starts_line
-            table[ins.offset] = (ins.opname, line)
+            op, k = ins.opname, n
+            if op == "TO_BOOL" and n + 1 < len(instrs):
+                k = n + 1  # Python 3.13+: __bool__ runs in TO_BOOL; what follows says what the value is for
+                op = instrs[k].opname
+            if op.startswith("POP_JUMP") and k >= 1 and instrs[n - 1].opname == "COPY":
+                op = "JUMP_IF_" + op  # 3.12+: `a and b` in a value is COPY + POP_JUMP_IF_* (3.11: JUMP_IF_*_OR_POP)
+            table[ins.offset] = (op, line)
         _INSTR_CACHE[code] = table
     return table.get(frame.f_lasti, ("", frame.f_lineno))
 
