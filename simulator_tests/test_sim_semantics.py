@@ -647,3 +647,18 @@ def test_compute_on_an_index_view_past_the_end_under_a_mask_is_legal():
     out = simulate_kernel(k, x)
     np.testing.assert_array_equal(out[:, :4], x[:, 4:])
     assert np.all(out[:, 4:] == 0)
+
+
+def test_hbm_tensor_in_a_conditional_expression_is_truthy():
+    # aws-neuron-sdk@81ce03ae nki/test/test_nki_isa_tensor_scalar_cumulative.py: `nl.load(imm1[...]) if imm1 else
+    # None` on an optional HBM parameter (golden test); the `if` statement form is E015 (test above)
+    @nki.jit
+    def k(a, b=None):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        u = nl.load(b) if b else None
+        nl.store(out, t if u is None else nl.add(t, u))
+        return out
+    x = _x((128, 4))
+    np.testing.assert_allclose(simulate_kernel(k, x, x), 2 * x)
+    np.testing.assert_allclose(simulate_kernel(k, x), x)

@@ -11,11 +11,12 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core import ops as core
 from ..core.context import enter, enter_landing, unproven
+from ..core.errors import user_frame
 from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
 from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
-from .symbolic import Index, Predicate
+from .symbolic import Index, Predicate, control_flow_site
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -43,9 +44,17 @@ class Tile(Tensor):
 
     def __bool__(self) -> bool:
         # ERR err_ambiguous_tensor_truth_value / err_dynamic_control_flow_not_supported (SDK 2.26
-        # nki.errors.rst): `if t:`, `not t`, `t and u` on any tensor, an HBM kernel parameter included
-        # (the page's own example is `if b:` on an optional tensor parameter; test for None with `is`)
-        where = "an HBM tensor" if self.alloc.buffer in HBM_KINDS else "a tile"
+        # nki.errors.rst): `if t:`, `not t`, `t and u` on a tile; on an HBM tensor (a kernel parameter)
+        # the `if`/`elif` statement (the page's own example is `if b:` on an optional tensor parameter).
+        # A conditional expression on an HBM parameter is truthy: the SDK's golden test
+        # test_nki_isa_tensor_scalar_cumulative writes `nl.load(imm1[...]) if imm1 else None`
+        # (aws-neuron-sdk@81ce03ae nki/test/test_nki_isa_tensor_scalar_cumulative.py; README divergences)
+        hbm = self.alloc.buffer in HBM_KINDS
+        if hbm:
+            f = user_frame()
+            if f is None or control_flow_site(f) != "if":
+                return True
+        where = "an HBM tensor" if hbm else "a tile"
         raise SimValueError("E015", "tensor", self.name,
                             f"the truth value of {where} is ambiguous (err_ambiguous_tensor_truth_value; "
                             "control flow cannot depend on tensor values)",
