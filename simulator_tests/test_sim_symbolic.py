@@ -198,3 +198,22 @@ def test_tile_position_takes_any_index_expression() -> None:
     a, b = _x((4, 64, 64)), _x((4, 64, 256))
     got = simulate_kernel(k, a, b, options=STRICT)
     np.testing.assert_allclose(got, np.einsum("bkm,bkn->bmn", a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_python_range_of_an_index_in_a_helper_warns() -> None:
+    def helper(out, a, n):
+        for j in range(n):
+            nl.store(out[j], nl.load(a[j]))
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 128, 64), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(1):
+            helper(out, a, i + 2)
+        return out
+
+    x = _x((2, 128, 64))
+    with pytest.warns(SimWarning, match="loop-index bound"):
+        np.testing.assert_allclose(simulate_kernel(k, x), x)
+    with pytest.raises(SimError, match=r"\[E028\]"):
+        simulate_kernel(k, x, options=STRICT)

@@ -218,6 +218,11 @@ class Index:
     def __index__(self) -> int:
         if _internal():
             return self.v
+        f = sys._getframe(1)
+        if _called_name(f) == "range":
+            # Python's range (a plain helper, a nested function): the same decision as the kernel's range(i)
+            bound_args("range", (self,))
+            return self.v
         raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a "
                     "NumPy index, ...)")
 
@@ -261,6 +266,28 @@ class Index:
 
 def _val(o: object) -> int:
     return o.v if o.__class__ is Index else int(o)  # type: ignore[call-overload]
+
+
+def _called_name(frame: types.FrameType) -> str | None:
+    """The dotted name of the function the call instruction ``frame`` is executing calls, from the source (None
+    when it is not a call or there is no source)."""
+    import ast
+
+    from ..kernel_ast import _dotted, _lookup
+
+    code = frame.f_code
+    if not hasattr(code, "co_positions"):
+        return None
+    pos = next((p for n, p in enumerate(code.co_positions()) if 2 * n == frame.f_lasti), None)
+    if pos is None or pos[0] is None:
+        return None
+    fn, _ = _lookup(code, frame.f_globals)
+    if fn is None:
+        return None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and node.lineno == pos[0] and node.col_offset == pos[2]:
+            return _dotted(node.func)
+    return None
 
 
 def concrete(x: object) -> object:
