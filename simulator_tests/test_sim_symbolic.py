@@ -217,3 +217,11 @@ def test_python_range_of_an_index_in_a_helper_warns() -> None:
         np.testing.assert_allclose(simulate_kernel(k, x), x)
     with pytest.raises(SimError, match=r"\[E028\]"):
         simulate_kernel(k, x, options=STRICT)
+
+
+def test_other_int_operators_give_non_affine_indices() -> None:
+    i = Index.loop(5, 1)
+    for e in (abs(-i), i & 1, 1 << i, i >> 1, ~i, 3 ^ i, i | 2, divmod(i, 2)[0]):
+        assert isinstance(e, Index) and not e.affine
+    assert (i & 3).v == 1 and (1 << i).v == 32 and divmod(i, 2)[1].v == 1
+    assert (i < 5.5).v and not (i > 5.0).v and (i > 5.0).affine

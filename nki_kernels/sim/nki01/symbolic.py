@@ -27,6 +27,7 @@ from __future__ import annotations
 import dis
 import functools
 import itertools
+import operator
 import sys
 import types
 import warnings
@@ -174,6 +175,50 @@ class Index:
             return Index(self.v ** _val(o), None)
         return self._other(o, "**")
 
+    def __abs__(self) -> Index:
+        return Index(abs(self.v), None)
+
+    def _bits(self, o: object, f: Callable[[int, int], int], op: str) -> Any:
+        if _is_int(o) or o.__class__ is Index:
+            return Index(f(self.v, _val(o)), None)
+        return self._other(o, op)
+
+    def __and__(self, o: object) -> Any:
+        return self._bits(o, int.__and__, "&")
+
+    def __or__(self, o: object) -> Any:
+        return self._bits(o, int.__or__, "|")
+
+    def __xor__(self, o: object) -> Any:
+        return self._bits(o, int.__xor__, "^")
+
+    def __lshift__(self, o: object) -> Any:
+        return self._bits(o, int.__lshift__, "<<")
+
+    def __rshift__(self, o: object) -> Any:
+        return self._bits(o, int.__rshift__, ">>")
+
+    def __rand__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b & a, "&")
+
+    def __ror__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b | a, "|")
+
+    def __rxor__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b ^ a, "^")
+
+    def __rlshift__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b << a, "<<")
+
+    def __rrshift__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b >> a, ">>")
+
+    def __invert__(self) -> Index:
+        return Index(~self.v, None)
+
+    def __divmod__(self, o: object) -> Any:
+        return (self // o, self % o)
+
     def _other(self, o: object, op: str) -> Any:
         if isinstance(o, (float, np.floating)):
             if _internal(3):
@@ -188,31 +233,34 @@ class Index:
     __rtruediv__ = __truediv__
 
     # -- comparisons: predicates ------------------------------------------------------------------------------
-    def _cmp(self, o: object, f: Callable[[int, int], bool]) -> Any:
+    def _cmp(self, o: object, f: Callable[[Any, Any], Any]) -> Any:
         if o.__class__ is Index:
             oi: Index = o
             return Predicate(f(self.v, oi.v), self.terms is not None and oi.terms is not None)
         if _is_int(o):
             return Predicate(f(self.v, int(o)), self.terms is not None)  # type: ignore[call-overload]
+        if isinstance(o, (float, np.floating)):
+            # `if i < n / 2:` -- the bound is a trace-time constant; compare the concrete value
+            return Predicate(f(self.v, o), self.terms is not None)
         return NotImplemented
 
     def __lt__(self, o: object) -> Any:
-        return self._cmp(o, int.__lt__)
+        return self._cmp(o, operator.lt)
 
     def __le__(self, o: object) -> Any:
-        return self._cmp(o, int.__le__)
+        return self._cmp(o, operator.le)
 
     def __gt__(self, o: object) -> Any:
-        return self._cmp(o, int.__gt__)
+        return self._cmp(o, operator.gt)
 
     def __ge__(self, o: object) -> Any:
-        return self._cmp(o, int.__ge__)
+        return self._cmp(o, operator.ge)
 
     def __eq__(self, o: object) -> Any:
-        return self._cmp(o, int.__eq__)
+        return self._cmp(o, operator.eq)
 
     def __ne__(self, o: object) -> Any:
-        return self._cmp(o, int.__ne__)
+        return self._cmp(o, operator.ne)
 
     # -- uses that need a Python int: E028 (interpreter code may read the value) ------------------------------
     def __index__(self) -> int:
