@@ -490,6 +490,9 @@ def bound_args(api: str, args: tuple, static: bool = False) -> tuple:
 def symbolic(inner: Iterator[int]) -> Iterator[Index]:
     """The iterations of ``inner`` (a core loop yielding ints) as symbolic indices; when the loop ends, the
     check of Python state carried out of its body (:func:`check_loop_state`)."""
+    if maybe_current() is None:
+        yield from inner  # outside a kernel (a host-side script): plain ints
+        return
     key = next(_keys)
     for v in inner:
         yield Index(v, ((key, 1),), 0)
