@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimWarning, nisa, nki, nl, simulate_kernel, trace_kernel
+from nki_kernels.sim import SimError, SimWarning, nisa, nki, nl, simulate_kernel, trace_kernel
 
 F32 = np.float32
 
@@ -258,7 +258,9 @@ def test_python_and_between_masks_warns_and_keeps_the_second_predicate():
     np.testing.assert_array_equal(out, ref)
 
 
-def test_hbm_tensor_is_truthy():
+def test_hbm_tensor_truth_value_is_ambiguous():
+    # SDK 2.26 nki.errors.rst err_ambiguous_tensor_truth_value: `if b:` on an optional tensor parameter is the
+    # page's own example of the error (an earlier rule made HBM tensors truthy); `is not None` is the fix
     @nki.jit
     def k(a, b=None):
         out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
@@ -267,9 +269,20 @@ def test_hbm_tensor_is_truthy():
             t = nl.add(t, nl.load(b))
         nl.store(out, t)
         return out
+
+    @nki.jit
+    def fixed(a, b=None):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        if b is not None:
+            t = nl.add(t, nl.load(b))
+        nl.store(out, t)
+        return out
     x = _x((128, 4))
-    np.testing.assert_allclose(simulate_kernel(k, x, x), 2 * x)
+    with pytest.raises(SimError, match=r"\[E015\].*ambiguous"):
+        simulate_kernel(k, x, x)
     np.testing.assert_allclose(simulate_kernel(k, x), x)
+    np.testing.assert_allclose(simulate_kernel(fixed, x, x), 2 * x)
 
 
 def test_numpy_type_objects_are_not_arrays():
@@ -634,3 +647,18 @@ def test_compute_on_an_index_view_past_the_end_under_a_mask_is_legal():
     out = simulate_kernel(k, x)
     np.testing.assert_array_equal(out[:, :4], x[:, 4:])
     assert np.all(out[:, 4:] == 0)
+
+
+def test_hbm_tensor_in_a_conditional_expression_is_truthy():
+    # aws-neuron-sdk@81ce03ae nki/test/test_nki_isa_tensor_scalar_cumulative.py: `nl.load(imm1[...]) if imm1 else
+    # None` on an optional HBM parameter (golden test); the `if` statement form is E015 (test above)
+    @nki.jit
+    def k(a, b=None):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        u = nl.load(b) if b else None
+        nl.store(out, t if u is None else nl.add(t, u))
+        return out
+    x = _x((128, 4))
+    np.testing.assert_allclose(simulate_kernel(k, x, x), 2 * x)
+    np.testing.assert_allclose(simulate_kernel(k, x), x)

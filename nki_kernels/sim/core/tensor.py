@@ -353,8 +353,15 @@ class Tensor:
     def where_view(self, pred: np.ndarray) -> "Tensor":
         """The whole tile, accessed only where the boolean array ``pred`` holds."""
         if self.arr is None:
-            raise SimNotImplementedError("E100", "index", self.name, "a predicate index on an index-array view",
-                                         "Index the tile with slices first, then with the predicate")
+            # operand masking of an index-array view (``x[i_p, i_m][i_m < n]``; SDK 2.26 nki.api.shared.rst
+            # "NKI API Masking", nki-samples conv.py): the same elements, read/written only where ``pred``
+            # holds (and where the view's own predicate holds)
+            t = self.__class__(self.alloc, src=self.src, key=self.key, par=self.par, shape=self._shape, off=self.off)
+            vm = self._mask
+            pm = np.broadcast_to(pred, self._shape)
+            t._mask = pm if vm is None or isinstance(vm, bool) else (np.broadcast_to(vm, self._shape) & pm)
+            t.sliced = True
+            return t
         idx = np.indices(self._shape, sparse=True)
         t = self.__class__(self.alloc, src=self.arr, key=tuple(idx), par=self.par, shape=self._shape, off=self.off)
         t._mask = pred

@@ -5,18 +5,29 @@ They belong to the NKI 0.1 front end: the op core only sees the integer index ar
 masks they evaluate to."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..core.context import unproven
-from ..core.errors import NKISyntaxError, SimValueError
+from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
+from .symbolic import Index, Predicate, control_flow_site, raise_nonaffine_mask
 
 
 def _iv(x):
+    c = x.__class__
+    if c is Index:
+        return x.v
     return x.v if isinstance(x, IndexExpr) else x
 
 
+def _affine_operand(o) -> bool:
+    return not (o.__class__ is Index and o.terms is None or isinstance(o, NonAffineIndexExpr))
+
+
 class IndexExpr:
-    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``."""
+    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``; with a loop index
+    (:class:`~.symbolic.Index`) its concrete value is used."""
     __slots__ = ("v",)
     __array_priority__ = 100
 
@@ -27,26 +38,33 @@ class IndexExpr:
     ndim = property(lambda s: s.v.ndim)
 
     def __getitem__(self, key):
-        return IndexExpr(self.v[key])
+        return self.__class__(self.v[key])
 
-    def _bin(self, o, f):
-        if isinstance(o, (IndexExpr, int, np.integer)):
-            return IndexExpr(f(self.v, _iv(o)))
+    def _bin(self, o, f, affine=True):
+        if isinstance(o, (IndexExpr, int, np.integer, Index)):
+            # `//`, `%` and index * index are not affine: fine in a subscript, E015 in mask=
+            # (ERR err_unsupported_expression_in_mask, SDK 2.26 nki.errors.rst)
+            aff = affine and self.__class__ is IndexExpr and _affine_operand(o)
+            return (IndexExpr if aff else NonAffineIndexExpr)(f(self.v, _iv(o)))
         return NotImplemented
+
+    def _mul(self, o):
+        return self._bin(o, np.multiply, not isinstance(o, (IndexExpr, Index)))
 
     __add__ = lambda s, o: s._bin(o, np.add)
     __radd__ = lambda s, o: s._bin(o, np.add)
     __sub__ = lambda s, o: s._bin(o, np.subtract)
     __rsub__ = lambda s, o: s._bin(o, lambda a, b: b - a)
-    __mul__ = lambda s, o: s._bin(o, np.multiply)
-    __rmul__ = lambda s, o: s._bin(o, np.multiply)
-    __floordiv__ = lambda s, o: s._bin(o, np.floor_divide)
-    __mod__ = lambda s, o: s._bin(o, np.mod)
-    __neg__ = lambda s: IndexExpr(-s.v)
+    __mul__ = _mul
+    __rmul__ = _mul
+    __floordiv__ = lambda s, o: s._bin(o, np.floor_divide, False)
+    __mod__ = lambda s, o: s._bin(o, np.mod, False)
+    __neg__ = lambda s: s.__class__(-s.v)
 
     def _cmp(self, o, f):
-        if isinstance(o, (IndexExpr, int, np.integer)):
-            return MaskExpr(f(self.v, _iv(o)))
+        if isinstance(o, (IndexExpr, int, np.integer, Index)):
+            aff = self.__class__ is IndexExpr and _affine_operand(o)
+            return (MaskExpr if aff else NonAffineMaskExpr)(f(self.v, _iv(o)))
         return NotImplemented
 
     __lt__ = lambda s, o: s._cmp(o, np.less)
@@ -71,8 +89,26 @@ class IndexExpr:
                f"{self.v.max() if self.v.size else 0}])"
 
 
+class NonAffineIndexExpr(IndexExpr):
+    """An index expression with ``//``, ``%`` or a product of indices: a valid subscript, not a mask operand."""
+    __slots__ = ()
+
+
+def _mask_operand(o):
+    """(bool value or array, affine) of a mask operand, or None."""
+    c = o.__class__
+    if c is Predicate:
+        return o.v, o.affine
+    if isinstance(o, MaskExpr):
+        return o.v, c is MaskExpr
+    if isinstance(o, (bool, np.bool_)):
+        return bool(o), True
+    return None
+
+
 class MaskExpr:
-    """A predicate over index points (built from IndexExpr comparisons, combined with &, |, ~)."""
+    """A predicate over index points (built from IndexExpr comparisons, combined with &, |, ~; a loop-index
+    :class:`~.symbolic.Predicate` combines as its concrete value)."""
     __slots__ = ("v",)
     __array_priority__ = 100
 
@@ -80,19 +116,26 @@ class MaskExpr:
         self.v = np.asarray(v, dtype=bool)
 
     def _b(self, o, f):
-        if isinstance(o, MaskExpr):
-            return MaskExpr(f(self.v, o.v))
-        if isinstance(o, (bool, np.bool_)):
-            return MaskExpr(f(self.v, bool(o)))
-        return NotImplemented
+        m = _mask_operand(o)
+        if m is None:
+            return NotImplemented
+        aff = self.__class__ is MaskExpr and m[1]
+        return (MaskExpr if aff else NonAffineMaskExpr)(f(self.v, m[0]))
 
     __and__ = lambda s, o: s._b(o, np.logical_and)
     __rand__ = lambda s, o: s._b(o, np.logical_and)
     __or__ = lambda s, o: s._b(o, np.logical_or)
     __ror__ = lambda s, o: s._b(o, np.logical_or)
-    __invert__ = lambda s: MaskExpr(~s.v)
+    __invert__ = lambda s: s.__class__(~s.v)
 
     def __bool__(self):
+        f = sys._getframe(1)
+        if not f.f_code.co_filename.startswith(_SIM_DIR) and control_flow_site(f) in ("if", "jump"):
+            # ERR err_control_flow_condition_depending_on_arange (SDK 2.26 nki.errors.rst): an `if` (or
+            # `while`, conditional expression) on an nl.arange / nl.mgrid predicate
+            raise SimValueError("E015", "if", None, "control flow depending on nl.arange / nl.mgrid is not "
+                                "supported (err_control_flow_condition_depending_on_arange)",
+                                "Pass the predicate as mask= to the instructions instead of branching on it")
         # `m1 and m2` traces in real NKI 0.1 as Python's `and`: m1 is truthy, the result is m2
         # (SDK nki/test test_nki_isa_nc_match_replace8 passes `mask=(ix < a and iy < b)` and its
         # golden value matches the second predicate alone; the known-issues doc says `and` is
@@ -103,6 +146,11 @@ class MaskExpr:
 
     def __repr__(self):
         return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
+
+
+class NonAffineMaskExpr(MaskExpr):
+    """A mask built from a non-affine index expression (rejected by ``mask=``, E015)."""
+    __slots__ = ()
 
 
 class MGrid:
@@ -144,8 +192,15 @@ def mask_value(mask, api="mask"):
         return mask
     if isinstance(mask, (bool, np.bool_)):
         return bool(mask)
-    if isinstance(mask, MaskExpr):
+    if mask.__class__ is MaskExpr:
         return mask.v
+    if mask.__class__ is Predicate:
+        # a predicate of loop indices alone: the instruction runs (entirely) in the iterations where it holds
+        if not mask.affine:
+            raise_nonaffine_mask(api)
+        return mask.v
+    if isinstance(mask, NonAffineMaskExpr):
+        raise_nonaffine_mask(api)
     raise SimValueError("E015", api, "mask", f"mask must be an affine predicate (MaskExpr) or a bool, "
                         f"got {type(mask).__name__}", "Build it from nl.arange/mgrid comparisons combined with &")
 
@@ -156,7 +211,13 @@ def mask_array(mask, shape, api="mask"):
         return None
     if isinstance(mask, (bool, np.bool_)):
         return bool(mask)
+    if mask.__class__ is Predicate:
+        if not mask.affine:
+            raise_nonaffine_mask(api)
+        return mask.v
     if isinstance(mask, MaskExpr):
+        if mask.__class__ is not MaskExpr:
+            raise_nonaffine_mask(api)
         m = mask.v
         if m.ndim < len(shape):
             m = m.reshape(m.shape + (1,) * (len(shape) - m.ndim))

@@ -27,7 +27,8 @@ from ..core.enums import (  # noqa: F401
 )
 from ..core.errors import SimTypeError, not_implemented
 from .adapt import returns_fresh, with_dst
-from .indexing import IndexExpr, MaskExpr
+from .indexing import IndexExpr, MaskExpr, mask_value
+from .symbolic import Index, Predicate, concrete
 
 tensor_engine, scalar_engine, gpsimd_engine = engine.tensor, engine.scalar, engine.gpsimd
 vector_engine, sync_engine, unknown_engine = engine.vector, engine.sync, engine.unknown
@@ -54,7 +55,7 @@ def _dma_copy_args(*args, dst=None, src=None, **kw):
 
 def _iota_args(expr, dtype, **kw):
     """``iota(expr, dtype)``: an int or an nl.arange/mgrid expression -> its integer values."""
-    if isinstance(expr, (int, np.integer)):
+    if isinstance(expr, (int, np.integer)) or expr.__class__ is Index:
         v = np.full((1, 1), int(expr), dtype=np.int64)
     elif isinstance(expr, IndexExpr):
         v = expr.v if expr.ndim >= 2 else expr.v.reshape(-1, 1)
@@ -68,7 +69,18 @@ def _memset_args(shape, value, dtype, **kw):
 
 
 def _affine_select_args(pred, on_true_tile, on_false_value, **kw):
-    return (pred.v if isinstance(pred, MaskExpr) else pred, on_true_tile, on_false_value), kw
+    if isinstance(pred, (MaskExpr, Predicate)):
+        pred = mask_value(pred, "affine_select")    # E015 for a non-affine predicate
+    return (pred, on_true_tile, on_false_value), kw
+
+
+def _matmul_args(*args, tile_position=(), **kw):
+    """``tile_position`` may hold loop indices (SDK 2.26 isa nc_matmul: "integer or affine expression").  Not
+    only affine ones: the SDK's own golden test passes ``((i % 2) * 64, (j % 2) * 64)``
+    (aws-neuron-sdk@49ee15c5 general/nki/test/test_nki_isa_nc_matmul.py), so the runnable source wins."""
+    if tile_position:
+        kw["tile_position"] = tuple(concrete(v) for v in tuple(tile_position))
+    return args, kw
 
 
 def _shuffle_args(src, dst, shuffle_mask, **kw):
@@ -80,7 +92,7 @@ dma_copy = with_dst(_dma.dma_copy, convert=_dma_copy_args)
 dma_transpose = returns_fresh(_dma.dma_transpose)
 
 # ---- TensorE --------------------------------------------------------------------------------
-nc_matmul = returns_fresh(_tensore.nc_matmul)
+nc_matmul = returns_fresh(_tensore.nc_matmul, convert=_matmul_args)
 nc_transpose = returns_fresh(_tensore.nc_transpose, engine_param=True)
 
 # ---- VectorE / ScalarE / GpSimdE -----------------------------------------------------------

@@ -10,6 +10,7 @@ from ..core.errors import needs_device
 from ..core.options import SimOptions
 from ..core.runner import Kernel as _CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
+from . import symbolic as _symbolic
 from .tile import Tile
 
 
@@ -19,6 +20,28 @@ class Kernel(_CoreKernel):
     an SPMD grid run one after the other."""
 
     tensor_cls = Tile
+
+    def traced(self):
+        """The kernel function as the front end traces it: its ``range`` loops are symbolic
+        (``language.kernel_range``; docs/nki-0.1-rules.md section 9)."""
+        fn = self.__dict__.get("_traced")
+        if fn is None or fn[0] is not self.func:
+            from .language import kernel_range
+            fn = (self.func, _symbolic.traced_function(self.func, kernel_range))
+            self.__dict__["_traced"] = fn
+        return fn[1]
+
+    def __call__(self, *args, **kwargs):
+        if maybe_current() is not None:
+            # a jitted helper called inside a kernel runs inline; a mode='trace' helper is traced like
+            # the kernel function (nki-samples rmsnorm_quant NKI-917 note), a plain one unrolls its range
+            return (self.traced() if self.mode == "trace" else self.func)(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+    def run_instances(self, ctx, points, args, kwargs):
+        k = _copy.copy(self)
+        k.func = self.traced()
+        return _CoreKernel.run_instances(k, ctx, points, args, kwargs)
 
 
 def jit(func=None, mode="auto", **kwargs):

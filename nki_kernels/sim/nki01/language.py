@@ -30,6 +30,11 @@ from ..core.trace import ACT as _ACT
 from . import tile as _tile_mod
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, _MGridMaker
+from .symbolic import bound_args as _bound_args
+from .symbolic import program_index as _program_index
+from .symbolic import reject_in_shape as _reject_in_shape
+from .symbolic import symbolic as _symbolic
+from .symbolic import symbolic_range_site as _symbolic_range_site
 from .indexing import mask_value as _mask_value
 from .tile import ParDim, Tile
 
@@ -136,6 +141,7 @@ def _par(shape, buf, api, ctx):
 
 def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     ctx = _enter("ndarray", instruction=False)
+    _reject_in_shape("nl.ndarray", shape)
     buf = _buffer_name(buffer, "ndarray")
     if buf in _HBM:
         return _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
@@ -145,6 +151,7 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
 
 def _filled(api, shape, dtype, buffer, name, value):
     ctx = _enter(api)
+    _reject_in_shape(f"nl.{api}", shape)
     buf = _buffer_name(buffer, api)
     if buf in _HBM:
         raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
@@ -213,7 +220,13 @@ def shared_constant(constant, dtype=None, **kw):
 
 
 # ---- SPMD -------------------------------------------------------------------------------------
-program_id, num_programs, program_ndim = _spmd.program_id, _spmd.num_programs, _spmd.program_ndim
+num_programs, program_ndim = _spmd.num_programs, _spmd.program_ndim
+
+
+def program_id(axis=0):
+    """The SPMD instance index along ``axis``: an index like a loop index (docs/nki-0.1-rules.md section 11
+    item 11; ERR err_shared_hbm_must_in_kernel_level uses it in an `if`, MASK lists it among mask operands)."""
+    return _program_index(int(axis) if isinstance(axis, (int, np.integer)) else axis, _spmd.program_id(axis))
 
 
 def nc(n):
@@ -225,23 +238,37 @@ def spmd_dim(*dims):
 
 
 # ---- loops --------------------------------------------------------------------------------
+# affine_range / sequential_range (and a `range` loop in the kernel function or a mode='trace' helper, the
+# kernel's `range` is kernel_range below) yield symbolic indices (symbolic.py; aws-neuron-sdk@49ee15c5
+# programming_model.rst "Representing data in NKI"); static_range yields ints (unrolled at trace time).
 def affine_range(*args, **kwargs):
     """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
-    return _loop("affine", args)
+    return _symbolic(_loop("affine", _bound_args("nl.affine_range", args)))
 
 
 def sequential_range(*args, **kwargs):
-    return _loop("sequential", args)
+    return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args)))
 
 
 def static_range(*args, **kwargs):
-    return _loop("static", args)
+    return _loop("static", _bound_args("nl.static_range", args, static=True))
+
+
+def kernel_range(*args):
+    """``range`` as the kernel function (and a ``mode='trace'`` helper) sees it: the iterator of a ``for``
+    statement there is ``nl.sequential_range`` (NL sequential_range docstring, SDK 2.26: "range is replaced
+    by sequential_range"); any other use (``list(range(n))``, a comprehension) is Python's range."""
+    f = _user_frame()
+    if f is not None and _symbolic_range_site(f):
+        return _symbolic(_loop("sequential", _bound_args("range", args)))
+    return range(*_bound_args("range", args))
 
 
 # ---- indices ------------------------------------------------------------------------------
 def arange(*args):
     if len(args) == 0 or len(args) > 2:
         raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
+    _reject_in_shape("nl.arange", args)
     return IndexExpr(np.arange(*[int(a) for a in args]))
 
 
@@ -413,6 +440,36 @@ def _assignment_target(frame):
         for sc in scopes:
             if first.argval in sc:
                 return sc[first.argval][after[1].argval], True
+    return _subscript_target(frame)
+
+
+def _subscript_target(frame):
+    """``x[<any index expression>] = nl.loop_reduce(...)``: the view the statement assigns to, found from the
+    statement's source (the call's position in the frame's code) and evaluated in the caller's scope (nki-samples
+    attention.py flash_attn_bwd: ``dq_local_reduced[...] = nl.loop_reduce(``; docs/nki-0.1-rules.md §7)."""
+    import ast as _ast
+
+    from ..kernel_ast import _lookup
+    code = frame.f_code
+    pos = next((p for i, p in enumerate(code.co_positions()) if 2 * i == frame.f_lasti), None) \
+        if hasattr(code, "co_positions") else None
+    if pos is None or pos[0] is None:
+        return None, False
+    fn, _ = _lookup(code, frame.f_globals)
+    if fn is None:
+        return None, False
+    for node in _ast.walk(fn):
+        if isinstance(node, _ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], _ast.Subscript) \
+                and isinstance(node.value, _ast.Call) and node.value.lineno == pos[0] \
+                and node.value.col_offset == pos[2]:
+            target = node.targets[0]
+            expr = _ast.Expression(_ast.Subscript(target.value, target.slice, _ast.Load()))
+            _ast.copy_location(expr.body, target)
+            try:
+                value = eval(compile(expr, code.co_filename, "eval"), frame.f_globals, frame.f_locals)
+            except Exception:  # noqa: BLE001 -- re-raised as E021 by the caller
+                return None, False
+            return value, True
     return None, False
 
 

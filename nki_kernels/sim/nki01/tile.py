@@ -11,10 +11,12 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core import ops as core
 from ..core.context import enter, enter_landing, unproven
+from ..core.errors import user_frame
 from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
 from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
+from .symbolic import Index, Predicate, control_flow_site
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -41,13 +43,23 @@ class Tile(Tensor):
     __array_priority__ = 100
 
     def __bool__(self) -> bool:
-        if self.alloc.buffer in HBM_KINDS:
-            # `if hbm_tensor:` (an optional kernel argument) is truthy in real NKI 0.1: the SDK's
-            # nki/test examples test optional tensors this way (issue 8 item 12)
-            return True
+        # ERR err_ambiguous_tensor_truth_value / err_dynamic_control_flow_not_supported (SDK 2.26
+        # nki.errors.rst): `if t:`, `not t`, `t and u` on a tile; on an HBM tensor (a kernel parameter)
+        # the `if`/`elif` statement (the page's own example is `if b:` on an optional tensor parameter).
+        # A conditional expression on an HBM parameter is truthy: the SDK's golden test
+        # test_nki_isa_tensor_scalar_cumulative writes `nl.load(imm1[...]) if imm1 else None`
+        # (aws-neuron-sdk@81ce03ae nki/test/test_nki_isa_tensor_scalar_cumulative.py; README divergences)
+        hbm = self.alloc.buffer in HBM_KINDS
+        if hbm:
+            f = user_frame()
+            if f is None or control_flow_site(f) != "if":
+                return True
+        where = "an HBM tensor" if hbm else "a tile"
         raise SimValueError("E015", "tensor", self.name,
-                            "the truth value of a tensor is ambiguous (dynamic control flow is not supported)",
-                            "Use mask= or nl.where instead of if/and/or on tile values")
+                            f"the truth value of {where} is ambiguous (err_ambiguous_tensor_truth_value; "
+                            "control flow cannot depend on tensor values)",
+                            "Test an optional tensor with `is not None`; use mask= or nl.where (and &, |, ~ "
+                            "instead of and/or/not) for element values")
 
     __hash__ = object.__hash__
 
@@ -68,7 +80,13 @@ class Tile(Tensor):
             return self.index(key)
         flat = []
         for k in key:
-            if isinstance(k, MGrid):
+            c = k.__class__
+            if c is Index:
+                # a loop index is a basic (scalar) index: its concrete value (docs/nki-0.1-rules.md §9)
+                flat.append(k.v)
+            elif c is Predicate:
+                flat.append(MaskExpr(k.v))
+            elif isinstance(k, MGrid):
                 flat.extend(k.parts)
             else:
                 flat.append(k)

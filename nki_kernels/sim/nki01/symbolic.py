@@ -1,0 +1,638 @@
+"""Symbolic loop indices of the NKI 0.1 front end (docs/nki-0.1-rules.md section 9).
+
+The real front end runs the body of an ``nl.affine_range`` / ``nl.sequential_range`` loop (and of a ``range``
+loop in the kernel function or in an ``@nki.jit(mode='trace')`` helper, which it turns into
+``sequential_range``) once, with the loop variable bound to an affine ``Index`` expression (aws-neuron-sdk@49ee15c5
+``general/nki/programming_model.rst`` "Representing data in NKI"; ``general/nki/api/nki/language/__init__.py``
+``affine_range`` / ``sequential_range``).  The interpreter keeps executing every iteration eagerly, so an
+:class:`Index` carries its concrete value (numerics unchanged) *and* its affine form; what changes is which
+Python uses are legal:
+
+* ``+``, ``-``, ``*`` by an int and unary ``-`` keep the index affine; ``//``, ``%`` and index * index give a
+  non-affine index, legal as a subscript / offset but not in ``mask=`` (``err_unsupported_expression_in_mask``,
+  E015);
+* comparisons give a :class:`Predicate` (``&``, ``|``, ``~``), usable in ``mask=`` and as the test of an
+  ``if``/``elif`` (a predicated region);
+* anything that needs a Python int -- a list/tuple/dict subscript, ``int()``, ``float()``, ``hash``, ``len``,
+  iteration, a shape, ``min``/``max``, ``bool()`` outside an ``if`` test -- raises E028 at the user's line.
+
+Interpreter code may convert an index to its concrete value (``int()``/``operator.index`` called from a frame
+inside ``nki_kernels/sim``), so every NKI API that takes an index (subscripts, ``nl.ds``, ``tile_position``,
+offsets) accepts one unchanged; APIs that need a trace-time int (shapes, ``nl.arange``) reject it explicitly
+through :func:`reject_in_shape`.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import itertools
+import operator
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..core.context import maybe_current
+from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError, SimWarning, user_location
+
+Terms = tuple[tuple[int, int], ...]
+
+_FIX = (
+    "A loop index of nl.affine_range / nl.sequential_range / a kernel `range` has no Python value at trace "
+    "time; iterate with nl.static_range for Python values, or express it with a mask= / an `if` predicate"
+)
+_keys = itertools.count(1)
+
+
+def _e028(what: str, fix: str = _FIX) -> NKISyntaxError:
+    # pm.index_needs_int (aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst "Representing data in NKI")
+    return NKISyntaxError("E028", "loop index", None, what, fix)
+
+
+def _internal(depth: int = 2) -> bool:
+    """Is the caller's caller interpreter code (which may read an index's concrete value)?"""
+    return sys._getframe(depth).f_code.co_filename.startswith(_SIM_DIR)
+
+
+def _merge(a: Terms, b: Terms, sign: int) -> Terms:
+    d = dict(a)
+    for k, c in b:
+        d[k] = d.get(k, 0) + sign * c
+    return tuple((k, c) for k, c in sorted(d.items()) if c)
+
+
+def _is_int(o: object) -> bool:
+    c = o.__class__
+    return c is int or (isinstance(o, (int, np.integer)) and c is not bool and not isinstance(o, (bool, np.bool_)))
+
+
+class Index:
+    """A symbolic loop index (or an expression of loop indices / ``nl.program_id``): ``v`` the concrete value
+    of the running iteration, ``terms`` the affine form ``((key, coeff), ...)`` plus ``const`` (``terms`` None:
+    not affine)."""
+
+    __slots__ = ("v", "terms", "const")
+    __array_priority__ = 200
+    __array_ufunc__ = None  # NumPy scalars defer to the reflected operators
+
+    v: int
+    terms: Terms | None
+    const: int
+
+    def __init__(self, v: int, terms: Terms | None, const: int = 0) -> None:
+        self.v = v
+        self.terms = terms
+        self.const = const
+
+    @staticmethod
+    def loop(v: int, key: int) -> Index:
+        return Index(v, ((key, 1),), 0)
+
+    @property
+    def affine(self) -> bool:
+        return self.terms is not None
+
+    # -- arithmetic -------------------------------------------------------------------------------------------
+    def _nonaffine(self, v: int) -> Index:
+        return Index(v, None, 0)
+
+    def __add__(self, o: object) -> Any:
+        if o.__class__ is Index:
+            oi: Index = o
+            if self.terms is None or oi.terms is None:
+                return Index(self.v + oi.v, None)
+            return Index(self.v + oi.v, _merge(self.terms, oi.terms, 1), self.const + oi.const)
+        if _is_int(o):
+            n = int(o)  # type: ignore[call-overload]
+            return Index(self.v + n, self.terms, self.const + n)
+        return self._other(o, "+")
+
+    __radd__ = __add__
+
+    def __sub__(self, o: object) -> Any:
+        if o.__class__ is Index:
+            oi: Index = o
+            if self.terms is None or oi.terms is None:
+                return Index(self.v - oi.v, None)
+            return Index(self.v - oi.v, _merge(self.terms, oi.terms, -1), self.const - oi.const)
+        if _is_int(o):
+            n = int(o)  # type: ignore[call-overload]
+            return Index(self.v - n, self.terms, self.const - n)
+        return self._other(o, "-")
+
+    def __rsub__(self, o: object) -> Any:
+        if _is_int(o):
+            n = int(o)  # type: ignore[call-overload]
+            return (-self).__add__(n)
+        return self._other(o, "-")
+
+    def __neg__(self) -> Index:
+        if self.terms is None:
+            return Index(-self.v, None)
+        return Index(-self.v, tuple((k, -c) for k, c in self.terms), -self.const)
+
+    def __pos__(self) -> Index:
+        return self
+
+    def __mul__(self, o: object) -> Any:
+        if _is_int(o):
+            n = int(o)  # type: ignore[call-overload]
+            if self.terms is None:
+                return Index(self.v * n, None)
+            return Index(self.v * n, tuple((k, c * n) for k, c in self.terms if c * n), self.const * n)
+        if o.__class__ is Index:
+            return Index(self.v * o.v, None)
+        return self._other(o, "*")
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: object) -> Any:
+        if _is_int(o) or o.__class__ is Index:
+            return Index(self.v // _val(o), None)
+        return self._other(o, "//")
+
+    def __rfloordiv__(self, o: object) -> Any:
+        if _is_int(o):
+            return Index(_val(o) // self.v, None)
+        return self._other(o, "//")
+
+    def __mod__(self, o: object) -> Any:
+        if _is_int(o) or o.__class__ is Index:
+            return Index(self.v % _val(o), None)
+        return self._other(o, "%")
+
+    def __rmod__(self, o: object) -> Any:
+        if _is_int(o):
+            return Index(_val(o) % self.v, None)
+        return self._other(o, "%")
+
+    def __pow__(self, o: object) -> Any:
+        if _is_int(o):
+            return Index(self.v ** _val(o), None)
+        return self._other(o, "**")
+
+    def __abs__(self) -> Index:
+        return Index(abs(self.v), None)
+
+    def _bits(self, o: object, f: Callable[[int, int], int], op: str) -> Any:
+        if _is_int(o) or o.__class__ is Index:
+            return Index(f(self.v, _val(o)), None)
+        return self._other(o, op)
+
+    def __and__(self, o: object) -> Any:
+        return self._bits(o, int.__and__, "&")
+
+    def __or__(self, o: object) -> Any:
+        return self._bits(o, int.__or__, "|")
+
+    def __xor__(self, o: object) -> Any:
+        return self._bits(o, int.__xor__, "^")
+
+    def __lshift__(self, o: object) -> Any:
+        return self._bits(o, int.__lshift__, "<<")
+
+    def __rshift__(self, o: object) -> Any:
+        return self._bits(o, int.__rshift__, ">>")
+
+    def __rand__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b & a, "&")
+
+    def __ror__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b | a, "|")
+
+    def __rxor__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b ^ a, "^")
+
+    def __rlshift__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b << a, "<<")
+
+    def __rrshift__(self, o: object) -> Any:
+        return self._bits(o, lambda a, b: b >> a, ">>")
+
+    def __invert__(self) -> Index:
+        return Index(~self.v, None)
+
+    def __divmod__(self, o: object) -> Any:
+        return (self // o, self % o)
+
+    def _other(self, o: object, op: str) -> Any:
+        if isinstance(o, (float, np.floating)):
+            if _internal(3):
+                return NotImplemented
+            raise _e028(f"`{op}` of a loop index and a float: an index is an integer affine expression",
+                        "Keep index arithmetic in ints (use // for division)")
+        return NotImplemented
+
+    def __truediv__(self, o: object) -> Any:
+        raise _e028("`/` of a loop index: an index is an integer affine expression", "Use // (integer division)")
+
+    __rtruediv__ = __truediv__
+
+    # -- comparisons: predicates ------------------------------------------------------------------------------
+    def _cmp(self, o: object, f: Callable[[Any, Any], Any]) -> Any:
+        if o.__class__ is Index:
+            oi: Index = o
+            return Predicate(f(self.v, oi.v), self.terms is not None and oi.terms is not None)
+        if _is_int(o):
+            return Predicate(f(self.v, int(o)), self.terms is not None)  # type: ignore[call-overload]
+        if isinstance(o, (float, np.floating)):
+            # `if i < n / 2:` -- the bound is a trace-time constant; compare the concrete value
+            return Predicate(f(self.v, o), self.terms is not None)
+        return NotImplemented
+
+    def __lt__(self, o: object) -> Any:
+        return self._cmp(o, operator.lt)
+
+    def __le__(self, o: object) -> Any:
+        return self._cmp(o, operator.le)
+
+    def __gt__(self, o: object) -> Any:
+        return self._cmp(o, operator.gt)
+
+    def __ge__(self, o: object) -> Any:
+        return self._cmp(o, operator.ge)
+
+    def __eq__(self, o: object) -> Any:
+        return self._cmp(o, operator.eq)
+
+    def __ne__(self, o: object) -> Any:
+        return self._cmp(o, operator.ne)
+
+    # -- uses that need a Python int: E028 (interpreter code may read the value) ------------------------------
+    def __index__(self) -> int:
+        if _internal():
+            return self.v
+        f = sys._getframe(1)
+        if _called_name(f) == "range":
+            # Python's range (a plain helper, a nested function): the same decision as the kernel's range(i)
+            bound_args("range", (self,))
+            return self.v
+        raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a "
+                    "NumPy index, ...)")
+
+    def __int__(self) -> int:
+        if _internal():
+            return self.v
+        raise _e028("int() of a loop index")
+
+    def __float__(self) -> float:
+        if _internal():
+            return float(self.v)
+        raise _e028("float() of a loop index")
+
+    def __hash__(self) -> int:
+        if _internal():
+            return hash(self.v)
+        raise _e028("a loop index used as a dict key / set element (it is hashed)")
+
+    def __len__(self) -> int:
+        raise _e028("len() of a loop index")
+
+    def __iter__(self) -> Iterator[int]:
+        raise _e028("iterating over a loop index")
+
+    def __bool__(self) -> bool:
+        if _internal():
+            return bool(self.v)
+        raise _e028("the truth value of a loop index (write the comparison, e.g. `if i > 0:`)")
+
+    def __repr__(self) -> str:
+        if self.terms is None:
+            return f"Index(non-affine, value={self.v})"
+        form = " + ".join(f"{c}*i{k}" for k, c in self.terms) or "0"
+        return f"Index({form} + {self.const}, value={self.v})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.v, spec) if spec else repr(self)
+
+
+def _val(o: object) -> int:
+    return o.v if o.__class__ is Index else int(o)  # type: ignore[call-overload]
+
+
+def _called_name(frame: types.FrameType) -> str | None:
+    """The dotted name of the function the call instruction ``frame`` is executing calls, from the source (None
+    when it is not a call or there is no source)."""
+    import ast
+
+    from ..kernel_ast import _dotted, _lookup
+
+    code = frame.f_code
+    if not hasattr(code, "co_positions"):
+        return None
+    pos = next((p for n, p in enumerate(code.co_positions()) if 2 * n == frame.f_lasti), None)
+    if pos is None or pos[0] is None:
+        return None
+    fn, _ = _lookup(code, frame.f_globals)
+    if fn is None:
+        return None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and node.lineno == pos[0] and node.col_offset == pos[2]:
+            return _dotted(node.func)
+    return None
+
+
+def concrete(x: object) -> object:
+    """``x`` with an :class:`Index` replaced by its concrete value (other values unchanged)."""
+    return x.v if x.__class__ is Index else x
+
+
+# ------------------------------------------------------------------------------------------------------------
+# predicates and the `if` test
+# ------------------------------------------------------------------------------------------------------------
+_INSTR_CACHE: dict[types.CodeType, dict[int, tuple[str, int | None]]] = {}
+
+
+def _instruction(frame: types.FrameType) -> tuple[str, int | None]:
+    """(opname, line) of the instruction ``frame`` is executing."""
+    code = frame.f_code
+    table = _INSTR_CACHE.get(code)
+    if table is None:
+        table = {}
+        instrs = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        for n, ins in enumerate(instrs):
+            pos = getattr(ins, "positions", None)
+            line = pos.lineno if pos is not None and pos.lineno is not None else ins.starts_line
+            op, k = ins.opname, n
+            if op == "TO_BOOL" and n + 1 < len(instrs):
+                k = n + 1  # Python 3.13+: __bool__ runs in TO_BOOL; what follows says what the value is for
+                op = instrs[k].opname
+            if op.startswith("POP_JUMP") and k >= 1 and instrs[n - 1].opname == "COPY":
+                op = "JUMP_IF_" + op  # 3.12+: `a and b` in a value is COPY + POP_JUMP_IF_* (3.11: JUMP_IF_*_OR_POP)
+            table[ins.offset] = (op, line)
+        _INSTR_CACHE[code] = table
+    return table.get(frame.f_lasti, ("", frame.f_lineno))
+
+
+# called with (frame, line, value) when a predicate is the test of an `if`/`elif` (a predicated region), for
+# the scope rules; None: nobody listens
+predicated_if_hook: Callable[[types.FrameType, int, bool], None] | None = None
+
+
+def control_flow_site(frame: types.FrameType) -> str:
+    """What the user's ``frame`` is doing with a truth value: ``"if"`` (the test of an ``if``/``elif``
+    statement), ``"jump"`` (another conditional jump: ``while``, ``x if p else y``, ``assert``, a comprehension
+    filter), ``"boolop"`` (``and``/``or`` in a value) or ``"call"`` (``bool()``, ``min``/``max``, ``not``, ...)."""
+    op, line = _instruction(frame)
+    if op.startswith("POP_JUMP"):
+        from ..kernel_ast import analyze_code
+
+        fs = analyze_code(frame.f_code, module_globals=frame.f_globals)
+        if fs is None:
+            return "if"  # no source: cannot tell, accept
+        site = fs.if_test_at(line if line is not None else frame.f_lineno)
+        if site is not None and (line or frame.f_lineno) not in fs.while_lines:
+            return "if"
+        return "jump"
+    if op.startswith("JUMP_IF_"):
+        return "boolop"
+    return "call"
+
+
+class Predicate:
+    """A comparison of loop indices (concrete ``v`` + whether its operands are affine)."""
+
+    __slots__ = ("v", "affine")
+    __array_priority__ = 200
+    __array_ufunc__ = None
+
+    v: bool
+    affine: bool
+
+    def __init__(self, v: bool, affine: bool) -> None:
+        self.v = bool(v)
+        self.affine = affine
+
+    def _b(self, o: object, f: Callable[[bool, bool], bool]) -> Any:
+        if o.__class__ is Predicate:
+            op: Predicate = o
+            return Predicate(f(self.v, op.v), self.affine and op.affine)
+        if isinstance(o, (bool, np.bool_)):
+            return Predicate(f(self.v, bool(o)), self.affine)
+        return NotImplemented
+
+    def __and__(self, o: object) -> Any:
+        return self._b(o, lambda a, b: a and b)
+
+    __rand__ = __and__
+
+    def __or__(self, o: object) -> Any:
+        return self._b(o, lambda a, b: a or b)
+
+    __ror__ = __or__
+
+    def __xor__(self, o: object) -> Any:
+        return self._b(o, lambda a, b: a != b)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> Predicate:
+        return Predicate(not self.v, self.affine)
+
+    def __bool__(self) -> bool:
+        f = sys._getframe(1)
+        if f.f_code.co_filename.startswith(_SIM_DIR):
+            return self.v
+        site = control_flow_site(f)
+        if site == "if":
+            # a predicated region: the body runs in the iterations where the predicate holds, as the hardware's
+            # predication does (PM "Representing data in NKI"; nki-samples flash_fwd `if i < n_tile_q:`)
+            hook = predicated_if_hook
+            if hook is not None:
+                hook(f, f.f_lineno, self.v)
+            return self.v
+        what = {
+            "jump": "a loop-index predicate as the condition of a `while`, a conditional expression "
+                    "(`x if p else y`), an assert or a comprehension filter",
+            "boolop": "`and`/`or` on a loop-index predicate",
+            "call": "the truth value of a loop-index predicate outside an `if` test (bool(), not, min()/max(), "
+                    "`in`, ...)",
+        }[site]
+        raise _e028(what + ": it has no Python value at trace time",
+                    "Use it as the test of an `if` statement or in mask=, combine predicates with & | ~, or "
+                    "iterate with nl.static_range for Python values")
+
+    def __repr__(self) -> str:
+        return f"Predicate({self.v}{'' if self.affine else ', non-affine'})"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# loops
+# ------------------------------------------------------------------------------------------------------------
+def bound_args(api: str, args: tuple, static: bool = False) -> tuple:
+    """Loop bounds as ints.  A symbolic bound (``range(i)``, ``nl.affine_range(i + 1)``): the sources are silent
+    (docs/nki-0.1-rules.md section 11 item 1): a SimWarning at the user's line, E028 under strict; for
+    ``nl.static_range`` (unrolled at trace time) always E028."""
+    if not any(a.__class__ is Index for a in args):
+        return args
+    msg = (f"{api}() with a loop-index bound: the trip count depends on an enclosing symbolic loop index, which "
+           "has no value at trace time")
+    ctx = maybe_current()
+    if static or (ctx is not None and ctx.options.strict):
+        raise _e028(msg, "Use a constant trip count and a mask= / `if` predicate for the ragged part, or "
+                    "nl.static_range for the enclosing loop")
+    if ctx is not None:
+        file, line = user_location()
+        key = ("index_range_bound", file, line)
+        if key not in ctx.warned:
+            ctx.warned.add(key)
+            warnings.warn_explicit(f"[E028 under strict] {msg} (sources silent; the interpreter uses this "
+                                   f"iteration's value) at {file.rsplit('/', 1)[-1]}:{line}", SimWarning, file, line)
+    return tuple(concrete(a) for a in args)
+
+
+def symbolic(inner: Iterator[int]) -> Iterator[Index]:
+    """The iterations of ``inner`` (a core loop yielding ints) as symbolic indices; when the loop ends, the
+    check of Python state carried out of its body (:func:`check_loop_state`)."""
+    if maybe_current() is None:
+        yield from inner  # outside a kernel (a host-side script): plain ints
+        return
+    key = next(_keys)
+    for v in inner:
+        yield Index(v, ((key, 1),), 0)
+    f = sys._getframe(1)
+    if f is not None and not f.f_code.co_filename.startswith(_SIM_DIR):
+        check_loop_state(f)
+
+
+_PY_STATE = (int, float, complex, str, bytes, list, tuple, dict, set, np.number, np.bool_)
+
+
+def check_loop_state(frame: types.FrameType) -> None:
+    """pm.loop_body_traced_once: a Python value updated in a symbolic loop body and read after the loop holds
+    one iteration's value on hardware (the body is traced once: aws-neuron-sdk@81ce03ae nki/migration/index.rst
+    "Consistent control flow behavior").  It compiles, so: a SimWarning at the update line, E028 under strict
+    (docs/nki-0.1-rules.md section 11 item 12).  ``frame`` is the user frame whose ``for`` statement ended."""
+    from ..kernel_ast import analyze_code
+
+    ctx = maybe_current()
+    if ctx is None:
+        return
+    fs = analyze_code(frame.f_code, kernel_scope=frame.f_code in TRACED_CODES, module_globals=frame.f_globals)
+    if fs is None or not fs.loop_state:
+        return
+    site = fs.loop_at(frame.f_lineno)
+    if site is None:
+        return
+    local = frame.f_locals
+    for st in fs.loop_state:
+        if st.block != site.block or st.name not in local:
+            continue
+        value = local[st.name]
+        if not isinstance(value, _PY_STATE) or isinstance(value, Index):
+            continue  # NKI tensors (the scope rules' business) and indices
+        file, line = frame.f_code.co_filename, st.update_lines[0]
+        msg = (f"`{st.name}` is a Python value updated in the body of a symbolic loop (line {site.line}) and read "
+               f"after it (line {st.use_lines[0]}): NKI 0.1 traces the body once, so on hardware it holds one "
+               "iteration's update, not one per iteration (the interpreter runs every iteration)")
+        fix = ("Compute it outside the loop (e.g. from the trip count), keep it in an NKI tensor, or iterate with "
+               "nl.static_range")
+        if ctx.options.strict:
+            raise NKISyntaxError("E028", "loop state", st.name, msg, fix, where=(file, line))
+        key = ("loop_state", file, line)
+        if key not in ctx.warned:
+            ctx.warned.add(key)
+            warnings.warn_explicit(f"[E028 under strict] {msg}; {fix} at {file.rsplit('/', 1)[-1]}:{line}",
+                                   SimWarning, file, line)
+
+
+def program_index(axis: int, v: int) -> Index:
+    """``nl.program_id(axis)``: an index of the launch grid (same rules as a loop index; section 11 item 11)."""
+    return Index(v, ((-1 - axis, 1),), 0)
+
+
+def reject_in_shape(api: str, values: object) -> None:
+    """E028 when a shape (or another trace-time int argument) holds a loop index."""
+    vals = values if isinstance(values, (tuple, list)) else (values,)
+    for s in vals:
+        if s.__class__ is Index:
+            raise _e028(f"a loop index in the shape of {api}: shapes are trace-time ints",
+                        "Size the tile for the largest iteration and write the ragged part with mask=, or "
+                        "iterate with nl.static_range")
+
+
+def mask_of_predicate(p: Predicate, api: str) -> bool:
+    """``mask=`` given a loop-index predicate: its concrete value (E015 when not affine)."""
+    if not p.affine:
+        raise_nonaffine_mask(api)
+    return p.v
+
+
+def raise_nonaffine_mask(api: str) -> None:
+    # ERR err_unsupported_expression_in_mask (SDK 2.26 nki.errors.rst): masks are affine expressions of loop
+    # indices; `%`, `//` and index products are not
+    raise SimValueError("E015", api, "mask", "the mask is not an affine expression of loop indices "
+                        "(err_unsupported_expression_in_mask: `%`, `//` and products of indices are not affine)",
+                        "Write the predicate as a linear combination of indices plus a constant (a*i + b*j + c "
+                        "< n), or split the loop so the condition becomes affine")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the kernel's `range`
+# ------------------------------------------------------------------------------------------------------------
+# code objects whose `range` loops are symbolic: the kernel functions and mode='trace' helpers being run
+TRACED_CODES: set[types.CodeType] = set()
+
+
+def symbolic_range_site(frame: types.FrameType) -> bool:
+    """Is the ``range(...)`` called from ``frame`` the iterator of a ``for`` statement of a kernel function or
+    ``mode='trace'`` helper (which the front end turns into ``nl.sequential_range``)?"""
+    if frame.f_code not in TRACED_CODES:
+        return False  # a nested function or plain helper sharing the kernel's globals: unrolled (NKI-917 note)
+    from ..kernel_ast import analyze_code
+
+    fs = analyze_code(frame.f_code, kernel_scope=True, module_globals=frame.f_globals)
+    if fs is None:
+        return False
+    site = fs.loop_at(frame.f_lineno)
+    return site is not None and site.iterator == "range" and bool(site.symbolic)
+
+
+class KernelGlobals(dict):
+    """The globals a kernel function runs with: its module's, seen through, plus the front end's ``range``.
+    Lookups of other names fall through to the module (so later changes to module globals are seen)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: dict, range_fn: Callable[..., object]) -> None:
+        super().__init__()
+        self.module = module
+        dict.__setitem__(self, "range", range_fn)
+        dict.__setitem__(self, "__builtins__", module.get("__builtins__", __builtins__))
+        if "__name__" in module:
+            dict.__setitem__(self, "__name__", module["__name__"])
+
+    def __missing__(self, name: str) -> object:
+        return self.module[name]
+
+
+@functools.lru_cache(maxsize=1024)
+def _stores_globals(code: types.CodeType) -> bool:
+    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code))
+
+
+def traced_function(func: object, range_fn: Callable[..., object]) -> object:
+    """``func`` re-bound to globals where ``range`` is ``range_fn`` (the kernel's ``range`` becomes a symbolic
+    ``sequential_range``), or ``func`` itself when that is not possible or not needed (not a plain function, a
+    module that rebinds ``range``, a function declaring ``global`` names)."""
+    if not isinstance(func, types.FunctionType):
+        return func
+    code = func.__code__
+    g = func.__globals__
+    if isinstance(g, KernelGlobals) or "range" in g or "range" not in code.co_names or _stores_globals(code):
+        TRACED_CODES.add(code)
+        return func
+    fn = types.FunctionType(code, KernelGlobals(g, range_fn), func.__name__, func.__defaults__, func.__closure__)
+    fn.__kwdefaults__ = func.__kwdefaults__
+    fn.__dict__.update(func.__dict__)
+    fn.__qualname__ = func.__qualname__
+    fn.__module__ = func.__module__
+    fn.__doc__ = func.__doc__
+    TRACED_CODES.add(code)
+    return fn
