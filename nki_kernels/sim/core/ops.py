@@ -237,6 +237,11 @@ class Result:
         """Record the result with its new tile as its destination (the pending result's end)."""
         self.release(ctx)
         record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
+        direct = ctx.direct
+        if direct is not None:
+            # the result stays in a tile of its own: an automatically allocated tensor
+            direct.automatic(self.tile.alloc.buffer.value, f"the tile returned by {self.api}",
+                             (self.where[0], self.where[1]))
 
     def release(self, ctx) -> None:
         """No longer pending (it lands, or it is committed)."""

@@ -209,6 +209,13 @@ def bn_aggr(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dt
     tile(data, aname, "data")
     P = data.shape[0]
     rows = _row_mask(mask, data, aname, reduce_dim_ok=False)
+    per_partition = data.size // P if P else 0
+    if per_partition % 3 or not per_partition:
+        # ISA bn_aggr (SDK 2.26 nki/isa docstring): (count, mean, variance*count) triples per partition
+        raise SimValueError("E011", aname, "data", "bn_aggr reads (count, mean, variance*count) triples: the "
+                            f"elements per partition of data must be a positive multiple of 3, got {per_partition}",
+                            "Pass whole bn_stats outputs (6 elements per partition each)",
+                            got=per_partition, limit="a multiple of 3")
     s = data.read_f32().reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
     tot = n.sum(axis=1)

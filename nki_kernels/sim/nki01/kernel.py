@@ -3,14 +3,31 @@ the device-only stubs ``baremetal`` / ``benchmark`` / ``profile`` (spec §2)."""
 from __future__ import annotations
 
 import copy as _copy
+import inspect
 from typing import Any
 
 from ..core.context import maybe_current
-from ..core.errors import needs_device
+from ..core.errors import NKISyntaxError, needs_device
 from ..core.options import SimOptions
 from ..core.runner import Kernel as _CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
+from .allocation import DirectAllocation
 from .tile import Tile
+
+
+def _def_line(func) -> tuple[str, int]:
+    """(file, line) of a function's ``def`` statement (below its decorators)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return ("<kernel>", 0)
+    try:
+        src, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return (code.co_filename, code.co_firstlineno)
+    for i, line in enumerate(src):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return (code.co_filename, first + i)
+    return (code.co_filename, code.co_firstlineno)
 
 
 class Kernel(_CoreKernel):
@@ -19,6 +36,22 @@ class Kernel(_CoreKernel):
     an SPMD grid run one after the other."""
 
     tensor_cls = Tile
+    stack_allocator = False      # @ncc.enable_stack_allocator
+    force_auto_alloc = False     # @ncc.force_auto_alloc
+
+    def run_instances(self, ctx, points, args, kwargs):
+        """Run the grid with the direct-allocation rules (nki01/allocation.py) watching the run."""
+        if self.stack_allocator and not self.skip_middle_end:
+            # CMP enable_stack_allocator (SDK 2.26 nki/compiler/__init__.py): "Must use together with
+            # skip_middle_end_transformations"
+            raise NKISyntaxError("E030", "nki.compiler.enable_stack_allocator", None,
+                                 "enable_stack_allocator must be used together with skip_middle_end_transformations",
+                                 "Add @nki.compiler.skip_middle_end_transformations below it",
+                                 where=_def_line(self.func))
+        ctx.direct = direct = DirectAllocation(forced_auto=self.force_auto_alloc)
+        result = super().run_instances(ctx, points, args, kwargs)
+        direct.finish(result)
+        return result
 
 
 def jit(func=None, mode="auto", **kwargs):
