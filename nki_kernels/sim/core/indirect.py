@@ -186,10 +186,14 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
     _ops.tile(src_buffer, aname, "src_buffer", buffers=("sbuf",))
     _ops.tile(index, aname, "index", buffers=("sbuf",))
     P = src_buffer.shape[0]
-    if index.shape[0] != P or P % 16:
-        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions, "
-                            f"a multiple of 16; got {P} and {index.shape[0]}",
+    if index.shape[0] != P:
+        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions; "
+                            f"got {P} and {index.shape[0]}",
                             "Replicate the 16-partition index block to all partitions")
+    if P % 16:
+        # ISA local_gather (SDK 2.26 isa docstring): the partition count must be a multiple of 16 (GpSimd cores)
+        raise SimValueError("E011", aname, "src_buffer", f"local_gather needs a multiple of 16 partitions, got {P}",
+                            "Use 16, 32, ..., 128 partitions (pad the tile)", got=P, limit="a multiple of 16")
     if index.dtype != _dt.uint16:
         raise SimTypeError("E009", aname, "index", f"indices must be uint16, got {_dt.name_of(index.dtype)}",
                            "Cast the index tile to nl.uint16")

@@ -94,6 +94,15 @@ def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: Axis
                      "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
                      "consecutive axes to follow the doc")
     bit = name_.startswith("bitwise")
+    if bit:
+        # ISA tensor_reduce (SDK 2.26 isa docstring): "For bitvec operators, the input/output data types
+        # must be integer types"
+        for what, d in (("data", data.dtype), ("dtype", dtype)):
+            if d is not None and not dt.is_int(dt.canonical(d, op=aname)):
+                raise SimTypeError("E009", aname, what, f"a bitvec reduction ({name_}) needs integer input and "
+                                   f"output types, got {dt.name_of(dt.canonical(d, op=aname))} {what}",
+                                   "Load/cast the tile to an integer type (nl.load(x, dtype=nl.int32)) and pass "
+                                   "dtype=nl.int32", got=dt.name_of(dt.canonical(d, op=aname)), limit="an integer type")
     if negate and (bit or name_.startswith("logical")):
         raise NKISyntaxError("E021", aname, "negate", "negate is only valid for arithmetic reduce ops")
     fn = REDUCE[name_]

@@ -22,6 +22,7 @@ from ..core import vector as _vector
 from ..core import ops as _ops_tables
 from ..core.context import enter as _enter
 from ..core.context import maybe_current as _maybe_current
+from ..core.context import unproven as _unproven
 from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented
 from ..core.errors import user_frame as _user_frame
 from ..core.loops import loop as _loop
@@ -164,9 +165,18 @@ def _placed(ctx, t, placement, shape, par):
     return t
 
 
+def _rank_check(shape, buf, api):
+    """KI (SDK 2.26 nki_known_issues.rst "Indexing"): an SBUF/PSUM tile has at least 2 dimensions."""
+    if buf not in _HBM and (isinstance(shape, (int, np.integer)) or len(tuple(shape)) < 2):
+        raise SimTypeError("E010", api, "shape", f"an SBUF/PSUM tile needs at least 2 dimensions (partition and "
+                           f"free), got shape {shape!r} (Insufficient rank)",
+                           "Add a free axis: e.g. (128, 1) instead of (128,)", got=shape, limit="rank >= 2")
+
+
 def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     ctx = _enter("ndarray", instruction=False)
     buf = _buffer_name(buffer, "ndarray")
+    _rank_check(shape, buf, "ndarray")
     if buf in _HBM:
         t = _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
         if ctx.direct is not None and not ctx.direct.forced_auto:
@@ -185,6 +195,7 @@ def _filled(api, shape, dtype, buffer, name, value):
     if buf in _HBM:
         raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
                              "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+    _rank_check(shape, buf, api)
     placement = _direct_alloc(ctx, buffer, buf, api, name, filled=True)
     t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=_par(shape, buf, api, ctx))
     _vector.fill(ctx, t, api=f"nl.{api}")
@@ -514,6 +525,23 @@ def _matmul_transpose(args, kw):
 
 
 matmul = _guarded(matmul, _matmul_transpose)
+
+
+def _invert(fn):
+    def call(x, *args, **kw):
+        if isinstance(x, Tile) and x.dtype is _dt.bool_:
+            # KI (SDK 2.26 nki_known_issues.rst "Execution"): nl.invert "produces incorrect result with bool
+            # input type, use int8 type instead" -- it runs here; a warning, E024 under strict
+            _unproven("invert_bool", "nl.invert on a bool tile gives wrong results on hardware (known issue); use "
+                      "an int8 tile (or nl.logical_not)")
+        return fn(x, *args, **kw)
+    call.__name__ = call.__qualname__ = "invert"
+    call._nki_op = fn._nki_op
+    call.core_op = fn.core_op
+    return call
+
+
+invert = _invert(invert)
 transpose = _guarded(transpose, lambda a, k: _alloc.check_tensor_engine_transpose("nl.transpose",
                                                                                   "nl.transpose (TensorE)"))
 softmax = _guarded(softmax, lambda a, k: _alloc.check_implicit_api("nl.softmax"))
