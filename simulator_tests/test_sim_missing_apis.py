@@ -420,17 +420,27 @@ def test_compiler_sbuf_and_psum_alloc_accept_an_allocation_function(rng):
     import nki_kernels.sim.nki01.compiler as ncc
     a = rng.standard_normal((8, 8)).astype(np.float32)
 
-    def alloc_fn(idx, pdim_size, fdim_size):
+    def alloc_fn(idx, pdim_size, fdim_size):            # sbuf: (start_partition, byte_addr)
         return (0, 0)
 
+    def alloc_at(addr):
+        return lambda idx, pdim_size, fdim_size: (0, addr)
+
+    def psum_fn(idx, pdim_size, fdim_size):             # psum: (bank, start_partition, byte_addr)
+        return (0, 0, 0)
+
+    # an allocated kernel places every tensor itself and transposes on VectorE (nki.errors.rst
+    # err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel; nki_direct_allocation_guide.rst)
     @nki.jit
     def k(x):
         out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
         t = nl.ndarray((8, 8), nl.float32, buffer=ncc.sbuf.alloc(alloc_fn))
         t[...] = nl.load(x)
-        p = nl.ndarray((8, 8), nl.float32, buffer=ncc.psum.alloc(alloc_fn))
-        p[...] = nisa.nc_transpose(t)
-        nl.store(out, nl.copy(p))
+        p = nl.ndarray((8, 8), nl.float32, buffer=ncc.psum.alloc(psum_fn))
+        p[...] = nisa.nc_transpose(t, engine=nisa.vector_engine)
+        r = nl.ndarray((8, 8), nl.float32, buffer=ncc.sbuf.alloc(alloc_at(64)))
+        r[...] = nl.copy(p)
+        nl.store(out, r)
         return out
 
     np.testing.assert_array_equal(simulate_kernel(k, a), a.T)

@@ -448,6 +448,9 @@ def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=No
         # SBUF -- 2.26 nl.store: "an extra copy will be performed"; the errors doc describes
         # assignment as a copy.  The copy is an eviction.
         res.commit(ctx)
+        rm = res.mask
+        if rm is not None and rm is not True and how == "same" and mask is None:
+            mask = rm          # the instruction's masked-out elements are not part of its result: not copied
         copy_into(ctx, dst, value, api=api, eviction=True, how=how, mask=mask)
         return True
     if dal.buffer not in ON_CHIP and res.engine is not DMA:
@@ -475,7 +478,8 @@ def fit_exact(api, dst: Tensor, shape) -> str:
 def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same", mask=None) -> None:
     """An on-chip copy instruction (VectorE tensor_copy) of ``src`` into ``dst``."""
     tile(src, api, "value")
-    v = src.read()
+    v = src.read(mask if mask is not None and mask is not True and mask is not False and
+                 getattr(mask, "shape", None) == src._shape else None)
     dst.write(place(v, dst._shape, how) if how != "same" else v, mask, api=api)
     res = compute_result(v, dst.dtype, op="tensor_copy", api=api, engine=DVE, inputs=(src,), func="copy",
                          eviction=eviction, shape=src._shape)

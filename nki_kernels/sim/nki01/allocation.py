@@ -220,6 +220,11 @@ class DirectAllocation:
                     raise NKISyntaxError("E030", api, "func", f"the allocation function must return {want} ints "
                                          f"for block {tuple(idx)}, got {loc!r}", where=where)
                 bank, sp, addr = (0, loc[0], loc[1]) if want == 2 else loc
+                if want == 3 and (sp or addr):
+                    # CMP psum.alloc: "start_partition and byte_addr must both be 0" in the current release
+                    raise NKISyntaxError("E030", api, "func", f"a PSUM tile starts at partition 0, byte 0 of its bank; "
+                                         f"the allocation function returned {loc!r} for block {tuple(idx)}",
+                                         "Return (bank, 0, 0)", where=where)
             else:
                 bank = placement.base_bank + _linear(placement.num_bank_tiles, idx)
                 sp = placement.base_partition + _linear(placement.num_par_tiles, idx) * pdim

@@ -122,7 +122,7 @@ dma_compute = dst_first(_dma.dma_compute)
 
 # ---- TensorE (I2-I4, I7, I14) ------------------------------------------------------------------
 nc_matmul = dst_first(_tensore.nc_matmul, warn_non_matmul_init=True, spec="0.6")
-nc_transpose = dst_first(_tensore.nc_transpose)
+nc_transpose = dst_first(_tensore.nc_transpose, spec="0.6")
 
 # ---- Vector / Scalar / GpSimd -------------------------------------------------------------------
 tensor_copy = dst_first(_vector.tensor_copy)
