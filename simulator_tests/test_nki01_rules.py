@@ -40,12 +40,10 @@ STRICT_OPTIONS = SimOptions(strict=True)
 # implements the rules and empties this list.
 XFAIL: frozenset[str] = frozenset(
     {
-        "accept__arithmetic_on_index::good",
         "accept__bn_stats_trivial_reduce_mask::good",
         "accept__loop_reduce_computed_subscript::good",
         "accept__predicate_index_on_view::good",
         "accept__psum_block_tensor_over_capacity::good",
-        "accept__tensor_copy_dynamic_src::good",
         "err_ambiguous_tensor_truth_value__if_param::bad",
         "err_ambiguous_tensor_truth_value__if_param::bad_strict",
         "err_annotation_shape_mismatch::bad",
@@ -55,15 +53,6 @@ XFAIL: frozenset[str] = frozenset(
         "err_cannot_update_immutable_parameter::good",
         "err_control_flow_condition_depending_on_arange::bad",
         "err_control_flow_condition_depending_on_arange::bad_strict",
-        "err_copy_dynamic_indirect_indices_not_natively_supported::bad",
-        "err_copy_dynamic_indirect_indices_not_natively_supported::bad_strict",
-        "err_copy_dynamic_indirect_indices_not_natively_supported::good",
-        "err_indirect_indices_are_not_supported_with_nki_api::bad",
-        "err_indirect_indices_are_not_supported_with_nki_api::bad_strict",
-        "err_indirect_indices_free_dim::bad",
-        "err_indirect_indices_free_dim::bad_strict",
-        "err_indirect_indices_free_dim__mgrid::bad",
-        "err_indirect_indices_free_dim__mgrid::bad_strict",
         "err_leading_dimension_of_tensor_must_be_partition::bad_strict",
         "err_local_variable_used_out_of_scope__if_else::bad",
         "err_local_variable_used_out_of_scope__if_else::bad_strict",

@@ -23,18 +23,20 @@ import numpy as np
 from . import dtypes as _dt
 from . import ops as _ops
 from .context import RunContext
-from .errors import SimIndexError, SimTypeError, SimValueError
+from .errors import NKISyntaxError, SimIndexError, SimTypeError, SimValueError
 from .ops import Dst, DTypeArg, MaskArg, compute_result, emit, op
 from .ops import mask_of as mask_array
 from .tensor import ON_CHIP, Tensor
-from .trace import POOL
+from .trace import DVE, POOL
+from .vector import copy_result, engine_for
 
 
 class IndirectTensor(Tensor):
     """An advanced view whose indices on some axes came from index tiles.
 
     ``index_tiles``: the tiles the addresses were read from (the DMA reads them too)."""
-    __slots__ = ("index_tiles",)
+    __slots__ = ("index_tiles", "from_mgrid")
+    dynamic = True
 
     def valid(self) -> np.ndarray:
         """Bool array (view shape): the points whose indices are all in bounds."""
@@ -98,6 +100,15 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     parts, tiles = [], []
     for axis, k in enumerate(key):
         if isinstance(k, Tensor):
+            if axis and axis == rank - 1 and base.alloc.buffer not in ON_CHIP:
+                # ERR err_indirect_indices_free_dim (SDK 2.26 nki.errors.rst): "Dynamic indexing for load/store
+                # only supports the indirect indexing to be on the partition or block dimension" -- never on the
+                # innermost (free) axis of the access
+                raise NKISyntaxError("E014", api, base.name,
+                                     f"an index tile on axis {axis} of `{base.name}`: dynamic (indirect) indices "
+                                     "are supported only on the partition dimension (axis 0)",
+                                     "Gather rows instead: index axis 0 with the tile and the free axes with "
+                                     "nl.arange, then rearrange on chip")
             parts.append(_index_values(k, api, axis, rank))
             tiles.append(k)
         else:
@@ -105,7 +116,17 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     view = base.take(parts)
     out = IndirectTensor(view.alloc, src=view.src, key=view.key, par=view.par, shape=view.shape, off=view.off)
     out.index_tiles = tuple(tiles)
+    out.from_mgrid = False
     return out
+
+
+def check_load_store(api: str, t: object) -> None:
+    """ERR err_indirect_indices_free_dim / KI "Indexing" (SDK 2.26): nl.load / nl.store take indirect indices
+    built with nl.arange; "nl.mgrid won't work" (nisa.dma_copy's own examples use mgrid: not checked there)."""
+    if isinstance(t, IndirectTensor) and t.from_mgrid:
+        raise NKISyntaxError("E014", api, t.name, "an indirect (runtime-indexed) access built with nl.mgrid fields: "
+                             "indirect load/store indexing needs nl.arange",
+                             "Build the other indices with nl.arange(n)[:, None] / nl.arange(n)[None, :]")
 
 
 def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
@@ -224,4 +245,28 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
         out = out.reshape(P, index.shape[1], 16, k)
     res = compute_result(out, src_buffer.dtype, op="local_gather", api=api, engine=POOL, inputs=(src_buffer, index),
                          mask=mask_array(mask, out.shape, aname), func="gather")
+    return emit(ctx, dst, res)
+
+
+# ---------------------------------------------------------------------------------------
+# on-chip copies through runtime offsets
+# ---------------------------------------------------------------------------------------
+
+@op
+def tensor_copy_dynamic_src(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
+                            dtype: DTypeArg = None, engine: object = None,
+                            api: str = "nisa.tensor_copy_dynamic_src", name: str | None = None) -> Tensor | None:
+    """Copy an SBUF/PSUM tile whose free-axis offset is read from a tile at run time (SDK 2.26 isa
+    ``tensor_copy_dynamic_src``; golden values ``nki/test/test_nki_isa_tensor_copy_dynamic.py`` at 49ee15c5:
+    ``np.take`` of the offset columns).  The source is ``src[i_p, offsets[...] + i_f]`` (an indirect view);
+    the offsets' tile is read too.  Vector, Scalar or GpSimd Engine (default VectorE)."""
+    aname = "tensor_copy_dynamic_src"
+    if not isinstance(src, Tensor):
+        raise SimTypeError("E010", aname, "src", f"expected a tile, got {type(src).__name__}",
+                           "Pass src[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+    _ops.tile(src, aname, "src", engine_access=False)
+    eng = engine_for(engine, DVE, aname, ("src", src))
+    res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
+    if isinstance(src, IndirectTensor) and src.index_tiles:
+        res.extra_reads = tuple(t.region() for t in src.index_tiles)
     return emit(ctx, dst, res)

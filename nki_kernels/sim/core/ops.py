@@ -515,6 +515,12 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
     if b not in buffers:
         raise _space_error(api, arg, x, buffers)
     onchip = b is SBUF or b is PSUM
+    if onchip and x.dynamic and engine_access:
+        # ERR err_copy_dynamic_indirect_indices_not_natively_supported (SDK 2.26 nki.errors.rst): an on-chip
+        # access through a runtime index tile is only supported by nisa.tensor_copy_dynamic_src
+        raise NKISyntaxError("E014", api, arg, f"`{x.name}` is accessed through a runtime index tile on chip: "
+                             "dynamic indirect indices are not natively supported by this instruction",
+                             "Copy the dynamically indexed tile first: t = nisa.tensor_copy_dynamic_src(src[...])")
     if onchip and x.par != 0:
         raise SimTypeError("E010", api, arg,
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "

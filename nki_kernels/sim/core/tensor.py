@@ -56,6 +56,7 @@ def _calling_api() -> str:
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
     __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok")
+    dynamic = False     # an indirect view (indices read from a tile at run time): core/indirect.py
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
         self.alloc = alloc

@@ -16,22 +16,26 @@ def _iv(x):
 
 
 class IndexExpr:
-    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``."""
-    __slots__ = ("v",)
+    """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``.  ``mgrid``: built
+    from an ``nl.mgrid`` field (KI: "nl.mgrid won't work" for indirect load/store)."""
+    __slots__ = ("v", "mgrid")
     __array_priority__ = 100
 
-    def __init__(self, v):
+    def __init__(self, v, mgrid=False):
         self.v = np.asarray(v, dtype=np.int64)
+        self.mgrid = mgrid
 
     shape = property(lambda s: s.v.shape)
     ndim = property(lambda s: s.v.ndim)
 
     def __getitem__(self, key):
-        return IndexExpr(self.v[key])
+        return IndexExpr(self.v[key], self.mgrid)
 
     def _bin(self, o, f):
-        if isinstance(o, (IndexExpr, int, np.integer)):
-            return IndexExpr(f(self.v, _iv(o)))
+        if isinstance(o, IndexExpr):
+            return IndexExpr(f(self.v, o.v), self.mgrid or o.mgrid)
+        if isinstance(o, (int, np.integer)):
+            return IndexExpr(f(self.v, o), self.mgrid)
         return NotImplemented
 
     __add__ = lambda s, o: s._bin(o, np.add)
@@ -42,7 +46,7 @@ class IndexExpr:
     __rmul__ = lambda s, o: s._bin(o, np.multiply)
     __floordiv__ = lambda s, o: s._bin(o, np.floor_divide)
     __mod__ = lambda s, o: s._bin(o, np.mod)
-    __neg__ = lambda s: IndexExpr(-s.v)
+    __neg__ = lambda s: IndexExpr(-s.v, s.mgrid)
 
     def _cmp(self, o, f):
         if isinstance(o, (IndexExpr, int, np.integer)):
@@ -110,7 +114,7 @@ class MGrid:
     __slots__ = ("parts",)
 
     def __init__(self, parts):
-        self.parts = tuple(IndexExpr(p) for p in parts)
+        self.parts = tuple(IndexExpr(p, True) for p in parts)
 
     def __iter__(self):
         return iter(self.parts)

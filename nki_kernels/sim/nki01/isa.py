@@ -104,6 +104,7 @@ bn_stats = returns_fresh(_reduce.bn_stats)
 bn_aggr = returns_fresh(_reduce.bn_aggr)
 max8 = returns_fresh(_reduce.max8)
 local_gather = returns_fresh(_indirect.local_gather)
+tensor_copy_dynamic_src = returns_fresh(_indirect.tensor_copy_dynamic_src, engine_param=True)
 dropout = returns_fresh(_rng.dropout)
 tensor_copy_predicated = with_dst(_select.tensor_copy_predicated)
 select_reduce = with_dst(_select.select_reduce)
@@ -120,8 +121,11 @@ nc_stream_shuffle = with_dst(_select.nc_stream_shuffle, convert=_shuffle_args)
 def _guarded(fn, check):
     """``fn`` preceded by ``check(args, kw)`` when the running kernel allocates directly."""
     def call(*args, **kw):
-        if _alloc.active(_maybe_current()) is not None:
-            check(args, kw)
+        ctx = _maybe_current()
+        if ctx is not None:
+            d = ctx.direct
+            if d is not None and d.active:
+                check(args, kw)
         return fn(*args, **kw)
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__

@@ -302,8 +302,26 @@ def ds(start, size):
 
 
 # ---- data movement ------------------------------------------------------------------------
-load = returns_fresh(_dma.load, api="nl.load")
-store = with_dst(_dma.store, api="nl.store")
+_load = returns_fresh(_dma.load, api="nl.load")
+_store = with_dst(_dma.store, api="nl.store")
+
+
+def load(*args, **kw):
+    src = args[0] if args else kw.get("src")
+    if src.__class__ is _indirect.IndirectTensor:
+        _indirect.check_load_store("nl.load", src)
+    return _load(*args, **kw)
+
+
+def store(*args, **kw):
+    dst = args[0] if args else kw.get("dst")
+    if dst.__class__ is _indirect.IndirectTensor:
+        _indirect.check_load_store("nl.store", dst)
+    return _store(*args, **kw)
+
+
+load.__doc__, store.__doc__ = _load.__doc__, _store.__doc__
+load.core_op, store.core_op = _load.core_op, _store.core_op
 load_transpose2d = returns_fresh(_dma.load_transpose2d)
 copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_engine=_ACT)
 broadcast_to = returns_fresh(_vector.broadcast_to)
@@ -338,8 +356,25 @@ def _unary(name):
     return f
 
 
+def _index_tile(x):
+    """An index expression as an operand: PM "Representing data in NKI" -- an index is a tensor; the
+    compiler materialises it as an int32 tile (what nisa.iota makes)."""
+    if x.__class__ is not IndexExpr:
+        return x
+    v = x.v if x.ndim >= 2 else x.v.reshape(-1, 1)
+    return _vector.iota(_enter("iota"), None, v, _dt.int32, api="nisa.iota")
+
+
 def _binary(name):
-    f = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,))
+    core = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,))
+
+    def f(x, y, *args, **kw):
+        if x.__class__ is IndexExpr or y.__class__ is IndexExpr:
+            x, y = _index_tile(x), _index_tile(y)
+        return core(x, y, *args, **kw)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = core.__doc__
+    f.core_op = core.core_op
     f._nki_op = name
     return f
 
@@ -493,8 +528,11 @@ def __getattr__(name):
 # ---- direct-allocation rules of single calls (nki01/allocation.py) --------------------------------------
 def _guarded(fn, check):
     def call(*args, **kw):
-        if _alloc.active(_maybe_current()) is not None:
-            check(args, kw)
+        ctx = _maybe_current()
+        if ctx is not None:
+            d = ctx.direct
+            if d is not None and d.active:
+                check(args, kw)
         return fn(*args, **kw)
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__

@@ -80,7 +80,10 @@ class Tile(Tensor):
             else:
                 flat.append(k)
         if any(isinstance(k, Tensor) for k in flat):
-            return indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
+            view = indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
+            # nl.load / nl.store reject it (checked there): KI "nl.mgrid won't work" for indirect load/store
+            view.from_mgrid = any(isinstance(k, IndexExpr) and k.mgrid for k in flat)
+            return view
         advanced = any(isinstance(k, IndexExpr) for k in flat)
         if self.sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != _ALL for k in flat):
             _nested(self.name)
