@@ -40,10 +40,8 @@ STRICT_OPTIONS = SimOptions(strict=True)
 # implements the rules and empties this list.
 XFAIL: frozenset[str] = frozenset(
     {
-        "accept__bn_stats_trivial_reduce_mask::good",
         "accept__loop_reduce_computed_subscript::good",
         "accept__predicate_index_on_view::good",
-        "accept__psum_block_tensor_over_capacity::good",
         "err_ambiguous_tensor_truth_value__if_param::bad",
         "err_ambiguous_tensor_truth_value__if_param::bad_strict",
         "err_annotation_shape_mismatch::bad",
@@ -95,8 +93,6 @@ XFAIL: frozenset[str] = frozenset(
         "pm_loop_index_shape::bad_strict",
         "pm_python_state_in_symbolic_loop::bad",
         "pm_python_state_in_symbolic_loop::bad_strict",
-        "pm_sbuf_capacity_spill::bad",
-        "pm_sbuf_capacity_spill::bad_strict",  # the op core checks capacity at the next instruction
         "pm_trace_helper_range_is_sequential::bad",
         "pm_trace_helper_range_is_sequential::bad_strict",
     }

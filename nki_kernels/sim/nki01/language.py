@@ -197,9 +197,12 @@ def _filled(api, shape, dtype, buffer, name, value):
                              "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
     _rank_check(shape, buf, api)
     placement = _direct_alloc(ctx, buffer, buf, api, name, filled=True)
-    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=_par(shape, buf, api, ctx))
+    par = _par(shape, buf, api, ctx)
+    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=par)
     _vector.fill(ctx, t, api=f"nl.{api}")
-    return _placed(ctx, t, placement, shape, 0)
+    if par and buf == "psum":
+        ctx.memory.initialised_blocks(t.alloc)
+    return _placed(ctx, t, placement, shape, par)
 
 
 def zeros(shape, dtype=float32, *, buffer=None, name="", **kwargs):
