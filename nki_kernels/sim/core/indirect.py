@@ -26,7 +26,7 @@ from .context import RunContext
 from .errors import NKISyntaxError, SimIndexError, SimTypeError, SimValueError
 from .ops import Dst, DTypeArg, MaskArg, compute_result, emit, op
 from .ops import mask_of as mask_array
-from .tensor import ON_CHIP, Tensor
+from .tensor import ON_CHIP, SBUF, Tensor
 from .trace import DVE, POOL
 from .vector import copy_result, engine_for
 
@@ -269,4 +269,39 @@ def tensor_copy_dynamic_src(ctx: RunContext, dst: Dst, src: Tensor, *, mask: Mas
     res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
     if isinstance(src, IndirectTensor) and src.index_tiles:
         res.extra_reads = tuple(t.region() for t in src.index_tiles)
+    return emit(ctx, dst, res)
+
+
+@op
+def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api: str = "nisa.nc_n_gather",
+                name: str | None = None) -> Tensor | None:
+    """NKI 0.6 isa ``nc_n_gather`` (aws-neuron-sdk 81ce03ae ``nki/api/nki/isa/__init__.py``): per partition,
+    ``dst[p, j...] = data[p].ravel()[indices[p, j...]]`` on GpSimdE.  All three tiles in SBUF; ``indices``
+    uint32; ``dst`` has ``data``'s dtype and as many elements per partition as ``indices``; index values in
+    ``[0, data.size / data.shape[0])``."""
+    aname = "nc_n_gather"
+    _ops.tile(data, aname, "data", buffers=(SBUF,))
+    _ops.tile(indices, aname, "indices", buffers=(SBUF,))
+    if indices.dtype != _dt.uint32:
+        raise SimTypeError("E009", aname, "indices", f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
+                           "Cast the indices to nl.uint32")
+    _ops.same_partitions(aname, data=data, indices=indices)
+    P = data.shape[0]
+    if isinstance(dst, Tensor):
+        _ops.tile(dst, aname, "dst", buffers=(SBUF,))
+        if dst.dtype != data.dtype:
+            raise SimTypeError("E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must equal data dtype "
+                               f"{_dt.name_of(data.dtype)}", "Allocate dst with data.dtype")
+        if dst.shape[0] != P or _ops.free_size(dst.shape) != _ops.free_size(indices.shape):
+            raise SimValueError("E011", aname, "dst", f"dst {tuple(dst.shape)} must have {P} partitions and "
+                                f"{_ops.free_size(indices.shape)} elements per partition (as indices)")
+    flat = data.read().reshape(P, -1)
+    idx = np.asarray(indices.read()).astype(np.int64).reshape(P, -1)
+    bad = (idx < 0) | (idx >= flat.shape[1])
+    if bad.any():
+        p, j = (int(v) for v in np.argwhere(bad)[0])
+        raise _ops_oob(aname, idx[p, j], flat.shape[1])
+    r = np.take_along_axis(flat, idx, axis=1).reshape(indices.shape)
+    res = compute_result(np.ascontiguousarray(r), data.dtype, op="gather_flattened", api=api, engine=POOL,
+                         inputs=(data, indices), func="gather")
     return emit(ctx, dst, res)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dma as _dma
+from ..core import indirect as _indirect
 from ..core import reduce as _reduce
 from ..core import select as _select
 from ..core import tensore as _tensore
@@ -149,6 +150,7 @@ nc_match_replace8 = dst_first(_select.nc_match_replace8, spec="0.6")
 nc_stream_shuffle = dst_first(_select.nc_stream_shuffle)
 range_select = dst_first(_select.range_select, defaults={"reduce_cmd": reduce_cmd.reset_reduce})
 nonzero_with_count = dst_first(_select.nonzero_with_count)
+nc_n_gather = dst_first(_indirect.nc_n_gather)
 
 
 # ---- registers and runtime control flow (C5) -----------------------------------------------------
