@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import limits
 from ..core.errors import NKISyntaxError, SimValueError
 
 PSUM_BANK_BYTES = 2048
@@ -189,9 +190,11 @@ class DirectAllocation:
             for name in ("num_bank_tiles", "num_par_tiles", "num_free_tiles"):
                 t = getattr(placement, name)
                 # CMP sbuf/psum.mod_alloc: "The length of the tuple must be empty or equal to the length of block
-                # dimension for the tensor".  Decision (AWS's attention tutorial v9 passes num_free_tiles=(1,) for
-                # tensors without block dimensions): a tuple of ones, which places nothing differently, is accepted.
-                if t and len(t) != nb and any(v != 1 for v in t):
+                # dimension for the tensor".  Decision: enforced for tensors with block dimensions; for a tensor
+                # without any (one logical tile, nothing to take a modulo of) the tuple is ignored -- AWS's
+                # attention tutorial v9 (nki-samples attention_kernels.py) passes num_free_tiles=(n,) there, and
+                # the SDK's reference modulo function (nki/test test_sbuf_modulo_alloc.py) zips it away.
+                if t and nb and len(t) != nb:
                     raise NKISyntaxError("E030", api, name,
                                          f"{name}={t} has {len(t)} entries but the tensor {shape} has {nb} block "
                                          "dimension(s): the tuple must be empty or have one entry per block dimension",
@@ -230,6 +233,7 @@ class DirectAllocation:
                 sp = placement.base_partition + _linear(placement.num_par_tiles, idx) * pdim
                 addr = placement.base_addr + _linear(placement.num_free_tiles, idx) * fdim
             check_start_partition(api, sp, pdim, tuple(idx), where)
+            _check_bounds(api, placement.buffer, bank, sp, pdim, addr, fdim, tuple(idx), where)
             if placement.buffer == "psum":
                 addr += bank * PSUM_BANK_BYTES
             rects.append((sp, sp + pdim, addr, addr + fdim))
@@ -300,6 +304,26 @@ def _blocks(t: _Tensor, r: Any) -> range:
     if t.nblocks <= 1 or not t.block_row:
         return range(0, 1)
     return range(r.lo // t.block_row, min((r.hi - 1) // t.block_row + 1, t.nblocks))
+
+
+def _check_bounds(api: str, buffer: str, bank: int, sp: int, pdim: int, addr: int, fdim: int,
+                  idx: tuple[int, ...], where: tuple[str, int]) -> None:
+    """A physical tile inside the memory: SBUF bytes [0, nl.tile_size.total_available_sbuf_size) per partition
+    (DA "ncc.sbuf.alloc()": byte_addr below the usable partition size), PSUM banks 0..7 of 2 KiB."""
+    if buffer == "sbuf":
+        top = limits.SBUF_BYTES_PER_PARTITION
+        if addr < 0 or addr + fdim > top:
+            raise NKISyntaxError("E030", api, "byte_addr", f"block {idx} occupies SBUF bytes [{addr}, {addr + fdim}) "
+                                 f"per partition, outside the {top} usable bytes", "Place it at a lower byte_addr "
+                                 "(or use fewer / smaller tiles)", where=where)
+    elif not 0 <= bank < limits.PSUM_BYTES_PER_PARTITION // PSUM_BANK_BYTES or addr < 0 or \
+            addr + fdim > PSUM_BANK_BYTES:
+        raise NKISyntaxError("E030", api, "bank", f"block {idx} is placed in PSUM bank {bank} at byte {addr} "
+                             f"({fdim} bytes): PSUM has 8 banks of 2 KiB per partition",
+                             "Use banks 0..7 (base_bank + num_bank_tiles <= 8)", where=where)
+    if sp + pdim > limits.PMAX:
+        raise NKISyntaxError("E030", api, "start_partition", f"block {idx} spans partitions [{sp}, {sp + pdim}), "
+                             f"past partition {limits.PMAX}", "Start it at a lower partition", where=where)
 
 
 def check_start_partition(api: str, sp: int, pdim: int, idx: tuple[int, ...], where: tuple[str, int]) -> None:

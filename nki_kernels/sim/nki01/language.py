@@ -184,8 +184,10 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
         return t
     placement = _direct_alloc(ctx, buffer, buf, "ndarray", name)
     par = _par(shape, buf, "ndarray", ctx)
+    # a directly placed tensor is not counted by the automatic allocator's live bytes: its physical tiles
+    # are checked by nki01/allocation.py (addresses inside SBUF/PSUM; tensors sharing addresses share bytes)
     t = _allocate(shape, dtype, buf, api="ndarray", name=name, phys_tiles=getattr(buffer, "phys_tiles", None),
-                  par=par)
+                  par=par, track=placement is None)
     return _placed(ctx, t, placement, shape, par)
 
 
