@@ -432,7 +432,7 @@ def test_shared_hbm_in_a_loop_is_not_a_0_7_error():
     """The 0.1 rule err_shared_hbm_must_in_kernel_level (E013) has no 0.6/0.7 counterpart."""
     @nki.jit
     def k(a):
-        for i in nl.affine_range(1):
+        for _i in nl.affine_range(1):
             out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
             nisa.dma_copy(dst=out, src=a)
         return out

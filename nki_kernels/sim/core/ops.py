@@ -240,8 +240,7 @@ class Result:
         direct = ctx.direct
         if direct is not None:
             # the result stays in a tile of its own: an automatically allocated tensor
-            direct.automatic(self.tile.alloc.buffer.value, f"the tile returned by {self.api}",
-                             (self.where[0], self.where[1]))
+            direct.automatic(self.tile.alloc.buffer.value, "", self.where, self.api)
 
     def release(self, ctx) -> None:
         """No longer pending (it lands, or it is committed)."""

@@ -125,7 +125,7 @@ class DirectAllocation:
 
     active: set[str] = field(default_factory=set)        # buffers allocated directly ("sbuf", "psum")
     forced_auto: bool = False                              # @ncc.force_auto_alloc: directives ignored
-    first_auto: dict[str, tuple[str, tuple[str, int]]] = field(default_factory=dict)
+    first_auto: dict[str, tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
     first_hbm: tuple[str, tuple[str, int]] | None = None
     shared_hbm: list[tuple[Any, tuple[str, int]]] = field(default_factory=list)
     tensors: dict[int, _Tensor] = field(default_factory=dict)
@@ -148,11 +148,13 @@ class DirectAllocation:
         return bool(self.active)
 
     # -- tensors the kernel creates ------------------------------------------------------------------------
-    def automatic(self, buffer: str, what: str, where: tuple[str, int]) -> None:
-        """An automatically allocated SBUF/PSUM tensor (a declaration or an instruction's new tile)."""
+    def automatic(self, buffer: str, what: str, where: tuple[Any, ...], api: str = "") -> None:
+        """An automatically allocated SBUF/PSUM tensor (a declaration, or -- ``api`` given, ``what`` empty --
+        the new tile an instruction returned)."""
         if buffer in self.active:
-            raise mixed_error(buffer, what, where)
-        self.first_auto.setdefault(buffer, (what, where))
+            raise mixed_error(buffer, what or f"the tile returned by {api}", where)
+        if buffer not in self.first_auto:
+            self.first_auto[buffer] = (what or f"the tile returned by {api}", where)
 
     def hbm(self, buffer: str, tensor: Any, where: tuple[str, int]) -> None:
         """An HBM tensor declared in the kernel (DA "Known Limitations" 1)."""
@@ -337,13 +339,13 @@ def check_start_partition(api: str, sp: int, pdim: int, idx: tuple[int, ...], wh
                             "0/32/64/96 for up to 32)", got=sp, limit=allowed, where=where)
 
 
-def mixed_error(buffer: str, what: str, where: tuple[str, int]) -> NKISyntaxError:
+def mixed_error(buffer: str, what: str, where: tuple[Any, ...]) -> NKISyntaxError:
     return NKISyntaxError("E030", "allocation", buffer,
                           f"{what} is allocated automatically in a kernel that allocates {buffer.upper()} directly: "
                           "with direct allocation every tensor, including an instruction's returned tile, must be "
                           "placed by the kernel",
                           f"Declare it with nl.ndarray(..., buffer=ncc.{buffer}.mod_alloc(...)) and assign the "
-                          "instruction's result into it (t[...] = nl.load(x))", where=where)
+                          "instruction's result into it (t[...] = nl.load(x))", where=(where[0], where[1]))
 
 
 def non_io_hbm_error(what: str, where: tuple[str, int]) -> NKISyntaxError:
