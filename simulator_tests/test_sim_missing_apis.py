@@ -477,3 +477,51 @@ def test_nki_tensor_is_the_tile_class():
 
     a = np.ones((2, 2), np.float32)
     np.testing.assert_array_equal(simulate_kernel(k, a), a)
+
+
+def test_tensor_copy_dynamic_src_gathers_columns_at_runtime_offsets(rng):
+    """SDK 2.26 isa tensor_copy_dynamic_src: an on-chip copy from a free-axis offset read from a tile at
+    run time (one call per offset); a plain copy through the same view is E014."""
+    data = rng.standard_normal((128, 96)).astype(np.float32)
+    offs = np.array([[7, 3, 50, 0, 95, 12]], np.int32)
+
+    @nki.jit
+    def k(d, o):
+        out = nl.ndarray((128, 6), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.ndarray((128, 6), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        for j in nl.affine_range(6):
+            res[i_p, j + i_f] = nisa.tensor_copy_dynamic_src(src[i_p, off[0, j] + i_f])
+        nl.store(out, res)
+        return out
+    np.testing.assert_array_equal(simulate_kernel(k, data, offs), data[:, offs[0]])
+
+    @nki.jit
+    def plain(d, o):
+        out = nl.ndarray((128, 1), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        res[i_p, i_f] = src[i_p, off[0, 0] + i_f]
+        nl.store(out, res)
+        return out
+    with pytest.raises(ValueError, match=r"\[E014\].*tensor_copy_dynamic_src"):
+        simulate_kernel(plain, data, offs)
+
+    @nki.jit
+    def scatter(d, o):                  # tensor_copy_dynamic_dst: the destination offset at run time
+        out = nl.ndarray((128, 96), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.zeros((128, 96), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        for j in nl.affine_range(6):
+            nisa.tensor_copy_dynamic_dst(dst=res[i_p, off[0, j] + i_f], src=src[i_p, j + i_f])
+        nl.store(out, res)
+        return out
+    want = np.zeros((128, 96), np.float32)
+    want[:, offs[0]] = data[:, :6]
+    np.testing.assert_array_equal(simulate_kernel(scatter, data, offs), want)

@@ -305,3 +305,23 @@ def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api
     res = compute_result(np.ascontiguousarray(r), data.dtype, op="gather_flattened", api=api, engine=POOL,
                          inputs=(data, indices), func="gather")
     return emit(ctx, dst, res)
+
+
+@op
+def tensor_copy_dynamic_dst(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
+                            dtype: DTypeArg = None, engine: object = None,
+                            api: str = "nisa.tensor_copy_dynamic_dst", name: str | None = None) -> Tensor | None:
+    """Copy an SBUF/PSUM tile to a destination whose free-axis offset is read from a tile at run time (SDK 2.26
+    isa ``tensor_copy_dynamic_dst``): ``dst`` is ``t[i_p, offsets[...] + i_f]`` (an indirect view); same
+    partitions and elements per partition as ``src``.  Vector, Scalar or GpSimd Engine (default VectorE)."""
+    aname = "tensor_copy_dynamic_dst"
+    _ops.tile(src, aname, "src")
+    if not isinstance(dst, Tensor):
+        raise SimTypeError("E010", aname, "dst", f"expected a destination tile, got {type(dst).__name__}",
+                           "Pass dst=t[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+    _ops.tile(dst, aname, "dst", engine_access=False)
+    eng = engine_for(engine, DVE, aname, ("src", src))
+    res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
+    if isinstance(dst, IndirectTensor) and dst.index_tiles:
+        res.extra_reads = tuple(t.region() for t in dst.index_tiles)
+    return emit(ctx, dst, res)
