@@ -132,6 +132,8 @@ class DirectAllocation:
     owners: dict[str, list[_Tile]] = field(default_factory=lambda: {"sbuf": [], "psum": []})
     claims: dict[tuple[int, int], _Tile] = field(default_factory=dict)
     clobbered: dict[tuple[int, int], _Tile] = field(default_factory=dict)
+    # placements per declaration site within one entry of its symbolic loops: (file, line, loop ids) -> rects
+    sites: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = field(default_factory=dict)
 
     # -- becoming a direct-allocation run ----------------------------------------------------------------
     def activate(self, buffer: str) -> None:
@@ -168,8 +170,21 @@ class DirectAllocation:
             self.first_hbm = (what, where)
 
     def place(self, tensor: Any, placement: Placement, shape: tuple[int, ...], par: int, itemsize: int,
-              where: tuple[str, int]) -> None:
-        """A tensor declared with ``alloc``/``mod_alloc``: validate the placement of every block (E026, E030)."""
+              where: tuple[str, int], loops: tuple[Any, ...] = ()) -> None:
+        """A tensor declared with ``alloc``/``mod_alloc``: validate the placement of every block (E026, E030).
+
+        The front end traces a symbolic loop's body once (PM "Representing data in NKI"), so a declaration in
+        an ``affine_range``/``sequential_range`` body has the placement of its first iteration in every
+        iteration: Python state that the body advances (AWS's allocated_attention.py bumps ``cur_addr`` after
+        each declaration) does not move it.  ``loops``: the enclosing ``RunContext.loops``."""
+        site = (where[0], where[1]) + tuple(f.loop_id for f in loops if f.kind.value != "static")
+        if len(site) > 2:
+            rects_seen = self.sites.get(site)
+            if rects_seen is not None:
+                al = tensor.alloc
+                nblocks = max(len(rects_seen), 1)
+                self.tensors[al.id] = _Tensor(al.name, placement, nblocks, al.row_bytes // nblocks, rects_seen)
+                return
         api = placement.api()
         blocks = tuple(shape[:par])
         nb = len(blocks)
@@ -214,7 +229,7 @@ class DirectAllocation:
             if placement.kind == "alloc":
                 assert placement.func is not None
                 try:
-                    loc = placement.func(tuple(idx), pdim, fdim)
+                    loc = _call_alloc_func(placement.func, tuple(idx), pdim, fdim)
                 except Exception as e:  # the user's allocation function failed
                     raise NKISyntaxError("E030", api, "func", f"the allocation function raised {type(e).__name__}: {e} "
                                          f"for block {tuple(idx)}", "Return (start_partition, byte_addr) for sbuf, "
@@ -242,6 +257,8 @@ class DirectAllocation:
         al = tensor.alloc
         nblocks = max(len(rects), 1)
         self.tensors[al.id] = _Tensor(al.name, placement, nblocks, al.row_bytes // nblocks if nblocks else 0, rects)
+        if len(site) > 2:
+            self.sites[site] = rects
 
     # -- lifetimes ----------------------------------------------------------------------------------------
     def instruction(self, reads: Sequence[Any], writes: Sequence[Any], where: tuple[str, int]) -> None:
@@ -300,6 +317,16 @@ class DirectAllocation:
                                      f"`{t.name}` is a shared_hbm tensor the kernel does not return: with direct "
                                      "allocation every HBM tensor the kernel declares must be a kernel output",
                                      f"Return it (return ..., {t.name}) or keep the data on chip", where=where)
+
+
+def _call_alloc_func(func: Callable[..., Any], idx: tuple[int, ...], pdim: int, fdim: int) -> Any:
+    """The allocation function's placement of block ``idx``: called with the documented keyword names (AWS's
+    allocated_attention.py binds its first parameter with functools.partial(psum_addr, bank_map=...), which
+    only keyword arguments reach), else positionally."""
+    try:
+        return func(idx=idx, pdim_size=pdim, fdim_size=fdim)
+    except TypeError:
+        return func(idx, pdim, fdim)
 
 
 def _blocks(t: _Tensor, r: Any) -> range:

@@ -161,7 +161,7 @@ def _direct_alloc(ctx, buffer, buf, api, name, filled=False):
 def _placed(ctx, t, placement, shape, par):
     if placement is not None:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-        ctx.direct.place(t, placement, shape, par, t.alloc.itemsize, ctx.site)
+        ctx.direct.place(t, placement, shape, par, t.alloc.itemsize, ctx.site, ctx.loops)
     return t
 
 
