@@ -404,3 +404,95 @@ def test_a_kernel_that_writes_an_input_argument_fills_the_callers_array_in_place
     out[...] = 0
     k(a, out, untouched)                               # calling the kernel directly simulates it too
     np.testing.assert_array_equal(out, 3 * a)
+
+
+# ---- issue 17 (H3): NKI 0.6/0.7 rules the 0.1 front end does not share, and 0.3+ language restrictions ----------
+def test_nc_n_gather_gathers_per_partition_and_checks_its_operands():
+    """NKI 0.6 isa nc_n_gather: dst[p, j] = data[p].ravel()[indices[p, j]]; indices uint32 (E009)."""
+    data = rand(16, 64)
+    idx = RNG.integers(0, 64, (16, 8)).astype(np.uint32)
+
+    @nki.jit
+    def k(d, i):
+        out = nl.ndarray((16, 8), nl.float32, buffer=nl.shared_hbm)
+        ds = nl.ndarray((16, 64), nl.float32, buffer=nl.sbuf)
+        it = nl.ndarray((16, 8), i.dtype, buffer=nl.sbuf)
+        g = nl.ndarray((16, 8), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ds, src=d)
+        nisa.dma_copy(dst=it, src=i)
+        nisa.nc_n_gather(dst=g, data=ds, indices=it)
+        nisa.dma_copy(dst=out, src=g)
+        return out
+    np.testing.assert_array_equal(k(data, idx), np.take_along_axis(data, idx.astype(np.int64), axis=1))
+    with pytest.raises(TypeError, match=r"\[E009\].*uint32"):
+        k(data, idx.astype(np.int32))
+
+
+def test_shared_hbm_in_a_loop_is_not_a_0_7_error():
+    """The 0.1 rule err_shared_hbm_must_in_kernel_level (E013) has no 0.6/0.7 counterpart."""
+    @nki.jit
+    def k(a):
+        for _i in nl.affine_range(1):
+            out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=a)
+        return out
+    x = rand(4, 4)
+    np.testing.assert_array_equal(k(x), x)
+
+
+def test_engine_destination_start_partition():
+    """E026 on destinations: a 64-partition write may start at partition 0 or 64, not 32 (arch guide)."""
+    def body(start):
+        def f(a):
+            t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+            s = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=s, src=a[0:64, :])
+            nisa.tensor_copy(dst=t[start:start + 64, :], src=s)
+        return f
+    run(body(64))
+    raises(ValueError, "E026", body(32))
+
+
+def test_keyword_only_kernel_signature_rejected():
+    """MIG 0.2->0.3 'Remove keyword-only argument separator': E010 at the kernel's def line."""
+    @nki.jit
+    def bad(a, *, scale=1.0):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    @nki.jit
+    def good(a, scale=1.0):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    x = rand(4, 4)
+    with pytest.raises(TypeError, match=r"\[E010\].*keyword-only"):
+        bad(x)
+    np.testing.assert_array_equal(good(x), x)
+
+
+def test_is_operator_in_a_kernel_warns_and_is_strict_e010():
+    """MIG 0.2->0.3 'Replace is / is not with == / !=': a warning (nki-library helpers use `is None`), E010
+    under strict; `==` is the fix."""
+    from nki_kernels.sim import SimOptions
+
+    @nki.jit
+    def bad(a, flag=None):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        if flag is None:
+            nisa.dma_copy(dst=out, src=a)
+        return out
+
+    @nki.jit
+    def good(a, flag=None):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        if flag == None:  # noqa: E711 -- the form the 0.3+ compiler accepts
+            nisa.dma_copy(dst=out, src=a)
+        return out
+    x = rand(4, 4)
+    with pytest.warns(SimWarning, match="`is`"):
+        bad(x)
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.simulate(bad, options=SimOptions(strict=True))(x)
+    np.testing.assert_array_equal(good(x), x)

@@ -420,17 +420,27 @@ def test_compiler_sbuf_and_psum_alloc_accept_an_allocation_function(rng):
     import nki_kernels.sim.nki01.compiler as ncc
     a = rng.standard_normal((8, 8)).astype(np.float32)
 
-    def alloc_fn(idx, pdim_size, fdim_size):
+    def alloc_fn(idx, pdim_size, fdim_size):            # sbuf: (start_partition, byte_addr)
         return (0, 0)
 
+    def alloc_at(addr):
+        return lambda idx, pdim_size, fdim_size: (0, addr)
+
+    def psum_fn(idx, pdim_size, fdim_size):             # psum: (bank, start_partition, byte_addr)
+        return (0, 0, 0)
+
+    # an allocated kernel places every tensor itself and transposes on VectorE (nki.errors.rst
+    # err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel; nki_direct_allocation_guide.rst)
     @nki.jit
     def k(x):
         out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
         t = nl.ndarray((8, 8), nl.float32, buffer=ncc.sbuf.alloc(alloc_fn))
         t[...] = nl.load(x)
-        p = nl.ndarray((8, 8), nl.float32, buffer=ncc.psum.alloc(alloc_fn))
-        p[...] = nisa.nc_transpose(t)
-        nl.store(out, nl.copy(p))
+        p = nl.ndarray((8, 8), nl.float32, buffer=ncc.psum.alloc(psum_fn))
+        p[...] = nisa.nc_transpose(t, engine=nisa.vector_engine)
+        r = nl.ndarray((8, 8), nl.float32, buffer=ncc.sbuf.alloc(alloc_at(64)))
+        r[...] = nl.copy(p)
+        nl.store(out, r)
         return out
 
     np.testing.assert_array_equal(simulate_kernel(k, a), a.T)
@@ -467,3 +477,51 @@ def test_nki_tensor_is_the_tile_class():
 
     a = np.ones((2, 2), np.float32)
     np.testing.assert_array_equal(simulate_kernel(k, a), a)
+
+
+def test_tensor_copy_dynamic_src_gathers_columns_at_runtime_offsets(rng):
+    """SDK 2.26 isa tensor_copy_dynamic_src: an on-chip copy from a free-axis offset read from a tile at
+    run time (one call per offset); a plain copy through the same view is E014."""
+    data = rng.standard_normal((128, 96)).astype(np.float32)
+    offs = np.array([[7, 3, 50, 0, 95, 12]], np.int32)
+
+    @nki.jit
+    def k(d, o):
+        out = nl.ndarray((128, 6), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.ndarray((128, 6), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        for j in nl.affine_range(6):
+            res[i_p, j + i_f] = nisa.tensor_copy_dynamic_src(src[i_p, off[0, j] + i_f])
+        nl.store(out, res)
+        return out
+    np.testing.assert_array_equal(simulate_kernel(k, data, offs), data[:, offs[0]])
+
+    @nki.jit
+    def plain(d, o):
+        out = nl.ndarray((128, 1), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        res[i_p, i_f] = src[i_p, off[0, 0] + i_f]
+        nl.store(out, res)
+        return out
+    with pytest.raises(ValueError, match=r"\[E014\].*tensor_copy_dynamic_src"):
+        simulate_kernel(plain, data, offs)
+
+    @nki.jit
+    def scatter(d, o):                  # tensor_copy_dynamic_dst: the destination offset at run time
+        out = nl.ndarray((128, 96), nl.float32, buffer=nl.shared_hbm)
+        src = nl.load(d)
+        off = nl.load(o)
+        res = nl.zeros((128, 96), nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:128, 0:1]
+        for j in nl.affine_range(6):
+            nisa.tensor_copy_dynamic_dst(dst=res[i_p, off[0, j] + i_f], src=src[i_p, j + i_f])
+        nl.store(out, res)
+        return out
+    want = np.zeros((128, 96), np.float32)
+    want[:, offs[0]] = data[:, :6]
+    np.testing.assert_array_equal(simulate_kernel(scatter, data, offs), want)

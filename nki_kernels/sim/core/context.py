@@ -93,6 +93,7 @@ class RunContext:
         "loop_count",       # loop id counter (one id per entry into a loop statement)
         "warned",           # (key, file, line) of the warnings already given
         "tensor_cls",       # the class of new tensors (the front end's Tensor subclass)
+        "direct",           # the front end's direct-allocation state (nki01/allocation.py) or None
     )
 
     def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = (),
@@ -120,6 +121,7 @@ class RunContext:
         self.loop_count = 0
         self.warned: set = set()
         self.tensor_cls = tensor_cls
+        self.direct: Optional[object] = None
         global _last_run
         _last_run = self
 
@@ -143,6 +145,9 @@ class RunContext:
         if where is None:
             site = self.site
             where = (site[0], site[1], self.program_id, self.loops)
+        direct = self.direct
+        if direct is not None and direct.active:
+            direct.instruction(reads, writes, (where[0], where[1]))
         events = self.trace.events
         ev = Event(len(events) if seq is None else seq, op, api, engine, partitions, free_elems, tuple(in_shapes),
                    tuple(out_shape), tuple(in_dtypes), out_dtype, nbytes, flops, tuple(reads), tuple(writes), payload,

@@ -97,6 +97,8 @@ def dma_transpose(ctx: RunContext, dst: Dst, src: Tensor, axes: tuple | None = N
     api = "dma_transpose"
     if not isinstance(src, Tensor) or src.alloc.buffer is PSUM:
         raise SimTypeError("E007", api, "src", "dma_transpose reads HBM or SBUF")
+    # not _no_dynamic: the 2.26 errors page names dma_transpose too, but the SDK's nki/test at 81ce03ae documents
+    # indirect dma_transpose as NKI examples 4-6 (test_nki_isa_dma_transpose.py); decision: accepted
     nd = src.ndim
     axes = tuple(axes) if axes is not None else _DMA_T_AXES.get(nd, tuple(reversed(range(nd))))
     if axes not in _DMA_T_AXES.values() or len(axes) != nd:
@@ -200,10 +202,21 @@ def store(ctx: RunContext, dst: Dst, value: Operand, *, mask: MaskArg = None, ap
 
 
 @op
+def _no_dynamic(api: str, src: Tensor) -> None:
+    """ERR err_indirect_indices_are_not_supported_with_nki_api (SDK 2.26 nki.errors.rst): nl.load_transpose2d
+    takes no runtime (indirect) indices."""
+    if isinstance(src, Tensor) and src.dynamic:
+        raise NKISyntaxError("E014", api, "src", f"{api} does not support dynamic (indirect) indices: "
+                             f"`{src.name}` is indexed with a runtime index tile",
+                             "Gather with nl.load(src[idx_tile[...], i_f]) first, then transpose on chip "
+                             "(nl.transpose / nisa.nc_transpose)")
+
+
 def load_transpose2d(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
                      dtype: DTypeArg = None) -> Tensor | None:
     """2-D HBM [N, M] -> SBUF [M, N] (M <= 128) via a transposing DMA."""
     api = "load_transpose2d"
+    _no_dynamic(api, src)
     hbm(src, api, "src")
     if len(src.shape) != 2:
         raise SimValueError("E020", api, "src", f"expects a 2-D access, got shape {src.shape}")

@@ -136,6 +136,7 @@ CODES: dict[str, tuple[type, str]] = {
     "E025": (SimValueError, "illegal engine for the op or instruction"),
     "E026": (SimValueError, "illegal SBUF/PSUM access pattern"),
     "E028": (NKISyntaxError, "symbolic loop index used where Python needs an int"),
+    "E030": (NKISyntaxError, "direct-allocation rule"),
     "E099": (SimRuntimeError, "needs a Neuron device"),
     "E100": (SimNotImplementedError, "not implemented in the interpreter"),
 }

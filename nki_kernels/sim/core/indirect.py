@@ -23,18 +23,20 @@ import numpy as np
 from . import dtypes as _dt
 from . import ops as _ops
 from .context import RunContext
-from .errors import SimIndexError, SimTypeError, SimValueError
+from .errors import NKISyntaxError, SimIndexError, SimTypeError, SimValueError
 from .ops import Dst, DTypeArg, MaskArg, compute_result, emit, op
 from .ops import mask_of as mask_array
-from .tensor import ON_CHIP, Tensor
-from .trace import POOL
+from .tensor import ON_CHIP, SBUF, Tensor
+from .trace import DVE, POOL
+from .vector import copy_result, engine_for
 
 
 class IndirectTensor(Tensor):
     """An advanced view whose indices on some axes came from index tiles.
 
     ``index_tiles``: the tiles the addresses were read from (the DMA reads them too)."""
-    __slots__ = ("index_tiles",)
+    __slots__ = ("index_tiles", "from_mgrid")
+    dynamic = True
 
     def valid(self) -> np.ndarray:
         """Bool array (view shape): the points whose indices are all in bounds."""
@@ -98,6 +100,15 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     parts, tiles = [], []
     for axis, k in enumerate(key):
         if isinstance(k, Tensor):
+            if axis and axis == rank - 1 and base.alloc.buffer not in ON_CHIP:
+                # ERR err_indirect_indices_free_dim (SDK 2.26 nki.errors.rst): "Dynamic indexing for load/store
+                # only supports the indirect indexing to be on the partition or block dimension" -- never on the
+                # innermost (free) axis of the access
+                raise NKISyntaxError("E014", api, base.name,
+                                     f"an index tile on axis {axis} of `{base.name}`: dynamic (indirect) indices "
+                                     "are supported only on the partition dimension (axis 0)",
+                                     "Gather rows instead: index axis 0 with the tile and the free axes with "
+                                     "nl.arange, then rearrange on chip")
             parts.append(_index_values(k, api, axis, rank))
             tiles.append(k)
         else:
@@ -105,7 +116,17 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     view = base.take(parts)
     out = IndirectTensor(view.alloc, src=view.src, key=view.key, par=view.par, shape=view.shape, off=view.off)
     out.index_tiles = tuple(tiles)
+    out.from_mgrid = False
     return out
+
+
+def check_load_store(api: str, t: object) -> None:
+    """ERR err_indirect_indices_free_dim / KI "Indexing" (SDK 2.26): nl.load / nl.store take indirect indices
+    built with nl.arange; "nl.mgrid won't work" (nisa.dma_copy's own examples use mgrid: not checked there)."""
+    if isinstance(t, IndirectTensor) and t.from_mgrid:
+        raise NKISyntaxError("E014", api, t.name, "an indirect (runtime-indexed) access built with nl.mgrid fields: "
+                             "indirect load/store indexing needs nl.arange",
+                             "Build the other indices with nl.arange(n)[:, None] / nl.arange(n)[None, :]")
 
 
 def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
@@ -186,10 +207,14 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
     _ops.tile(src_buffer, aname, "src_buffer", buffers=("sbuf",))
     _ops.tile(index, aname, "index", buffers=("sbuf",))
     P = src_buffer.shape[0]
-    if index.shape[0] != P or P % 16:
-        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions, "
-                            f"a multiple of 16; got {P} and {index.shape[0]}",
+    if index.shape[0] != P:
+        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions; "
+                            f"got {P} and {index.shape[0]}",
                             "Replicate the 16-partition index block to all partitions")
+    if P % 16:
+        # ISA local_gather (SDK 2.26 isa docstring): the partition count must be a multiple of 16 (GpSimd cores)
+        raise SimValueError("E011", aname, "src_buffer", f"local_gather needs a multiple of 16 partitions, got {P}",
+                            "Use 16, 32, ..., 128 partitions (pad the tile)", got=P, limit="a multiple of 16")
     if index.dtype != _dt.uint16:
         raise SimTypeError("E009", aname, "index", f"indices must be uint16, got {_dt.name_of(index.dtype)}",
                            "Cast the index tile to nl.uint16")
@@ -220,4 +245,83 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
         out = out.reshape(P, index.shape[1], 16, k)
     res = compute_result(out, src_buffer.dtype, op="local_gather", api=api, engine=POOL, inputs=(src_buffer, index),
                          mask=mask_array(mask, out.shape, aname), func="gather")
+    return emit(ctx, dst, res)
+
+
+# ---------------------------------------------------------------------------------------
+# on-chip copies through runtime offsets
+# ---------------------------------------------------------------------------------------
+
+@op
+def tensor_copy_dynamic_src(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
+                            dtype: DTypeArg = None, engine: object = None,
+                            api: str = "nisa.tensor_copy_dynamic_src", name: str | None = None) -> Tensor | None:
+    """Copy an SBUF/PSUM tile whose free-axis offset is read from a tile at run time (SDK 2.26 isa
+    ``tensor_copy_dynamic_src``; golden values ``nki/test/test_nki_isa_tensor_copy_dynamic.py`` at 49ee15c5:
+    ``np.take`` of the offset columns).  The source is ``src[i_p, offsets[...] + i_f]`` (an indirect view);
+    the offsets' tile is read too.  Vector, Scalar or GpSimd Engine (default VectorE)."""
+    aname = "tensor_copy_dynamic_src"
+    if not isinstance(src, Tensor):
+        raise SimTypeError("E010", aname, "src", f"expected a tile, got {type(src).__name__}",
+                           "Pass src[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+    _ops.tile(src, aname, "src", engine_access=False)
+    eng = engine_for(engine, DVE, aname, ("src", src))
+    res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
+    if isinstance(src, IndirectTensor) and src.index_tiles:
+        res.extra_reads = tuple(t.region() for t in src.index_tiles)
+    return emit(ctx, dst, res)
+
+
+@op
+def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api: str = "nisa.nc_n_gather",
+                name: str | None = None) -> Tensor | None:
+    """NKI 0.6 isa ``nc_n_gather`` (aws-neuron-sdk 81ce03ae ``nki/api/nki/isa/__init__.py``): per partition,
+    ``dst[p, j...] = data[p].ravel()[indices[p, j...]]`` on GpSimdE.  All three tiles in SBUF; ``indices``
+    uint32; ``dst`` has ``data``'s dtype and as many elements per partition as ``indices``; index values in
+    ``[0, data.size / data.shape[0])``."""
+    aname = "nc_n_gather"
+    _ops.tile(data, aname, "data", buffers=(SBUF,))
+    _ops.tile(indices, aname, "indices", buffers=(SBUF,))
+    if indices.dtype != _dt.uint32:
+        raise SimTypeError("E009", aname, "indices", f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
+                           "Cast the indices to nl.uint32")
+    _ops.same_partitions(aname, data=data, indices=indices)
+    P = data.shape[0]
+    if isinstance(dst, Tensor):
+        _ops.tile(dst, aname, "dst", buffers=(SBUF,))
+        if dst.dtype != data.dtype:
+            raise SimTypeError("E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must equal data dtype "
+                               f"{_dt.name_of(data.dtype)}", "Allocate dst with data.dtype")
+        if dst.shape[0] != P or _ops.free_size(dst.shape) != _ops.free_size(indices.shape):
+            raise SimValueError("E011", aname, "dst", f"dst {tuple(dst.shape)} must have {P} partitions and "
+                                f"{_ops.free_size(indices.shape)} elements per partition (as indices)")
+    flat = data.read().reshape(P, -1)
+    idx = np.asarray(indices.read()).astype(np.int64).reshape(P, -1)
+    bad = (idx < 0) | (idx >= flat.shape[1])
+    if bad.any():
+        p, j = (int(v) for v in np.argwhere(bad)[0])
+        raise _ops_oob(aname, idx[p, j], flat.shape[1])
+    r = np.take_along_axis(flat, idx, axis=1).reshape(indices.shape)
+    res = compute_result(np.ascontiguousarray(r), data.dtype, op="gather_flattened", api=api, engine=POOL,
+                         inputs=(data, indices), func="gather")
+    return emit(ctx, dst, res)
+
+
+@op
+def tensor_copy_dynamic_dst(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
+                            dtype: DTypeArg = None, engine: object = None,
+                            api: str = "nisa.tensor_copy_dynamic_dst", name: str | None = None) -> Tensor | None:
+    """Copy an SBUF/PSUM tile to a destination whose free-axis offset is read from a tile at run time (SDK 2.26
+    isa ``tensor_copy_dynamic_dst``): ``dst`` is ``t[i_p, offsets[...] + i_f]`` (an indirect view); same
+    partitions and elements per partition as ``src``.  Vector, Scalar or GpSimd Engine (default VectorE)."""
+    aname = "tensor_copy_dynamic_dst"
+    _ops.tile(src, aname, "src")
+    if not isinstance(dst, Tensor):
+        raise SimTypeError("E010", aname, "dst", f"expected a destination tile, got {type(dst).__name__}",
+                           "Pass dst=t[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+    _ops.tile(dst, aname, "dst", engine_access=False)
+    eng = engine_for(engine, DVE, aname, ("src", src))
+    res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
+    if isinstance(dst, IndirectTensor) and dst.index_tiles:
+        res.extra_reads = tuple(t.region() for t in dst.index_tiles)
     return emit(ctx, dst, res)

@@ -100,7 +100,9 @@ class Memory:
         self.options = options
         # "error": a live overflow raises E005/E006; "warn": one SimWarning per run, an error only under
         # SimOptions.strict (the NKI 0.7 runner's policy: the NKI >= 0.2 compiler frees a tensor after its
-        # last use, the interpreter only sees Python references -- docs/nki-0.7-spec.md "Decisions")
+        # last use, the interpreter only sees Python references -- docs/nki-0.7-spec.md "Decisions");
+        # "spill": SBUF as "warn" (the NKI 0.1 compiler spills live SBUF tiles to HBM: 2.26
+        # programming_model.rst "Memory hierarchy"; AWS's select_and_scatter holds more), PSUM as "error"
         self.capacity_policy = capacity_policy
         self.warned_capacity = False
         self.live = {"sbuf": 0, "psum": 0}
@@ -175,6 +177,19 @@ class Memory:
                     if self.live[tok[0]] > self.peak[tok[0]]:
                         self.peak[tok[0]] = self.live[tok[0]]
 
+    def initialised_blocks(self, alloc: Alloc) -> None:
+        """A PSUM block-dimension tensor was filled at creation (``nl.zeros(..., buffer=nl.psum)``): its
+        blocks become live when an instruction writes them, not all at once -- the compiler places the
+        zero-initialised accumulators bank by bank (2.26 nki.compiler psum.alloc: the block dimension "does
+        not reflect the number of physical tiles"; nki-samples blockwise_mm.py:805 holds 10 such blocks)."""
+        b = self.blocks.get(alloc.id)
+        if b is None:
+            return
+        tok, _, _, cur = b
+        cur.clear()
+        self.live[tok[0]] -= tok[1]
+        tok[1] = 0
+
     def release(self, alloc: Alloc) -> None:
         """A temporary consumed by an assignment no longer occupies memory."""
         if alloc.token is not None:
@@ -206,20 +221,33 @@ class Memory:
              "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
         ):
             if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
-                biggest = sorted(self.tiles[buf].values(), key=lambda t: -t[1])[:4]
+                live = [t for t in self.tiles[buf].values() if not (ex and t[4] == result.id)]
+                biggest = sorted(live, key=lambda t: -t[1])[:4]
                 desc = ", ".join(f"{t[5] or 't%d' % t[4]}{tuple(t[6])} {t[1]} B from "
                                  f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
+                # blamed at the allocation of the newest live tile: the one that did not fit
+                newest = max(live, key=lambda t: t[4]) if live else None
+                where = (newest[7][0], newest[7][1]) if newest is not None and newest[7][1] else None
                 err = SimValueError(code, api, buf,
                                     f"live {buf.upper()} bytes per partition exceed capacity "
                                     f"(largest live tiles: {desc})", fix,
-                                    got=self.live[buf], limit=limit)
-                if self.capacity_policy == "error" or self.options.strict:
+                                    got=self.live[buf], limit=limit, where=where)
+                policy = self.capacity_policy
+                # PSUM over capacity through block-dimension tensors: the compiler places (and evicts) their
+                # logical blocks itself (2.26 psum.alloc: blocks do not "reflect the number of physical
+                # tiles"; AWS's attention tutorial v3 writes 16 qk blocks before reading them) -- a warning
+                blocks = buf == "psum" and any(b[0][1] for b in self.blocks.values() if b[0][0] == "psum")
+                if policy == "error" or self.options.strict or (policy == "spill" and buf == "psum" and not blocks):
                     raise err
                 if not self.warned_capacity:
                     self.warned_capacity = True
                     file, line = err.file, err.line
-                    warnings.warn_explicit(f"{err} -- NKI 0.7 frees tiles after their last use, which the "
-                                           "interpreter cannot see: a warning here, an error with "
+                    why = ("the NKI 0.1 compiler places the logical blocks of PSUM block-dimension tensors itself"
+                           if buf == "psum" else
+                           "the NKI 0.1 compiler spills SBUF tiles to HBM (programming_model.rst 'Memory "
+                           "hierarchy'), at a cost the interpreter does not model" if policy == "spill" else
+                           "NKI 0.7 frees tiles after their last use, which the interpreter cannot see")
+                    warnings.warn_explicit(f"{err} -- {why}: a warning here, an error with "
                                            f"SimOptions(strict=True) at {os.path.basename(file)}:{line}",
                                            SimWarning, file, line)
                 return

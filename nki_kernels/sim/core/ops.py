@@ -237,6 +237,10 @@ class Result:
         """Record the result with its new tile as its destination (the pending result's end)."""
         self.release(ctx)
         record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
+        direct = ctx.direct
+        if direct is not None:
+            # the result stays in a tile of its own: an automatically allocated tensor
+            direct.automatic(self.tile.alloc.buffer.value, "", self.where, self.api)
 
     def release(self, ctx) -> None:
         """No longer pending (it lands, or it is committed)."""
@@ -443,6 +447,9 @@ def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=No
         # SBUF -- 2.26 nl.store: "an extra copy will be performed"; the errors doc describes
         # assignment as a copy.  The copy is an eviction.
         res.commit(ctx)
+        rm = res.mask
+        if rm is not None and rm is not True and how == "same" and mask is None:
+            mask = rm          # the instruction's masked-out elements are not part of its result: not copied
         copy_into(ctx, dst, value, api=api, eviction=True, how=how, mask=mask)
         return True
     if dal.buffer not in ON_CHIP and res.engine is not DMA:
@@ -470,7 +477,8 @@ def fit_exact(api, dst: Tensor, shape) -> str:
 def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same", mask=None) -> None:
     """An on-chip copy instruction (VectorE tensor_copy) of ``src`` into ``dst``."""
     tile(src, api, "value")
-    v = src.read()
+    v = src.read(mask if mask is not None and mask is not True and mask is not False and
+                 getattr(mask, "shape", None) == src._shape else None)
     dst.write(place(v, dst._shape, how) if how != "same" else v, mask, api=api)
     res = compute_result(v, dst.dtype, op="tensor_copy", api=api, engine=DVE, inputs=(src,), func="copy",
                          eviction=eviction, shape=src._shape)
@@ -506,6 +514,12 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
     if b not in buffers:
         raise _space_error(api, arg, x, buffers)
     onchip = b is SBUF or b is PSUM
+    if onchip and x.dynamic and engine_access:
+        # ERR err_copy_dynamic_indirect_indices_not_natively_supported (SDK 2.26 nki.errors.rst): an on-chip
+        # access through a runtime index tile is only supported by nisa.tensor_copy_dynamic_src
+        raise NKISyntaxError("E014", api, arg, f"`{x.name}` is accessed through a runtime index tile on chip: "
+                             "dynamic indirect indices are not natively supported by this instruction",
+                             "Copy the dynamically indexed tile first: t = nisa.tensor_copy_dynamic_src(src[...])")
     if onchip and x.par != 0:
         raise SimTypeError("E010", api, arg,
                            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "

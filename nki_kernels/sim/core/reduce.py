@@ -94,6 +94,15 @@ def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: Axis
                      "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
                      "consecutive axes to follow the doc")
     bit = name_.startswith("bitwise")
+    if bit:
+        # ISA tensor_reduce (SDK 2.26 isa docstring): "For bitvec operators, the input/output data types
+        # must be integer types"
+        for what, d in (("data", data.dtype), ("dtype", dtype)):
+            if d is not None and not dt.is_int(dt.canonical(d, op=aname)):
+                raise SimTypeError("E009", aname, what, f"a bitvec reduction ({name_}) needs integer input and "
+                                   f"output types, got {dt.name_of(dt.canonical(d, op=aname))} {what}",
+                                   "Load/cast the tile to an integer type (nl.load(x, dtype=nl.int32)) and pass "
+                                   "dtype=nl.int32", got=dt.name_of(dt.canonical(d, op=aname)), limit="an integer type")
     if negate and (bit or name_.startswith("logical")):
         raise NKISyntaxError("E021", aname, "negate", "negate is only valid for arithmetic reduce ops")
     fn = REDUCE[name_]
@@ -177,6 +186,37 @@ def _row_mask(mask, data, api, *, reduce_dim_ok):
     return flat.any(axis=1, keepdims=True)
 
 
+def _in_mask(mask, data, api):
+    """The read mask of a per-partition statistic: the instruction's mask over its input, without the
+    partitions that were never written at all (None: read everything).  Decision (catalogue section 7,
+    AWS's layernorm tutorial v2: a partition-masked load, then bn_stats/bn_aggr over every partition, then a
+    partition-masked store): a never-written partition gives a never-written result partition, and the
+    poison warning comes where that garbage is read across partitions or stored, not here."""
+    m = mask_of(mask, data.shape, api)
+    m = m if isinstance(m, np.ndarray) else None
+    if data.alloc.unwritten and data.shape[0] > 1:
+        pm = dt.poison_mask(data.read_raw())
+        if pm is not None:
+            dead = pm.reshape(pm.shape[0], -1).all(axis=1)
+            if dead.any():
+                live = np.broadcast_to(~dead.reshape((-1,) + (1,) * (data.ndim - 1)), data.shape)
+                m = live if m is None else (np.broadcast_to(m, data.shape) & live)
+    return m
+
+
+def _out_rows(rows, read_mask, shape):
+    """A (P, 1) partition mask as the result's mask (partitions not read are not written): None when every
+    partition is selected (catalogue section 11 item 8: a free-axis mask that holds everywhere is no mask)."""
+    if read_mask is not None:
+        live = read_mask.reshape(read_mask.shape[0], -1).any(axis=1, keepdims=True)
+        rows = live if rows is None or rows is True else (False if rows is False else rows & live)
+    if rows is None or rows is True or rows is False:
+        return rows
+    if rows.all():
+        return None
+    return np.broadcast_to(rows, shape)
+
+
 @op
 def bn_stats(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
              api: str = "nisa.bn_stats", name: str | None = None) -> Tensor | None:
@@ -189,15 +229,19 @@ def bn_stats(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, d
                             "Split the free axis into chunks of 512 and combine them with bn_aggr",
                             got=F, limit=limits.BN_STATS_FMAX)
     rows = _row_mask(mask, data, aname, reduce_dim_ok=False)
-    x = data.read_f32().reshape(P, F)
+    # masked-out partitions are not read (their rows may never have been written: AWS's layernorm
+    # tutorial v2 loads only the valid rows under the same partition mask)
+    rm = _in_mask(mask, data, aname)
+    x = data.read_f32(rm).reshape(P, F)
     cols = []
     for part in (x[:, 0::2], x[:, 1::2]):
         n = part.shape[1]
         mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
         var = part.var(axis=1) if n else np.zeros(P, np.float32)
         cols += [np.full(P, n, np.float32), mean, var * n]
-    res = compute_result(np.stack(cols, axis=1).astype(np.float32), _dtype(dtype, data.dtype, aname), op="bn_stats",
-                         api=api, engine=DVE, inputs=(data,), mask=rows, func="bn_stats", axes=1)
+    v = np.stack(cols, axis=1).astype(np.float32)
+    res = compute_result(v, _dtype(dtype, data.dtype, aname), op="bn_stats", api=api, engine=DVE, inputs=(data,),
+                         mask=_out_rows(rows, rm, v.shape), func="bn_stats", axes=1)
     return emit(ctx, dst, res)
 
 
@@ -209,14 +253,23 @@ def bn_aggr(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dt
     tile(data, aname, "data")
     P = data.shape[0]
     rows = _row_mask(mask, data, aname, reduce_dim_ok=False)
-    s = data.read_f32().reshape(P, -1, 3)
+    per_partition = data.size // P if P else 0
+    if per_partition % 3 or not per_partition:
+        # ISA bn_aggr (SDK 2.26 nki/isa docstring): (count, mean, variance*count) triples per partition
+        raise SimValueError("E011", aname, "data", "bn_aggr reads (count, mean, variance*count) triples: the "
+                            f"elements per partition of data must be a positive multiple of 3, got {per_partition}",
+                            "Pass whole bn_stats outputs (6 elements per partition each)",
+                            got=per_partition, limit="a multiple of 3")
+    rm = _in_mask(mask, data, aname)
+    s = data.read_f32(rm).reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
     tot = n.sum(axis=1)
     safe = np.where(tot == 0, 1, tot)
     mu = (n * mean).sum(axis=1) / safe
     var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
-    res = compute_result(np.stack([mu, var], axis=1).astype(np.float32), _dtype(dtype, data.dtype, aname),
-                         op="bn_aggr", api=api, engine=DVE, inputs=(data,), mask=rows, func="bn_aggr", axes=1)
+    v = np.stack([mu, var], axis=1).astype(np.float32)
+    res = compute_result(v, _dtype(dtype, data.dtype, aname), op="bn_aggr", api=api, engine=DVE, inputs=(data,),
+                         mask=_out_rows(rows, rm, v.shape), func="bn_aggr", axes=1)
     return emit(ctx, dst, res)
 
 

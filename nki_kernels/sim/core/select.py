@@ -21,7 +21,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import ops as _ops
-from .context import RunContext
+from .context import RunContext, unproven
 from .errors import NKISyntaxError, SimTypeError, SimValueError
 from .ops import Dst, DTypeArg, EnumArg, MaskArg, OpArg, Operand, compute_result, emit, op, record
 from .ops import mask_of as mask_array
@@ -287,8 +287,9 @@ def nc_find_index8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, *, mas
     ``vals`` in ``data`` -> (P, 8) uint32 (or uint16).
 
     2.26: data up to 5-D with 8..16384 elements per partition; a mask applies to data only.  Values
-    absent from data: ``spec`` "0.1" -- undefined in 2.26, an error here (E011); "0.6" -- all ones (NKI
-    0.6 isa nc_find_index8, RN 0.6 "nki.simulate correctness fixes")."""
+    absent from data: all ones (NKI 0.6 isa nc_find_index8, RN 0.6 "nki.simulate correctness fixes");
+    ``spec`` "0.1": the 2.26 docs are silent, so also a hardware-unproven construct (a SimWarning, E024
+    under strict; decision, docs/nki-0.1-rules.md isa.find_index8_absent)."""
     aname = "nc_find_index8"
     _ops.tile(data, aname, "data")
     P = data.shape[0]
@@ -307,9 +308,9 @@ def nc_find_index8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, *, mas
     if (idx < 0).any():
         if spec == "0.1":
             p, j = (int(x) for x in np.argwhere(idx < 0)[0])
-            raise SimValueError("E011", aname, "vals", f"value {v[p, j]} (partition {p}, slot {j}) does not occur in "
-                                "data (undefined behaviour on hardware)",
-                                "Search only for values taken from data (nisa.max8)")
+            unproven("find_index8_absent", f"nc_find_index8: value {v[p, j]} (partition {p}, slot {j}) does not "
+                     "occur in data; SDK 2.26 leaves the result undefined (NKI 0.6 documents all ones, used here); "
+                     "search only for values taken from data (nisa.max8)")
         idx[idx < 0] = np.iinfo(d).max
     res = _result(idx.astype(np.int64), d, "nc_find_index8", api, DVE, (data, vals), func="find_index8")
     return emit(ctx, dst, res)

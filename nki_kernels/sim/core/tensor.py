@@ -56,6 +56,7 @@ def _calling_api() -> str:
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
     __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok")
+    dynamic = False     # an indirect view (indices read from a tile at run time): core/indirect.py
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
         self.alloc = alloc
@@ -635,10 +636,12 @@ def allocate(shape: int | tuple, dtype: object, buffer: Buffer | str, *, api: st
     return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=par)
 
 
-def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="") -> Tensor:
+def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="", kernel_level_rule=True) -> Tensor:
     """An HBM tensor of the kernel.  SPMD instances after the first see the same HBM tensors, handed
-    out in creation order (instances run one after the other, spec §2; README divergences)."""
-    if buffer == "shared_hbm" and ctx.loops:
+    out in creation order (instances run one after the other, spec §2; README divergences).
+    ``kernel_level_rule``: NKI 0.1's err_shared_hbm_must_in_kernel_level (the NKI 0.6/0.7 docs state no such
+    rule: the 0.7 front end passes False)."""
+    if kernel_level_rule and buffer == "shared_hbm" and ctx.loops:
         raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                              "Create kernel outputs before any loop")
     if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):

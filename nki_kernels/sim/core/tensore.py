@@ -7,7 +7,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import limits
-from .context import RunContext
+from .context import RunContext, unproven
 from .enums import engine as Eng
 from .enums import enum_arg
 from .errors import SimTypeError, SimValueError
@@ -80,6 +80,9 @@ def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_
             raise SimTypeError("E009", aname, "dst", f"the nc_matmul destination must be a float32 PSUM tile on "
                                f"trn2, got {dt.name_of(dst.dtype)}",
                                "Allocate dst with dtype=nl.float32, buffer=nl.psum")
+    if spec == "0.1":
+        stationary = _psum_operand(ctx, stationary, aname, "stationary", api)
+        moving = _psum_operand(ctx, moving, aname, "moving", api)
     tile(stationary, aname, "stationary", buffers=(SBUF,))
     tile(moving, aname, "moving", buffers=(SBUF,))
     for arg, t in (("stationary", stationary), ("moving", moving)):
@@ -103,6 +106,39 @@ def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_
                           "(memset/tensor_copy/nl.zeros): undefined behaviour on trn2 hardware (nki.isa.nc_matmul "
                           "note); start the accumulation group with accumulate=False")
     return emit(ctx, dst, res, accumulate=bool(acc))
+
+
+def _psum_operand(ctx, t, aname: str, arg: str, api: str):
+    """A PSUM tile as a TensorE operand (NKI 0.1): the ISA reads SBUF, but the compiler makes the copy
+    itself (KI "Compiler passes": one ISA call may become several instructions) and AWS's flash attention
+    backward feeds nc_transpose results to nc_matmul on hardware.  Decision (docs/nki-0.1-rules.md
+    ki.psum_operand, section 11 item 9): the copy is made explicit (a VectorE tensor_copy in the trace) with a
+    warning; E024 under strict."""
+    if not isinstance(t, Tensor) or t.alloc.buffer is not PSUM:
+        return t
+    tile(t, aname, arg)
+    unproven("psum_operand", f"{aname}({arg}) reads a PSUM tile: TensorE reads SBUF, so the compiler inserts a "
+             "PSUM -> SBUF copy (made explicit here); copy it yourself with nisa.tensor_copy to control the engine")
+    return emit(ctx, None, copy_result(t, api=api, engine=DVE))
+
+
+def _fits(shape: tuple, target: tuple) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+
+
+def _input_space_mask(mask, P: int, F: int, shape: tuple):
+    """(output mask, input read mask) of nc_transpose.  A mask built over the input's (P, F) index space
+    (AWS's transpose.py and conv.py kernels in nki-samples mask with the input's aranges) masks the
+    corresponding output elements, transposed; the input is read only where the mask holds."""
+    m = np.asarray(mask)
+    if m.ndim == 2 and P != F and not _fits(m.shape, (F, P)) and _fits(m.shape, (P, F)):
+        full = np.broadcast_to(m, (P, F))
+        return np.ascontiguousarray(full.T), (full if len(shape) == 2 else None)
+    if m.ndim == 2 and _fits(m.shape, (F, P)) and len(shape) == 2:
+        return mask, np.ascontiguousarray(np.broadcast_to(m, (F, P)).T)
+    return mask, None
 
 
 def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
@@ -197,7 +233,8 @@ def _double_row(ctx, stationary, moving, api, tile_position, tile_size, mask, sp
 
 @op
 def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                 engine: EngineArg = None, api: str = "nisa.nc_transpose", name: str | None = None) -> Tensor | None:
+                 engine: EngineArg = None, api: str = "nisa.nc_transpose", name: str | None = None,
+                 spec: str = "0.1") -> Tensor | None:
     """Swap partition and (flattened) free axes: TensorE (<= 128x128, SBUF -> PSUM) or VectorE
     (<= 32x32, SBUF/PSUM -> SBUF).  ``engine`` unset: TensorE for an SBUF source without a destination
     (SDK 2.26), with a destination TensorE when it is PSUM and the source SBUF, else VectorE (NKI 0.6
@@ -215,7 +252,13 @@ def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = Non
             e = Eng.tensor if (dst.alloc.buffer is PSUM and data.alloc.buffer is SBUF) else Eng.vector
         else:
             e = Eng.tensor if data.alloc.buffer is SBUF else Eng.vector
+        if spec == "0.1" and e != Eng.tensor and max(P, F) > limits.VECTOR_TRANSPOSE_MAX:
+            # wider than VectorE's 32x32: the compiler picks TensorE (its PSUM result copied to an SBUF
+            # destination), as it does for an SBUF source without a destination
+            e = Eng.tensor
     if e == Eng.tensor:
+        if data.alloc.buffer is PSUM and spec == "0.1":
+            data = _psum_operand(ctx, data, aname, "data", api)
         if data.alloc.buffer is not SBUF:
             raise _space_error(aname, "data", data, (SBUF,))
         lim, kind, buf, te = limits.PMAX, "tensor", PSUM, PE
@@ -228,7 +271,10 @@ def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = Non
                                 f"architecture limitation of {lim} ({kind} engine)",
                                 "Transpose blocks of at most 128x128 on TensorE (32x32 on VectorE)",
                                 got=n, limit=lim)
-    r = np.ascontiguousarray(data.read_f32().reshape(P, F).T) if not ctx.options.trace_only else \
+    in_mask = None
+    if mask is not None and not isinstance(mask, bool):
+        mask, in_mask = _input_space_mask(mask, P, F, data.shape)
+    r = np.ascontiguousarray(data.read_f32(in_mask).reshape(P, F).T) if not ctx.options.trace_only else \
         np.zeros((F, P), np.float32)
     d = data.dtype if dtype is None else dt.canonical(dtype, op=aname)
     res = new_result(K_TRANSPOSE, (P, F, data.alloc.dname, kind == "tensor", data.alloc.buffer is PSUM), r, d,

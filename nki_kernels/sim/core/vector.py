@@ -194,6 +194,14 @@ def tensor_tensor(ctx: RunContext, dst: Dst, data1: Tensor, data2: Tensor, op: O
         raise NKISyntaxError("E021", aname, "op", f"{name_} is not supported in 'tensor_tensor'",
                              "Use an arithmetic, comparison, logical or bitwise binary op")
     if a.size != b.size:
+        # ISA tensor_tensor (SDK 2.26 isa docstring): both operands have the same partition count and the
+        # same number of elements per partition; a (P, 1) column is nisa.tensor_scalar's operand.  Student
+        # code ran a column operand on trn2 (contested, spec Correction G): a warning, E011 under strict.
+        what = (f"tensor_tensor operands differ in elements per partition ({data1.shape} vs {data2.shape}); "
+                "the ISA requires equal shapes, a (P, 1) column belongs to nisa.tensor_scalar(data, op, column)")
+        if ctx.options.strict:
+            raise SimValueError("E011", aname, "data2", what, "Use nisa.tensor_scalar for a per-partition column")
+        ctx.warn_once("tensor_tensor_column", what)
         shape = pa_shape(aname, data1.shape, data2.shape)
     else:
         shape = data1.shape
@@ -428,6 +436,12 @@ def tensor_scalar_reduce(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, op
                               "reduce_cmd other than reset_reduce, reduce_init, reduce_res_negate)")
     tile(data, aname, "data")
     n0 = opcode(op0, aname, "op0")
+    if n0 in BITWISE:
+        # ISA tensor_scalar_reduce (SDK 2.26 isa docstring): "op0 can only be arithmetic operation ...
+        # Bitvec operators are not supported in this API"
+        raise NKISyntaxError("E021", aname, "op0", f"op0={n0} is a bitvec operator; tensor_scalar_reduce takes "
+                             "only arithmetic operators", "Apply the bitwise op with nisa.tensor_scalar first, "
+                             "then reduce with nisa.tensor_reduce")
     engines.check(aname, "op0", n0, DVE)
     P = data.shape[0]
     o0 = scalar_operand(operand0, P, aname, "operand0")

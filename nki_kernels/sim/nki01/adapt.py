@@ -12,8 +12,19 @@ from collections.abc import Callable
 
 from ..core import engines
 from ..core.context import enter
+from ..core.errors import SimError, SimValueError
 from ..core.ops import PENDING
 from .indexing import mask_value
+
+
+def shape_error(api: str, e: ValueError) -> ValueError:
+    """A NumPy shape error that escaped an op's validation (e.g. "operands could not be broadcast together
+    with remapped shapes") as the coded E011 it is; coded errors pass through unchanged."""
+    if isinstance(e, SimError) or "shape" not in str(e) and "broadcast" not in str(e):
+        return e
+    return SimValueError("E011", api, None, f"operand, mask or destination shapes do not line up ({e})",
+                         "Check that the operands, the mask and the destination have matching shapes "
+                         "(a (P, 1) column broadcasts along free axes only)")
 
 
 def _params(fn: Callable) -> frozenset:
@@ -56,7 +67,13 @@ def returns_fresh(core_fn: Callable, *, name: str | None = None, api: str | None
             kw = bound
         if convert is not None:
             args, kw = convert(*args, **kw)
-        return core_fn(ctx, PENDING, *pre, *args, **kw)
+        try:
+            return core_fn(ctx, PENDING, *pre, *args, **kw)
+        except ValueError as e:
+            err = shape_error(short, e)
+            if err is e:
+                raise
+            raise err from None
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
@@ -85,7 +102,13 @@ def with_dst(core_fn: Callable, *, name: str | None = None, api: str | None = No
             dst = kw.pop("dst")
         else:
             dst, args = args[0], args[1:]
-        core_fn(ctx, dst, *args, **kw)
+        try:
+            core_fn(ctx, dst, *args, **kw)
+        except ValueError as e:
+            err = shape_error(short, e)
+            if err is e:
+                raise
+            raise err from None
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__

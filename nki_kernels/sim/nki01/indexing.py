@@ -27,25 +27,28 @@ def _affine_operand(o) -> bool:
 
 class IndexExpr:
     """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``; with a loop index
-    (:class:`~.symbolic.Index`) its concrete value is used."""
-    __slots__ = ("v",)
+    (:class:`~.symbolic.Index`) its concrete value is used.  ``mgrid``: built from an ``nl.mgrid`` field (KI:
+    "nl.mgrid won't work" for indirect load/store)."""
+    __slots__ = ("v", "mgrid")
     __array_priority__ = 100
 
-    def __init__(self, v):
+    def __init__(self, v, mgrid=False):
         self.v = np.asarray(v, dtype=np.int64)
+        self.mgrid = mgrid
 
     shape = property(lambda s: s.v.shape)
     ndim = property(lambda s: s.v.ndim)
 
     def __getitem__(self, key):
-        return self.__class__(self.v[key])
+        return self.__class__(self.v[key], self.mgrid)
 
     def _bin(self, o, f, affine=True):
         if isinstance(o, (IndexExpr, int, np.integer, Index)):
             # `//`, `%` and index * index are not affine: fine in a subscript, E015 in mask=
             # (ERR err_unsupported_expression_in_mask, SDK 2.26 nki.errors.rst)
             aff = affine and self.__class__ is IndexExpr and _affine_operand(o)
-            return (IndexExpr if aff else NonAffineIndexExpr)(f(self.v, _iv(o)))
+            mgrid = self.mgrid or (isinstance(o, IndexExpr) and o.mgrid)
+            return (IndexExpr if aff else NonAffineIndexExpr)(f(self.v, _iv(o)), mgrid)
         return NotImplemented
 
     def _mul(self, o):
@@ -59,7 +62,7 @@ class IndexExpr:
     __rmul__ = _mul
     __floordiv__ = lambda s, o: s._bin(o, np.floor_divide, False)
     __mod__ = lambda s, o: s._bin(o, np.mod, False)
-    __neg__ = lambda s: s.__class__(-s.v)
+    __neg__ = lambda s: s.__class__(-s.v, s.mgrid)
 
     def _cmp(self, o, f):
         if isinstance(o, (IndexExpr, int, np.integer, Index)):
@@ -158,7 +161,7 @@ class MGrid:
     __slots__ = ("parts",)
 
     def __init__(self, parts):
-        self.parts = tuple(IndexExpr(p) for p in parts)
+        self.parts = tuple(IndexExpr(p, True) for p in parts)
 
     def __iter__(self):
         return iter(self.parts)

@@ -26,6 +26,8 @@ from ..core.enums import (  # noqa: F401
     reduce_cmd,
 )
 from ..core.errors import SimTypeError, not_implemented
+from ..core.context import maybe_current as _maybe_current
+from . import allocation as _alloc
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, MaskExpr, mask_value
 from .symbolic import Index, Predicate, concrete
@@ -114,6 +116,8 @@ bn_stats = returns_fresh(_reduce.bn_stats)
 bn_aggr = returns_fresh(_reduce.bn_aggr)
 max8 = returns_fresh(_reduce.max8)
 local_gather = returns_fresh(_indirect.local_gather)
+tensor_copy_dynamic_src = returns_fresh(_indirect.tensor_copy_dynamic_src, engine_param=True)
+tensor_copy_dynamic_dst = with_dst(_indirect.tensor_copy_dynamic_dst, engine_param=True)
 dropout = returns_fresh(_rng.dropout)
 tensor_copy_predicated = with_dst(_select.tensor_copy_predicated)
 select_reduce = with_dst(_select.select_reduce)
@@ -123,6 +127,39 @@ nc_match_replace8 = returns_fresh(_select.nc_match_replace8)
 tensor_scalar_cumulative = with_dst(_select.tensor_scalar_cumulative)
 sequence_bounds = returns_fresh(_select.sequence_bounds)
 nc_stream_shuffle = with_dst(_select.nc_stream_shuffle, convert=_shuffle_args)
+
+
+
+# ---- direct-allocation rules of single instructions (nki01/allocation.py) ----------------------------
+def _guarded(fn, check):
+    """``fn`` preceded by ``check(args, kw)`` when the running kernel allocates directly."""
+    def call(*args, **kw):
+        ctx = _maybe_current()
+        if ctx is not None:
+            d = ctx.direct
+            if d is not None and d.active:
+                check(args, kw)
+        return fn(*args, **kw)
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    call.core_op = fn.core_op
+    return call
+
+
+def _bias_arg(args, kw):
+    _alloc.check_bias("activation", kw.get("bias", args[2] if len(args) > 2 else None))
+
+
+def _transpose_engine(args, kw):
+    e = kw.get("engine")
+    if e is None or getattr(e, "name", e) in ("tensor", "unknown"):
+        _alloc.check_tensor_engine_transpose("nc_transpose", "nisa.nc_transpose on TensorE (engine=" +
+                                             ("unset" if e is None else str(getattr(e, "name", e))) + ")")
+
+
+activation = _guarded(activation, _bias_arg)
+activation_reduce = _guarded(activation_reduce, _bias_arg)
+nc_transpose = _guarded(nc_transpose, _transpose_engine)
 
 # the registered instructions (api name -> call)
 INSTRUCTIONS = {n: f for n, f in dict(globals()).items() if callable(f) and hasattr(f, "core_op")}

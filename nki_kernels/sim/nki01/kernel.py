@@ -3,15 +3,32 @@ the device-only stubs ``baremetal`` / ``benchmark`` / ``profile`` (spec §2)."""
 from __future__ import annotations
 
 import copy as _copy
+import inspect
 from typing import Any
 
 from ..core.context import maybe_current
-from ..core.errors import needs_device
+from ..core.errors import NKISyntaxError, needs_device
 from ..core.options import SimOptions
 from ..core.runner import Kernel as _CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from . import symbolic as _symbolic
+from .allocation import DirectAllocation
 from .tile import Tile
+
+
+def _def_line(func) -> tuple[str, int]:
+    """(file, line) of a function's ``def`` statement (below its decorators)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return ("<kernel>", 0)
+    try:
+        src, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return (code.co_filename, code.co_firstlineno)
+    for i, line in enumerate(src):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return (code.co_filename, first + i)
+    return (code.co_filename, code.co_firstlineno)
 
 
 class Kernel(_CoreKernel):
@@ -20,6 +37,26 @@ class Kernel(_CoreKernel):
     an SPMD grid run one after the other."""
 
     tensor_cls = Tile
+    capacity_policy = "spill"    # live SBUF over capacity: a warning (the compiler spills), E006 under strict
+    stack_allocator = False      # @ncc.enable_stack_allocator
+    force_auto_alloc = False     # @ncc.force_auto_alloc
+
+    def run_instances(self, ctx, points, args, kwargs):
+        """Run the grid, the kernel function traced (:meth:`traced`), with the direct-allocation rules
+        (nki01/allocation.py) watching the run."""
+        if self.stack_allocator and not self.skip_middle_end:
+            # CMP enable_stack_allocator (SDK 2.26 nki/compiler/__init__.py): "Must use together with
+            # skip_middle_end_transformations"
+            raise NKISyntaxError("E030", "nki.compiler.enable_stack_allocator", None,
+                                 "enable_stack_allocator must be used together with skip_middle_end_transformations",
+                                 "Add @nki.compiler.skip_middle_end_transformations below it",
+                                 where=_def_line(self.func))
+        ctx.direct = direct = DirectAllocation(forced_auto=self.force_auto_alloc)
+        k = _copy.copy(self)
+        k.func = self.traced()       # its `range` loops are symbolic (docs/nki-0.1-rules.md section 9)
+        result = _CoreKernel.run_instances(k, ctx, points, args, kwargs)
+        direct.finish(result)
+        return result
 
     def traced(self):
         """The kernel function as the front end traces it: its ``range`` loops are symbolic
@@ -37,11 +74,6 @@ class Kernel(_CoreKernel):
             # the kernel function (nki-samples rmsnorm_quant NKI-917 note), a plain one unrolls its range
             return (self.traced() if self.mode == "trace" else self.func)(*args, **kwargs)
         return super().__call__(*args, **kwargs)
-
-    def run_instances(self, ctx, points, args, kwargs):
-        k = _copy.copy(self)
-        k.func = self.traced()
-        return _CoreKernel.run_instances(k, ctx, points, args, kwargs)
 
 
 def jit(func=None, mode="auto", **kwargs):

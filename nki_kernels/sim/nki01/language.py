@@ -19,7 +19,10 @@ from ..core import select as _select
 from ..core import spmd as _spmd
 from ..core import tensore as _tensore
 from ..core import vector as _vector
+from ..core import ops as _ops_tables
 from ..core.context import enter as _enter
+from ..core.context import maybe_current as _maybe_current
+from ..core.context import unproven as _unproven
 from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented
 from ..core.errors import user_frame as _user_frame
 from ..core.loops import loop as _loop
@@ -27,6 +30,7 @@ from ..core.ops import PENDING as _PENDING
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
 from ..core.trace import ACT as _ACT
+from . import allocation as _alloc
 from . import tile as _tile_mod
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, _MGridMaker
@@ -69,21 +73,22 @@ class Buffer:
     """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
     ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
 
-    def __init__(self, name, phys_tiles=None):
+    def __init__(self, name, phys_tiles=None, placement=None):
         self.name = name
         self.phys_tiles = phys_tiles
+        self.placement = placement     # allocation.Placement of a direct allocation (None: automatic)
 
     def __repr__(self):
         return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, num_bank_tiles=(), num_par_tiles=(), num_free_tiles=(), **kwargs):
-        """Modulo allocation: addresses are not modelled, but capacity counts the physical tiles,
-        the product of ``num_*_tiles`` (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc; an
-        empty shape is one tile, as the SDK's test_psum_modulo_alloc example defines it)."""
-        n = 1
-        for t in tuple(num_bank_tiles) + tuple(num_par_tiles) + tuple(num_free_tiles):
-            n *= int(t)
-        return Buffer(self.name, n)
+    def mod_alloc(self, *args, **kwargs):
+        """Modulo allocation (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc): capacity counts the
+        physical tiles, the product of ``num_*_tiles`` (an empty shape is one tile, as the SDK's
+        test_psum_modulo_alloc example defines it); the placement is checked by nki01/allocation.py."""
+        if args and "base_addr" not in kwargs:
+            kwargs = dict(kwargs, base_addr=args[0])
+        placement = _alloc.mod_alloc_placement(self.name, kwargs)
+        return Buffer(self.name, placement.tiles(), placement)
 
     def auto_alloc(self, *args, **kwargs):
         return self
@@ -139,14 +144,57 @@ def _par(shape, buf, api, ctx):
 
 
 
+def _direct_alloc(ctx, buffer, buf, api, name, filled=False):
+    """The direct-allocation rules of a declaration (nki01/allocation.py): the run's state learns of a
+    directly placed or an automatic tensor; returns the placement (None: automatic)."""
+    direct = ctx.direct
+    placement = getattr(buffer, "placement", None)
+    if direct is None or direct.forced_auto:
+        return None
+    if placement is None:
+        direct.automatic(buf, f"`{name or api}` ({'nl.' + api}, buffer=nl.{buf})", ctx.site)
+        return None
+    if filled:
+        # ERR err_tensor_creation_on_scratchpad_with_init_value_not_supported (SDK 2.26 nki.errors.rst)
+        raise NKISyntaxError("E030", api, "buffer", "Creating SBUF/PSUM tensor with init value is not supported in "
+                             "allocated NKI kernels", "Declare it with nl.ndarray(..., buffer=ncc."
+                             f"{buf}.mod_alloc(...)) and write the value: t[...] = value (or nisa.memset)")
+    direct.activate(buf)
+    return placement
+
+
+def _placed(ctx, t, placement, shape, par):
+    if placement is not None:
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        ctx.direct.place(t, placement, shape, par, t.alloc.itemsize, ctx.site, ctx.loops)
+    return t
+
+
+def _rank_check(shape, buf, api):
+    """KI (SDK 2.26 nki_known_issues.rst "Indexing"): an SBUF/PSUM tile has at least 2 dimensions."""
+    if buf not in _HBM and (isinstance(shape, (int, np.integer)) or len(tuple(shape)) < 2):
+        raise SimTypeError("E010", api, "shape", f"an SBUF/PSUM tile needs at least 2 dimensions (partition and "
+                           f"free), got shape {shape!r} (Insufficient rank)",
+                           "Add a free axis: e.g. (128, 1) instead of (128,)", got=shape, limit="rank >= 2")
+
+
 def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     ctx = _enter("ndarray", instruction=False)
     _reject_in_shape("nl.ndarray", shape)
     buf = _buffer_name(buffer, "ndarray")
+    _rank_check(shape, buf, "ndarray")
     if buf in _HBM:
-        return _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
-    return _allocate(shape, dtype, buf, api="ndarray", name=name, phys_tiles=getattr(buffer, "phys_tiles", None),
-                     par=_par(shape, buf, "ndarray", ctx))
+        t = _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
+        if ctx.direct is not None and not ctx.direct.forced_auto:
+            ctx.direct.hbm(buf, t, ctx.site)
+        return t
+    placement = _direct_alloc(ctx, buffer, buf, "ndarray", name)
+    par = _par(shape, buf, "ndarray", ctx)
+    # a directly placed tensor is not counted by the automatic allocator's live bytes: its physical tiles
+    # are checked by nki01/allocation.py (addresses inside SBUF/PSUM; tensors sharing addresses share bytes)
+    t = _allocate(shape, dtype, buf, api="ndarray", name=name, phys_tiles=getattr(buffer, "phys_tiles", None),
+                  par=par, track=placement is None)
+    return _placed(ctx, t, placement, shape, par)
 
 
 def _filled(api, shape, dtype, buffer, name, value):
@@ -156,9 +204,14 @@ def _filled(api, shape, dtype, buffer, name, value):
     if buf in _HBM:
         raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
                              "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
-    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=_par(shape, buf, api, ctx))
+    _rank_check(shape, buf, api)
+    placement = _direct_alloc(ctx, buffer, buf, api, name, filled=True)
+    par = _par(shape, buf, api, ctx)
+    t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=par)
     _vector.fill(ctx, t, api=f"nl.{api}")
-    return t
+    if par and buf == "psum":
+        ctx.memory.initialised_blocks(t.alloc)
+    return _placed(ctx, t, placement, shape, par)
 
 
 def zeros(shape, dtype=float32, *, buffer=None, name="", **kwargs):
@@ -281,8 +334,26 @@ def ds(start, size):
 
 
 # ---- data movement ------------------------------------------------------------------------
-load = returns_fresh(_dma.load, api="nl.load")
-store = with_dst(_dma.store, api="nl.store")
+_load = returns_fresh(_dma.load, api="nl.load")
+_store = with_dst(_dma.store, api="nl.store")
+
+
+def load(*args, **kw):
+    src = args[0] if args else kw.get("src")
+    if src.__class__ is _indirect.IndirectTensor:
+        _indirect.check_load_store("nl.load", src)
+    return _load(*args, **kw)
+
+
+def store(*args, **kw):
+    dst = args[0] if args else kw.get("dst")
+    if dst.__class__ is _indirect.IndirectTensor:
+        _indirect.check_load_store("nl.store", dst)
+    return _store(*args, **kw)
+
+
+load.__doc__, store.__doc__ = _load.__doc__, _store.__doc__
+load.core_op, store.core_op = _load.core_op, _store.core_op
 load_transpose2d = returns_fresh(_dma.load_transpose2d)
 copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_engine=_ACT)
 broadcast_to = returns_fresh(_vector.broadcast_to)
@@ -291,10 +362,16 @@ broadcast_to = returns_fresh(_vector.broadcast_to)
 def expand_dims(data, axis):
     if not isinstance(data, Tile) or data.arr is None:
         raise SimTypeError("E010", "expand_dims", "data", "expects a tile")
-    if axis < 1 or axis > data.ndim:
-        raise SimValueError("E023", "expand_dims", "axis", f"only free (trailing) axes can be added, got {axis}",
-                            got=axis, limit=f"1..{data.ndim}")
-    return data.reshape(data.shape[:axis] + (1,) + data.shape[axis:])
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    n = data.ndim + len(axes)
+    norm = sorted(int(a) + n if int(a) < 0 else int(a) for a in axes)
+    # NL expand_dims (SDK 2.26 language docstring): new axes only after the tile's last index
+    if norm != list(range(data.ndim, n)):
+        raise SimValueError("E023", "expand_dims", "axis",
+                            f"new axes can only be added after the last index of a {data.ndim}-D tile, got "
+                            f"axis={axis!r}", f"Use axis={data.ndim} (or nl.reshape / an index expression for other "
+                            "positions)", got=axis, limit=f"{data.ndim}..{n - 1}")
+    return data.reshape(data.shape + (1,) * len(axes))
 
 
 def device_print(prefix, x, **kw):
@@ -311,8 +388,25 @@ def _unary(name):
     return f
 
 
+def _index_tile(x):
+    """An index expression as an operand: PM "Representing data in NKI" -- an index is a tensor; the
+    compiler materialises it as an int32 tile (what nisa.iota makes)."""
+    if x.__class__ is not IndexExpr:
+        return x
+    v = x.v if x.ndim >= 2 else x.v.reshape(-1, 1)
+    return _vector.iota(_enter("iota"), None, v, _dt.int32, api="nisa.iota")
+
+
 def _binary(name):
-    f = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,))
+    core = returns_fresh(_vector.binary, name=name, api=f"nl.{name}", pre=(name,))
+
+    def f(x, y, *args, **kw):
+        if x.__class__ is IndexExpr or y.__class__ is IndexExpr:
+            x, y = _index_tile(x), _index_tile(y)
+        return core(x, y, *args, **kw)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = core.__doc__
+    f.core_op = core.core_op
     f._nki_op = name
     return f
 
@@ -492,6 +586,66 @@ def __getattr__(name):
         raise AttributeError(name)
     raise not_implemented(f"nki.language.{name}")
 
+
+# ---- direct-allocation rules of single calls (nki01/allocation.py) --------------------------------------
+def _guarded(fn, check):
+    def call(*args, **kw):
+        ctx = _maybe_current()
+        if ctx is not None:
+            d = ctx.direct
+            if d is not None and d.active:
+                check(args, kw)
+        return fn(*args, **kw)
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    for attr in ("core_op", "_nki_op"):
+        if hasattr(fn, attr):
+            setattr(call, attr, getattr(fn, attr))
+    return call
+
+
+def _activation_op(name):
+    def check(args, kw):
+        # ERR err_bias_tensor_must_be_specified_in_allocation: "nl.exp maps to the instruction as
+        # nisa.activation, must use nisa.activation and specify bias tensor in allocation kernels"
+        if kw.get("engine") is None or getattr(kw.get("engine"), "name", None) == "scalar":
+            _alloc.check_bias(f"nl.{name}", None)
+    return check
+
+
+for _n, (_f, _eng) in _ops_tables.UNARY.items():
+    if _eng is _ACT and _n in globals() and _n not in ("copy", "identity"):
+        globals()[_n] = _guarded(globals()[_n], _activation_op(_n))
+
+
+def _matmul_transpose(args, kw):
+    if not kw.get("transpose_x", args[2] if len(args) > 2 else False):
+        _alloc.check_tensor_engine_transpose("nl.matmul", "nl.matmul without transpose_x=True (a TensorE transpose "
+                                             "of x)")
+
+
+matmul = _guarded(matmul, _matmul_transpose)
+
+
+def _invert(fn):
+    def call(x, *args, **kw):
+        if isinstance(x, Tile) and x.dtype is _dt.bool_:
+            # KI (SDK 2.26 nki_known_issues.rst "Execution"): nl.invert "produces incorrect result with bool
+            # input type, use int8 type instead" -- it runs here; a warning, E024 under strict
+            _unproven("invert_bool", "nl.invert on a bool tile gives wrong results on hardware (known issue); use "
+                      "an int8 tile (or nl.logical_not)")
+        return fn(x, *args, **kw)
+    call.__name__ = call.__qualname__ = "invert"
+    call._nki_op = fn._nki_op
+    call.core_op = fn.core_op
+    return call
+
+
+invert = _invert(invert)
+transpose = _guarded(transpose, lambda a, k: _alloc.check_tensor_engine_transpose("nl.transpose",
+                                                                                  "nl.transpose (TensorE)"))
+softmax = _guarded(softmax, lambda a, k: _alloc.check_implicit_api("nl.softmax"))
+rms_norm = _guarded(rms_norm, lambda a, k: _alloc.check_implicit_api("nl.rms_norm"))
 
 # the tile operators map to nl.* (tile.NL)
 _tile_mod.NL.update({n: v for n, v in dict(globals()).items() if callable(v) and not n.startswith("_")})

@@ -70,6 +70,13 @@ class Tile(Tensor):
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> "Tile":
         key = key if key.__class__ is tuple else (key,)
+        if len(key) == 1 and len(self._shape) == 2 and key[0] is not Ellipsis and 1 in self._shape \
+                and self.alloc.buffer not in HBM_KINDS:
+            # KI (SDK 2.26 nki_known_issues.rst "Indexing"): [N, 1] / [1, M] buffers are indexed with both
+            # indices (my_sbuf[0:N, 0]); a single index "won't work"
+            raise NKISyntaxError("E014", "index", self.name,
+                                 f"a {list(self._shape)} on-chip tile indexed with one index: index both axes",
+                                 "Write t[0:N, 0] for an [N, 1] tile or t[0, 0:M] for a [1, M] tile")
         for k in key:                      # the common case: ints, slices and ``...`` only
             c = k.__class__
             if c is not slice and c is not int and k is not Ellipsis:
@@ -91,7 +98,10 @@ class Tile(Tensor):
             else:
                 flat.append(k)
         if any(isinstance(k, Tensor) for k in flat):
-            return indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
+            view = indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
+            # nl.load / nl.store reject it (checked there): KI "nl.mgrid won't work" for indirect load/store
+            view.from_mgrid = any(isinstance(k, IndexExpr) and k.mgrid for k in flat)
+            return view
         advanced = any(isinstance(k, IndexExpr) for k in flat)
         if self.sliced and any(isinstance(k, IndexExpr) or isinstance(k, slice) and k != _ALL for k in flat):
             _nested(self.name)
@@ -192,6 +202,14 @@ class Tile(Tensor):
 def _binop(name, reverse=False):
     def f(self, other):
         fn = NL[name]
+        if isinstance(other, Tensor) and other._shape and self._shape and other._shape[0] != self._shape[0]:
+            # KI (SDK 2.26 nki_known_issues.rst): "Partition dimension broadcasting is not supported on
+            # operator overloads" -- nl.add(a, b) and friends do broadcast
+            raise SimValueError("E002", f"operator {name}", None,
+                                f"partition-dimension broadcasting through an operator: {self._shape} and "
+                                f"{other._shape} have different partition counts",
+                                f"Call nl.{name}(a, b), which broadcasts a 1-partition operand, or "
+                                "broadcast it first (nl.broadcast_to)", got=(self._shape[0], other._shape[0]))
         return fn(other, self) if reverse else fn(self, other)
     f.__name__ = name
     return f

@@ -12,7 +12,8 @@ from ..core.context import enter
 from ..core.dtypes import canonical, name_of
 from ..core.errors import SimTypeError, not_implemented
 from ..core.ops import PENDING
-from ..core.tensor import Tensor
+from ..core.ops import _partition_access as partition_access
+from ..core.tensor import ON_CHIP, Tensor
 from .tensor import NkiTensor
 
 # core-op parameters that are not part of the NKI 0.7 signatures (mask= was removed in NKI 0.2: MIG)
@@ -75,6 +76,7 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
         fixed["api"] = api or f"nisa.{short}"
     position = {p.name: i for i, p in enumerate(sig)}
     defaults = tuple((k, v, position[k]) for k, v in (defaults or {}).items())
+    engine_dst = not core_fn.__module__.endswith(".dma")     # DMAs write any partition
 
     def call(*args, **kw):
         ctx = enter(short)
@@ -91,6 +93,11 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
             raise SimTypeError("E010", short, "dst", f"expected a destination tensor, got {type(dst).__name__}",
                                f"ISA calls take dst first since NKI 0.2: nisa.{short}(dst, ...) returns nothing")
         d = dst.t
+        if engine_dst and not d.access_ok and d.alloc.buffer in ON_CHIP:
+            # the engines' partition rules hold for what they write too (NKI 0.6 trainium2 arch guide: an
+            # access of P partitions starts at partition 0 (P > 64), 0/64 (P > 32) or 0/32/64/96): E026
+            partition_access(d, short, "dst")
+            d.access_ok = True
         kw = _kwargs(kw, known, short, d) if kw else {}
         if args:
             args = tuple(a.t if a.__class__ is NkiTensor else unwrap(a) for a in args)

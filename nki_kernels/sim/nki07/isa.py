@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dma as _dma
+from ..core import indirect as _indirect
 from ..core import reduce as _reduce
 from ..core import select as _select
 from ..core import tensore as _tensore
@@ -122,7 +123,7 @@ dma_compute = dst_first(_dma.dma_compute)
 
 # ---- TensorE (I2-I4, I7, I14) ------------------------------------------------------------------
 nc_matmul = dst_first(_tensore.nc_matmul, warn_non_matmul_init=True, spec="0.6")
-nc_transpose = dst_first(_tensore.nc_transpose)
+nc_transpose = dst_first(_tensore.nc_transpose, spec="0.6")
 
 # ---- Vector / Scalar / GpSimd -------------------------------------------------------------------
 tensor_copy = dst_first(_vector.tensor_copy)
@@ -149,6 +150,7 @@ nc_match_replace8 = dst_first(_select.nc_match_replace8, spec="0.6")
 nc_stream_shuffle = dst_first(_select.nc_stream_shuffle)
 range_select = dst_first(_select.range_select, defaults={"reduce_cmd": reduce_cmd.reset_reduce})
 nonzero_with_count = dst_first(_select.nonzero_with_count)
+nc_n_gather = dst_first(_indirect.nc_n_gather)
 
 
 # ---- registers and runtime control flow (C5) -----------------------------------------------------

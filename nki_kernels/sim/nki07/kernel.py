@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 from ..core.context import RunContext, maybe_current
-from ..core.errors import SimRuntimeError, SimTypeError, SimValueError
+from ..core.errors import SimRuntimeError, SimTypeError, SimValueError, SimWarning
 from ..core.runner import Kernel as CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from ..core.tensor import Tensor
+from ..kernel_ast import analyze_kernel
 from .lnc import Lockstep
 from .tensor import NkiTensor
 
@@ -59,6 +61,42 @@ def _check_outputs(x, inputs=()):
             _check_outputs(v, inputs)
 
 
+_RESTRICTIONS_SEEN: dict = {}     # code object -> (file, kw-only params, def line, `is` lines)
+
+
+def _language_restrictions(fn, ctx: RunContext) -> None:
+    """What the NKI 0.3+ compiler rejects in a kernel's own source that ``nki.simulate`` runs (aws-neuron-sdk
+    81ce03ae nki/migration/index.rst "Language restrictions"): the ``*`` keyword-only separator in the kernel
+    signature (E010); ``is`` / ``is not`` in the kernel function (decision: a SimWarning, E010 under strict --
+    AWS's nki-library helpers still use ``is None``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    info = _RESTRICTIONS_SEEN.get(code)
+    if info is None:
+        src = analyze_kernel(fn, follow_helpers=False)
+        k = src.kernel if src.available else None
+        info = (code.co_filename, k.kwonly_params, k.span.first, k.is_lines) if k is not None else \
+            (code.co_filename, (), 0, ())
+        _RESTRICTIONS_SEEN[code] = info
+    file, kwonly, def_line, is_lines = info
+    if kwonly:
+        raise SimTypeError("E010", "nki.jit", kwonly[0], f"the kernel signature has keyword-only parameters "
+                           f"({', '.join(kwonly)}) after `*`: the NKI 0.3+ compiler does not support the `*` "
+                           "separator in kernel signatures", "Remove `*` and put the parameters with defaults last "
+                           "(NKI migration guide 'Remove keyword-only argument separator')", where=(file, def_line))
+    if is_lines:
+        what = ("`is` / `is not` in a kernel: the NKI 0.3+ compiler does not support identity comparisons "
+                "(NKI migration guide 'Replace is / is not with == / !=')")
+        if ctx.options.strict:
+            raise SimTypeError("E010", "is", None, what, "Use == / != instead", where=(file, is_lines[0]))
+        key = ("is_operator", file, is_lines[0])
+        if key not in ctx.warned:
+            ctx.warned.add(key)
+            warnings.warn_explicit(f"{what}; use == / != at {os.path.basename(file)}:{is_lines[0]}", SimWarning,
+                                   file, is_lines[0])
+
+
 class Kernel(CoreKernel):
     """An NKI 0.7 kernel.  ``.func`` is the host-side entry the op core runs (it converts the core's
     HBM tensors to :class:`NkiTensor` and back); ``.kernel_fn`` is the user's function.  Policies:
@@ -95,6 +133,7 @@ class Kernel(CoreKernel):
         return True
 
     def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
+        _language_restrictions(self.kernel_fn, ctx)
         if len(points) == 1:
             ctx.program_id, ctx.hbm_cursor = points[0], 0
             return self.func(*args, **kwargs)

@@ -131,7 +131,7 @@ def ndarray(shape, dtype=float32, buffer=sbuf, name="", address=None, **kw):
     b = _buf(buffer, "ndarray")
     shape = _shape(shape, "ndarray")
     if b in HBM_KINDS:
-        return NkiTensor(_allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name))
+        return NkiTensor(_allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name, kernel_level_rule=False))
     t = _allocate(shape, dtype, b, api="ndarray", name=name, track=address is None)
     if address is not None:
         _placed(t, address, b)

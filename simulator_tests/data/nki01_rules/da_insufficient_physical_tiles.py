@@ -2,6 +2,7 @@
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 
@@ -10,6 +11,9 @@ SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/nki_direct_allocation_guide.rst 'C
 CODE = "E030"
 STRICT = False
 GOOD_WARNS = "block dimensions"
+
+# nl.exp is itself rejected in an allocated kernel (ERR err_bias_tensor_must_be_specified_in_allocation),
+# so both forms use nisa.activation with a directly allocated bias tile.
 
 
 def inputs():
@@ -22,16 +26,24 @@ def bad(a):
     t1 = nl.ndarray(
         (8, nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,))
     )
+    r = nl.ndarray(
+        (8, nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=4096, num_free_tiles=(2,))
+    )
+    bias = nl.ndarray((nl.par_dim(128), 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=8192))
+    bias[...] = 0.0
     for i in nl.affine_range(8):
         t1[i] = nl.load(a[i])  # <- blame
     for i in nl.affine_range(8):
-        nl.store(out[i], nl.exp(t1[i]))
+        r[i] = nisa.activation(op=nl.exp, data=t1[i], bias=bias)
+        nl.store(out[i], r[i])
     return out
 
 
 @nki.jit
 def good(a):
     out = nl.ndarray((8, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    bias = nl.ndarray((nl.par_dim(128), 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=8192))
+    bias[...] = 0.0
     for j in nl.affine_range(4):
         t1 = nl.ndarray(
             (2, nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,))
@@ -41,7 +53,7 @@ def good(a):
         )
         for i in nl.affine_range(2):
             t1[i] = nl.load(a[j * 2 + i])
-            r[i] = nl.exp(t1[i])
+            r[i] = nisa.activation(op=nl.exp, data=t1[i], bias=bias)
             nl.store(out[j * 2 + i], r[i])
     return out
 

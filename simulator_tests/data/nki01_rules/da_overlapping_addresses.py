@@ -2,6 +2,7 @@
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 
@@ -9,6 +10,10 @@ RULE = "da.lifetime_overlap"
 SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/nki_direct_allocation_guide.rst 'Common Errors' 3 (Lifetime Conflicts)"
 CODE = "E030"
 STRICT = False
+
+# nl.exp is itself rejected in an allocated kernel (ERR err_bias_tensor_must_be_specified_in_allocation:
+# "nl.exp maps to ... nisa.activation, must use nisa.activation and specify bias tensor"), so the good
+# form uses nisa.activation with a directly allocated bias tile.
 
 
 def inputs():
@@ -32,8 +37,10 @@ def good(a):
     t0 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
     t1 = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=2048))
     s = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=4096))
+    bias = nl.ndarray((nl.par_dim(128), 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=6144))
+    bias[...] = 0.0
     t0[...] = nl.load(a)
-    t1[...] = nl.exp(t0)
+    t1[...] = nisa.activation(op=nl.exp, data=t0, bias=bias)
     s[...] = nl.add(t0, t1)
     nl.store(out, s)
     return out
