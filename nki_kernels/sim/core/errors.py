@@ -135,6 +135,8 @@ CODES: dict[str, tuple[type, str]] = {
     "E024": (SimValueError, "hardware-unproven construct under strict"),
     "E025": (SimValueError, "illegal engine for the op or instruction"),
     "E026": (SimValueError, "illegal SBUF/PSUM access pattern"),
+    "E027": (NKISyntaxError, "tensor used out of its scope"),
+    "E029": (SimValueError, "iteration race"),
     "E099": (SimRuntimeError, "needs a Neuron device"),
     "E100": (SimNotImplementedError, "not implemented in the interpreter"),
 }

@@ -329,6 +329,11 @@ def new_result(kind: str, fields: tuple, value: np.ndarray, dtype: DTypeArg, *, 
 def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = False, result: Alloc | None = None,
            where: tuple | None = None, seq: int | None = None) -> Event | None:
     """Record ``res`` with ``dst`` as its destination: the one final event of the instruction."""
+    races = ctx.races
+    if races is not None and res.kind is not K_DMA and result is not dst.alloc:
+        # iteration races (E029): PSUM matmul accumulation is the one exempt overlapping write
+        races.note(ctx, dst, res.extra_writes, where,
+                   accumulate and res.kind is K_MATMUL and dst.alloc.buffer is PSUM)
     if not ctx.options.trace:
         return ctx.record(res.op, res.api, res.engine, result=result)
     dal = dst.alloc
@@ -835,6 +840,9 @@ def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_ele
                rmw: bool = False, transpose: bool = False, index_reads: list | None = None, where: tuple | None = None,
                result: Alloc | None = None, seq: int | None = None) -> Event | None:
     """Record one DMA from ``src`` (None: a constant) into ``dst``."""
+    races = ctx.races
+    if races is not None and result is not dst.alloc:
+        races.note(ctx, dst, (), where, False)     # iteration races (E029)
     if not ctx.options.trace:
         return ctx.record(op, api, DMA, result=result)
     side = src if (src is not None and src.alloc.buffer in HBM_KINDS) else dst

@@ -634,6 +634,8 @@ def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="") -> Tensor:
     if buffer == "shared_hbm" and ctx.loops:
         raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                              "Create kernel outputs before any loop")
+    if buffer == "shared_hbm" and ctx.scopes is not None:
+        ctx.scopes.check_shared_hbm(api)     # kernel-level placement from the source (nki01/scopes.py)
     if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):
         t = ctx.hbm_registry[ctx.hbm_cursor]
         ctx.hbm_cursor += 1

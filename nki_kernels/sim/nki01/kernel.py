@@ -5,7 +5,16 @@ from __future__ import annotations
 import copy as _copy
 from typing import Any
 
-from ..core.context import maybe_current
+import inspect
+
+from .. import kernel_ast as _kernel_ast
+from ..core.annotations import Annotation
+from ..core.context import RunContext, maybe_current
+from ..core.errors import SimValueError
+from ..core.races import RaceLog as _RaceLog
+from ..core.runner import _ReturnSite
+from ..core.tensor import Tensor
+from . import scopes as _scopes
 from ..core.errors import needs_device
 from ..core.options import SimOptions
 from ..core.runner import Kernel as _CoreKernel
@@ -15,10 +24,73 @@ from .tile import Tile
 
 class Kernel(_CoreKernel):
     """An NKI 0.1 jitted kernel (``nki.jit``): its tensors are :class:`~.tile.Tile` views; array
-    arguments are immutable inputs (``nki.trace`` kernels write theirs, copied back); the instances of
-    an SPMD grid run one after the other."""
+    arguments are immutable inputs unless annotated ``nt.mutable_tensor`` (``nki.trace`` kernels write
+    theirs, copied back); the instances of an SPMD grid run one after the other."""
 
     tensor_cls = Tile
+
+    def _inner(self):
+        func, _ = _kernel_ast._unwrap(self.func)
+        return func
+
+    def begin_run(self, ctx: RunContext) -> None:
+        func = self._inner()
+        code = getattr(func, "__code__", None)
+        ctx.scopes = _scopes.SourceRules(code, getattr(func, "__globals__", None))
+        if not self.skip_middle_end:
+            # iteration races (E029); ordered iterations under skip_middle_end_transformations
+            n = 1
+            for g in self.grid:
+                n *= g
+            ctx.races = _RaceLog(spmd=n > 1)
+
+    def mutable_params(self) -> frozenset:
+        # ERR err_cannot_update_immutable_parameter (SDK 2.26 nki.errors.rst): a parameter annotated
+        # nt.mutable_tensor may be written
+        func = self._inner()
+        try:
+            params = inspect.signature(func).parameters.values()
+        except (TypeError, ValueError):
+            return frozenset()
+        out = set()
+        for p in params:
+            ann = p.annotation
+            name = getattr(ann, "name", None) if isinstance(ann, Annotation) else (ann if isinstance(ann, str) else "")
+            if name and "mutable_tensor" in name:
+                out.add(p.name)
+        return frozenset(out)
+
+    def check_outputs(self, ctx: RunContext, result, params: dict) -> None:
+        func = self._inner()
+        code = getattr(func, "__code__", None)
+        if code is None:
+            return
+        returned = {id(t.alloc) for t in _tensors(result)}
+        for name in sorted(self.mutable_params()):
+            t = params.get(name)
+            if isinstance(t, Tensor) and t.alloc.written and id(t.alloc) not in returned:
+                # ERR err_mutable_parameter_not_returned (SDK 2.26 nki.errors.rst)
+                site = _ReturnSite(func).get() or (code.co_filename, _scopes.kernel_def_line(code))
+                raise SimValueError("E016", "return", name,
+                                    f"Mutable kernel parameter `{name}` is written but not returned by the `return` "
+                                    "statement (ERR err_mutable_parameter_not_returned)",
+                                    f"Return it with the outputs: return ..., {name}", where=site)
+        if self.writes_back() or not (result is None or (isinstance(result, (tuple, list)) and not result)):
+            return
+        # ERR err_tensor_output_not_written_to (SDK 2.26 nki.errors.rst): at least one output
+        raise SimValueError("E016", "kernel", None,
+                            f"kernel `{code.co_name}` has no output: it returns nothing "
+                            "(ERR err_tensor_output_not_written_to)",
+                            "Create the output with nl.ndarray(..., buffer=nl.shared_hbm), write it and return it",
+                            where=(code.co_filename, _scopes.kernel_def_line(code)))
+
+
+def _tensors(x):
+    if isinstance(x, Tensor):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _tensors(v)
 
 
 def jit(func=None, mode="auto", **kwargs):
