@@ -15,6 +15,7 @@ allocation's storage) plus its exact geometry; boxes of one allocation are swept
 axis (sorting, O(n log n) plus the overlapping pairs), and only overlapping boxes are compared element by
 element.  No tensor is referenced (liveness is reference counted), only its allocation id and geometry.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,13 +38,13 @@ class Write(NamedTuple):
 
     alloc_id: int
     name: str
-    box: tuple[tuple[int, int], ...]    # inclusive index range per storage axis (a bound of the elements)
-    off: int                            # byte offset of the view's first element in the allocation
-    axes: tuple[_Axis, ...]             # exact geometry (see _Axis)
-    basic: bool                         # axes are (stride, extent) of a basic view
-    exempt: bool                        # a PSUM matmul accumulation
-    who: object                         # the iteration (int) or SPMD instance (tuple)
-    seq: int                            # program order of the note
+    box: tuple[tuple[int, int], ...]  # inclusive index range per storage axis (a bound of the elements)
+    off: int  # byte offset of the view's first element in the allocation
+    axes: tuple[_Axis, ...]  # exact geometry (see _Axis)
+    basic: bool  # axes are (stride, extent) of a basic view
+    exempt: bool  # a PSUM matmul accumulation
+    who: object  # the iteration (int) or SPMD instance (tuple)
+    seq: int  # program order of the note
     file: str
     line: int
 
@@ -75,21 +76,34 @@ def _box(arr: np.ndarray, off: int, spans: list[tuple[int, int, int]]) -> tuple[
     for st, a, b in spans:
         if b <= a or st == 0:
             continue
-        for j in order:                          # the coarsest storage axis whose stride divides the step
+        for j in order:  # the coarsest storage axis whose stride divides the step
             if strides[j] <= st and st % strides[j] == 0:
                 hi[j] += (b - a) * (st // strides[j])
                 break
         else:
             return full
     if any(h >= n for h, n in zip(hi, sizes)):
-        return full                              # the view wraps across a storage axis (a reshape)
+        return full  # the view wraps across a storage axis (a reshape)
     return tuple(zip(lo, hi))
 
 
-def _geometry(t: object) -> tuple[tuple[tuple[int, int], ...], int, tuple[_Axis, ...], bool] | None:
-    """(box, byte offset, axes) of a tensor view; None for accesses through runtime index tiles."""
+_NONE = (None,)  # a cached "not checked" geometry
+
+
+def _geometry(t: object) -> tuple | None:
+    """:func:`_compute_geometry`, cached on the view (``Tensor._race``)."""
+    g = t._race  # type: ignore[attr-defined]
+    if g is None:
+        g = _compute_geometry(t)
+        t._race = _NONE if g is None else g  # type: ignore[attr-defined]
+        return g
+    return None if g is _NONE else g
+
+
+def _compute_geometry(t: object) -> tuple[tuple[tuple[int, int], ...], int, tuple[_Axis, ...], bool] | None:
+    """(box, byte offset, axes, basic) of a tensor view; None for accesses through runtime index tiles."""
     if getattr(t, "index_tiles", None):
-        return None           # addresses read from tiles at run time: not checked (scatter semantics)
+        return None  # addresses read from tiles at run time: not checked (scatter semantics)
     al = t.alloc  # type: ignore[attr-defined]
     base = al.array
     off = int(t.off)  # type: ignore[attr-defined]
@@ -143,21 +157,21 @@ class RaceLog:
 
     def __init__(self, spmd: bool) -> None:
         self.entries: dict[int, list[Write]] = {}
-        self.loops: dict[int, tuple[str, int, str]] = {}   # loop id -> (file, line, kind) for messages
+        self.loops: dict[int, tuple[str, int, str]] = {}  # loop id -> (file, line, kind) for messages
         self.spmd: list[Write] | None = [] if spmd else None
         self.seq = 0
 
     def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, exempt: bool) -> None:
         """An instruction writes ``dst`` (and the tensors in ``extra``); ``where``: (file, line, program_id,
         loops) when it ran (None: now)."""
-        if where is None:
-            site = ctx.site  # type: ignore[attr-defined]
-            where = (site[0], site[1], ctx.program_id, ctx.loops)  # type: ignore[attr-defined]
-        loops = where[3]
-        affine = [fr for fr in loops if fr.kind is _AFFINE]
+        loops = ctx.loops if where is None else where[3]  # type: ignore[attr-defined]
+        affine = [fr for fr in loops if fr.kind is _AFFINE] if loops else ()
         spmd = self.spmd is not None and dst.alloc.buffer.is_hbm  # type: ignore[attr-defined]
         if not affine and not spmd:
             return
+        if where is None:
+            site = ctx.site  # type: ignore[attr-defined]
+            where = (site[0], site[1], ctx.program_id, loops)  # type: ignore[attr-defined]
         for t in (dst, *extra):
             if t is None:
                 continue
@@ -172,9 +186,13 @@ class RaceLog:
                 if lst is None:
                     lst = self.entries[fr.loop_id] = []
                     self.loops[fr.loop_id] = (fr.file, fr.line, "nl.affine_range")
-                lst.append(Write(al.id, al.name, box, off, axes, basic, exempt, fr.iteration, self.seq, where[0], where[1]))
+                lst.append(
+                    Write(al.id, al.name, box, off, axes, basic, exempt, fr.iteration, self.seq, where[0], where[1])
+                )
             if spmd and al.buffer.is_hbm and self.spmd is not None:
-                self.spmd.append(Write(al.id, al.name, box, off, axes, basic, False, where[2], self.seq, where[0], where[1]))
+                self.spmd.append(
+                    Write(al.id, al.name, box, off, axes, basic, False, where[2], self.seq, where[0], where[1])
+                )
 
     def close(self, loop_id: int) -> None:
         """An ``affine_range`` entry ended: E029 if two of its iterations wrote the same elements."""
@@ -193,38 +211,57 @@ class RaceLog:
             _check(writes, ("", 0, "SPMD grid"), "instances")
 
 
+def _sweep(lst: list[Write]) -> tuple[Write, Write] | None:
+    """The first pair of writes of different iterations (not both exempt) that share an element."""
+    ndim = len(lst[0].box)
+    if not ndim:
+        return None
+    # sweep along the axis whose ranges start at the most distinct places (the most selective one)
+    axis = max(range(ndim), key=lambda d: len({w.box[d][0] for w in lst}))
+    lst.sort(key=lambda w: w.box[axis][0])
+    active: list[Write] = []
+    exact: dict[int, np.ndarray] = {}
+    for w in lst:
+        lo = w.box[axis][0]
+        active = [a for a in active if a.box[axis][1] >= lo]
+        for a in active:
+            if a.who == w.who or (a.exempt and w.exempt) or not _overlap(a, w):
+                continue
+            ea = exact.get(a.seq)
+            if ea is None:
+                ea = exact[a.seq] = _elements(a)
+            ew = exact.get(w.seq)
+            if ew is None:
+                ew = exact[w.seq] = _elements(w)
+            if np.intersect1d(ea, ew, assume_unique=True).size:
+                return (a, w) if a.seq < w.seq else (w, a)
+        active.append(w)
+    return None
+
+
 def _check(writes: list[Write], where: tuple[str, int, str], what: str) -> None:
     by_alloc: dict[int, list[Write]] = {}
     for w in writes:
         by_alloc.setdefault(w.alloc_id, []).append(w)
     found: tuple[Write, Write] | None = None
-    for lst in by_alloc.values():
-        if len(lst) < 2 or len({w.who for w in lst}) < 2:
+    for writes_of_alloc in by_alloc.values():
+        if len(writes_of_alloc) < 2 or all(w.exempt for w in writes_of_alloc):
             continue
-        ndim = len(lst[0].box)
-        # sweep along the axis whose ranges start at the most distinct places (the most selective one)
-        axis = max(range(ndim), key=lambda d: len({w.box[d][0] for w in lst})) if ndim else 0
-        lst.sort(key=lambda w: w.box[axis][0] if ndim else 0)
-        active: list[Write] = []
-        exact: dict[int, np.ndarray] = {}
-        for w in lst:
-            lo = w.box[axis][0] if ndim else 0
-            active = [a for a in active if (a.box[axis][1] if ndim else 0) >= lo]
-            for a in active:
-                if a.who == w.who or (a.exempt and w.exempt) or not _overlap(a, w):
+        # one entry per distinct basic write of an iteration (a tile rewritten many times per iteration)
+        seen: set[tuple] = set()
+        lst: list[Write] = []
+        for w in writes_of_alloc:
+            if w.basic:
+                k = (w.box, w.who, w.exempt, w.off, w.axes)
+                if k in seen:
                     continue
-                ea = exact.get(a.seq)
-                if ea is None:
-                    ea = exact[a.seq] = _elements(a)
-                ew = exact.get(w.seq)
-                if ew is None:
-                    ew = exact[w.seq] = _elements(w)
-                if np.intersect1d(ea, ew, assume_unique=True).size:
-                    first, second = (a, w) if a.seq < w.seq else (w, a)
-                    if found is None or second.seq < found[1].seq:
-                        found = (first, second)
-                    break
-            active.append(w)
+                seen.add(k)
+            lst.append(w)
+        if len({w.who for w in lst}) < 2:
+            continue
+        found = _sweep(lst)
+        if found is not None:
+            break
     if found is None:
         return
     first, second = found
@@ -232,15 +269,21 @@ def _check(writes: list[Write], where: tuple[str, int, str], what: str) -> None:
     if what == "iterations":
         loop = f"the {kind} loop at {os.path.basename(file)}:{line}"
         who = f"iterations {first.who} and {second.who} of {loop}"
-        fix = ("Index the destination by the loop variable so that each iteration writes its own elements, or "
-               "use nl.sequential_range when the iterations must write the same memory (only `psum += "
-               "nisa.nc_matmul(...)` accumulation may overlap in an affine_range)")
+        fix = (
+            "Index the destination by the loop variable so that each iteration writes its own elements, or "
+            "use nl.sequential_range when the iterations must write the same memory (only `psum += "
+            "nisa.nc_matmul(...)` accumulation may overlap in an affine_range)"
+        )
     else:
         who = f"SPMD instances {first.who} and {second.who}"
         fix = "Index the HBM output by nl.program_id(...) so that each instance writes its own elements"
     raise SimValueError(
-        "E029", "affine_range" if what == "iterations" else "spmd", second.name,
+        "E029",
+        "affine_range" if what == "iterations" else "spmd",
+        second.name,
         f"Unexpected output dependencies: {who} both write elements of `{second.name}` "
         f"(first at {os.path.basename(first.file)}:{first.line}); they may run in parallel "
         "(ERR err_unexpected_output_dependencies)",
-        fix, where=(second.file, second.line))
+        fix,
+        where=(second.file, second.line),
+    )

@@ -55,7 +55,8 @@ def _calling_api() -> str:
 
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
-    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok")
+    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok",
+                 "_race")
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
         self.alloc = alloc
@@ -69,6 +70,7 @@ class Tensor:
         self.sliced = False    # made by indexing with a slice or index arrays (a view of a view)
         self._region = None    # region() of this view (its geometry never changes)
         self.access_ok = False  # passed the engine operand access rules (ops.tile)
+        self._race = None      # races._geometry() of this view, once computed (its geometry never changes)
 
     # -- metadata -------------------------------------------------------------------------
     shape = property(lambda s: s._shape)

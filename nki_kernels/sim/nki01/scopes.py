@@ -11,6 +11,7 @@ ERR = aws-neuron-sdk@49ee15c5 ``general/nki/api/nki.errors.rst``.  The static pa
 run-time check reads the user frame's locals only on those lines (``RunContext.scopes.on_call``, called by
 ``core.context.enter`` at every NKI call), so kernels without candidates pay one dict lookup per call.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,7 +38,7 @@ class _Use:
 
     name: str
     block: kernel_ast.Block
-    symbolic: bool | None      # loop blocks: the static verdict; predicated if/else blocks: True
+    symbolic: bool | None  # loop blocks: the static verdict; predicated if/else blocks: True
     bind_lines: tuple[int, ...]
     carried: bool
 
@@ -48,9 +49,9 @@ class _CodeRules:
 
     fs: kernel_ast.FunctionSource | None
     uses: dict[int, tuple[_Use, ...]] = field(default_factory=dict)
-    predicated: frozenset[int] = frozenset()     # ids of IF/ELSE blocks of predicated ifs
+    predicated: frozenset[int] = frozenset()  # ids of IF/ELSE blocks of predicated ifs
     annotations: tuple[kernel_ast.AnnotatedAssign, ...] = ()
-    active: bool = False                         # any per-call work (uses or annotations)
+    active: bool = False  # any per-call work (uses or annotations)
 
 
 _CACHE: dict[tuple[types.CodeType, bool], _CodeRules] = {}
@@ -123,9 +124,20 @@ def _rules(code: types.CodeType, kernel: bool, module_globals: dict | None) -> _
         r = _CACHE[key] = _CodeRules(None)
         return r
     predicated = _predicated_ifs(node, fs)
+    # `b = nl.loop_reduce(a, ...)`: "the destination tile is also the rhs input" (2.26 nki.language
+    # loop_reduce): it reduces into the tile `b` already holds, so it binds no new tensor in the block
+    reduce_lines = {
+        n.lineno
+        for n in _own_nodes(node)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and (kernel_ast._dotted(n.value.func) or "").split(".")[-1] == "loop_reduce"
+    }
     loops = {lp.block: lp for lp in fs.loops}
     uses: dict[int, list[_Use]] = {}
     for c in fs.scope_candidates:
+        if set(c.bind_lines) <= reduce_lines:
+            continue
         b = fs.block(c.block)
         if b.kind is kernel_ast.BlockKind.FOR:
             lp = loops.get(b.id)
@@ -171,12 +183,15 @@ def _def_line(code: types.CodeType) -> int:
 class SourceRules:
     """``RunContext.scopes`` of an NKI 0.1 run: the kernel function's code object, the checks per call."""
 
-    __slots__ = ("kernel_code", "globals", "checked")
+    __slots__ = ("kernel_code", "globals", "checked", "by_id")
 
     def __init__(self, kernel_code: types.CodeType | None, module_globals: dict | None) -> None:
         self.kernel_code = kernel_code
         self.globals = module_globals
-        self.checked: set[tuple[int, int]] = set()   # (id(frame), annotation line) already compared
+        self.checked: set[tuple[int, int]] = set()  # (id(frame), annotation line) already compared
+        # id(code) -> (code, rules): hashing a code object hashes its contents, an id does not (the code is
+        # kept alive here, so its id is not reused during the run)
+        self.by_id: dict[int, tuple[types.CodeType, _CodeRules]] = {}
 
     def _get(self, code: types.CodeType) -> _CodeRules:
         kernel = code is self.kernel_code
@@ -186,9 +201,10 @@ class SourceRules:
     # -- every NKI call ------------------------------------------------------------------------------
     def on_call(self, ctx: object, f: types.FrameType) -> None:
         code = f.f_code
-        r = _CACHE.get((code, code is self.kernel_code))
-        if r is None:
-            r = self._get(code)
+        hit = self.by_id.get(id(code))
+        if hit is None:
+            hit = self.by_id[id(code)] = (code, self._get(code))
+        r = hit[1]
         if not r.active:
             return
         line = f.f_lineno
@@ -205,7 +221,7 @@ class SourceRules:
         for u in uses:
             v = loc.get(u.name)
             if not isinstance(v, Tensor):
-                continue          # Python values, indices, lists: no tensor scope
+                continue  # Python values, indices, lists: no tensor scope
             born = _born_in(v.alloc, u.block, u.symbolic, filename)
             if born is None:
                 continue
@@ -213,23 +229,28 @@ class SourceRules:
             bound = ", ".join(str(b) for b in u.bind_lines)
             if not u.carried:
                 if isinstance(born, tuple) and born.loop_id in active:  # type: ignore[attr-defined]
-                    continue      # the loop entry that created it is still running
+                    continue  # the loop entry that created it is still running
                 raise NKISyntaxError(
-                    "E027", "scope", u.name,
+                    "E027",
+                    "scope",
+                    u.name,
                     f"Local variable '{u.name}' is referenced outside of its parent scope: the tensor was created "
                     f"in the {block} (line {bound}), a control block with its own tensor scope "
                     "(ERR err_local_variable_used_out_of_scope)",
                     f"Allocate `{u.name}` before the block (nl.ndarray) and write it inside with "
-                    f"{u.name}[...] = ..., then use it after the block")
+                    f"{u.name}[...] = ..., then use it after the block",
+                )
             # a read of the tensor an earlier iteration created (the body is traced once: hardware reads the
             # tensor from before the loop) -- §11.5: a warning by default, E027 under strict
             if isinstance(born, tuple):
                 cur = active.get(born.loop_id)  # type: ignore[attr-defined]
                 if cur is None or cur.iteration == born.iteration:  # type: ignore[attr-defined]
                     continue
-            what = (f"`{u.name}` read at line {line} is the tensor an earlier iteration of the {block} created "
-                    f"(line {bound}); NKI traces a loop body once, so on hardware this reads the tensor from before "
-                    f"the loop.  Update it in place ({u.name}[...] = ...) or use a tensor allocated before the loop")
+            what = (
+                f"`{u.name}` read at line {line} is the tensor an earlier iteration of the {block} created "
+                f"(line {bound}); NKI traces a loop body once, so on hardware this reads the tensor from before "
+                f"the loop.  Update it in place ({u.name}[...] = ...) or use a tensor allocated before the loop"
+            )
             if ctx.options.strict:  # type: ignore[attr-defined]
                 raise NKISyntaxError("E027", "scope", u.name, what + " (ERR err_local_variable_used_out_of_scope)")
             key = ("scope_carried", filename, line)
@@ -261,11 +282,14 @@ class SourceRules:
                     return
             if tuple(want) != tuple(v.shape):
                 raise SimValueError(
-                    "E011", "annotation", a.target,
+                    "E011",
+                    "annotation",
+                    a.target,
                     f"shape of `{a.target}{list(v.shape)}` does not match the expected shape of {want} "
                     "(ERR err_annotation_shape_mismatch)",
                     f"Annotate `{a.target}` with the shape of the value bound to it, or fix the value's shape",
-                    where=(f.f_code.co_filename, a.line))
+                    where=(f.f_code.co_filename, a.line),
+                )
 
     # -- shared_hbm placement ---------------------------------------------------------------------------
     def check_shared_hbm(self, api: str) -> None:
@@ -277,12 +301,11 @@ class SourceRules:
             return
         code = f.f_code
         if code is not self.kernel_code and code.co_name.startswith("<") and code.co_name != "<lambda>":
-            return    # a comprehension in the kernel: not a helper (sources silent; allowed)
+            return  # a comprehension in the kernel: not a helper (sources silent; allowed)
         fix = "Create shared_hbm tensors (kernel outputs) at the top level of the kernel function and pass them on"
         what = "shared_hbm buffer can only be created top level kernel scope"
         if code is not self.kernel_code:
-            raise NKISyntaxError("E013", api, "buffer", f"{what}: `{code.co_name}` is a function the kernel calls",
-                                 fix)
+            raise NKISyntaxError("E013", api, "buffer", f"{what}: `{code.co_name}` is a function the kernel calls", fix)
         r = self._get(code)
         fs = r.fs
         if fs is None:
@@ -294,9 +317,13 @@ class SourceRules:
             if b.kind is kernel_ast.BlockKind.FOR and lp is not None and lp.iterator in _NKI_ITERATORS:
                 raise NKISyntaxError("E013", api, "buffer", f"{what}: it is inside the loop at line {b.line}", fix)
             if b.id in r.predicated:
-                raise NKISyntaxError("E013", api, "buffer",
-                                     f"{what}: it is under the `if` on a loop index / program_id at line {b.line}",
-                                     fix)
+                raise NKISyntaxError(
+                    "E013",
+                    api,
+                    "buffer",
+                    f"{what}: it is under the `if` on a loop index / program_id at line {b.line}",
+                    fix,
+                )
 
 
 def kernel_def_line(code: types.CodeType) -> int:
