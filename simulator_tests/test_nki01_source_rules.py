@@ -30,7 +30,8 @@ def _clean(kernel: object, *args: object, options: SimOptions | None = None) -> 
 
 
 def _code(kernel: object, *args: object, options: SimOptions | None = None) -> str:
-    with pytest.raises(SimError) as e:
+    with pytest.raises(SimError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimWarning)
         simulate_kernel(kernel, *args, options=options)
     return e.value.code
 
@@ -100,11 +101,26 @@ def test_psum_matmul_accumulation_is_exempt_but_sbuf_accumulation_is_not() -> No
         out = nl.ndarray((128, 128), F32, buffer=nl.shared_hbm)
         acc = nl.zeros((128, 128), F32, buffer=nl.sbuf)
         for k_ in nl.affine_range(2):
-            acc[...] = nl.add(acc, nl.load(a[k_]))
+            acc[...] = nl.add(acc, nl.load(a[k_]))  # aws-neuron-sdk#1052/#1055: the documented error
         nl.store(out, acc)
         return out
 
     assert _code(sbuf, x) == "E029"
+
+    @nki.jit
+    def sbuf_iadd(a):
+        out = nl.ndarray((128, 128), F32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 128), F32, buffer=nl.sbuf)
+        for k_ in nl.affine_range(2):
+            acc += nl.load(a[k_])  # an associative reduction (fused-mamba tutorial): warned, E029 strict
+        nl.store(out, acc)
+        return out
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_allclose(simulate_kernel(sbuf_iadd, x), x.sum(axis=0), rtol=1e-5)
+    assert any("across parallel iterations" in str(w.message) for w in caught)
+    assert _code(sbuf_iadd, x, options=STRICT) == "E029"
 
 
 def test_ordered_loops_and_skip_middle_end_are_exempt() -> None:

@@ -426,9 +426,7 @@ def test_sbuf_accumulate_of_psum_values_is_legal(rhs):
         out = nl.ndarray((128, 128), nl.float32, buffer=nl.shared_hbm)
         t = nl.load(a)
         acc = nl.zeros((128, 128), nl.float32, buffer=nl.sbuf)
-        # sequential: `sbuf += ...` across affine_range iterations is an iteration race (E029,
-        # err_unexpected_output_dependencies; aws-neuron-sdk#1056)
-        for _ in nl.sequential_range(2):
+        for _ in nl.affine_range(2):
             if rhs == "nl.matmul":
                 acc += nl.matmul(t, t, transpose_x=True)
             else:

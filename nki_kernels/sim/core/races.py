@@ -3,10 +3,19 @@ the same elements.
 
 Rule: ERR ``err_unexpected_output_dependencies`` (aws-neuron-sdk@49ee15c5 ``general/nki/api/nki.errors.rst``):
 the iterations of an ``affine_range`` loop and the instances of an SPMD grid may run in parallel, so each must
-write different memory.  The one exempt overlap is matmul accumulation into PSUM (``psum += nc_matmul``, the
-``affine_range`` docstring's second example, ``general/nki/api/nki/language/__init__.py``); ``sbuf += t``
-across iterations is an error (aws-neuron-sdk#1056).  ``sequential_range`` / ``static_range`` loops and kernels
-under ``skip_middle_end_transformations`` are ordered, hence exempt (the runner creates no log for them).
+write different memory -- ``a[...] = a + b`` / ``nl.add`` read-modify-writes of one tile included
+(aws-neuron-sdk#1052, #1055: "Unexpected output dependencies, missing indices in the dst access").  Exempt:
+
+* matmul accumulation into PSUM (``psum += nc_matmul``, the ``affine_range`` docstring's example 2,
+  ``general/nki/api/nki/language/__init__.py``);
+* other ``+=`` accumulations (``sbuf += t``) are associative reductions, which the same docstring does not count
+  as loop-carried dependencies and which AWS's fused-mamba tutorial (``general/nki/examples/fused_mamba``,
+  ``scanC_accum[...] += scanC`` in an ``affine_range``) relies on -- but the compiler has failed on them
+  (aws-neuron-sdk#1056, TEN404) and AWS advises ``+=`` only for matmul (nki-samples#47): a ``SimWarning`` by
+  default, E029 under ``SimOptions(strict=True)`` (a decision: README divergences).
+
+``sequential_range`` / ``static_range`` loops and kernels under ``skip_middle_end_transformations`` are ordered,
+hence exempt (the runner creates no log for them).
 
 The op core calls :meth:`RaceLog.note` once per instruction that writes an existing tensor (``ops.record`` /
 ``ops.record_dma``); the loop calls :meth:`RaceLog.close` when an ``affine_range`` entry ends and the runner
@@ -19,14 +28,18 @@ element.  No tensor is referenced (liveness is reference counted), only its allo
 from __future__ import annotations
 
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from .errors import SimValueError
+from .errors import SimValueError, SimWarning
 from .trace import LoopKind
 
 _AFFINE = LoopKind.AFFINE
+
+# kinds of write (Write.exempt)
+PLAIN, REDUCTION, PSUM_MATMUL = 0, 1, 2
 
 # one axis of a write's geometry: (byte stride, extent) for a slice, (byte stride, index array or int)
 # for an index-array view
@@ -42,7 +55,7 @@ class Write(NamedTuple):
     off: int  # byte offset of the view's first element in the allocation
     axes: tuple[_Axis, ...]  # exact geometry (see _Axis)
     basic: bool  # axes are (stride, extent) of a basic view
-    exempt: bool  # a PSUM matmul accumulation
+    exempt: int  # PLAIN, REDUCTION (`+=`) or PSUM_MATMUL (`psum += nc_matmul`)
     who: object  # the iteration (int) or SPMD instance (tuple)
     seq: int  # program order of the note
     file: str
@@ -151,19 +164,22 @@ def _overlap(a: Write, b: Write) -> bool:
 
 class RaceLog:
     """The writes of a run inside ``affine_range`` entries (and, with an SPMD grid, into HBM), checked when
-    each entry ends and at the end of the run."""
+    each entry ends and at the end of the run.  ``strict``: reductions across iterations are errors;
+    ``warned``: the run's set of warnings already given."""
 
-    __slots__ = ("entries", "spmd", "seq", "loops")
+    __slots__ = ("entries", "spmd", "seq", "loops", "strict", "warned")
 
-    def __init__(self, spmd: bool) -> None:
+    def __init__(self, spmd: bool, strict: bool = False, warned: set | None = None) -> None:
         self.entries: dict[int, list[Write]] = {}
         self.loops: dict[int, tuple[str, int, str]] = {}  # loop id -> (file, line, kind) for messages
         self.spmd: list[Write] | None = [] if spmd else None
         self.seq = 0
+        self.strict = strict
+        self.warned: set = warned if warned is not None else set()
 
-    def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, exempt: bool) -> None:
+    def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, kind: int) -> None:
         """An instruction writes ``dst`` (and the tensors in ``extra``); ``where``: (file, line, program_id,
-        loops) when it ran (None: now)."""
+        loops) when it ran (None: now); ``kind``: PLAIN, REDUCTION or PSUM_MATMUL."""
         loops = ctx.loops if where is None else where[3]  # type: ignore[attr-defined]
         affine = [fr for fr in loops if fr.kind is _AFFINE] if loops else ()
         spmd = self.spmd is not None and dst.alloc.buffer.is_hbm  # type: ignore[attr-defined]
@@ -181,17 +197,16 @@ class RaceLog:
             box, off, axes, basic = g
             al = t.alloc
             self.seq += 1
+            k = kind if t is dst else PLAIN
             for fr in affine:
                 lst = self.entries.get(fr.loop_id)
                 if lst is None:
                     lst = self.entries[fr.loop_id] = []
                     self.loops[fr.loop_id] = (fr.file, fr.line, "nl.affine_range")
-                lst.append(
-                    Write(al.id, al.name, box, off, axes, basic, exempt, fr.iteration, self.seq, where[0], where[1])
-                )
+                lst.append(Write(al.id, al.name, box, off, axes, basic, k, fr.iteration, self.seq, where[0], where[1]))
             if spmd and al.buffer.is_hbm and self.spmd is not None:
                 self.spmd.append(
-                    Write(al.id, al.name, box, off, axes, basic, False, where[2], self.seq, where[0], where[1])
+                    Write(al.id, al.name, box, off, axes, basic, k, where[2], self.seq, where[0], where[1])
                 )
 
     def close(self, loop_id: int) -> None:
@@ -199,7 +214,7 @@ class RaceLog:
         writes = self.entries.pop(loop_id, None)
         where = self.loops.pop(loop_id, None)
         if writes and where is not None:
-            _check(writes, where, "iterations")
+            self._check(writes, where, "iterations")
 
     def finish(self) -> None:
         """The end of the run: entries left open (a loop left by ``break`` or an exception) and the SPMD
@@ -208,24 +223,70 @@ class RaceLog:
             self.close(loop_id)
         if self.spmd:
             writes, self.spmd = self.spmd, []
-            _check(writes, ("", 0, "SPMD grid"), "instances")
+            self._check(writes, ("", 0, "SPMD grid"), "instances")
+
+    def _check(self, writes: list[Write], where: tuple[str, int, str], what: str) -> None:
+        by_alloc: dict[int, list[Write]] = {}
+        for w in writes:
+            by_alloc.setdefault(w.alloc_id, []).append(w)
+        soft: tuple[Write, Write] | None = None
+        for writes_of_alloc in by_alloc.values():
+            if len(writes_of_alloc) < 2 or all(w.exempt == PSUM_MATMUL for w in writes_of_alloc):
+                continue
+            # one entry per distinct basic write of an iteration (a tile rewritten many times per iteration)
+            seen: set[tuple] = set()
+            lst: list[Write] = []
+            for w in writes_of_alloc:
+                if w.basic:
+                    key = (w.box, w.who, w.exempt, w.off, w.axes)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                lst.append(w)
+            if len({w.who for w in lst}) < 2:
+                continue
+            hard, red = _sweep(lst)
+            if hard is not None:
+                _raise(hard, where, what, reduction=False)
+            if red is not None and soft is None:
+                soft = red
+        if soft is None:
+            return
+        if self.strict:
+            _raise(soft, where, what, reduction=True)
+        second = soft[1]
+        wkey = ("race_reduction", second.file, second.line)
+        if wkey in self.warned:
+            return
+        self.warned.add(wkey)
+        warnings.warn_explicit(
+            f"{_message(soft, where, what, True)} at {os.path.basename(second.file)}:{second.line}",
+            SimWarning,
+            second.file,
+            second.line,
+        )
 
 
-def _sweep(lst: list[Write]) -> tuple[Write, Write] | None:
-    """The first pair of writes of different iterations (not both exempt) that share an element."""
+def _sweep(lst: list[Write]) -> tuple[tuple[Write, Write] | None, tuple[Write, Write] | None]:
+    """(the first pair of writes of different iterations sharing an element that is a race, the first such pair
+    of two `+=` reductions); PSUM matmul accumulations overlap freely."""
     ndim = len(lst[0].box)
     if not ndim:
-        return None
+        return None, None
     # sweep along the axis whose ranges start at the most distinct places (the most selective one)
     axis = max(range(ndim), key=lambda d: len({w.box[d][0] for w in lst}))
     lst.sort(key=lambda w: w.box[axis][0])
     active: list[Write] = []
     exact: dict[int, np.ndarray] = {}
+    reduction: tuple[Write, Write] | None = None
     for w in lst:
         lo = w.box[axis][0]
         active = [a for a in active if a.box[axis][1] >= lo]
         for a in active:
-            if a.who == w.who or (a.exempt and w.exempt) or not _overlap(a, w):
+            if a.who == w.who or (a.exempt == PSUM_MATMUL and w.exempt == PSUM_MATMUL) or not _overlap(a, w):
+                continue
+            both_reduce = a.exempt != PLAIN and w.exempt != PLAIN
+            if both_reduce and reduction is not None:
                 continue
             ea = exact.get(a.seq)
             if ea is None:
@@ -234,56 +295,49 @@ def _sweep(lst: list[Write]) -> tuple[Write, Write] | None:
             if ew is None:
                 ew = exact[w.seq] = _elements(w)
             if np.intersect1d(ea, ew, assume_unique=True).size:
-                return (a, w) if a.seq < w.seq else (w, a)
+                pair = (a, w) if a.seq < w.seq else (w, a)
+                if not both_reduce:
+                    return pair, reduction
+                reduction = pair
         active.append(w)
-    return None
+    return None, reduction
 
 
-def _check(writes: list[Write], where: tuple[str, int, str], what: str) -> None:
-    by_alloc: dict[int, list[Write]] = {}
-    for w in writes:
-        by_alloc.setdefault(w.alloc_id, []).append(w)
-    found: tuple[Write, Write] | None = None
-    for writes_of_alloc in by_alloc.values():
-        if len(writes_of_alloc) < 2 or all(w.exempt for w in writes_of_alloc):
-            continue
-        # one entry per distinct basic write of an iteration (a tile rewritten many times per iteration)
-        seen: set[tuple] = set()
-        lst: list[Write] = []
-        for w in writes_of_alloc:
-            if w.basic:
-                k = (w.box, w.who, w.exempt, w.off, w.axes)
-                if k in seen:
-                    continue
-                seen.add(k)
-            lst.append(w)
-        if len({w.who for w in lst}) < 2:
-            continue
-        found = _sweep(lst)
-        if found is not None:
-            break
-    if found is None:
-        return
-    first, second = found
+def _message(pair: tuple[Write, Write], where: tuple[str, int, str], what: str, reduction: bool) -> str:
+    first, second = pair
     file, line, kind = where
     if what == "iterations":
-        loop = f"the {kind} loop at {os.path.basename(file)}:{line}"
-        who = f"iterations {first.who} and {second.who} of {loop}"
+        who = f"iterations {first.who} and {second.who} of the {kind} loop at {os.path.basename(file)}:{line}"
+    else:
+        who = f"SPMD instances {first.who} and {second.who}"
+    head = "Unexpected output dependencies" if not reduction else "A `+=` reduction (a read-modify-write) across parallel iterations"
+    text = (
+        f"{head}: {who} both write elements of `{second.name}` (first at {os.path.basename(first.file)}:"
+        f"{first.line}); they may run in parallel (ERR err_unexpected_output_dependencies)"
+    )
+    if reduction:
+        text += (
+            "; only `psum += nisa.nc_matmul(...)` is a documented accumulation, other `+=` have failed to "
+            "compile (aws-neuron-sdk#1056)"
+        )
+    return text
+
+
+def _raise(pair: tuple[Write, Write], where: tuple[str, int, str], what: str, reduction: bool) -> None:
+    second = pair[1]
+    if what == "iterations":
         fix = (
             "Index the destination by the loop variable so that each iteration writes its own elements, or "
             "use nl.sequential_range when the iterations must write the same memory (only `psum += "
             "nisa.nc_matmul(...)` accumulation may overlap in an affine_range)"
         )
     else:
-        who = f"SPMD instances {first.who} and {second.who}"
         fix = "Index the HBM output by nl.program_id(...) so that each instance writes its own elements"
     raise SimValueError(
         "E029",
         "affine_range" if what == "iterations" else "spmd",
         second.name,
-        f"Unexpected output dependencies: {who} both write elements of `{second.name}` "
-        f"(first at {os.path.basename(first.file)}:{first.line}); they may run in parallel "
-        "(ERR err_unexpected_output_dependencies)",
+        _message(pair, where, what, reduction),
         fix,
         where=(second.file, second.line),
     )

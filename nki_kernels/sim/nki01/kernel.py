@@ -42,7 +42,7 @@ class Kernel(_CoreKernel):
             n = 1
             for g in self.grid:
                 n *= g
-            ctx.races = _RaceLog(spmd=n > 1)
+            ctx.races = _RaceLog(n > 1, ctx.options.strict, ctx.warned)
 
     def mutable_params(self) -> frozenset:
         # ERR err_cannot_update_immutable_parameter (SDK 2.26 nki.errors.rst): a parameter annotated
