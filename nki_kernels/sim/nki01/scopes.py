@@ -244,8 +244,8 @@ class SourceRules:
             # tensor from before the loop) -- §11.5: a warning by default, E027 under strict
             if isinstance(born, tuple):
                 cur = active.get(born.loop_id)  # type: ignore[attr-defined]
-                if cur is None or cur.iteration == born.iteration:  # type: ignore[attr-defined]
-                    continue
+                if cur is not None and cur.iteration == born.iteration:  # type: ignore[attr-defined]
+                    continue  # this iteration's own tensor (an earlier entry's, cur None, is carried too)
             what = (
                 f"`{u.name}` read at line {line} is the tensor an earlier iteration of the {block} created "
                 f"(line {bound}); NKI traces a loop body once, so on hardware this reads the tensor from before "
