@@ -310,7 +310,11 @@ def _message(pair: tuple[Write, Write], where: tuple[str, int, str], what: str, 
         who = f"iterations {first.who} and {second.who} of the {kind} loop at {os.path.basename(file)}:{line}"
     else:
         who = f"SPMD instances {first.who} and {second.who}"
-    head = "Unexpected output dependencies" if not reduction else "A `+=` reduction (a read-modify-write) across parallel iterations"
+    head = (
+        "Unexpected output dependencies"
+        if not reduction
+        else "A `+=` reduction (a read-modify-write) across parallel iterations"
+    )
     text = (
         f"{head}: {who} both write elements of `{second.name}` (first at {os.path.basename(first.file)}:"
         f"{first.line}); they may run in parallel (ERR err_unexpected_output_dependencies)"
