@@ -62,7 +62,7 @@ def enter(api: str, instruction: bool = True) -> "RunContext":
         f = f.f_back
     ctx.site = (f.f_code.co_filename, f.f_lineno)
     sc = ctx.scopes
-    if sc is not None:
+    if sc is not None and id(f.f_code) not in sc.quiet:
         sc.on_call(ctx, f)    # the front end's source rules for this line (NKI 0.1: nki01/scopes.py)
     return ctx
 

@@ -183,7 +183,7 @@ def _def_line(code: types.CodeType) -> int:
 class SourceRules:
     """``RunContext.scopes`` of an NKI 0.1 run: the kernel function's code object, the checks per call."""
 
-    __slots__ = ("kernel_code", "globals", "checked", "by_id")
+    __slots__ = ("kernel_code", "globals", "checked", "by_id", "quiet")
 
     def __init__(self, kernel_code: types.CodeType | None, module_globals: dict | None) -> None:
         self.kernel_code = kernel_code
@@ -192,6 +192,9 @@ class SourceRules:
         # id(code) -> (code, rules): hashing a code object hashes its contents, an id does not (the code is
         # kept alive here, so its id is not reused during the run)
         self.by_id: dict[int, tuple[types.CodeType, _CodeRules]] = {}
+        # ids of the code objects (kept alive in by_id) with nothing to check per call: core.context.enter
+        # skips the call for them
+        self.quiet: set[int] = set()
 
     def _get(self, code: types.CodeType) -> _CodeRules:
         kernel = code is self.kernel_code
@@ -204,6 +207,8 @@ class SourceRules:
         hit = self.by_id.get(id(code))
         if hit is None:
             hit = self.by_id[id(code)] = (code, self._get(code))
+            if not hit[1].active:
+                self.quiet.add(id(code))
         r = hit[1]
         if not r.active:
             return
