@@ -232,3 +232,19 @@ def test_shared_hbm_in_a_static_range_is_e013() -> None:
         return out
 
     assert _code(k, _x(128, 64)) == "E013"
+
+
+def test_a_jit_kernel_called_from_a_kernel_may_create_its_outputs() -> None:
+    # sources silent on @nki.jit callees (decision): their top level is kernel level; a plain helper is E013
+    @nki.jit
+    def inner(a):
+        out = nl.ndarray((128, 64), F32, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    @nki.jit
+    def outer(a):
+        return inner(a)
+
+    x = _x(128, 64)
+    np.testing.assert_array_equal(_clean(outer, x), x)

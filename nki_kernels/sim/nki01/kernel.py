@@ -36,7 +36,7 @@ class Kernel(_CoreKernel):
     def begin_run(self, ctx: RunContext) -> None:
         func = self._inner()
         code = getattr(func, "__code__", None)
-        ctx.scopes = _scopes.SourceRules(code, getattr(func, "__globals__", None))
+        ctx.scopes = _scopes.SourceRules(code, getattr(func, "__globals__", None), _KERNEL_CALLS)
         if not self.skip_middle_end:
             # iteration races (E029); ordered iterations under skip_middle_end_transformations
             n = 1
@@ -155,6 +155,10 @@ class DeviceKernel(Kernel):
         if handler is not None:
             return handler(self, args, kwargs)
         raise needs_device(self.api)
+
+
+# the __call__ code objects that run an @nki.jit kernel's function inline inside a run
+_KERNEL_CALLS = frozenset({_CoreKernel.__call__.__code__, DeviceKernel.__call__.__code__})
 
 
 def _device_wrapper(api):

@@ -183,10 +183,18 @@ def _def_line(code: types.CodeType) -> int:
 class SourceRules:
     """``RunContext.scopes`` of an NKI 0.1 run: the kernel function's code object, the checks per call."""
 
-    __slots__ = ("kernel_code", "globals", "checked", "by_id", "quiet")
+    __slots__ = ("kernel_code", "globals", "checked", "by_id", "quiet", "kernel_calls")
 
-    def __init__(self, kernel_code: types.CodeType | None, module_globals: dict | None) -> None:
+    def __init__(
+        self,
+        kernel_code: types.CodeType | None,
+        module_globals: dict | None,
+        kernel_calls: frozenset[types.CodeType] = frozenset(),
+    ) -> None:
         self.kernel_code = kernel_code
+        # code objects of the interpreter's kernel __call__: a function they call inside the run is an @nki.jit
+        # kernel called from the kernel (its top level counts as kernel level for shared_hbm, a decision)
+        self.kernel_calls = kernel_calls
         self.globals = module_globals
         self.checked: set[tuple[int, int]] = set()  # (id(frame), annotation line) already compared
         # id(code) -> (code, rules): hashing a code object hashes its contents, an id does not (the code is
@@ -309,7 +317,9 @@ class SourceRules:
             return  # a comprehension in the kernel: not a helper (sources silent; allowed)
         fix = "Create shared_hbm tensors (kernel outputs) at the top level of the kernel function and pass them on"
         what = "shared_hbm buffer can only be created top level kernel scope"
-        if code is not self.kernel_code:
+        caller = f.f_back
+        nested_kernel = caller is not None and caller.f_code in self.kernel_calls
+        if code is not self.kernel_code and not nested_kernel:
             raise NKISyntaxError("E013", api, "buffer", f"{what}: `{code.co_name}` is a function the kernel calls", fix)
         r = self._get(code)
         fs = r.fs
