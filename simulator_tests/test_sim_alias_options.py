@@ -115,15 +115,21 @@ def _carried():
 
 def test_shuffled_affine_range_exposes_loop_carried_dependency():
     a = np.arange(8, dtype=F32).reshape(1, 8)
-    in_order = simulate_kernel(_carried(), a)
-    shuffled = simulate_kernel(_carried(), a, options=SimOptions(shuffle_affine_seed=3))
+    # the source rule sees it too: `acc` read by a later iteration warns (docs/nki-0.1-rules.md §11.5)
+    carried = pytest.warns(SimWarning, match="earlier iteration")
+    with carried:
+        in_order = simulate_kernel(_carried(), a)
+    with carried:
+        shuffled = simulate_kernel(_carried(), a, options=SimOptions(shuffle_affine_seed=3))
     assert not np.array_equal(in_order, shuffled)
     # the same seed gives the same order (reproducible failures)
-    again = simulate_kernel(_carried(), a, options=SimOptions(shuffle_affine_seed=3))
+    with carried:
+        again = simulate_kernel(_carried(), a, options=SimOptions(shuffle_affine_seed=3))
     np.testing.assert_array_equal(shuffled, again)
     # under skip_middle_end_transformations affine_range is sequential: never shuffled
     k = nki.compiler.skip_middle_end_transformations(_carried())
-    np.testing.assert_array_equal(simulate_kernel(k, a, options=SimOptions(shuffle_affine_seed=3)), in_order)
+    with carried:
+        np.testing.assert_array_equal(simulate_kernel(k, a, options=SimOptions(shuffle_affine_seed=3)), in_order)
 
 
 def test_plus_equals_outside_psum_warns_once_per_line():

@@ -401,7 +401,7 @@ def test_loops_ranges_and_device_print(capsys):
         for i in nl.static_range(1, 4, 2):
             t = nl.add(t, float(i))
         for i in nl.sequential_range(2):
-            t = nl.multiply(t, 2.0)
+            t[...] = nl.multiply(t, 2.0)     # in place: a tensor bound in the loop body is out of scope after it (E027)
         nl.device_print("t=", t)
         nl.store(out, t)
         return out

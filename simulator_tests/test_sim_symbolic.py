@@ -38,10 +38,11 @@ def test_affine_uses_run() -> None:
             for i1 in nl.sequential_range(2):
                 i = i0 * 2 + i1
                 t = nl.load(a[i, :, nl.ds(0, 64)])
+                # a predicated if/elif is a tensor scope: write into `t`, do not rebind it (E027)
                 if i > 1:
-                    t = nl.multiply(t, 2.0)
+                    t[...] = nl.multiply(t, 2.0)
                 elif i == 1:
-                    t = nl.multiply(t, 3.0)
+                    t[...] = nl.multiply(t, 3.0)
                 nl.store(out[i], t)
         return out
 

@@ -111,7 +111,9 @@ def test_every_event_carries_its_enclosing_loops_as_typed_frames():
         t = nl.load(a)
         for i in nl.affine_range(2):                 # LOOP_A
             for j in nl.sequential_range(3):         # LOOP_S
-                t = nisa.tensor_scalar(t, nl.multiply, 1.0)
+                # a new tile per iteration (rebinding `t` here and storing it after the loops is E027;
+                # writing it in place across affine iterations is E029)
+                nisa.tensor_scalar(t, nl.multiply, 1.0)
         nl.store(out, t)
         return out
 

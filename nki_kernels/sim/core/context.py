@@ -61,6 +61,9 @@ def enter(api: str, instruction: bool = True) -> "RunContext":
     while f.f_code.co_filename.startswith(_SIM_DIR):
         f = f.f_back
     ctx.site = (f.f_code.co_filename, f.f_lineno)
+    sc = ctx.scopes
+    if sc is not None and id(f.f_code) not in sc.quiet:
+        sc.on_call(ctx, f)    # the front end's source rules for this line (NKI 0.1: nki01/scopes.py)
     return ctx
 
 
@@ -94,6 +97,8 @@ class RunContext:
         "warned",           # (key, file, line) of the warnings already given
         "tensor_cls",       # the class of new tensors (the front end's Tensor subclass)
         "direct",           # the front end's direct-allocation state (nki01/allocation.py) or None
+        "scopes",           # the front end's per-call source checker (on_call(ctx, frame)) or None
+        "races",            # races.RaceLog of the run (iteration races, E029) or None
     )
 
     def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = (),
@@ -122,6 +127,8 @@ class RunContext:
         self.warned: set = set()
         self.tensor_cls = tensor_cls
         self.direct: Optional[object] = None
+        self.scopes = None
+        self.races = None
         global _last_run
         _last_run = self
 

@@ -39,3 +39,6 @@ def loop(kind: str, args: tuple):
             yield i
         finally:
             ctx.loops = outer
+    races = ctx.races
+    if races is not None and lk is LoopKind.AFFINE:
+        races.close(loop_id)     # iteration races of this entry (E029, core/races.py)

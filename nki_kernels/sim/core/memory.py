@@ -27,7 +27,8 @@ class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis + written state."""
     __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
                  "token", "origin", "row_bytes", "itemsize", "dname", "unwritten", "phys_tiles",
-                 "psum_fill", "psum_kind", "argument", "pending", "poison_scans", "__weakref__")
+                 "psum_fill", "psum_kind", "argument", "pending", "poison_scans", "born_site", "born_loops",
+                 "__weakref__")
 
     def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, origin=True,
                  phys_tiles=None, track=True):
@@ -61,6 +62,10 @@ class Alloc:
             if name:
                 ctx.trace.alloc_names[self.id] = name
         self.token = None
+        # where the allocation was created: the user's line of the NKI call and the enclosing loops
+        # (tensor scopes, E027: nki01/scopes.py)
+        self.born_site = ctx.site
+        self.born_loops = ctx.loops
         # bytes per partition (on chip), 0 for HBM: regions of on-chip views are per-partition
         if par_axis is not None and array.ndim and array.shape[par_axis]:
             self.row_bytes = array.nbytes // array.shape[par_axis]

@@ -331,8 +331,17 @@ def new_result(kind: str, fields: tuple, value: np.ndarray, dtype: DTypeArg, *, 
 
 
 def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = False, result: Alloc | None = None,
-           where: tuple | None = None, seq: int | None = None) -> Event | None:
-    """Record ``res`` with ``dst`` as its destination: the one final event of the instruction."""
+           where: tuple | None = None, seq: int | None = None, reduction: bool = False) -> Event | None:
+    """Record ``res`` with ``dst`` as its destination: the one final event of the instruction.
+    ``reduction``: a compound assignment (``dst += v``) computed as a read-modify-write."""
+    races = ctx.races
+    if races is not None and res.kind is not K_DMA and result is not dst.alloc:
+        # iteration races (E029): accumulations are reductions (2 = PSUM matmul, exempt; 1 = other `+=`);
+        # nl.loop_reduce is the documented reduction across the loops it names (2.26 nki.language
+        # loop_reduce), exempt like a PSUM matmul accumulation
+        races.note(ctx, dst, res.extra_writes, where,
+                   (2 if res.kind is K_MATMUL and dst.alloc.buffer is PSUM else 1) if accumulate
+                   else 2 if res.api == "nl.loop_reduce" else (1 if reduction else 0))
     if not ctx.options.trace:
         return ctx.record(res.op, res.api, res.engine, result=result)
     dal = dst.alloc
@@ -796,7 +805,7 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
     dst.write(r, api=api)
     res = compute_result(r, dst.dtype, op="tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar",
                          api=api, engine=DVE, inputs=(dst, other), func=opname, shape=dst._shape)
-    record(ctx, res, dst)
+    record(ctx, res, dst, reduction=True)
     return dst
 
 
@@ -849,6 +858,9 @@ def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_ele
                rmw: bool = False, transpose: bool = False, index_reads: list | None = None, where: tuple | None = None,
                result: Alloc | None = None, seq: int | None = None) -> Event | None:
     """Record one DMA from ``src`` (None: a constant) into ``dst``."""
+    races = ctx.races
+    if races is not None and result is not dst.alloc:
+        races.note(ctx, dst, (), where, 0)     # iteration races (E029)
     if not ctx.options.trace:
         return ctx.record(op, api, DMA, result=result)
     side = src if (src is not None and src.alloc.buffer in HBM_KINDS) else dst

@@ -79,6 +79,16 @@ class Kernel:
         (NKI 0.1: ``nki.trace`` kernels, SDK nki/test test_psum_modulo_alloc & co.)"""
         return self.mode == "trace"
 
+    def begin_run(self, ctx: RunContext) -> None:
+        """Install the front end's per-run checkers on ``ctx`` (source rules, iteration races)."""
+
+    def mutable_params(self) -> frozenset:
+        """Names of the parameters the kernel may write (NKI 0.1: annotated ``nt.mutable_tensor``)."""
+        return frozenset()
+
+    def check_outputs(self, ctx: RunContext, result, params: dict) -> None:
+        """Kernel-level output rules once the instances ran (``params``: name -> converted argument)."""
+
     def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
         """Run the instances of the launch grid; the first instance's return value is the kernel's."""
         result = None
@@ -189,14 +199,19 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
                      tensor_cls=k.tensor_cls)
     ctx.skip_middle_end = k.skip_middle_end
     with activate(ctx), np.errstate(all="ignore"):   # NKI has no fp exceptions: inf/nan propagate
+        k.begin_run(ctx)
         names = _arg_names(k.func, len(args))
         mutable = k.writes_back()
-        conv = [_convert_arg(ctx, a, n, mutable) for a, n in zip(args, names)]
-        kw = {n: _convert_arg(ctx, v, n, mutable) for n, v in kwargs.items()}
+        declared = k.mutable_params()
+        conv = [_convert_arg(ctx, a, n, mutable or n in declared) for a, n in zip(args, names)]
+        kw = {n: _convert_arg(ctx, v, n, mutable or n in declared) for n, v in kwargs.items()}
         points = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
         result = k.run_instances(ctx, points, conv, kw)
         if ctx.pending:
             ctx.commit_pending()
+        if ctx.races is not None:
+            ctx.races.finish()
+        k.check_outputs(ctx, result, {**dict(zip(names, conv)), **kw})
         where = _ReturnSite(k.func)
         outputs = _to_numpy(result, ctx, where)
         if mutable:

@@ -55,7 +55,8 @@ def _calling_api() -> str:
 
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
-    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok")
+    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok",
+                 "_race")
     dynamic = False     # an indirect view (indices read from a tile at run time): core/indirect.py
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
@@ -70,6 +71,7 @@ class Tensor:
         self.sliced = False    # made by indexing with a slice or index arrays (a view of a view)
         self._region = None    # region() of this view (its geometry never changes)
         self.access_ok = False  # passed the engine operand access rules (ops.tile)
+        self._race = None      # races._geometry() of this view, once computed (its geometry never changes)
 
     # -- metadata -------------------------------------------------------------------------
     shape = property(lambda s: s._shape)
@@ -644,6 +646,8 @@ def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="", kernel_level_rule=T
     if kernel_level_rule and buffer == "shared_hbm" and ctx.loops:
         raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
                              "Create kernel outputs before any loop")
+    if buffer == "shared_hbm" and ctx.scopes is not None:
+        ctx.scopes.check_shared_hbm(api)     # kernel-level placement from the source (nki01/scopes.py)
     if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):
         t = ctx.hbm_registry[ctx.hbm_cursor]
         ctx.hbm_cursor += 1

@@ -42,6 +42,12 @@ class IndexExpr:
     def __getitem__(self, key):
         return self.__class__(self.v[key], self.mgrid)
 
+    def __setitem__(self, key, value):
+        # ERR err_cannot_assign_to_index (SDK 2.26 nki.errors.rst): an index tensor is not a tile
+        raise NKISyntaxError("E014", "index", None, "'index' tensor does not support item assignment "
+                             "(ERR err_cannot_assign_to_index)",
+                             "Convert it to a tile first with nisa.iota(index, dtype=...), then assign into the tile")
+
     def _bin(self, o, f, affine=True):
         if isinstance(o, (IndexExpr, int, np.integer, Index)):
             # `//`, `%` and index * index are not affine: fine in a subscript, E015 in mask=
@@ -117,6 +123,12 @@ class MaskExpr:
 
     def __init__(self, v):
         self.v = np.asarray(v, dtype=bool)
+
+    def __setitem__(self, key, value):
+        # ERR err_cannot_assign_to_index (SDK 2.26 nki.errors.rst): nor does a mask
+        raise NKISyntaxError("E014", "mask", None, "'mask' tensor does not support item assignment "
+                             "(ERR err_cannot_assign_to_index)",
+                             "Build a new predicate from index comparisons combined with &, | and ~")
 
     def _b(self, o, f):
         m = _mask_operand(o)

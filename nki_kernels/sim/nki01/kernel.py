@@ -6,11 +6,17 @@ import copy as _copy
 import inspect
 from typing import Any
 
-from ..core.context import maybe_current
-from ..core.errors import NKISyntaxError, needs_device
+from .. import kernel_ast as _kernel_ast
+from ..core.annotations import Annotation
+from ..core.context import RunContext, maybe_current
+from ..core.errors import NKISyntaxError, SimValueError, needs_device
+from ..core.races import RaceLog as _RaceLog
+from ..core.runner import _ReturnSite
+from ..core.tensor import Tensor
 from ..core.options import SimOptions
 from ..core.runner import Kernel as _CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
+from . import scopes as _scopes
 from . import symbolic as _symbolic
 from .allocation import DirectAllocation
 from .tile import Tile
@@ -33,8 +39,8 @@ def _def_line(func) -> tuple[str, int]:
 
 class Kernel(_CoreKernel):
     """An NKI 0.1 jitted kernel (``nki.jit``): its tensors are :class:`~.tile.Tile` views; array
-    arguments are immutable inputs (``nki.trace`` kernels write theirs, copied back); the instances of
-    an SPMD grid run one after the other."""
+    arguments are immutable inputs unless annotated ``nt.mutable_tensor`` (``nki.trace`` kernels write
+    theirs, copied back); the instances of an SPMD grid run one after the other."""
 
     tensor_cls = Tile
     capacity_policy = "spill"    # live SBUF over capacity: a warning (the compiler spills), E006 under strict
@@ -74,6 +80,69 @@ class Kernel(_CoreKernel):
             # the kernel function (nki-samples rmsnorm_quant NKI-917 note), a plain one unrolls its range
             return (self.traced() if self.mode == "trace" else self.func)(*args, **kwargs)
         return super().__call__(*args, **kwargs)
+
+    def _inner(self):
+        func, _ = _kernel_ast._unwrap(self.func)
+        return func
+
+    def begin_run(self, ctx: RunContext) -> None:
+        func = self._inner()
+        code = getattr(func, "__code__", None)
+        ctx.scopes = _scopes.SourceRules(code, getattr(func, "__globals__", None), _KERNEL_CALLS)
+        if not self.skip_middle_end:
+            # iteration races (E029); ordered iterations under skip_middle_end_transformations
+            n = 1
+            for g in self.grid:
+                n *= g
+            ctx.races = _RaceLog(n > 1, ctx.options.strict, ctx.warned)
+
+    def mutable_params(self) -> frozenset:
+        # ERR err_cannot_update_immutable_parameter (SDK 2.26 nki.errors.rst): a parameter annotated
+        # nt.mutable_tensor may be written
+        func = self._inner()
+        try:
+            params = inspect.signature(func).parameters.values()
+        except (TypeError, ValueError):
+            return frozenset()
+        out = set()
+        for p in params:
+            ann = p.annotation
+            name = getattr(ann, "name", None) if isinstance(ann, Annotation) else (ann if isinstance(ann, str) else "")
+            if name and "mutable_tensor" in name:
+                out.add(p.name)
+        return frozenset(out)
+
+    def check_outputs(self, ctx: RunContext, result, params: dict) -> None:
+        func = self._inner()
+        code = getattr(func, "__code__", None)
+        if code is None:
+            return
+        returned = {id(t.alloc) for t in _tensors(result)}
+        for name in sorted(self.mutable_params()):
+            t = params.get(name)
+            if isinstance(t, Tensor) and t.alloc.written and id(t.alloc) not in returned:
+                # ERR err_mutable_parameter_not_returned (SDK 2.26 nki.errors.rst)
+                site = _ReturnSite(func).get() or (code.co_filename, _scopes.kernel_def_line(code))
+                raise SimValueError("E016", "return", name,
+                                    f"Mutable kernel parameter `{name}` is written but not returned by the `return` "
+                                    "statement (ERR err_mutable_parameter_not_returned)",
+                                    f"Return it with the outputs: return ..., {name}", where=site)
+        if self.writes_back() or not (result is None or (isinstance(result, (tuple, list)) and not result)):
+            return
+        # ERR err_tensor_output_not_written_to (SDK 2.26 nki.errors.rst): at least one output
+        raise SimValueError("E016", "kernel", None,
+                            f"kernel `{code.co_name}` has no output: it returns nothing "
+                            "(ERR err_tensor_output_not_written_to)",
+                            "Create the output with nl.ndarray(..., buffer=nl.shared_hbm), write it and return it",
+                            where=(code.co_filename, _scopes.kernel_def_line(code)))
+
+
+def _tensors(x):
+    if isinstance(x, Tensor):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _tensors(v)
 
 
 def jit(func=None, mode="auto", **kwargs):
@@ -138,6 +207,10 @@ class DeviceKernel(Kernel):
         if handler is not None:
             return handler(self, args, kwargs)
         raise needs_device(self.api)
+
+
+# the __call__ code objects that run an @nki.jit kernel's function inline inside a run
+_KERNEL_CALLS = frozenset({_CoreKernel.__call__.__code__, Kernel.__call__.__code__, DeviceKernel.__call__.__code__})
 
 
 def _device_wrapper(api):

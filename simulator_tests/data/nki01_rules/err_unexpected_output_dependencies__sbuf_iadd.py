@@ -1,6 +1,8 @@
 """err_unexpected_output_dependencies: `sbuf_tile += t` across nl.affine_range iterations (a VectorE
-read-modify-write of the same elements, not a PSUM matmul accumulation; aws-neuron-sdk#1056 reports the
-compile failure)."""
+read-modify-write of the same elements, not a PSUM matmul accumulation).  Strict-only: the affine_range
+docstring counts associative reductions as no loop-carried dependency and AWS's fused-mamba tutorial
+accumulates `scanC_accum[...] += scanC` in SBUF inside an affine_range, while the compiler has failed on
+the form (aws-neuron-sdk#1056, TEN404) and AWS advises `+=` only for matmul (nki-samples#47)."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -9,11 +11,12 @@ import numpy as np
 RULE = "err_unexpected_output_dependencies"
 SOURCE = (
     "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unexpected-output-dependencies; "
-    "general/nki/api/nki/language/__init__.py affine_range (only matmul accumulation is exempt); "
-    "aws-neuron-sdk#1056"
+    "general/nki/api/nki/language/__init__.py affine_range (associative reductions are no loop-carried "
+    "dependency; matmul accumulation is the documented example); general/nki/examples/fused_mamba/"
+    "mamba_nki_kernels.py (SBUF += in an affine_range); aws-neuron-sdk#1056; nki-samples#47"
 )
 CODE = "E029"
-STRICT = False
+STRICT = True
 
 
 def inputs():
