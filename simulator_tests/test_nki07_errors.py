@@ -406,7 +406,7 @@ def test_a_kernel_that_writes_an_input_argument_fills_the_callers_array_in_place
     np.testing.assert_array_equal(out, 3 * a)
 
 
-# ---- issue 17 (H3): NKI 0.6/0.7 rules the 0.1 front end does not share, and 0.3+ language restrictions ----------
+# ---- NKI 0.6/0.7 rules the 0.1 front end does not share, and 0.3+ language restrictions ----------
 def test_nc_n_gather_gathers_per_partition_and_checks_its_operands():
     """NKI 0.6 isa nc_n_gather: dst[p, j] = data[p].ravel()[indices[p, j]]; indices uint32 (E009)."""
     data = rand(16, 64)

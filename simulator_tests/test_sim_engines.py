@@ -1,4 +1,4 @@
-"""Engine legality (issue 8 "Too lax today"): the SDK 2.26 ALU table and the per-instruction
+"""Engine legality (what the 2.26 docs forbid): the SDK 2.26 ALU table and the per-instruction
 engine rules reject what the documented hardware rejects, with E025 naming the legal engines."""
 from __future__ import annotations
 

@@ -236,7 +236,7 @@ def test_1d_arange_and_mixed_indexing():
 
 
 def test_python_and_on_mask_expressions_is_an_error_under_strict():
-    # issue 8 item 12: accepted with a warning by default (test_sim_semantics), E024 under strict
+    # accepted with a warning by default (test_sim_semantics), E024 under strict
     @nki.jit
     def k(a):
         i_p, i_f = nl.mgrid[0:128, 0:4]

@@ -1,4 +1,4 @@
-"""The NKI 0.1 APIs added for conformance (issue 8 "Missing APIs"): one test per API, with our
+"""The NKI 0.1 APIs added for conformance (APIs the SDK's own tests use): one test per API, with our
 own small kernels, against NumPy.  Semantics are from the 2.26 docs / 2.27 docstrings cited in
 the modules (sim/indirect.py, sim/rng.py, sim/select.py, sim/matmul_perf_mode.py)."""
 from __future__ import annotations

@@ -375,7 +375,7 @@ def test_compat_precision_keeps_bf16_at_fp32():
 
 
 def test_float_to_int_truncates_toward_zero_and_saturates():
-    # issue 8 item 12: float -> int output casts truncate toward zero (SDK golden values)
+    # float -> int output casts truncate toward zero (SDK golden values)
     x = np.array([[0.5, 1.5, 2.7, -0.5, -1.7, 300.0, -300.0]], F32)
     out = run1(lambda t: nisa.tensor_copy(t, dtype=nl.int8), x, out_dtype=nl.int8)
     np.testing.assert_array_equal(out, [[0, 1, 2, 0, -1, 127, -128]])

@@ -1,4 +1,4 @@
-"""Poison with provenance (issue 11): the first read of never-written memory names the
+"""Poison with provenance: the first read of never-written memory names the
 instruction, the tensor and the line that allocated it, once per tensor; an on-chip tile
 returned from a kernel points at the user's `return` line."""
 from __future__ import annotations

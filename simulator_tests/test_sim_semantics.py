@@ -1,4 +1,4 @@
-"""NKI 0.1 semantics the interpreter must accept (issue 8 "Too strict or wrong today").
+"""NKI 0.1 semantics the interpreter must accept (forms the SDK's tests and public kernels use).
 
 Each test is a small kernel of our own exercising one rule; each fails if the rule is broken.
 The rule's source is named in the interpreter where it is implemented."""

@@ -1,4 +1,4 @@
-"""Trace-recording rules (issue 9 item 1): what the instruction trace records for block-dimension
+"""Trace-recording rules: what the instruction trace records for block-dimension
 tiles, arange/mgrid views and `+=` on a view, and that every instruction passes the one recording
 path (RunContext.record)."""
 from __future__ import annotations

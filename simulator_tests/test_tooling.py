@@ -14,17 +14,43 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Code being rewritten in its own branch (the interpreter, with its tests): the ruff per-file ignores
-# and mypy overrides in pyproject.toml cover the same paths.  Each branch removes its prefixes here
-# when it has cleaned them.
-BEING_REWRITTEN = (
-    "nki_kernels/sim/",
-    "simulator_tests/test_sim_",
-    "simulator_tests/test_nki07_",
-)
-
-# Files not annotated yet; the list only shrinks.
-NOT_YET_ANNOTATED: set[str] = set()
+# Files not annotated yet (the interpreter's modules, 247 public functions when the list was made);
+# the list only shrinks: the test fails when a listed file is done.
+NOT_YET_ANNOTATED: set[str] = {
+    "nki_kernels/sim/alias.py",
+    "nki_kernels/sim/core/annotations.py",
+    "nki_kernels/sim/core/context.py",
+    "nki_kernels/sim/core/dtypes.py",
+    "nki_kernels/sim/core/engines.py",
+    "nki_kernels/sim/core/enums.py",
+    "nki_kernels/sim/core/errors.py",
+    "nki_kernels/sim/core/indirect.py",
+    "nki_kernels/sim/core/loops.py",
+    "nki_kernels/sim/core/memory.py",
+    "nki_kernels/sim/core/ops.py",
+    "nki_kernels/sim/core/options.py",
+    "nki_kernels/sim/core/runner.py",
+    "nki_kernels/sim/core/spmd.py",
+    "nki_kernels/sim/core/tensor.py",
+    "nki_kernels/sim/core/tensore.py",
+    "nki_kernels/sim/core/vector.py",
+    "nki_kernels/sim/nki01/adapt.py",
+    "nki_kernels/sim/nki01/compiler.py",
+    "nki_kernels/sim/nki01/indexing.py",
+    "nki_kernels/sim/nki01/isa.py",
+    "nki_kernels/sim/nki01/kernel.py",
+    "nki_kernels/sim/nki01/language.py",
+    "nki_kernels/sim/nki01/language_constants.py",
+    "nki_kernels/sim/nki01/nki.py",
+    "nki_kernels/sim/nki01/tile.py",
+    "nki_kernels/sim/nki01/typing.py",
+    "nki_kernels/sim/nki07/adapt.py",
+    "nki_kernels/sim/nki07/isa.py",
+    "nki_kernels/sim/nki07/kernel.py",
+    "nki_kernels/sim/nki07/language.py",
+    "nki_kernels/sim/nki07/tensor.py",
+    "nki_kernels/sim/speed.py",
+}
 
 # `ruff format` is off for the tree until the one formatting commit (see [tool.ruff.format] in
 # pyproject.toml); files written in its style since are checked now.
@@ -122,11 +148,7 @@ def _unannotated(path: Path, root: Path = ROOT) -> list[str]:
 
 def _library_files() -> list[Path]:
     """The code the annotation rule covers: the package, dev.py and scripts (tests are not API)."""
-    return [
-        p
-        for p in _python_files()
-        if _rel(p).startswith(("nki_kernels/", "scripts/", "dev.py")) and not _rel(p).startswith(BEING_REWRITTEN)
-    ]
+    return [p for p in _python_files() if _rel(p).startswith(("nki_kernels/", "scripts/", "dev.py"))]
 
 
 def test_public_functions_are_annotated() -> None:
@@ -161,8 +183,6 @@ _TRACKER = re.compile(r"(?<![\w/#-])issues? ?\d+\b|\bitem \d+ of issue\b", re.IG
 def test_comments_cite_sources_not_this_projects_tracker() -> None:
     found = []
     for p in _python_files():
-        if _rel(p).startswith(BEING_REWRITTEN):
-            continue
         for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
             if _TRACKER.search(line):
                 found.append(f"{_rel(p)}:{n}: {line.strip()}")

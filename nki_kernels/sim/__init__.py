@@ -52,7 +52,7 @@ class install_neuronxcc_alias(ModuleAlias):
 
     Third-party code run this way gets the real simulator's numerics by default: bf16/fp8 held
     at fp32 (``precision="compat"``; nki_known_issues.rst: these types "simulate in fp32
-    precision"; issue 8 item 8), unless ``NKI_SIM_OPTIONS`` names a precision or
+    precision"), unless ``NKI_SIM_OPTIONS`` names a precision or
     ``precision=None`` keeps the current default.  Uninstalling restores the previous default."""
 
     def __init__(self, precision: str | None = "compat"):
@@ -76,7 +76,7 @@ class install_neuronxcc_alias(ModuleAlias):
         if self._precision is not None and "precision" not in os.environ.get("NKI_SIM_OPTIONS", ""):
             self._prev_options = set_default_options(precision=self._precision)
         # Importing neuronxcc leaves logging.OFF defined: both CS149 starters' harnesses call
-        # logging.disable(logging.OFF), which the stdlib lacks (issue 8 item 13).  Its value is not
+        # logging.disable(logging.OFF), which the stdlib lacks.  Its value is not
         # documented; CRITICAL + 1 disables every standard level, which is what the name says.
         self._added_logging_off = not hasattr(logging, "OFF")
         if self._added_logging_off:

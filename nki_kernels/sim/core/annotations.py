@@ -9,10 +9,10 @@ class Annotation:
     def __init__(self, name: str):
         self.name = name
 
-    def __getitem__(self, item) -> "Annotation":
+    def __getitem__(self, item) -> Annotation:
         return self
 
-    def __call__(self, *a, **k) -> "Annotation":
+    def __call__(self, *a, **k) -> Annotation:
         return self
 
     def __repr__(self) -> str:

@@ -13,7 +13,6 @@ import random
 import sys
 import threading
 import warnings
-from typing import Optional
 from collections.abc import Callable
 
 import numpy as np
@@ -25,10 +24,10 @@ from .options import SimOptions
 from .trace import Event, Trace
 
 _local = threading.local()
-_last_run: "Optional[RunContext]" = None
+_last_run: RunContext | None = None
 
 
-def current(api: str | None = None) -> "RunContext":
+def current(api: str | None = None) -> RunContext:
     """The run of this thread; with ``api``, E019 when there is none (an NKI call outside a kernel)."""
     ctx = getattr(_local, "ctx", None)
     if ctx is None and api is not None:
@@ -37,16 +36,16 @@ def current(api: str | None = None) -> "RunContext":
     return ctx
 
 
-def maybe_current() -> "RunContext | None":
+def maybe_current() -> RunContext | None:
     return getattr(_local, "ctx", None)
 
 
-def current_run() -> "RunContext | None":
+def current_run() -> RunContext | None:
     """The most recently started run in any thread (progress reporting polls it; not thread-local)."""
     return _last_run
 
 
-def enter(api: str, instruction: bool = True) -> "RunContext":
+def enter(api: str, instruction: bool = True) -> RunContext:
     """The entry of every NKI call of both front ends: the run (E019 outside a kernel) and the run's
     per-call hook; ``api`` names the call in messages."""
     ctx = getattr(_local, "ctx", None)
@@ -118,7 +117,7 @@ class RunContext:
         self.vector_acc = np.zeros(limits.PMAX, dtype=np.float32)
         self.act_acc = np.zeros(limits.PMAX, dtype=np.float32)
         self.pending: list = []
-        self.call_hook: Optional[Callable[[], None]] = None
+        self.call_hook: Callable[[], None] | None = None
         self.n_instructions = 0
         self.api = ""
         self.site = ("<unknown>", 0)
@@ -126,7 +125,7 @@ class RunContext:
         self.loop_count = 0
         self.warned: set = set()
         self.tensor_cls = tensor_cls
-        self.direct: Optional[object] = None
+        self.direct: object | None = None
         self.scopes = None
         self.races = None
         global _last_run

@@ -17,7 +17,7 @@ float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 # nl.float8_e4m3 is ml_dtypes' IEEE-like float8_e4m3 (max 240, has inf), as the 2.26 language doc
-# defines it (aws-neuron-sdk 49ee15c5 general/nki/api/nki.api.shared.rst dtype table; issue 8 item 9).
+# defines it (aws-neuron-sdk 49ee15c5 general/nki/api/nki.api.shared.rst dtype table).
 # OCP E4M3FN (max 448, no inf) is a different type and is not an NKI dtype.
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
@@ -155,8 +155,8 @@ def _round_tf32(x: np.ndarray) -> np.ndarray:
 def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
     """Write ``value`` into storage array ``dst`` rounding once to ``nki_dtype``.
 
-    Float->int casts truncate toward zero (golden values of the SDK 2.26 ``nki/test`` examples,
-    issue 8 item 12) and saturate at the integer range (README divergences)."""
+    Float->int casts truncate toward zero (golden values of the SDK 2.26 ``nki/test`` examples)
+    and saturate at the integer range (README divergences)."""
     v = value
     if nki_dtype is tfloat32:
         v = _round_tf32(np.asarray(v, dtype=np.float32))
@@ -173,7 +173,7 @@ def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
 
 # Poison: the value of memory nobody wrote.  Floats get a quiet NaN with a recognisable payload,
 # so that the first read of never-written memory can be told apart from a NaN a kernel computed
-# (issue 11 poison provenance); fp8 has no room for a payload (plain NaN, not detected).
+# (poison provenance); fp8 has no room for a payload (plain NaN, not detected).
 _POISON_BITS = {np.dtype(np.float32): (np.uint32, 0x7FC0DEAD), np.dtype(np.float16): (np.uint16, 0x7EAD),
                 bfloat16: (np.uint16, 0x7FAD)}
 

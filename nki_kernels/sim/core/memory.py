@@ -1,5 +1,5 @@
 """On-chip memory: allocations (storage, dtype, buffer, poison state) and the live SBUF/PSUM bytes
-per partition with their capacity checks (E005/E006, spec §12; issue 8 items 5 and 17)."""
+per partition with their capacity checks (E005/E006, spec §12)."""
 from __future__ import annotations
 
 import os
@@ -36,7 +36,7 @@ class Alloc:
         self.id = ctx.alloc_count
         self.buffer = b = buffer if buffer.__class__ is Buffer else BUFFERS[buffer]
         # storage is always held as a view (``.base`` set), so that tensor.fresh() can tell an
-        # operand's memory from a new result by ``base`` alone (results never alias, issue 8 item 14)
+        # operand's memory from a new result by ``base`` alone (results never alias)
         self.array = array if array.base is not None else array.view()
         self.dtype = dtype
         self.itemsize, self.dname = _INFO.get(dtype) or dtype_info(dtype)
@@ -133,13 +133,13 @@ class Memory:
         if par:
             # The block dimension "does not reflect the number of physical tiles" (2.26
             # nki.compiler psum.alloc / nki_block_dimension_migration_guide.rst): count the blocks
-            # in use -- written and not yet read since -- not every logical block (issue 8 items
-            # 5 and 17).  A block read and later read again is counted optimistically.
+            # in use -- written and not yet read since -- not every logical block.  A block read and later
+            # read again is counted optimistically.
             nblocks = 1
             for d in alloc.array.shape[:alloc.par_axis]:
                 nblocks *= d
             if nblocks and alloc.phys_tiles is not None:
-                # under mod_alloc the physical tiles are given: num_bank_tiles etc. (issue 8 item 5)
+                # under mod_alloc the physical tiles are given: num_bank_tiles etc.
                 n = tok[1] = min(nblocks, alloc.phys_tiles) * (n // nblocks)
             elif nblocks:
                 self.blocks[alloc.id] = [tok, alloc.row_bytes // nblocks, n // nblocks, set()]
@@ -200,12 +200,12 @@ class Memory:
         if alloc.token is not None:
             self._free(alloc.token)
 
-    def check(self, api: str, result: "Alloc | None" = None) -> None:
+    def check(self, api: str, result: Alloc | None = None) -> None:
         """E005/E006: live PSUM/SBUF bytes per partition over capacity (spec §12).
 
         ``result`` is the fresh result tile of the instruction being recorded: it is not counted
         yet, because `psum += nc_matmul(...)` / `dst[...] = op(...)` make it land in an existing
-        tile (issue 8 item 17); the next instruction checks again, by then it is either consumed
+        tile; the next instruction checks again, by then it is either consumed
         (released) or held by the kernel (counted)."""
         live = self.live
         if live["sbuf"] <= limits.SBUF_BYTES_PER_PARTITION and live["psum"] <= limits.PSUM_BYTES_PER_PARTITION:
@@ -228,7 +228,7 @@ class Memory:
             if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
                 live = [t for t in self.tiles[buf].values() if not (ex and t[4] == result.id)]
                 biggest = sorted(live, key=lambda t: -t[1])[:4]
-                desc = ", ".join(f"{t[5] or 't%d' % t[4]}{tuple(t[6])} {t[1]} B from "
+                desc = ", ".join(f"{t[5] or f't{t[4]}'}{tuple(t[6])} {t[1]} B from "
                                  f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
                 # blamed at the allocation of the newest live tile: the one that did not fit
                 newest = max(live, key=lambda t: t[4]) if live else None

@@ -19,8 +19,8 @@ Nothing edits an event after it is recorded; program order is the order the inst
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -586,7 +586,7 @@ def _partition_access(x: Tensor, api, arg) -> None:
                             got=start, limit="/".join(map(str, allowed)))
     a = x.arr
     if a is not None and a.ndim > 5:
-        dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:]) if d != 1]
+        dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:], strict=False) if d != 1]
         merged = []
         for d, st in dims:
             if merged and merged[-1][1] == st * d:
@@ -665,7 +665,7 @@ def out_dtype(dtype: DTypeArg, default: DTypeArg, api: str) -> DTypeArg:
 def _strided(t: Tensor) -> bool:
     """Does the innermost free axis step more than 16 bytes (no VectorE fast mode)?  For an
     arange/mgrid view the step is read off its index arrays: an identity t[i.p, i.x] is not
-    strided (issue 9 item 1)."""
+    strided."""
     a = t.arr
     if a is not None:
         return a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16
@@ -673,7 +673,7 @@ def _strided(t: Tensor) -> bool:
     if len(shape) < 2 or shape[-1] < 2:
         return False
     step = 0
-    for k, st in zip(t.key, t.src.strides):
+    for k, st in zip(t.key, t.src.strides, strict=False):
         if isinstance(k, np.ndarray) and k.shape[-1] > 1:
             row = k.reshape(-1, k.shape[-1])[0]
             d = np.diff(row)
@@ -696,7 +696,7 @@ def _same_region(a: Tensor, b: Tensor) -> bool:
     if a.alloc is not b.alloc:
         return False
     if a.arr is None or b.arr is None:
-        # `t[i_p, i_f] += x` writes back its own arange view: no extra copy (issue 9 item 1)
+        # `t[i_p, i_f] += x` writes back its own arange view: no extra copy
         return a.arr is None and b.arr is None and a.src is b.src and a.off == b.off and \
             a._shape == b._shape and len(a.key) == len(b.key) and all(map(_same_key, a.key, b.key))
     return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
@@ -776,7 +776,7 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
         how = _fit(api, other._shape, dst._shape, dst.name)
         res.release(ctx)
         # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official samples
-        # accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8, issue 8 item 4); per
+        # accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8); per
         # element, so a partly written accumulator is handled too
         ctx.memory.release(other.alloc)
         land(ctx, res, dst, how=how, accumulate=True, where=res.where, seq=res.slot)
@@ -788,7 +788,7 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
                            f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
     if warn and ctx.options.warn_non_psum_accumulate:
         # `sbuf += nl.matmul(...)`, `sbuf += psum_tile` are legal NKI 0.1: a VectorE
-        # read-modify-write (spec §8; issue 8 item 18) -- warned, never raised
+        # read-modify-write (spec §8) -- warned, never raised
         what = "a matmul result accumulated into PSUM" if dst.alloc.buffer is not PSUM else "a matmul result"
         ctx.warn_once("iadd", f"`{api}` on a {dst.alloc.buffer.value.upper()} tile with something other than "
                       f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
@@ -822,7 +822,7 @@ def _contiguity(t: Tensor):
     if t.arr is not None:
         a = t.arr
         run, expect = 1, a.itemsize
-        for n, s in zip(reversed(a.shape), reversed(a.strides)):
+        for n, s in zip(reversed(a.shape), reversed(a.strides), strict=False):
             if n == 1:
                 continue
             if s != expect:
@@ -833,7 +833,7 @@ def _contiguity(t: Tensor):
     # advanced: linear offsets of every point, count breaks
     strides = [s // t.src.itemsize for s in t.src.strides]
     off = 0
-    for k, s in zip(t.key, strides):
+    for k, s in zip(t.key, strides, strict=False):
         off = off + (np.broadcast_to(k, t.shape) if isinstance(k, np.ndarray) else k) * s
     off = np.asarray(np.broadcast_to(off, t.shape)).ravel()
     breaks = int(np.count_nonzero(np.diff(off) != 1)) + 1

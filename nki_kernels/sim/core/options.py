@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +23,7 @@ class SimOptions:
     # iterations may be reordered/pipelined, so a kernel whose result depends on the order
     # has a loop-carried dependency bug.  Ignored under skip_middle_end_transformations,
     # where affine_range is documented to behave like sequential_range.
-    shuffle_affine_seed: Optional[int] = None
+    shuffle_affine_seed: int | None = None
     # "hw": every write rounds to the destination dtype (bf16/fp8/tf32 RNE), like hardware
     #        and NKI_PRECISE_FP=1.  "compat": bf16/fp8/tf32 tiles are held at fp32 precision
     #        and rounded only when outputs are returned, like neuronxcc's simulate_kernel.
@@ -50,7 +49,7 @@ class SimOptions:
             raise ValueError("SimOptions(shuffle_affine_seed): must be an int or None, "
                              f"got {self.shuffle_affine_seed!r}")
 
-    def replace(self, **kw) -> "SimOptions":
+    def replace(self, **kw) -> SimOptions:
         return dataclasses.replace(self, **kw)
 
 
@@ -100,7 +99,7 @@ def _from_env() -> SimOptions:
     return SimOptions(**kw)
 
 
-_default: Optional[SimOptions] = None
+_default: SimOptions | None = None
 
 
 def default_options() -> SimOptions:
@@ -110,7 +109,7 @@ def default_options() -> SimOptions:
     return _default
 
 
-def set_default_options(options: Optional[SimOptions] = None, **kw) -> SimOptions:
+def set_default_options(options: SimOptions | None = None, **kw) -> SimOptions:
     """Set the process-wide default options; returns the previous ones."""
     global _default
     prev = default_options()

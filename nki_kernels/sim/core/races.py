@@ -95,9 +95,9 @@ def _box(arr: np.ndarray, off: int, spans: list[tuple[int, int, int]]) -> tuple[
                 break
         else:
             return full
-    if any(h >= n for h, n in zip(hi, sizes)):
+    if any(h >= n for h, n in zip(hi, sizes, strict=False)):
         return full  # the view wraps across a storage axis (a reshape)
-    return tuple(zip(lo, hi))
+    return tuple(zip(lo, hi, strict=False))
 
 
 _NONE = (None,)  # a cached "not checked" geometry
@@ -122,7 +122,7 @@ def _compute_geometry(t: object) -> tuple[tuple[tuple[int, int], ...], int, tupl
     off = int(t.off)  # type: ignore[attr-defined]
     a = t.arr  # type: ignore[attr-defined]
     if a is not None:
-        axes: tuple[_Axis, ...] = tuple((int(st), int(n)) for st, n in zip(a.strides, a.shape))
+        axes: tuple[_Axis, ...] = tuple((int(st), int(n)) for st, n in zip(a.strides, a.shape, strict=False))
         if any(n == 0 for _, n in axes):
             return None
         spans = [(st, 0, int(n) - 1) for st, n in axes]  # type: ignore[call-overload]
@@ -130,7 +130,7 @@ def _compute_geometry(t: object) -> tuple[tuple[tuple[int, int], ...], int, tupl
     src = t.src  # type: ignore[attr-defined]
     spans = []
     axes_l: list[_Axis] = []
-    for k, n, st in zip(t.key, src.shape, src.strides):  # type: ignore[attr-defined]
+    for k, n, st in zip(t.key, src.shape, src.strides, strict=False):  # type: ignore[attr-defined]
         if isinstance(k, np.ndarray):
             if not k.size:
                 return None
@@ -156,7 +156,7 @@ def _elements(w: Write) -> np.ndarray:
 
 
 def _overlap(a: Write, b: Write) -> bool:
-    for (alo, ahi), (blo, bhi) in zip(a.box, b.box):
+    for (alo, ahi), (blo, bhi) in zip(a.box, b.box, strict=False):
         if ahi < blo or bhi < alo:
             return False
     return True

@@ -49,7 +49,7 @@ class Kernel:
         self.__module__ = getattr(func, "__module__", None)
         self.__wrapped__ = func
 
-    def __getitem__(self, grid) -> "Kernel":
+    def __getitem__(self, grid) -> Kernel:
         if maybe_current() is not None:
             raise SimRuntimeError("E019", "kernel[grid]", None, "nested kernel with spmd grid is not supported",
                                   "Launch SPMD grids only from the host (simulate_kernel(kernel[g], ...))")
@@ -59,7 +59,7 @@ class Kernel:
             raise SimValueError("E011", "kernel[grid]", "grid", f"grid extents must be >= 1, got {g}")
         return self.with_grid(g)
 
-    def with_grid(self, grid: tuple) -> "Kernel":
+    def with_grid(self, grid: tuple) -> Kernel:
         """This kernel launched on ``grid``."""
         k = copy.copy(self)
         k.grid = grid
@@ -107,7 +107,7 @@ def _convert_arg(ctx, a, name, mutable=False):
     if isinstance(a, np.generic):
         return a.item()
     if isinstance(a, type):
-        return a        # np.float32 / np.float16 type objects are dtypes, not arrays (issue 8 item 12)
+        return a        # np.float32 / np.float16 type objects are dtypes, not arrays
     if hasattr(a, "__array__") and hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
         return hbm_input(ctx, np.asarray(a), name, mutable=mutable)  # e.g. CPU torch tensors
     return a
@@ -146,7 +146,7 @@ def _to_numpy(x, ctx, where=None):
         if x.buffer not in HBM_KINDS:
             where = where.get() if where is not None else None
             # Decision (README divergences): real NKI 0.1's simulate_kernel returns an on-chip tile's
-            # values (issue 8 item 12, SDK simulator behaviour), while on hardware top-level outputs
+            # values (the SDK simulator's behaviour), while on hardware top-level outputs
             # must be in HBM (nki_known_issues.rst "Top-level tensors must be on HBM").  So: the
             # values, with a SimWarning at the user's `return` line; an E007 error under strict.
             what = (f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
@@ -188,7 +188,7 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     try:
         return _trace_kernel(kernel, *args, options=options, **kwargs)
     except SimError as e:
-        raise e.with_traceback(trim_traceback(e.__traceback__))
+        raise e.with_traceback(trim_traceback(e.__traceback__)) from e.__cause__
 
 
 def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
@@ -203,7 +203,7 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
         names = _arg_names(k.func, len(args))
         mutable = k.writes_back()
         declared = k.mutable_params()
-        conv = [_convert_arg(ctx, a, n, mutable or n in declared) for a, n in zip(args, names)]
+        conv = [_convert_arg(ctx, a, n, mutable or n in declared) for a, n in zip(args, names, strict=False)]
         kw = {n: _convert_arg(ctx, v, n, mutable or n in declared) for n, v in kwargs.items()}
         points = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
         result = k.run_instances(ctx, points, conv, kw)
@@ -211,11 +211,11 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
             ctx.commit_pending()
         if ctx.races is not None:
             ctx.races.finish()
-        k.check_outputs(ctx, result, {**dict(zip(names, conv)), **kw})
+        k.check_outputs(ctx, result, {**dict(zip(names, conv, strict=False)), **kw})
         where = _ReturnSite(k.func)
         outputs = _to_numpy(result, ctx, where)
         if mutable:
-            for a, t in list(zip(args, conv)) + [(kwargs[n], kw[n]) for n in kwargs]:
+            for a, t in list(zip(args, conv, strict=False)) + [(kwargs[n], kw[n]) for n in kwargs]:
                 # "Input arrays are updated in-place if the kernel modified the corresponding HBM
                 # tensors" (aws-neuron-sdk 81ce03ae nki/guides/nki_simulator.rst, "Execution")
                 if isinstance(a, np.ndarray) and isinstance(t, Tensor) and t.alloc.written:

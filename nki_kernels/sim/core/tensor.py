@@ -155,7 +155,7 @@ class Tensor:
         return self.arr if self.arr is not None else self.src[self._resolve(None)]
 
     def _check_poison(self, a, mask):
-        """Issue 11: the first read of never-written memory by an instruction warns, once per
+        """Poison provenance: the first read of never-written memory by an instruction warns, once per
         tensor, naming the instruction, the tensor and where it was allocated."""
         al = self.alloc
         pm = dt.poison_mask(a)
@@ -294,7 +294,7 @@ class Tensor:
         if a.size == 0:
             return Region(al.id, al.buffer, lo, lo)
         hi = lo + a.itemsize
-        for ax, (n, st) in enumerate(zip(a.shape, a.strides)):
+        for ax, (n, st) in enumerate(zip(a.shape, a.strides, strict=False)):
             if ax == par or (row and abs(st) >= row):
                 continue
             if st < 0:
@@ -307,7 +307,7 @@ class Tensor:
         """Bounding box of an arange/mgrid access: each index's [min, max] on its axis."""
         al, src = self.alloc, self.src
         lo = hi = self.off % row if row else self.off
-        for k, n, st in zip(self.key, src.shape, src.strides):
+        for k, n, st in zip(self.key, src.shape, src.strides, strict=False):
             if row and abs(st) >= row:      # the partition axis (or a block axis outside the row)
                 continue
             if isinstance(k, np.ndarray):
@@ -321,7 +321,7 @@ class Tensor:
         return Region(al.id, al.buffer, lo, hi + src.itemsize)
 
     # -- indexing (the core's: ints, slices, Ellipsis; integer index arrays) -----------------
-    def index(self, key) -> "Tensor":
+    def index(self, key) -> Tensor:
         """``self[key]`` for a tuple of ints, slices and Ellipsis (an index-array view is indexed
         through its index arrays)."""
         key = list(key)
@@ -329,7 +329,7 @@ class Tensor:
         t.sliced = any(k.__class__ is slice for k in key)
         return t
 
-    def take(self, parts, par=None) -> "Tensor":
+    def take(self, parts, par=None) -> Tensor:
         """The index-array view ``self[parts]``: one int or integer array per axis (arrays broadcast
         together; ints are bounds-checked now, arrays by the instruction under its mask)."""
         if len(parts) != len(self._shape):
@@ -353,7 +353,7 @@ class Tensor:
         t.sliced = True
         return t
 
-    def where_view(self, pred: np.ndarray) -> "Tensor":
+    def where_view(self, pred: np.ndarray) -> Tensor:
         """The whole tile, accessed only where the boolean array ``pred`` holds."""
         if self.arr is None:
             # operand masking of an index-array view (``x[i_p, i_m][i_m < n]``; SDK 2.26 nki.api.shared.rst
@@ -417,7 +417,7 @@ class Tensor:
                 if start < 0 or start > n or stop > n:
                     # bounds are checked at the instruction, under its mask, not here
                     # (err_tensor_access_out_of_bound: avoidable "by providing a proper mask";
-                    # spec Corrections 9, issue 8 item 3)
+                    # spec Corrections 9)
                     lazy = True
                 npkey.append(slice(start, max(stop, start), step))
                 if start < n:
@@ -456,7 +456,7 @@ class Tensor:
             a = a.reshape(a.shape + (1,) * (2 - a.ndim))
         return self.__class__(self.alloc, arr=a, par=new_par, off=off)
 
-    def _lazy(self, npkey, new_par, n_out) -> "Tensor":
+    def _lazy(self, npkey, new_par, n_out) -> Tensor:
         """A basic view reaching outside the tensor: kept as index arrays and bounds-checked by
         the instruction that accesses it, under its mask."""
         nd = max(n_out, 2) if self.alloc.buffer in ON_CHIP else n_out
@@ -472,7 +472,7 @@ class Tensor:
         shape += [1] * (nd - len(shape))
         return self.__class__(self.alloc, src=self.arr, key=tuple(keys), par=new_par, shape=tuple(shape), off=self.off)
 
-    def _compose(self, key) -> "Tensor":
+    def _compose(self, key) -> Tensor:
         """Basic indexing (ints, slices) of an index-array view: index the broadcast index arrays."""
         shape = self._shape
         if Ellipsis in key:
@@ -510,7 +510,7 @@ class Tensor:
         return t
 
     # -- views ------------------------------------------------------------------------------
-    def reshape_view(self, shape, api="reshape") -> "Tensor":
+    def reshape_view(self, shape, api="reshape") -> Tensor:
         """The same elements seen with ``shape`` (a basic view whose layout allows it; on chip the
         partition axis stays first and unchanged)."""
         shape = tuple(int(s) for s in shape)
@@ -538,13 +538,13 @@ class Tensor:
             par = 0
         return self.__class__(self.alloc, arr=new, par=par, off=self.off)
 
-    def view_of(self, arr: np.ndarray) -> "Tensor":
+    def view_of(self, arr: np.ndarray) -> Tensor:
         """A tensor for the NumPy view ``arr`` of this tensor's storage (same allocation)."""
         base = self.alloc.array.__array_interface__["data"][0]
         off = arr.__array_interface__["data"][0] - base if arr.size else self.off
         return self.__class__(self.alloc, arr=arr, par=0 if self.alloc.buffer in ON_CHIP else None, off=off)
 
-    def reinterpret(self, arr: np.ndarray, dtype, name=None) -> "Tensor":
+    def reinterpret(self, arr: np.ndarray, dtype, name=None) -> Tensor:
         """``arr`` (a NumPy ``.view`` of this tensor's storage) as a tensor of another NKI dtype, sharing
         the storage: a new allocation record that is not counted again against capacity."""
         ctx = current("view")
@@ -676,7 +676,7 @@ def fresh(value: np.ndarray, dtype: object, buffer: Buffer | str = SBUF, *, api:
         raise partition_error(api, None, shape[0])
     d = dtype
     sd = dt.storage_dtype(d, ctx.options.precision)
-    # A result never shares storage with an operand (issue 8 item 14): an op may hand over an
+    # A result never shares storage with an operand: an op may hand over an
     # operand's own array (identity activation, reshape, transpose of a (1, N) tile, ...), so
     # anything that is a view (allocation storage is always a view, see Alloc) is copied here,
     # once, for every op.

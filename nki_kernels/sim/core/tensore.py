@@ -125,7 +125,7 @@ def _psum_operand(ctx, t, aname: str, arg: str, api: str):
 def _fits(shape: tuple, target: tuple) -> bool:
     if len(shape) > len(target):
         return False
-    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1], strict=False))
 
 
 def _input_space_mask(mask, P: int, F: int, shape: tuple):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 
 class Engine(str, enum.Enum):
@@ -113,7 +113,7 @@ class Region(NamedTuple):
     lo: int
     hi: int
 
-    def overlaps(self, other: "Region") -> bool:
+    def overlaps(self, other: Region) -> bool:
         return self.alloc_id == other.alloc_id and self.lo < other.hi and other.lo < self.hi
 
 
@@ -195,7 +195,7 @@ class Dma(NamedTuple):
     first partition of the on-chip side (0 for HBM -> HBM); ``indirect``: addresses read from index
     tiles; ``transpose``: a transposing DMA; ``rmw``: a read-modify-write of the destination."""
 
-    src: Optional[Buffer]
+    src: Buffer | None
     dst: Buffer
     descriptors: int
     contiguous_bytes: int
@@ -276,7 +276,7 @@ class Trace:
     # alloc_id -> the explicit ``name=`` given at allocation (nl.ndarray(..., name="acc")), only
     # when one was given; the cost model keys buffer identity on it before source lines
     alloc_names: dict = field(default_factory=dict)
-    note: Optional[str] = None
+    note: str | None = None
 
     def __len__(self) -> int:
         return len(self.events)

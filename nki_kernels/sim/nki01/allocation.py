@@ -48,7 +48,7 @@ def _linear(shape: tuple[int, ...], idx: tuple[int, ...]) -> int:
     if not shape:
         return 0
     n = 0
-    for i, s in zip(idx, shape):
+    for i, s in zip(idx, shape, strict=False):
         n = n * s + (i % s)
     return n
 
@@ -197,7 +197,8 @@ class DirectAllocation:
                 # DA "Known Limitations" 2; CMP psum.mod_alloc
                 raise NKISyntaxError("E030", api, "base_addr", "psum.mod_alloc needs base_addr=0 and base_partition=0: "
                                      "a PSUM tile starts at partition 0 of its own bank "
-                                     f"(got base_addr={placement.base_addr}, base_partition={placement.base_partition})",
+                                     f"(got base_addr={placement.base_addr}, "
+                                     f"base_partition={placement.base_partition})",
                                      "Choose the bank with base_bank= (and num_bank_tiles=)", where=where)
             if placement.buffer == "sbuf" and placement.base_partition:
                 # CMP sbuf.mod_alloc base_partition: "Must be 0 in the current version"
@@ -413,7 +414,8 @@ def check_tensor_engine_transpose(api: str, what: str) -> None:
     """ERR err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel (SDK 2.26 nki.errors.rst)."""
     raise NKISyntaxError("E030", api, None, f"{what} in an allocated NKI kernel: a TensorE transpose needs an identity "
                          "matrix the compiler would allocate itself",
-                         "Use nisa.nc_transpose(..., engine=nisa.vector_engine) for tiles up to 32x32, or load your own "
+                         "Use nisa.nc_transpose(..., engine=nisa.vector_engine) for tiles up to 32x32, "
+                         "or load your own "
                          "directly allocated identity and call nisa.nc_matmul(x, identity)")
 
 

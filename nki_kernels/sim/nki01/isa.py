@@ -14,6 +14,7 @@ from ..core import rng as _rng
 from ..core import select as _select
 from ..core import tensore as _tensore
 from ..core import vector as _vector
+from ..core.context import maybe_current as _maybe_current
 from ..core.enums import (  # noqa: F401
     constants,
     dge_mode,
@@ -26,7 +27,6 @@ from ..core.enums import (  # noqa: F401
     reduce_cmd,
 )
 from ..core.errors import SimTypeError, not_implemented
-from ..core.context import maybe_current as _maybe_current
 from . import allocation as _alloc
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, MaskExpr, mask_value

@@ -10,12 +10,12 @@ from .. import kernel_ast as _kernel_ast
 from ..core.annotations import Annotation
 from ..core.context import RunContext, maybe_current
 from ..core.errors import NKISyntaxError, SimValueError, needs_device
-from ..core.races import RaceLog as _RaceLog
-from ..core.runner import _ReturnSite
-from ..core.tensor import Tensor
 from ..core.options import SimOptions
+from ..core.races import RaceLog as _RaceLog
 from ..core.runner import Kernel as _CoreKernel
+from ..core.runner import _ReturnSite
 from ..core.runner import trace_kernel as _trace_kernel
+from ..core.tensor import Tensor
 from . import scopes as _scopes
 from . import symbolic as _symbolic
 from .allocation import DirectAllocation

@@ -13,13 +13,13 @@ from ..core import dma as _dma
 from ..core import dtypes as _dt
 from ..core import indirect as _indirect
 from ..core import limits as _limits
+from ..core import ops as _ops_tables
 from ..core import reduce as _reduce
 from ..core import rng as _rng
 from ..core import select as _select
 from ..core import spmd as _spmd
 from ..core import tensore as _tensore
 from ..core import vector as _vector
-from ..core import ops as _ops_tables
 from ..core.context import enter as _enter
 from ..core.context import maybe_current as _maybe_current
 from ..core.context import unproven as _unproven
@@ -34,12 +34,12 @@ from . import allocation as _alloc
 from . import tile as _tile_mod
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, _MGridMaker
+from .indexing import mask_value as _mask_value
 from .symbolic import bound_args as _bound_args
 from .symbolic import program_index as _program_index
 from .symbolic import reject_in_shape as _reject_in_shape
 from .symbolic import symbolic as _symbolic
 from .symbolic import symbolic_range_site as _symbolic_range_site
-from .indexing import mask_value as _mask_value
 from .tile import ParDim, Tile
 
 # ---- dtypes -------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
 
 def shared_identity_matrix(n, dtype=uint8, **kw):
     """An (n, n) identity in HBM, like shared_constant (2.26 language doc: "create a new identity
-    tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load; issue 8 item 10)."""
+    tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load)."""
     _enter("shared_identity_matrix", instruction=False)
     t = _allocate((n, n), dtype, "hbm", api="shared_identity_matrix")
     t.write(np.eye(n, dtype=np.float32))

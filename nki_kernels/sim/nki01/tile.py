@@ -11,8 +11,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core import ops as core
 from ..core.context import enter, enter_landing, unproven
-from ..core.errors import user_frame
-from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError
+from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, user_frame
 from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
@@ -68,7 +67,7 @@ class Tile(Tensor):
                            "Index them with slices or nl.arange")
 
     # -- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key) -> "Tile":
+    def __getitem__(self, key) -> Tile:
         key = key if key.__class__ is tuple else (key,)
         if len(key) == 1 and len(self._shape) == 2 and key[0] is not Ellipsis and 1 in self._shape \
                 and self.alloc.buffer not in HBM_KINDS:
@@ -153,14 +152,14 @@ class Tile(Tensor):
         core.assign(ctx, dst, value, api="dst[...] = value")
 
     # -- views ------------------------------------------------------------------------------
-    def reshape(self, *shape, **kw) -> "Tile":
+    def reshape(self, *shape, **kw) -> Tile:
         if "shape" in kw:
             shape = (kw.pop("shape"),)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return self.reshape_view(tuple(int(s) for s in shape))
 
-    def view(self, dtype) -> "Tile":
+    def view(self, dtype) -> Tile:
         d = dt.canonical(dtype, op="view")
         if dt.itemsize(d) != self.itemsize or self.arr is None:
             raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
@@ -170,32 +169,32 @@ class Tile(Tensor):
         t.alloc.written = True
         return t
 
-    def astype(self, dtype) -> "Tile":
+    def astype(self, dtype) -> Tile:
         return NL["copy"](self, dtype=dtype)
 
-    def broadcast_to(self, shape) -> "Tile":
+    def broadcast_to(self, shape) -> Tile:
         return NL["broadcast_to"](self, shape=shape)
 
-    def expand_dims(self, axis) -> "Tile":
+    def expand_dims(self, axis) -> Tile:
         return NL["expand_dims"](self, axis)
 
-    def assert_shape(self, shape) -> "Tile":
+    def assert_shape(self, shape) -> Tile:
         if tuple(shape) != self._shape:
             raise SimValueError("E011", "assert_shape", self.name, f"unexpected shape for {self.name}, "
                                 f"expected {tuple(shape)}, got {self._shape}")
         return self
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
-    def __iadd__(self, other) -> "Tile":
+    def __iadd__(self, other) -> Tile:
         return core.accumulate(enter_landing("+="), self, other, "add")
 
-    def __isub__(self, other) -> "Tile":
+    def __isub__(self, other) -> Tile:
         return core.accumulate(enter_landing("-="), self, other, "subtract")
 
-    def __imul__(self, other) -> "Tile":
+    def __imul__(self, other) -> Tile:
         return core.accumulate(enter_landing("*="), self, other, "multiply")
 
-    def __itruediv__(self, other) -> "Tile":
+    def __itruediv__(self, other) -> Tile:
         return core.accumulate(enter_landing("/="), self, other, "divide")
 
 

@@ -53,7 +53,7 @@ def _dma_copy(dst, src, *args, **kw):
     if "dst_rmw_op" in kw:
         raise NKISyntaxError("E021", "dma_copy", "dst_rmw_op", "dst_rmw_op was removed in NKI 0.3",
                              "Use nisa.dma_compute(dst, [src, dst], reduce_op=nl.add)")
-    kw.update(zip(("priority", "oob_mode", "dge_mode", "engine"), args))
+    kw.update(zip(("priority", "oob_mode", "dge_mode", "engine"), args, strict=False))
     return (src,), kw
 
 

@@ -139,7 +139,7 @@ class Kernel(CoreKernel):
             return self.func(*args, **kwargs)
         return Lockstep(ctx, points).run(self.func, args, kwargs)[0]
 
-    def __getitem__(self, lnc) -> "Kernel":
+    def __getitem__(self, lnc) -> Kernel:
         if maybe_current() is not None:
             raise SimRuntimeError("E019", "kernel[lnc]", None, "a kernel launch with an LNC/grid cannot be nested",
                                   "Call sub-kernels as plain functions")

@@ -112,7 +112,7 @@ class NkiTensor:
     def is_contiguous(self):
         a = self.t.arr
         exp = 1
-        dims = list(zip(a.shape, self.strides))
+        dims = list(zip(a.shape, self.strides, strict=False))
         if self.t.alloc.buffer in ON_CHIP:
             dims = dims[1:]
         for n, s in reversed(dims):
@@ -124,7 +124,7 @@ class NkiTensor:
         return True
 
     def get_pattern(self):
-        return [[s, n] for s, n in zip(self.strides, self.shape)]
+        return [[s, n] for s, n in zip(self.strides, self.shape, strict=False)]
 
     def is_indirect(self):
         return self.t.arr is None
@@ -156,11 +156,11 @@ class NkiTensor:
                                            "implemented in nki_kernels.sim", "Apply the view before .ap()")
         return self.t.arr
 
-    def _new(self, arr) -> "NkiTensor":
+    def _new(self, arr) -> NkiTensor:
         return NkiTensor(self.t.view_of(arr))
 
     # ---- indexing (V1) ---------------------------------------------------------------------
-    def __getitem__(self, key) -> "NkiTensor":
+    def __getitem__(self, key) -> NkiTensor:
         t = self.t
         arr = t.arr
         if arr is None:
@@ -331,7 +331,7 @@ class NkiTensor:
         if len(src) != self.ndim:
             raise SimValueError("E011", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
         sizes = {}
-        for grp, n in zip(src, self.shape):
+        for grp, n in zip(src, self.shape, strict=False):
             unknown = [x for x in grp if x not in fixed]
             known = int(np.prod([fixed[x] for x in grp if x in fixed])) if grp else 1
             if len(unknown) > 1:
@@ -366,7 +366,7 @@ class NkiTensor:
 
     def vector_select(self, dim, vector_offset):
         return self.ap(pattern=[[0, vector_offset.shape[0]]] + [[s, n] for s, n in
-                                                                 zip(self.strides[1:], self.shape[1:])],
+                                                                 zip(self.strides[1:], self.shape[1:], strict=False)],
                        vector_offset=vector_offset, indirect_dim=dim)
 
     def indirect(self, index, num_elem=None):
@@ -412,7 +412,8 @@ class NkiTensor:
         try:
             pat = [(int(s), int(c)) for s, c in pattern]
         except (TypeError, ValueError):
-            raise SimIndexError("E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}")
+            raise SimIndexError("E008", api, "pattern",
+                                f"pattern must be [[stride, count], ...], got {pattern!r}") from None
         base = al.array
         if not base.flags.c_contiguous:   # pragma: no cover - allocations are contiguous
             raise SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
