@@ -74,8 +74,6 @@ XFAIL: frozenset[str] = frozenset(
         "err_mutable_parameter_not_returned__v2_loop_store::bad",
         "err_mutable_parameter_not_returned__v2_loop_store::bad_strict",
         "err_mutable_parameter_not_returned__v2_loop_store::good",
-        "err_num_partition_mismatch__v2_tensor_scalar::bad",
-        "err_num_partition_mismatch__v2_tensor_scalar::bad_strict",
         "err_shared_hbm_must_in_kernel_level__helper::bad",
         "err_shared_hbm_must_in_kernel_level__helper::bad_strict",
         "err_shared_hbm_must_in_kernel_level__predicated_if::bad",
@@ -96,8 +94,6 @@ XFAIL: frozenset[str] = frozenset(
         "err_unexpected_output_dependencies__v2_sbuf_nisa::bad_strict",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad_strict",
-        "isa_matmul_memory__v2_sbuf_destination::bad",
-        "isa_matmul_memory__v2_sbuf_destination::bad_strict",
         "isa_max8_size__v2_too_many::bad",
         "isa_max8_size__v2_too_many::bad_strict",
     }
