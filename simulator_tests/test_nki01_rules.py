@@ -94,8 +94,6 @@ XFAIL: frozenset[str] = frozenset(
         "err_unexpected_output_dependencies__v2_sbuf_nisa::bad_strict",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad",
         "err_unexpected_output_dependencies__v2_spmd_grid::bad_strict",
-        "isa_max8_size__v2_too_many::bad",
-        "isa_max8_size__v2_too_many::bad_strict",
     }
 )
 
