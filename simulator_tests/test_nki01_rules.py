@@ -49,8 +49,6 @@ XFAIL: frozenset[str] = frozenset(
         "err_cannot_assign_to_index__v2_arange::bad",
         "err_cannot_assign_to_index__v2_arange::bad_strict",
         "err_cannot_update_immutable_parameter::good",
-        "err_leading_dimension_of_tensor_must_be_partition::bad_strict",
-        "err_leading_dimension_of_tensor_must_be_partition__v2_psum_block::bad_strict",
         "err_local_variable_used_out_of_scope__if_else::bad",
         "err_local_variable_used_out_of_scope__if_else::bad_strict",
         "err_local_variable_used_out_of_scope__loop_tile::bad",
