@@ -496,3 +496,80 @@ def test_is_operator_in_a_kernel_warns_and_is_strict_e010():
     with pytest.raises(TypeError, match=r"\[E010\]"):
         nki.simulate(bad, options=SimOptions(strict=True))(x)
     np.testing.assert_array_equal(good(x), x)
+
+
+# ---- kernel argument values (LG "NKI Values", "Class Support"; MIG 0.1 -> 0.2) -------------------------------
+def _copy_kernel():
+    @nki.jit
+    def k(a, extra=None):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    return k
+
+
+class _Plain:
+    def __init__(self) -> None:
+        self.tile = 128
+
+
+class _Config(nl.NKIObject):
+    def __init__(self) -> None:
+        self.tile = 128
+
+
+class _Mixin:
+    pass
+
+
+class _Mixed(nl.NKIObject, _Mixin):
+    pass
+
+
+@pytest.mark.parametrize("bad, good", [
+    ({1: 2}, {"1": 2}),                                   # dictionaries take only string keys
+    ((4, {0.5: "x"}), (4, {"x": 0.5})),                   # ... also inside a container
+    (_Plain(), _Config()),                                # a user class inherits from NKIObject
+    (_Mixed(), _Config()),                                # ... and from no other class
+], ids=["dict_key", "nested_dict_key", "plain_class", "second_base"])
+def test_kernel_argument_values_the_compiler_rejects(bad, good):
+    """LG "NKI Values" (dictionaries with string keys) and "Class Support" (NKIObject and no other base); MIG
+    0.1 -> 0.2 "Dictionaries support only string keys": E010 naming the argument, at the kernel's def line."""
+    k = _copy_kernel()
+    x = rand(4, 4)
+    with pytest.raises(TypeError, match=r"\[E010\] nki.jit\(extra\)"):
+        k(x, bad)
+    np.testing.assert_array_equal(k(x, good), x)
+
+
+def test_enum_and_dataclass_arguments_are_nki_values():
+    """LG "Enumerations" and "Class Support": Enum members and NKIObject data classes are kernel arguments."""
+    import dataclasses
+    import enum
+
+    class Mode(enum.Enum):
+        A = 1
+
+    @dataclasses.dataclass
+    class Cfg(nl.NKIObject):
+        n: int = 4
+
+    x = rand(4, 4)
+    np.testing.assert_array_equal(_copy_kernel()(x, (Mode.A, Cfg(), nl.float32, None, "s", 2.5)), x)
+
+
+@pytest.mark.parametrize("bad, good", [(2 ** 40, 2 ** 31 - 1), (1e300, 3.0e38)], ids=["int64", "float64"])
+def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
+    """LG "NKI Values": 32-bit ints and floats only.  What the compiler does with a wider value is not documented:
+    a SimWarning naming the argument, E010 under strict."""
+    from nki_kernels.sim import SimOptions
+    k = _copy_kernel()
+    x = rand(4, 4)
+    with pytest.warns(SimWarning, match="`extra`"):
+        k(x, bad)
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.simulate(k, options=SimOptions(strict=True))(x, bad)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        np.testing.assert_array_equal(nki.simulate(k, options=SimOptions(strict=True))(x, good), x)

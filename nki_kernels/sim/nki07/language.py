@@ -427,7 +427,14 @@ softmax = returns_fresh(_reduce.softmax, convert=lambda x, axis=-1, **kw: ((x, a
 rms_norm = returns_fresh(_reduce.rms_norm, convert=lambda x, w, axis, n, epsilon=1e-06, compute_dtype=None, **kw:
                          ((x, w, axis, n, epsilon), kw))
 
-NKIObject = object
+
+
+class NKIObject:
+    """Base of the user classes an NKI 0.7 kernel may take or build (aws-neuron-sdk 81ce03ae
+    nki/get-started/nki-language-guide.rst "Class Support": a class used in a kernel inherits from NKIObject and
+    no other class); kernel arguments of other user classes are E010 (nki07/kernel.py)."""
+
+
 tensor = NkiTensor
 
 # the tensor operators map to nl.* (tensor.NL)
