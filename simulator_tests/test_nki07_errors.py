@@ -573,3 +573,30 @@ def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimWarning)
         np.testing.assert_array_equal(nki.simulate(k, options=SimOptions(strict=True))(x, good), x)
+
+
+@pytest.mark.parametrize("form", ["slice_again", "select_again", "second_dynamic_select"])
+def test_indirect_view_cannot_be_indexed_again(form):
+    """LG "Querying layout" / deep dive nki-aps "Vector Dynamic Access": the indirected dimension of a
+    vector_select view cannot be sliced or selected again, and a tensor takes one dynamic select (E014); the fix
+    slices the base tensor before the dynamic select."""
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            offsets = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
+            nisa.iota(offsets, [[1, 1]], 0, 2)               # rows 0, 2, 4, ...
+            src = a.vector_select(0, offsets)                # (32, 64), indirect on dim 0
+            if bad and form == "slice_again":
+                src = src[0:16, :]
+            elif bad and form == "select_again":
+                src = src.select(0, 1)
+            elif bad:
+                src = src.vector_select(0, offsets)
+            out = nl.ndarray(src.shape, nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=src)
+            return out
+        return k
+    x = rand(128, 64)
+    with pytest.raises(ValueError, match=r"\[E014\].*indirect"):
+        kernel(True)(x)
+    np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])

@@ -15,7 +15,8 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core import ops as core
 from ..core.context import current, enter_landing
-from ..core.errors import SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, not_implemented
+from ..core.errors import (NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError,
+                           not_implemented)
 from ..core.tensor import ON_CHIP, Tensor
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
@@ -102,7 +103,7 @@ class NkiTensor:
 
     @property
     def strides(self):
-        a = self.t.arr
+        a = self._need_basic("strides")
         return tuple(s // a.itemsize for s in a.strides)
 
     @property
@@ -156,6 +157,15 @@ class NkiTensor:
                                            "implemented in nki_kernels.sim", "Apply the view before .ap()")
         return self.t.arr
 
+    def _indirect_again(self, api):
+        # LG "Querying layout" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): once a view is
+        # indirect, the indirected dimension cannot be sliced or selected again; deep dive nki-aps.rst: only one
+        # dynamic select is allowed per tensor
+        raise NKISyntaxError("E014", api, self.name, "this view is indirect (vector_offset / vector_select): its "
+                            "indirected dimension 0 cannot be sliced or selected again, and a tensor takes only one "
+                            "dynamic select", "Slice or select the base tensor first, then apply the dynamic "
+                            "select last (is_indirect() tells the two apart)")
+
     def _new(self, arr) -> "NkiTensor":
         return NkiTensor(self.t.view_of(arr))
 
@@ -163,10 +173,13 @@ class NkiTensor:
     def __getitem__(self, key) -> "NkiTensor":
         t = self.t
         arr = t.arr
-        if arr is None:
-            self._need_basic("index")
         if key.__class__ is not tuple:
             key = (key,)
+        if arr is None:
+            k0 = key[0] if key else slice(None)
+            if not (k0.__class__ is slice and k0 == slice(None)) and k0 is not Ellipsis:
+                self._indirect_again("index")
+            self._need_basic("index")
         shape = t._shape
         nd = len(shape)
         if Ellipsis in key:
@@ -365,6 +378,8 @@ class NkiTensor:
         return r
 
     def vector_select(self, dim, vector_offset):
+        if self.t.arr is None:
+            self._indirect_again("vector_select")
         return self.ap(pattern=[[0, vector_offset.shape[0]]] + [[s, n] for s, n in
                                                                  zip(self.strides[1:], self.shape[1:])],
                        vector_offset=vector_offset, indirect_dim=dim)
@@ -396,6 +411,8 @@ class NkiTensor:
         api = "ap"
         t = self.t
         al = t.alloc
+        if t.arr is None and (vector_offset is not None or scalar_offset is not None):
+            self._indirect_again(api)
         if pattern is None:
             raise SimIndexError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
         if _is_pair(pattern):
