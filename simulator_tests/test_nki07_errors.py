@@ -600,3 +600,21 @@ def test_indirect_view_cannot_be_indexed_again(form):
     with pytest.raises(ValueError, match=r"\[E014\].*indirect"):
         kernel(True)(x)
     np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
+
+
+def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
+    """MIG "Dynamic access pattern": the 0.1 form `A[idx_tile, :]` became .ap(vector_offset=) / vector_select
+    (E014 naming the new forms; it used to fail with an unrelated E010 from `==`)."""
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            idx = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
+            nisa.iota(idx, [[1, 1]], 0, 2)
+            out = nl.ndarray((32, 64), nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=a[idx, :] if bad else a.vector_select(0, idx))
+            return out
+        return k
+    x = rand(128, 64)
+    with pytest.raises(ValueError, match=r"\[E014\].*vector_select"):
+        kernel(True)(x)
+    np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])

@@ -175,6 +175,14 @@ class NkiTensor:
         arr = t.arr
         if key.__class__ is not tuple:
             key = (key,)
+        for k in key:
+            if isinstance(k, NkiTensor):
+                # MIG (aws-neuron-sdk 81ce03ae nki/migration/index.rst "Dynamic access pattern"): the NKI 0.1 form
+                # `A[idx_tile, i_p, i_f]` became .ap(scalar_offset=/vector_offset=) (and select/vector_select)
+                raise NKISyntaxError("E014", "index", self.name, f"a tensor ({k.name}) used as an index: NKI 0.2+ "
+                                     "has no tensor subscripts (the 0.1 dynamic access syntax changed)",
+                                     "Use .vector_select(0, offsets) / .ap(pattern, vector_offset=offsets) for one "
+                                     "row per partition, .ap(pattern, scalar_offset=reg_or_1x1_tile) for one offset")
         if arr is None:
             k0 = key[0] if key else slice(None)
             if not (k0.__class__ is slice and k0 == slice(None)) and k0 is not Ellipsis:
@@ -182,7 +190,7 @@ class NkiTensor:
             self._need_basic("index")
         shape = t._shape
         nd = len(shape)
-        if Ellipsis in key:
+        if any(k is Ellipsis for k in key):     # not `in`: it would call NkiTensor.__eq__
             i = [j for j, k in enumerate(key) if k is Ellipsis]
             if len(i) > 1:
                 raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
