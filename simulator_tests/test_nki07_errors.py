@@ -618,3 +618,34 @@ def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
     with pytest.raises(ValueError, match=r"\[E014\].*vector_select"):
         kernel(True)(x)
     np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
+
+
+def test_if_on_tensor_contents_warns_and_is_strict_e015():
+    """LG "Compilation Model": if-statements are resolved at specialization time, where tensor contents are
+    unknown; nki.simulate runs them (SIMG).  A SimWarning naming the line, E015 under strict; an `assert` on a
+    tensor (the docstrings' `assert nl.equal(...)`) stays silent; the fix selects instead of branching."""
+    import warnings
+
+    from nki_kernels.sim import SimOptions
+
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            t = nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a)
+            out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)
+            if bad:
+                if t:
+                    nisa.dma_copy(dst=out, src=t)
+            else:
+                nisa.dma_copy(dst=out, src=t)
+            return out
+        return k
+    x = np.ones((4, 4), np.float32)
+    with pytest.warns(SimWarning, match="`if` on the contents"):
+        kernel(True)(x)
+    with pytest.raises(ValueError, match=r"\[E015\]"):
+        nki.simulate(kernel(True), options=SimOptions(strict=True))(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        np.testing.assert_array_equal(nki.simulate(kernel(False), options=SimOptions(strict=True))(x), x)

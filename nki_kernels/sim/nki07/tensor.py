@@ -14,9 +14,9 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import ops as core
-from ..core.context import current, enter_landing
+from ..core.context import current, enter_landing, maybe_current
 from ..core.errors import (NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError,
-                           not_implemented)
+                           not_implemented, user_frame)
 from ..core.tensor import ON_CHIP, Tensor
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
@@ -143,7 +143,25 @@ class NkiTensor:
 
     def __bool__(self):
         # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`.
-        return bool(np.all(np.asarray(self.t.read()) != 0))
+        value = bool(np.all(np.asarray(self.t.read()) != 0))
+        f = user_frame()
+        if f is not None:
+            from ..nki01.symbolic import control_flow_site
+            if control_flow_site(f) == "if":
+                # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the
+                # compiler resolves only if-statements on compile-time values; a tensor's contents are known at
+                # run time only (runtime control flow is dynamic_range / while_loop on registers).  nki.simulate
+                # runs it (SIMG "NKI Meta-Programming Support").  Decision: a SimWarning, E015 under strict.
+                what = (f"`if` on the contents of tensor `{self.name}`: the NKI compiler resolves if-statements at "
+                        "specialization time, where tensor values are unknown")
+                fix = ("Branch on shapes / Python values, compute both sides and select (nisa.select / "
+                       "affine_select), or load a register (nisa.register_load) for runtime control flow")
+                ctx = maybe_current()
+                if ctx is not None and ctx.options.strict:
+                    raise SimValueError("E015", "if", self.name, what, fix)
+                if ctx is not None:
+                    ctx.warn_once("nki07_if_tensor", f"{what}; {fix} (E015 under strict)")
+        return value
 
     __hash__ = object.__hash__
 
