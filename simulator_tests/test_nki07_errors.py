@@ -649,3 +649,34 @@ def test_if_on_tensor_contents_warns_and_is_strict_e015():
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimWarning)
         np.testing.assert_array_equal(nki.simulate(kernel(False), options=SimOptions(strict=True))(x), x)
+
+
+def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
+    """MIG 0.5 -> 0.6 "Rules for migrated loops" and LG "Runtime control flow": the fori_loop variable is read-only
+    (register_move / register_load into it: E015; a register of one's own is the fix), and fori_loop / while_loop
+    cannot sit inside an nl.no_reorder() block (E015; the block inside the body is the fix)."""
+    def write_loop_var(a):
+        def body(i):
+            nisa.register_move(i, 3)
+        nl.fori_loop(0, 2, body)
+
+    def write_own_register(a):
+        def body(i):
+            r = nisa.register_alloc()
+            nisa.register_move(r, i)
+        nl.fori_loop(0, 2, body)
+
+    def loop_in_no_reorder(a):
+        with nl.no_reorder():
+            nl.fori_loop(0, 2, lambda i: None)
+
+    def no_reorder_in_loop(a):
+        def body(i):
+            with nl.no_reorder():
+                pass
+        nl.fori_loop(0, 2, body)
+    raises(ValueError, "E015", write_loop_var)
+    run(write_own_register)
+    raises(ValueError, "E015", loop_in_no_reorder)
+    run(no_reorder_in_loop)
+    run(lambda a: nl.fori_loop(0, 1, lambda i: None))       # the no_reorder depth was restored by the error
