@@ -36,22 +36,9 @@ DATA = Path(__file__).parent / "data" / "nki01_rules"
 OPTIONS = SimOptions()
 STRICT_OPTIONS = SimOptions(strict=True)
 
-# Tests the current interpreter fails: "<case>::<bad|bad_strict|good>".  The trace-semantics work
-# implements the rules and empties this list.
-XFAIL: frozenset[str] = frozenset(
-    {
-        "err_indirect_indices_are_not_supported_with_nki_api__v2_dma_transpose::bad",
-        "err_indirect_indices_are_not_supported_with_nki_api__v2_dma_transpose::bad_strict",
-        "err_leading_dimension_of_tensor_must_be_partition::bad_strict",
-        "err_leading_dimension_of_tensor_must_be_partition__v2_psum_block::bad_strict",
-        "err_num_partition_mismatch__v2_tensor_scalar::bad",
-        "err_num_partition_mismatch__v2_tensor_scalar::bad_strict",
-        "isa_matmul_memory__v2_sbuf_destination::bad",
-        "isa_matmul_memory__v2_sbuf_destination::bad_strict",
-        "isa_max8_size__v2_too_many::bad",
-        "isa_max8_size__v2_too_many::bad_strict",
-    }
-)
+# Tests the current interpreter fails: "<case>::<bad|bad_strict|good>".  Empty: every case passes.  A new
+# case the interpreter cannot pass yet goes here (xfail(strict=True): it fails once it starts passing).
+XFAIL: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

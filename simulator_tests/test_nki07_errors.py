@@ -496,3 +496,187 @@ def test_is_operator_in_a_kernel_warns_and_is_strict_e010():
     with pytest.raises(TypeError, match=r"\[E010\]"):
         nki.simulate(bad, options=SimOptions(strict=True))(x)
     np.testing.assert_array_equal(good(x), x)
+
+
+# ---- kernel argument values (LG "NKI Values", "Class Support"; MIG 0.1 -> 0.2) -------------------------------
+def _copy_kernel():
+    @nki.jit
+    def k(a, extra=None):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    return k
+
+
+class _Plain:
+    def __init__(self) -> None:
+        self.tile = 128
+
+
+class _Config(nl.NKIObject):
+    def __init__(self) -> None:
+        self.tile = 128
+
+
+class _Mixin:
+    pass
+
+
+class _Mixed(nl.NKIObject, _Mixin):
+    pass
+
+
+@pytest.mark.parametrize("bad, good", [
+    ({1: 2}, {"1": 2}),                                   # dictionaries take only string keys
+    ((4, {0.5: "x"}), (4, {"x": 0.5})),                   # ... also inside a container
+    (_Plain(), _Config()),                                # a user class inherits from NKIObject
+    (_Mixed(), _Config()),                                # ... and from no other class
+], ids=["dict_key", "nested_dict_key", "plain_class", "second_base"])
+def test_kernel_argument_values_the_compiler_rejects(bad, good):
+    """LG "NKI Values" (dictionaries with string keys) and "Class Support" (NKIObject and no other base); MIG
+    0.1 -> 0.2 "Dictionaries support only string keys": E010 naming the argument, at the kernel's def line."""
+    k = _copy_kernel()
+    x = rand(4, 4)
+    with pytest.raises(TypeError, match=r"\[E010\] nki.jit\(extra\)"):
+        k(x, bad)
+    np.testing.assert_array_equal(k(x, good), x)
+
+
+def test_enum_and_dataclass_arguments_are_nki_values():
+    """LG "Enumerations" and "Class Support": Enum members and NKIObject data classes are kernel arguments."""
+    import dataclasses
+    import enum
+
+    class Mode(enum.Enum):
+        A = 1
+
+    @dataclasses.dataclass
+    class Cfg(nl.NKIObject):
+        n: int = 4
+
+    x = rand(4, 4)
+    np.testing.assert_array_equal(_copy_kernel()(x, (Mode.A, Cfg(), nl.float32, None, "s", 2.5)), x)
+
+
+@pytest.mark.parametrize("bad, good", [(2 ** 40, 2 ** 31 - 1), (1e300, 3.0e38)], ids=["int64", "float64"])
+def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
+    """LG "NKI Values": 32-bit ints and floats only.  What the compiler does with a wider value is not documented:
+    a SimWarning naming the argument, E010 under strict."""
+    from nki_kernels.sim import SimOptions
+    k = _copy_kernel()
+    x = rand(4, 4)
+    with pytest.warns(SimWarning, match="`extra`"):
+        k(x, bad)
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.simulate(k, options=SimOptions(strict=True))(x, bad)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        np.testing.assert_array_equal(nki.simulate(k, options=SimOptions(strict=True))(x, good), x)
+
+
+@pytest.mark.parametrize("form", ["slice_again", "select_again", "second_dynamic_select"])
+def test_indirect_view_cannot_be_indexed_again(form):
+    """LG "Querying layout" / deep dive nki-aps "Vector Dynamic Access": the indirected dimension of a
+    vector_select view cannot be sliced or selected again, and a tensor takes one dynamic select (E014); the fix
+    slices the base tensor before the dynamic select."""
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            offsets = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
+            nisa.iota(offsets, [[1, 1]], 0, 2)               # rows 0, 2, 4, ...
+            src = a.vector_select(0, offsets)                # (32, 64), indirect on dim 0
+            if bad and form == "slice_again":
+                src = src[0:16, :]
+            elif bad and form == "select_again":
+                src = src.select(0, 1)
+            elif bad:
+                src = src.vector_select(0, offsets)
+            out = nl.ndarray(src.shape, nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=src)
+            return out
+        return k
+    x = rand(128, 64)
+    with pytest.raises(ValueError, match=r"\[E014\].*indirect"):
+        kernel(True)(x)
+    np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
+
+
+def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
+    """MIG "Dynamic access pattern": the 0.1 form `A[idx_tile, :]` became .ap(vector_offset=) / vector_select
+    (E014 naming the new forms; it used to fail with an unrelated E010 from `==`)."""
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            idx = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
+            nisa.iota(idx, [[1, 1]], 0, 2)
+            out = nl.ndarray((32, 64), nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=a[idx, :] if bad else a.vector_select(0, idx))
+            return out
+        return k
+    x = rand(128, 64)
+    with pytest.raises(ValueError, match=r"\[E014\].*vector_select"):
+        kernel(True)(x)
+    np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
+
+
+def test_if_on_tensor_contents_warns_and_is_strict_e015():
+    """LG "Compilation Model": if-statements are resolved at specialization time, where tensor contents are
+    unknown; nki.simulate runs them (SIMG).  A SimWarning naming the line, E015 under strict; an `assert` on a
+    tensor (the docstrings' `assert nl.equal(...)`) stays silent; the fix selects instead of branching."""
+    import warnings
+
+    from nki_kernels.sim import SimOptions
+
+    def kernel(bad):
+        @nki.jit
+        def k(a):
+            t = nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a)
+            out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)
+            if bad:
+                if t:
+                    nisa.dma_copy(dst=out, src=t)
+            else:
+                nisa.dma_copy(dst=out, src=t)
+            return out
+        return k
+    x = np.ones((4, 4), np.float32)
+    with pytest.warns(SimWarning, match="`if` on the contents"):
+        kernel(True)(x)
+    with pytest.raises(ValueError, match=r"\[E015\]"):
+        nki.simulate(kernel(True), options=SimOptions(strict=True))(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        np.testing.assert_array_equal(nki.simulate(kernel(False), options=SimOptions(strict=True))(x), x)
+
+
+def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
+    """MIG 0.5 -> 0.6 "Rules for migrated loops" and LG "Runtime control flow": the fori_loop variable is read-only
+    (register_move / register_load into it: E015; a register of one's own is the fix), and fori_loop / while_loop
+    cannot sit inside an nl.no_reorder() block (E015; the block inside the body is the fix)."""
+    def write_loop_var(a):
+        def body(i):
+            nisa.register_move(i, 3)
+        nl.fori_loop(0, 2, body)
+
+    def write_own_register(a):
+        def body(i):
+            r = nisa.register_alloc()
+            nisa.register_move(r, i)
+        nl.fori_loop(0, 2, body)
+
+    def loop_in_no_reorder(a):
+        with nl.no_reorder():
+            nl.fori_loop(0, 2, lambda i: None)
+
+    def no_reorder_in_loop(a):
+        def body(i):
+            with nl.no_reorder():
+                pass
+        nl.fori_loop(0, 2, body)
+    raises(ValueError, "E015", write_loop_var)
+    run(write_own_register)
+    raises(ValueError, "E015", loop_in_no_reorder)
+    run(no_reorder_in_loop)
+    run(lambda a: nl.fori_loop(0, 1, lambda i: None))       # the no_reorder depth was restored by the error

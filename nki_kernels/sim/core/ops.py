@@ -631,6 +631,14 @@ def pa_pad(a: np.ndarray, nd: int) -> np.ndarray:
 def pa_shape(api: str, *shapes: tuple) -> tuple:
     nd = max(len(s) for s in shapes)
     padded = [tuple(s) + (1,) * (nd - len(s)) for s in shapes]
+    if len({s[0] for s in padded if s and s[0] != 1}) > 1:
+        # ERR err_num_partition_mismatch (SDK 2.26 nki.errors.rst): operands over different partition counts are
+        # E002, whichever API gets them (nisa.tensor_tensor, a scalar column, nl.add, ...); a 1-partition operand
+        # broadcasts in the nl.* APIs
+        raise SimValueError("E002", api, None,
+                            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                            f"({', '.join(str(list(s)) for s in shapes)}) of '{api}'",
+                            "Slice the operands to the same partition range (or broadcast_to a 1-partition one)")
     try:
         return np.broadcast_shapes(*padded)
     except ValueError:

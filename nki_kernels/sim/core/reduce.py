@@ -280,10 +280,18 @@ def max8(ctx: RunContext, dst: Dst, src: Tensor, *, dtype: DTypeArg = None, mask
     aname = "max8"
     tile(src, aname, "src")
     P = src.shape[0]
-    x = src.read_f32().reshape(P, -1)
-    if x.shape[1] < 8:
+    n = int(np.prod(src.shape[1:], dtype=np.int64))
+    # ISA max8 (SDK 2.26 isa docstring; same in the NKI 0.6 one): it reads between 8 and 16,384 elements
+    # per partition, inclusive
+    if n < 8:
         raise SimValueError("E011", aname, "src", "max8 needs at least 8 elements per partition",
-                            got=x.shape[1], limit=8)
+                            got=n, limit=8)
+    if n > 16384:
+        raise SimValueError("E011", aname, "src", f"max8 reads at most 16,384 elements per partition; "
+                            f"src {tuple(src.shape)} has {n}",
+                            "Run max8 on slices of at most 16,384 elements and merge the candidates "
+                            "(a second max8 over the concatenated top-8s)", got=n, limit=16384)
+    x = src.read_f32().reshape(P, -1)
     rows = _row_mask(mask, src, aname, reduce_dim_ok=True)
     m = mask_of(mask, src.shape, aname)
     if m is not None and m is not True and m is not False:

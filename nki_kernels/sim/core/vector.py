@@ -71,10 +71,23 @@ def _dst_operand(dst):
     return (("dst", dst),) if isinstance(dst, Tensor) else ()
 
 
-def scalar_operand(x, P, api, arg):
-    """A scalar operand, or a (P, 1) tile read as (P, 1) fp32."""
+def scalar_operand(x, P, api, arg, *, partition_code="E002"):
+    """A scalar operand, or a (P, 1) tile read as (P, 1) fp32.
+
+    A column with another partition count than the data is the errors page's err_num_partition_mismatch
+    (E002: "most of the APIs in the nki.isa module require all operands to have the same number of
+    partitions", SDK 2.26 nki.errors.rst), as for nisa.tensor_tensor; ``partition_code`` lets a more specific
+    class of that page win (activation's scale: err_activation_scale_scalar_or_vector, E011).  A tile with
+    the right partition count but more than one element per partition is a shape error (E011)."""
     if isinstance(x, Tensor):
         tile(x, api, arg)
+        if x.shape[0] != P and partition_code == "E002":
+            raise SimValueError("E002", api, arg,
+                                f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                                f"(data[{P}, ...], {arg}{list(x.shape)}) of '{api}'; a tile operand must be "
+                                f"a ({P}, 1) column",
+                                f"Load or slice the column over the same {P} partitions as the data "
+                                "(or pass a Python scalar)")
         if x.shape[0] != P or free_size(x.shape) != 1:
             raise SimValueError("E011", api, arg, f"a tile operand must be (P, 1) with P = {P}, got {x.shape}",
                                 "Pass a scalar or a (P,1) vector")
@@ -318,7 +331,9 @@ def _activation_core(api, op, data, bias, scale):
         if scale.dtype not in _ACT_SCALE_DTYPES:
             raise SimTypeError("E009", api, "scale", f"'scale' param of '{api}' must be a scalar or vector of type "
                                f"float32, got '{dt.name_of(scale.dtype)}'", "Cast the scale vector to float32")
-        s = scalar_operand(scale, P, api, "scale")
+        # ERR err_activation_scale_scalar_or_vector (SDK 2.26 nki.errors.rst): any other shape, a (1, F) row
+        # included, is that class (E011), not a partition mismatch
+        s = scalar_operand(scale, P, api, "scale", partition_code="E011")
         x = x * pa_pad(s, nd)
     elif isinstance(scale, (int, float, np.integer, np.floating)):
         if scale != 1.0:

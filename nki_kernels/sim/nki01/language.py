@@ -137,8 +137,15 @@ def _par(shape, buf, api, ctx):
     pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
     par = pars[0] if pars else 0
     if par > 0:
+        # ERR err_leading_dimension_of_tensor_must_be_partition (SDK 2.26 nki.errors.rst) deprecates block
+        # dimensions, but 2.26 supports them (its nki/test test_nki_memory_semantics.py, the errors page's fix for
+        # err_failed_to_infer_tile_from_local_tensor, the direct-allocation guide's per-block tiles; the migration
+        # guide has no PSUM migration yet); they were removed in NKI 0.2 (0.6 MIG).  Decision: a warning, also
+        # under strict (hardware-proven: AWS's attention kernels); the 0.7 front end raises E010.
         ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
-                      "(warn_block_dimension_is_deprecated); each block is a separate tile")
+                      "(warn_block_dimension_is_deprecated) and removed in NKI 0.2; each block is a separate tile. "
+                      "To migrate: fold the blocks into a free axis, nl.ndarray((P, B, F)), when they live at "
+                      "the same time, else declare a (P, F) tile inside the loop")
     return par
 
 

@@ -193,15 +193,32 @@ class VirtualRegister:
     __hash__ = lambda s: hash(s.value)
 
 
+class LoopRegister(VirtualRegister):
+    """The induction variable of ``fori_loop`` / ``dynamic_range``: read-only (LG "Runtime control flow": it is
+    frozen, ``register_move`` / ``register_load`` cannot write it; MIG 0.5->0.6 "Rules for migrated loops": the
+    loop variable is read-only)."""
+    __slots__ = ()
+
+
+def _writable(dst, api):
+    if isinstance(dst, LoopRegister):
+        raise SimValueError("E015", api, "dst", f"the register {dst!r} is the induction variable of a fori_loop / "
+                            "dynamic_range loop: it is read-only (frozen), writing it would change the loop's "
+                            "termination", "Allocate a register of your own (nisa.register_alloc) and move the "
+                            "loop variable into it")
+
+
 def register_alloc(x=None):
     return VirtualRegister(0 if x is None else x)
 
 
 def register_move(dst, src):
+    _writable(dst, "register_move")
     dst.value = int(src)
 
 
 def register_load(dst, src):
+    _writable(dst, "register_load")
     if not isinstance(src, NkiTensor) or src.size != 1:
         raise SimValueError("E011", "register_load", "src", "register_load reads a single-element SBUF tensor")
     dst.value = int(np.asarray(src.t.read()).reshape(-1)[0])

@@ -8,6 +8,7 @@ runs it in the interpreter; inside another kernel a jitted kernel runs inline.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import warnings
@@ -97,6 +98,88 @@ def _language_restrictions(fn, ctx: RunContext) -> None:
                                    file, is_lines[0])
 
 
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
+    """What the NKI 0.3+ compiler cannot take as the kernel argument ``v`` (``path`` names it), as
+    ``(what, fix, strict_only)``; None if it can.  Sources: aws-neuron-sdk 81ce03ae
+    nki/get-started/nki-language-guide.rst "NKI Values" (None, bool, 32-bit int, 32-bit float, str, tensors;
+    tuples, lists, dictionaries with string keys, simple user classes) and "Class Support" / "Enumerations" (a
+    user class inherits from NKIObject and no other class; Enum classes are translated); nki/migration/index.rst
+    (NKI 0.1 -> 0.2: "Dictionaries support only string keys")."""
+    from enum import Enum
+
+    from .language import NKIObject
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and abs(float(v)) > float(np.finfo(np.float32).max):
+        # sources silent on what the compiler does with it (inf, presumably): a warning, E010 under strict
+        return (f"`{path}` = {float(v)!r} is outside the 32-bit float range of NKI values",
+                "Pass a value within +-3.4e38", True)
+    if v is None or isinstance(v, (bool, str, float, np.floating, np.ndarray, Tensor, NkiTensor, np.dtype, type,
+                                   Enum)) or callable(v):
+        return None
+    if isinstance(v, (int, np.integer)):
+        if _INT32[0] <= int(v) <= _INT32[1]:
+            return None
+        # sources silent on what the compiler does with a wider int: a warning, E010 under strict
+        return (f"`{path}` = {int(v)} does not fit a 32-bit integer, the only integer NKI values have",
+                "Pass a value in the int32 range (or a float / a tensor)", True)
+    if isinstance(v, (tuple, list)):
+        for i, x in enumerate(v):
+            p = _argument_problem(x, f"{path}[{i}]")
+            if p is not None:
+                return p
+        return None
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                return (f"`{path}` is a dictionary with the key {k!r} ({type(k).__name__}): NKI dictionaries take "
+                        "only string keys", "Use string keys (str(k)) or a tuple of values", False)
+            p = _argument_problem(x, f"{path}[{k!r}]")
+            if p is not None:
+                return p
+        return None
+    t = type(v)
+    if t.__module__.split(".")[0] in ("builtins", "numpy", "ml_dtypes", "torch", "nki_kernels"):
+        return None
+    if isinstance(v, NKIObject):
+        extra = [b.__name__ for b in t.__mro__ if b not in (t, NKIObject, object) and not issubclass(NKIObject, b)
+                 and not issubclass(b, NKIObject)]
+        if not extra:
+            return None
+        return (f"`{path}` is a {t.__name__}, whose class also inherits from {', '.join(extra)}: an NKI class "
+                "inherits from NKIObject and no other class", "Derive the class from nl.NKIObject only", False)
+    return (f"`{path}` is a {t.__name__}, a class that does not inherit from nl.NKIObject: the NKI compiler "
+            "takes only NKI values and NKIObject classes as arguments",
+            f"Declare `class {t.__name__}(nl.NKIObject)` (a data class), or pass its fields", False)
+
+
+def _check_arguments(fn, ctx: RunContext, args, kwargs) -> None:
+    """Kernel arguments the 0.3+ compiler rejects but ``nki.simulate`` runs (E010, at the kernel's def line)."""
+    code = getattr(fn, "__code__", None)
+    where = (code.co_filename, code.co_firstlineno) if code is not None else None
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    items = [(names[i] if i < len(names) else f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    for name, v in items:
+        p = _argument_problem(v, name)
+        if p is None:
+            continue
+        what, fix, strict_only = p
+        if strict_only and not ctx.options.strict:
+            key = ("nki07_arg", name, what)
+            if key not in ctx.warned:
+                ctx.warned.add(key)
+                if where is not None:
+                    warnings.warn_explicit(f"{what} (E010 under strict)", SimWarning, where[0], where[1])
+                else:
+                    warnings.warn(f"{what} (E010 under strict)", SimWarning, stacklevel=2)
+            continue
+        raise SimTypeError("E010", "nki.jit", name, what, fix, where=where)
+
+
 class Kernel(CoreKernel):
     """An NKI 0.7 kernel.  ``.func`` is the host-side entry the op core runs (it converts the core's
     HBM tensors to :class:`NkiTensor` and back); ``.kernel_fn`` is the user's function.  Policies:
@@ -134,6 +217,7 @@ class Kernel(CoreKernel):
 
     def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
         _language_restrictions(self.kernel_fn, ctx)
+        _check_arguments(self.kernel_fn, ctx, args, kwargs)
         if len(points) == 1:
             ctx.program_id, ctx.hbm_cursor = points[0], 0
             return self.func(*args, **kwargs)

@@ -33,7 +33,7 @@ from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
 from . import tensor as _tensor_mod
 from .adapt import dst_first, module_getattr, returns_fresh, unwrap
-from .isa import VirtualRegister
+from .isa import LoopRegister, VirtualRegister
 from .tensor import REGIONS as _REGIONS
 from .tensor import DynSlice, MemoryRegion, NkiTensor
 
@@ -287,11 +287,24 @@ def dynamic_range(start, stop=None, step=1):
 
 
 def _reg(i):
-    return VirtualRegister(i)
+    return LoopRegister(i)
+
+
+_NO_REORDER = [0]     # depth of nested nl.no_reorder() blocks being executed
+
+
+def _not_in_no_reorder(api):
+    # MIG 0.5->0.6 "Rules for migrated loops" (aws-neuron-sdk 81ce03ae nki/migration/index.rst): fori_loop and
+    # while_loop cannot sit inside an nl.no_reorder() block
+    if _NO_REORDER[0]:
+        raise SimValueError("E015", api, None, f"nl.{api} inside an nl.no_reorder() block: runtime loops cannot "
+                            "sit in a no_reorder block", f"Put the no_reorder block inside the {api} body, or the "
+                            "loop after the block")
 
 
 def fori_loop(lower, upper, body_fun, step=1):
     """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None."""
+    _not_in_no_reorder("fori_loop")
     if not isinstance(step, (int, np.integer)) or step < 1:
         raise SimValueError("E011", "fori_loop", "step", f"step must be a positive compile-time int, got {step!r}")
     lo, hi = int(lower), int(upper)
@@ -305,6 +318,7 @@ def fori_loop(lower, upper, body_fun, step=1):
 
 def while_loop(init, body_fun):
     """Runtime while loop (C3): runs while the condition register is non-zero."""
+    _not_in_no_reorder("while_loop")
     r = init
     n = 0
     while int(r) != 0:
@@ -321,7 +335,11 @@ def while_loop(init, body_fun):
 @contextlib.contextmanager
 def no_reorder():
     """Scheduling hint: instructions in the block keep program order (the interpreter always does)."""
-    yield
+    _NO_REORDER[0] += 1
+    try:
+        yield
+    finally:
+        _NO_REORDER[0] -= 1
 
 
 # ---- indexing helpers ----------------------------------------------------------------------------
@@ -427,7 +445,14 @@ softmax = returns_fresh(_reduce.softmax, convert=lambda x, axis=-1, **kw: ((x, a
 rms_norm = returns_fresh(_reduce.rms_norm, convert=lambda x, w, axis, n, epsilon=1e-06, compute_dtype=None, **kw:
                          ((x, w, axis, n, epsilon), kw))
 
-NKIObject = object
+
+
+class NKIObject:
+    """Base of the user classes an NKI 0.7 kernel may take or build (aws-neuron-sdk 81ce03ae
+    nki/get-started/nki-language-guide.rst "Class Support": a class used in a kernel inherits from NKIObject and
+    no other class); kernel arguments of other user classes are E010 (nki07/kernel.py)."""
+
+
 tensor = NkiTensor
 
 # the tensor operators map to nl.* (tensor.NL)

@@ -14,8 +14,16 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import ops as core
-from ..core.context import current, enter_landing
-from ..core.errors import SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, not_implemented
+from ..core.context import current, enter_landing, maybe_current
+from ..core.errors import (
+    NKISyntaxError,
+    SimIndexError,
+    SimNotImplementedError,
+    SimTypeError,
+    SimValueError,
+    not_implemented,
+    user_frame,
+)
 from ..core.tensor import ON_CHIP, Tensor
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
@@ -102,7 +110,7 @@ class NkiTensor:
 
     @property
     def strides(self):
-        a = self.t.arr
+        a = self._need_basic("strides")
         return tuple(s // a.itemsize for s in a.strides)
 
     @property
@@ -142,7 +150,25 @@ class NkiTensor:
 
     def __bool__(self):
         # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`.
-        return bool(np.all(np.asarray(self.t.read()) != 0))
+        value = bool(np.all(np.asarray(self.t.read()) != 0))
+        f = user_frame()
+        if f is not None:
+            from ..nki01.symbolic import control_flow_site
+            if control_flow_site(f) == "if":
+                # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the
+                # compiler resolves only if-statements on compile-time values; a tensor's contents are known at
+                # run time only (runtime control flow is dynamic_range / while_loop on registers).  nki.simulate
+                # runs it (SIMG "NKI Meta-Programming Support").  Decision: a SimWarning, E015 under strict.
+                what = (f"`if` on the contents of tensor `{self.name}`: the NKI compiler resolves if-statements at "
+                        "specialization time, where tensor values are unknown")
+                fix = ("Branch on shapes / Python values, compute both sides and select (nisa.select / "
+                       "affine_select), or load a register (nisa.register_load) for runtime control flow")
+                ctx = maybe_current()
+                if ctx is not None and ctx.options.strict:
+                    raise SimValueError("E015", "if", self.name, what, fix)
+                if ctx is not None:
+                    ctx.warn_once("nki07_if_tensor", f"{what}; {fix} (E015 under strict)")
+        return value
 
     __hash__ = object.__hash__
 
@@ -156,6 +182,15 @@ class NkiTensor:
                                            "implemented in nki_kernels.sim", "Apply the view before .ap()")
         return self.t.arr
 
+    def _indirect_again(self, api):
+        # LG "Querying layout" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): once a view is
+        # indirect, the indirected dimension cannot be sliced or selected again; deep dive nki-aps.rst: only one
+        # dynamic select is allowed per tensor
+        raise NKISyntaxError("E014", api, self.name, "this view is indirect (vector_offset / vector_select): its "
+                            "indirected dimension 0 cannot be sliced or selected again, and a tensor takes only one "
+                            "dynamic select", "Slice or select the base tensor first, then apply the dynamic "
+                            "select last (is_indirect() tells the two apart)")
+
     def _new(self, arr) -> NkiTensor:
         return NkiTensor(self.t.view_of(arr))
 
@@ -163,13 +198,24 @@ class NkiTensor:
     def __getitem__(self, key) -> NkiTensor:
         t = self.t
         arr = t.arr
-        if arr is None:
-            self._need_basic("index")
         if key.__class__ is not tuple:
             key = (key,)
+        for k in key:
+            if isinstance(k, NkiTensor):
+                # MIG (aws-neuron-sdk 81ce03ae nki/migration/index.rst "Dynamic access pattern"): the NKI 0.1 form
+                # `A[idx_tile, i_p, i_f]` became .ap(scalar_offset=/vector_offset=) (and select/vector_select)
+                raise NKISyntaxError("E014", "index", self.name, f"a tensor ({k.name}) used as an index: NKI 0.2+ "
+                                     "has no tensor subscripts (the 0.1 dynamic access syntax changed)",
+                                     "Use .vector_select(0, offsets) / .ap(pattern, vector_offset=offsets) for one "
+                                     "row per partition, .ap(pattern, scalar_offset=reg_or_1x1_tile) for one offset")
+        if arr is None:
+            k0 = key[0] if key else slice(None)
+            if not (k0.__class__ is slice and k0 == slice(None)) and k0 is not Ellipsis:
+                self._indirect_again("index")
+            self._need_basic("index")
         shape = t._shape
         nd = len(shape)
-        if Ellipsis in key:
+        if any(k is Ellipsis for k in key):     # not `in`: it would call NkiTensor.__eq__
             i = [j for j, k in enumerate(key) if k is Ellipsis]
             if len(i) > 1:
                 raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
@@ -365,6 +411,8 @@ class NkiTensor:
         return r
 
     def vector_select(self, dim, vector_offset):
+        if self.t.arr is None:
+            self._indirect_again("vector_select")
         return self.ap(pattern=[[0, vector_offset.shape[0]]] + [[s, n] for s, n in
                                                                  zip(self.strides[1:], self.shape[1:], strict=False)],
                        vector_offset=vector_offset, indirect_dim=dim)
@@ -396,6 +444,8 @@ class NkiTensor:
         api = "ap"
         t = self.t
         al = t.alloc
+        if t.arr is None and (vector_offset is not None or scalar_offset is not None):
+            self._indirect_again(api)
         if pattern is None:
             raise SimIndexError("E008", api, "pattern", "ap() needs pattern=[[stride, count], ...]")
         if _is_pair(pattern):
