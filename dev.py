@@ -26,6 +26,7 @@ As root on Linux, `dev.py test` installs shellcheck with apt-get when it is miss
 lint test of scripts/run_hw.sh needs it) and prints that it does; set NKI_KERNELS_NO_APT=1
 to skip it (that test then skips with its reason).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,10 +41,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("NKI_KERNELS_VENV", ROOT / ".venv"))
-STAMP = VENV / ".nki-kernels-installed"     # written only after a successful install
-MARKER = ".nki-kernels-venv"                # written before creation: this venv is dev.py's
-EXTRAS = ("test", "plot")                   # always installed
-ADDED = VENV / ".nki-kernels-extras"        # extras added with `dev.py install-extra NAME`, one per line
+STAMP = VENV / ".nki-kernels-installed"  # written only after a successful install
+MARKER = ".nki-kernels-venv"  # written before creation: this venv is dev.py's
+EXTRAS = ("test", "plot")  # always installed
+ADDED = VENV / ".nki-kernels-extras"  # extras added with `dev.py install-extra NAME`, one per line
 
 
 def say(msg: str) -> None:
@@ -121,8 +122,10 @@ def optional_dependencies() -> dict[str, list[str]]:
         import tomllib
     except ImportError:  # Python 3.10
         block = text.split("[project.optional-dependencies]", 1)[-1].split("\n[", 1)[0]
-        return {name: re.findall(r'"([^"]+)"', body)
-                for name, body in re.findall(r"^([A-Za-z0-9_-]+) = \[(.*?)\]", block, re.M | re.S)}
+        return {
+            name: re.findall(r'"([^"]+)"', body)
+            for name, body in re.findall(r"^([A-Za-z0-9_-]+) = \[(.*?)\]", block, re.M | re.S)
+        }
     return dict(tomllib.loads(text)["project"].get("optional-dependencies", {}))
 
 
@@ -160,8 +163,10 @@ def _create_venv() -> None:
 
 
 def _install(py: Path) -> None:
-    say(f"installing into {VENV}: nki-kernels (editable, from {ROOT}) with extras "
-        f"{', '.join(extras())}: {', '.join(requirements())}")
+    say(
+        f"installing into {VENV}: nki-kernels (editable, from {ROOT}) with extras "
+        f"{', '.join(extras())}: {', '.join(requirements())}"
+    )
     pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     cmd = pip + ["-e", f"{ROOT}[{','.join(extras())}]"]
     rc = run_child(cmd)
@@ -179,8 +184,10 @@ def ensure_env() -> Path:
     installed = STAMP.exists() and STAMP.read_text() == _want()
     if VENV.exists() and not (installed and py.exists()) and not _pip_works(py):
         if not _is_ours():
-            sys.exit(f"dev.py: {VENV} has no working python/pip and was not made by dev.py; "
-                     "remove it or set NKI_KERNELS_VENV to another path")
+            sys.exit(
+                f"dev.py: {VENV} has no working python/pip and was not made by dev.py; "
+                "remove it or set NKI_KERNELS_VENV to another path"
+            )
         say(f"{VENV} is incomplete (no working pip; an interrupted first run?): recreating it")
         shutil.rmtree(VENV)
         installed = False
@@ -199,10 +206,18 @@ def _shellcheck_for_tests() -> None:
     if os.environ.get("NKI_KERNELS_NO_APT") == "1":
         say("shellcheck missing; NKI_KERNELS_NO_APT=1, so not installing it (the run_hw.sh lint test will skip)")
         return
-    say("running as root: installing shellcheck with apt-get for the run_hw.sh lint test "
-        "(NKI_KERNELS_NO_APT=1 skips this)")
-    rc = run_child(["sh", "-c", "apt-get install -y -qq shellcheck >/dev/null 2>&1 || "
-                    "(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1)"])
+    say(
+        "running as root: installing shellcheck with apt-get for the run_hw.sh lint test "
+        "(NKI_KERNELS_NO_APT=1 skips this)"
+    )
+    rc = run_child(
+        [
+            "sh",
+            "-c",
+            "apt-get install -y -qq shellcheck >/dev/null 2>&1 || "
+            "(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1)",
+        ]
+    )
     if rc != 0:
         say(f"apt-get could not install shellcheck (exit {rc}); the run_hw.sh lint test will skip")
 
@@ -234,13 +249,18 @@ def install_extra(args: list[str]) -> int:
     reinstalls keep it)."""
     available = [n for n in optional_dependencies() if n not in EXTRAS and n != "neuron"]
     if len(args) != 1 or args[0] not in available + ["neuron"]:
-        print(f"dev.py install-extra: give one extra; allowed: {', '.join(available)} "
-              f"(got {' '.join(args) or 'none'})", file=sys.stderr)
+        print(
+            f"dev.py install-extra: give one extra; allowed: {', '.join(available)} (got {' '.join(args) or 'none'})",
+            file=sys.stderr,
+        )
         return 2
     name = args[0]
     if name == "neuron":
-        print("dev.py install-extra: the neuron extra (neuronx-cc, torch-neuronx) installs only from the Neuron "
-              "package repository on x86-64 Linux, not from PyPI; see docs/hardware.md", file=sys.stderr)
+        print(
+            "dev.py install-extra: the neuron extra (neuronx-cc, torch-neuronx) installs only from the Neuron "
+            "package repository on x86-64 Linux, not from PyPI; see docs/hardware.md",
+            file=sys.stderr,
+        )
         return 2
     py = _ensure()
     if isinstance(py, int):
@@ -248,7 +268,7 @@ def install_extra(args: list[str]) -> int:
     if name in extras():
         say(f"the {name} extra is already installed in {VENV}")
         return 0
-    ADDED.write_text("\n".join([*extras()[len(EXTRAS):], name]) + "\n")
+    ADDED.write_text("\n".join([*extras()[len(EXTRAS) :], name]) + "\n")
     py = _ensure()
     return py if isinstance(py, int) else 0
 
@@ -259,8 +279,10 @@ def main(argv: list[str]) -> int:
         return 0
     known = subcommands()
     if argv[0] not in known:
-        print(f"dev.py: unknown subcommand {argv[0]!r}; allowed: {', '.join(known)} (python3 dev.py --help)",
-              file=sys.stderr)
+        print(
+            f"dev.py: unknown subcommand {argv[0]!r}; allowed: {', '.join(known)} (python3 dev.py --help)",
+            file=sys.stderr,
+        )
         return 2
     problem = _check_own_environment()
     if problem:
@@ -281,7 +303,7 @@ def main(argv: list[str]) -> int:
         dirs = [str(ROOT / d) for d in ("simulator_tests", "hw_tests") if (ROOT / d).is_dir()]
         cmd, cwd = [str(py), "-m", "pytest", *dirs, "-q", *argv[1:]], ROOT
     else:
-        cmd, cwd = [str(py), "-m", "nki_kernels.cli", *argv], None   # the caller's directory
+        cmd, cwd = [str(py), "-m", "nki_kernels.cli", *argv], None  # the caller's directory
     return run_child(cmd, cwd=cwd, env=env)
 
 

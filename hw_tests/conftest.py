@@ -10,6 +10,7 @@ Environment: ``NKI_HW_KERNELS`` (comma list or ``all``), ``NKI_HW_SHAPES``
 (``quick|cs149|full``, default ``cs149``), ``NKI_HW_RESULTS`` (folder for JSON records;
 default a pytest temporary folder), ``NKI_HW_WARMUP`` / ``NKI_HW_ITERS`` (benchmark).
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Shared helpers of the hardware tests (a plain module, so test files can import it)."""
+
 from __future__ import annotations
 
 import os

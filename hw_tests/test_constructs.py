@@ -36,6 +36,7 @@ Off-device these tests are collected and skipped with their reason (hw_tests/con
 ``simulator_tests/test_hw_constructs.py`` runs every construct kernel through the interpreter
 and exercises this file's reporting with the fake SDK (scripts/fakes).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,23 +52,25 @@ pytestmark = pytest.mark.hardware
 
 @dataclass(frozen=True)
 class Construct:
-    name: str           # short id
-    kernel: object      # tiny @nki.jit kernel
-    make: object        # rng -> args (NumPy)
-    ref: object         # args -> float64 NumPy result
-    dtype: str          # output dtype name (tolerance row)
-    relied_on_by: str   # which project kernel(s), and when
-    avoid: str          # the kernel flag / setting that avoids the construct, or what to change
+    name: str  # short id
+    kernel: object  # tiny @nki.jit kernel
+    make: object  # rng -> args (NumPy)
+    ref: object  # args -> float64 NumPy result
+    dtype: str  # output dtype name (tolerance row)
+    relied_on_by: str  # which project kernel(s), and when
+    avoid: str  # the kernel flag / setting that avoids the construct, or what to change
     flag_only: bool = False  # used only behind a kernel flag that is off by default (the
-                             # interpreter's strict mode rejects it as hardware-unproven)
+    # interpreter's strict mode rejects it as hardware-unproven)
 
 
 def _bf16():
     import ml_dtypes
+
     return ml_dtypes.bfloat16
 
 
 # ---- conv ------------------------------------------------------------------------------------
+
 
 @nki.jit
 def k_pool_psum_two_reduces(x, w, bias):
@@ -123,6 +126,7 @@ def _conv_args(rng):
 
 
 # ---- attention -------------------------------------------------------------------------------
+
 
 @nki.jit
 def k_row_max_from_psum(qT, kT):
@@ -192,8 +196,12 @@ def k_stt_psum_operand1(acc, alpha, pT, v):
 
 def _stt_args(rng):
     b = _bf16()
-    return (rng.standard_normal((128, 129)).astype(np.float32), rng.random((128, 1)).astype(np.float32),
-            rng.random((128, 128)).astype(b), rng.standard_normal((128, 129)).astype(b))
+    return (
+        rng.standard_normal((128, 129)).astype(np.float32),
+        rng.random((128, 1)).astype(np.float32),
+        rng.random((128, 128)).astype(b),
+        rng.standard_normal((128, 129)).astype(b),
+    )
 
 
 def _ref_stt(acc, alpha, pT, v):
@@ -208,7 +216,7 @@ def k_transpose_bf16_psum(p):
     nisa.dma_copy(dst=p_sb, src=p)
     pT_ps = nl.ndarray((128, 4, 128), dtype=p.dtype, buffer=nl.psum)
     for c in nl.static_range(4):
-        pT_ps[:, c, :] = nisa.nc_transpose(p_sb[:, c * 128:(c + 1) * 128])
+        pT_ps[:, c, :] = nisa.nc_transpose(p_sb[:, c * 128 : (c + 1) * 128])
     pT = nl.ndarray((128, 4, 128), dtype=p.dtype, buffer=nl.sbuf)
     pT[...] = nisa.tensor_copy(pT_ps, engine=nisa.scalar_engine)
     nisa.dma_copy(dst=out, src=pT)
@@ -289,6 +297,7 @@ def _ref_dma_transpose(p):
 
 # ---- matmul ----------------------------------------------------------------------------------
 
+
 @nki.jit
 def k_dma_kmajor_pattern(a):
     """a (384, 40): three 128-row K tiles of columns 8..39 in one DMA, as (128, 3, 32)."""
@@ -305,32 +314,106 @@ def _ref_kmajor(a):
 
 
 CONSTRUCTS = [
-    Construct("pool_psum_two_reduces", k_pool_psum_two_reduces, _conv_args, _ref_pool, "float16",
-              "fused_conv2d_maxpool, pool_size > 1", "pool_size=1 (then pool on the host); no flag"),
-    Construct("evict_psum_3d_bias", k_evict_psum_3d_bias, _conv_args, _ref_evict, "float16",
-              "fused_conv2d_maxpool, pool_size 1", "no flag: evict with tensor_copy + tensor_tensor(add)"),
-    Construct("row_max_from_psum", k_row_max_from_psum, _qk_args, _ref_row_max, "float32",
-              "flash_attention", "no flag: copy scores to SBUF before the reduce"),
-    Construct("exp_psum_bias_scale", k_exp_psum_bias_scale, _qk_args, _ref_exp, "bfloat16",
-              "flash_attention", "no flag: copy scores to SBUF before the exp"),
-    Construct("stt_psum_operand1", k_stt_psum_operand1, _stt_args, _ref_stt, "float32",
-              "flash_attention (acc update)", "no flag: evict [o | l] to SBUF first"),
-    Construct("transpose_bf16_psum", k_transpose_bf16_psum, lambda rng: (rng.random((128, 512)).astype(_bf16()),),
-              _ref_transpose, "bfloat16", "flash_attention (p^T), matmul_mk", "no flag: fp32 PSUM transpose tile"),
-    Construct("affine_select_fill", k_affine_select_fill,
-              lambda rng: (rng.standard_normal((128, 128)).astype(np.float32),), _ref_affine_select, "float32",
-              "flash_attention, causal", "causal=False; no flag"),
-    Construct("reciprocal_multiply", k_reciprocal_multiply,
-              lambda rng: ((rng.random((128, 65)) + 0.5).astype(np.float32),), _ref_reciprocal, "bfloat16",
-              "flash_attention (normalisation)", "no flag"),
-    Construct("memset_column", k_memset_column, lambda rng: (rng.standard_normal((128, 3, 16)).astype(_bf16()),),
-              _ref_memset, "bfloat16", "flash_attention ([V | 1])", "no flag"),
-    Construct("dma_kmajor_pattern", k_dma_kmajor_pattern,
-              lambda rng: (rng.standard_normal((384, 40)).astype(np.float32),), _ref_kmajor, "float32",
-              "matmul, matmul_mk (K-major loads)", "no flag"),
-    Construct("dma_transpose_3d", k_dma_transpose_3d, lambda rng: (rng.random((128, 1024)).astype(_bf16()),),
-              _ref_dma_transpose, "bfloat16", "flash_attention with USE_DMA_TRANSPOSE=True only",
-              "keep attention.USE_DMA_TRANSPOSE = False (the default)", flag_only=True),
+    Construct(
+        "pool_psum_two_reduces",
+        k_pool_psum_two_reduces,
+        _conv_args,
+        _ref_pool,
+        "float16",
+        "fused_conv2d_maxpool, pool_size > 1",
+        "pool_size=1 (then pool on the host); no flag",
+    ),
+    Construct(
+        "evict_psum_3d_bias",
+        k_evict_psum_3d_bias,
+        _conv_args,
+        _ref_evict,
+        "float16",
+        "fused_conv2d_maxpool, pool_size 1",
+        "no flag: evict with tensor_copy + tensor_tensor(add)",
+    ),
+    Construct(
+        "row_max_from_psum",
+        k_row_max_from_psum,
+        _qk_args,
+        _ref_row_max,
+        "float32",
+        "flash_attention",
+        "no flag: copy scores to SBUF before the reduce",
+    ),
+    Construct(
+        "exp_psum_bias_scale",
+        k_exp_psum_bias_scale,
+        _qk_args,
+        _ref_exp,
+        "bfloat16",
+        "flash_attention",
+        "no flag: copy scores to SBUF before the exp",
+    ),
+    Construct(
+        "stt_psum_operand1",
+        k_stt_psum_operand1,
+        _stt_args,
+        _ref_stt,
+        "float32",
+        "flash_attention (acc update)",
+        "no flag: evict [o | l] to SBUF first",
+    ),
+    Construct(
+        "transpose_bf16_psum",
+        k_transpose_bf16_psum,
+        lambda rng: (rng.random((128, 512)).astype(_bf16()),),
+        _ref_transpose,
+        "bfloat16",
+        "flash_attention (p^T), matmul_mk",
+        "no flag: fp32 PSUM transpose tile",
+    ),
+    Construct(
+        "affine_select_fill",
+        k_affine_select_fill,
+        lambda rng: (rng.standard_normal((128, 128)).astype(np.float32),),
+        _ref_affine_select,
+        "float32",
+        "flash_attention, causal",
+        "causal=False; no flag",
+    ),
+    Construct(
+        "reciprocal_multiply",
+        k_reciprocal_multiply,
+        lambda rng: ((rng.random((128, 65)) + 0.5).astype(np.float32),),
+        _ref_reciprocal,
+        "bfloat16",
+        "flash_attention (normalisation)",
+        "no flag",
+    ),
+    Construct(
+        "memset_column",
+        k_memset_column,
+        lambda rng: (rng.standard_normal((128, 3, 16)).astype(_bf16()),),
+        _ref_memset,
+        "bfloat16",
+        "flash_attention ([V | 1])",
+        "no flag",
+    ),
+    Construct(
+        "dma_kmajor_pattern",
+        k_dma_kmajor_pattern,
+        lambda rng: (rng.standard_normal((384, 40)).astype(np.float32),),
+        _ref_kmajor,
+        "float32",
+        "matmul, matmul_mk (K-major loads)",
+        "no flag",
+    ),
+    Construct(
+        "dma_transpose_3d",
+        k_dma_transpose_3d,
+        lambda rng: (rng.random((128, 1024)).astype(_bf16()),),
+        _ref_dma_transpose,
+        "bfloat16",
+        "flash_attention with USE_DMA_TRANSPOSE=True only",
+        "keep attention.USE_DMA_TRANSPOSE = False (the default)",
+        flag_only=True,
+    ),
 ]
 
 
@@ -342,11 +425,13 @@ def check_construct(c: Construct, run) -> None:
         out = run(c.kernel, *args)
         assert_close(out, c.ref(*args), c.dtype, what=f"construct {c.name}")
     except Exception as e:  # noqa: BLE001  (compile errors are findings too)
-        raise AssertionError(f"CONSTRUCT FAILED: {c.name} (relied on by {c.relied_on_by}; avoid: {c.avoid}): "
-                             f"{type(e).__name__}: {e}") from e
+        raise AssertionError(
+            f"CONSTRUCT FAILED: {c.name} (relied on by {c.relied_on_by}; avoid: {c.avoid}): {type(e).__name__}: {e}"
+        ) from e
 
 
 @pytest.mark.parametrize("construct", CONSTRUCTS, ids=[c.name for c in CONSTRUCTS])
 def test_construct_on_device(construct):
     from nki_kernels.hw import device
+
     check_construct(construct, device.run_baremetal)

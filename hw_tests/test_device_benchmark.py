@@ -1,4 +1,5 @@
 """Latency on a NeuronCore with nki.benchmark, recorded to JSON; thresholds reported, not asserted."""
+
 from __future__ import annotations
 
 import math
@@ -22,9 +23,24 @@ ITERS = int(os.environ.get("NKI_HW_ITERS", "100"))
 def test_benchmark_recorded(case, results_dir, record_property):
     out_dir = results_dir / case.kernel / case.name
     # Cost-model estimate first (CPU, interpreter backend, separate process); optional.
-    est = subprocess.run([sys.executable, "-m", "nki_kernels.hw.job", "estimate", "--kernel", case.kernel,
-                          "--case", case.name, "--out", str(out_dir)],
-                         env=dict(os.environ, NKI_BACKEND="sim"), capture_output=True, text=True, timeout=3600)
+    est = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nki_kernels.hw.job",
+            "estimate",
+            "--kernel",
+            case.kernel,
+            "--case",
+            case.name,
+            "--out",
+            str(out_dir),
+        ],
+        env=dict(os.environ, NKI_BACKEND="sim"),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if est.returncode != 0:
         print(f"no estimate for {case.case_id}: {est.stderr.strip()[-300:]}")
     rec = job.bench_case(case, str(out_dir), warmup=WARMUP, iters=ITERS)
@@ -34,6 +50,8 @@ def test_benchmark_recorded(case, results_dir, record_property):
     for key in ("p50_us", "p99_us", "warmup", "iters", "core"):
         record_property(key, rec[key])
     cs, vs = rec["cs149"], rec["vs_estimate"]
-    print(f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us"
-          + (f"; CS149 {cs['verdict']} ({cs['optimized_us']} us)" if cs else "")
-          + (f"; measured/estimate p50 {vs['ratio_p50']:.2f}" if vs and "ratio_p50" in vs else ""))
+    print(
+        f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us"
+        + (f"; CS149 {cs['verdict']} ({cs['optimized_us']} us)" if cs else "")
+        + (f"; measured/estimate p50 {vs['ratio_p50']:.2f}" if vs and "ratio_p50" in vs else "")
+    )

@@ -1,4 +1,5 @@
 """Correctness on a NeuronCore: nki.baremetal and torch-neuronx vs references, sim vs device."""
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,25 @@ def _interpreter_output(case, tmp_path):
     (kernel modules bind their NKI backend at import; here they are bound to neuronxcc)."""
     out = tmp_path / "sim.npy"
     env = dict(os.environ, NKI_BACKEND="sim")
-    subprocess.run([sys.executable, "-m", "nki_kernels.hw.job", "simulate", "--kernel", case.kernel,
-                    "--case", case.name, "--seed", str(SEED), "--out", str(out)],
-                   env=env, check=True, timeout=1800)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nki_kernels.hw.job",
+            "simulate",
+            "--kernel",
+            case.kernel,
+            "--case",
+            case.name,
+            "--seed",
+            str(SEED),
+            "--out",
+            str(out),
+        ],
+        env=env,
+        check=True,
+        timeout=1800,
+    )
     return np.load(out)
 
 

@@ -17,6 +17,7 @@ For 0.7, ``NKI_SIMULATOR=1`` (the SDK's own switch to its CPU simulator) also se
 interpreter.  PyPI's placeholder ``nki`` package (no ``nki.jit``) never counts as the real SDK.
 :func:`apis_of_source` tells which APIs a kernel file is written against (from its imports).
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,9 +33,9 @@ if _choice not in ("auto", "sim", "neuron"):
 
 
 class Backend(NamedTuple):
-    api: str          # "0.1" | "0.7"
-    name: str         # "sim" | "neuron"
-    nki: Any          # the API's modules (real or the interpreter's); attributes are NKI's
+    api: str  # "0.1" | "0.7"
+    name: str  # "sim" | "neuron"
+    nki: Any  # the API's modules (real or the interpreter's); attributes are NKI's
     nl: Any
     nisa: Any
 
@@ -61,16 +62,20 @@ def _real_07():
 
 def _sim_01():
     from .sim import isa, language, nki
+
     return nki, language, isa
 
 
 def _sim_07():
     from .sim.nki07 import isa, language, nki
+
     return nki, language, isa
 
 
-_IMPL = {"0.1": (_real_01, _sim_01, "neuronxcc.nki", "neuronx-cc, SDK 2.26/2.27"),
-         "0.7": (_real_07, _sim_07, "nki", "the nki package, SDK >= 2.33")}
+_IMPL = {
+    "0.1": (_real_01, _sim_01, "neuronxcc.nki", "neuronx-cc, SDK 2.26/2.27"),
+    "0.7": (_real_07, _sim_07, "nki", "the nki package, SDK >= 2.33"),
+}
 _cache: dict = {}
 
 
@@ -92,7 +97,8 @@ def resolve(api: str = "0.1") -> Backend:
         except ImportError:
             raise ImportError(
                 f"NKI_BACKEND=neuron but {mod} is not importable (NKI {api}: {pkg}). Install it from the Neuron "
-                "package repository (see README 'Hardware runbook'), or use NKI_BACKEND=sim") from None
+                "package repository (see README 'Hardware runbook'), or use NKI_BACKEND=sim"
+            ) from None
     else:
         try:
             b = Backend(api, "neuron", *real())

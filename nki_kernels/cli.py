@@ -1,15 +1,16 @@
 """``nki-kernels`` command line.
 
-  verify      run every kernel in the simulator on representative shapes (incl. CS149)
-              against its NumPy oracle; print errors, pass/fail, wall time, estimates
-  run FILE    run a Python file with `neuronxcc.nki` (NKI 0.1) or `nki` (NKI 0.7, picked from the
-              file's imports or --api) resolving to the interpreter
-              (--strict, --shuffle SEED, --no-poison, --precision; --estimate-benchmark)
-  conformance PATH   public NKI code through the interpreter: the SDK's 0.1 tests, 0.7 examples and
-              docstrings (a local aws-neuron-sdk checkout), nki-library's tests (--nki-library)
-  sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
-  profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
+verify      run every kernel in the simulator on representative shapes (incl. CS149)
+            against its NumPy oracle; print errors, pass/fail, wall time, estimates
+run FILE    run a Python file with `neuronxcc.nki` (NKI 0.1) or `nki` (NKI 0.7, picked from the
+            file's imports or --api) resolving to the interpreter
+            (--strict, --shuffle SEED, --no-poison, --precision; --estimate-benchmark)
+conformance PATH   public NKI code through the interpreter: the SDK's 0.1 tests, 0.7 examples and
+            docstrings (a local aws-neuron-sdk checkout), nki-library's tests (--nki-library)
+sim-bench   the interpreter's own speed (per-instruction overhead, matmul loop)
+profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,7 @@ def _verify_groups(quick: bool) -> list[tuple[int, int]]:
     --quick).  A group is one case in NKI 0.1 and right after in NKI 0.7, on the same inputs and the
     same float64 oracle result (for the CS149 224x224 batch-4 conv that oracle alone takes ~12 s)."""
     from nki_kernels.kernels import registry
+
     set_name = "verify-quick" if quick else "verify"
     return [(i, j) for i, spec in enumerate(registry.SPECS) for j in range(len(spec.cases(set_name)))]
 
@@ -46,6 +48,7 @@ def _verify_group(job: tuple[int, int, bool, bool, bool]) -> list[VerifyRow]:
     from nki_kernels.kernels import registry
     from nki_kernels.sim import trace_kernel
     from nki_kernels.tolerances import compare
+
     spec_i, case_i, quick, estimate, progress = job
     spec = registry.SPECS[spec_i]
     case = spec.cases("verify-quick" if quick else "verify")[case_i]
@@ -68,10 +71,21 @@ def _verify_group(job: tuple[int, int, bool, bool, bool]) -> list[VerifyRow]:
         wall = time.perf_counter() - t0
         if ref is None:
             ref = spec.load_oracle()(*a, **kw)
-        res = compare(out, ref, case.dtype)      # the project's one tolerance table
-        rows.append((spec.title, api, case.describe(), case.dtype, f"{res['max_abs_err']:.2e}",
-                     f"{res['max_rel_err']:.2e}", "PASS" if res["ok"] else "FAIL", f"{wall:.2f}",
-                     _verify_estimate(fn, trace) if estimate else "-", res["reason"]))
+        res = compare(out, ref, case.dtype)  # the project's one tolerance table
+        rows.append(
+            (
+                spec.title,
+                api,
+                case.describe(),
+                case.dtype,
+                f"{res['max_abs_err']:.2e}",
+                f"{res['max_rel_err']:.2e}",
+                "PASS" if res["ok"] else "FAIL",
+                f"{wall:.2f}",
+                _verify_estimate(fn, trace) if estimate else "-",
+                res["reason"],
+            )
+        )
     return rows
 
 
@@ -81,6 +95,7 @@ def _verify_estimate(fn: Any, trace: Any) -> str:
     try:
         from nki_kernels.perf import ModelOptions, estimate_trace
         from nki_kernels.perf.model import build_options
+
         x = estimate_trace(trace, options=ModelOptions(**build_options(fn)))
         return f"{x.latency_us:,.1f} \u00b1{100 * x.typical_error:.0f}%"
     except ImportError:
@@ -96,6 +111,7 @@ def _verify_results(jobs: list[tuple[int, int, bool, bool, bool]], workers: int)
         yield from map(_verify_group, jobs)
         return
     from concurrent.futures import ProcessPoolExecutor
+
     with Progress("verify"), ProcessPoolExecutor(max_workers=workers) as pool:
         yield from pool.map(_verify_group, [j[:4] + (False,) for j in jobs])
 
@@ -105,8 +121,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     workers = min(args.jobs if args.jobs is not None else (os.cpu_count() or 1), len(groups))
     jobs = [(i, j, args.quick, not args.no_estimate, True) for i, j in groups]
     n = 2 * len(groups)
-    print(f"nki-kernels verify: {n} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles"
-          + (f", {workers} worker processes" if workers > 1 else ""), flush=True)
+    print(
+        f"nki-kernels verify: {n} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles"
+        + (f", {workers} worker processes" if workers > 1 else ""),
+        flush=True,
+    )
     rows: list[VerifyRow] = []
     for group in _verify_results(jobs, workers):
         for r in group:
@@ -123,10 +142,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print()
     for line in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
-    print("\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
-          "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
-          "measurement, with the typical error of its op class (leave-one-out on the public trn2 calibration set, "
-          "widened outside the validated domain); see docs/cost-model.md.")
+    print(
+        "\nmax rel err = max|out - ref| / max|ref|.  sim wall s = measured wall time of the interpreter on this "
+        "machine.\n* est. latency = trn2 estimate from the cost model (nki_kernels.perf), not a hardware "
+        "measurement, with the typical error of its op class (leave-one-out on the public trn2 calibration set, "
+        "widened outside the validated domain); see docs/cost-model.md."
+    )
     print(f"\n{len(rows) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -137,17 +158,19 @@ def _run_aliases(path, api):
     if api:
         return (api,)
     from nki_kernels.backend import apis_of_source
+
     with open(path, encoding="utf-8") as f:
         src = f.read()
     try:
         return apis_of_source(src) or ("0.1",)
     except SyntaxError:
-        return ("0.1",)   # let runpy report the syntax error with its location
+        return ("0.1",)  # let runpy report the syntax error with its location
 
 
 def _run_options(args):
     """SimOptions for `run`: NKI_SIM_OPTIONS, then the command-line flags on top."""
     from nki_kernels.sim.options import _from_env
+
     opts = _from_env()
     changes = {}
     if args.strict:
@@ -165,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import contextlib
 
     from nki_kernels.sim import SimError, install_neuronxcc_alias, install_nki_alias, set_default_options
+
     path = args.file
     if os.path.isdir(path):
         raise UsageError(f"{path!r} is a directory; give the Python file to run (e.g. {path}/test_harness.py)")
@@ -174,6 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = set_default_options(opts)
     if args.estimate_benchmark:
         from nki_kernels import estimate_benchmark
+
         estimate_benchmark.install()
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -181,15 +206,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The 0.1 alias defaults third-party code to precision="compat"; an explicit --precision wins.
         with contextlib.ExitStack() as stack:
             for api in _run_aliases(path, getattr(args, "api", None)):
-                stack.enter_context(install_nki_alias() if api == "0.7" else
-                                    install_neuronxcc_alias(precision=None if args.precision else "compat"))
+                stack.enter_context(
+                    install_nki_alias()
+                    if api == "0.7"
+                    else install_neuronxcc_alias(precision=None if args.precision else "compat")
+                )
             with Progress(f"run {path}"):
                 runpy.run_path(path, run_name="__main__")
     except SimError as exc:
         if exc.code == "E099" and not args.estimate_benchmark:
-            print("nki-kernels run: no Neuron device here; add --estimate-benchmark before the file "
-                  "to get cost-model ESTIMATES from nki.benchmark and simulated nki.baremetal outputs",
-                  file=sys.stderr)
+            print(
+                "nki-kernels run: no Neuron device here; add --estimate-benchmark before the file "
+                "to get cost-model ESTIMATES from nki.benchmark and simulated nki.baremetal outputs",
+                file=sys.stderr,
+            )
         raise
     finally:
         if args.estimate_benchmark:
@@ -200,24 +230,38 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _add_run_flags(r) -> None:
     g = r.add_argument_group("interpreter checks (override NKI_SIM_OPTIONS; give them before FILE)")
-    g.add_argument("--strict", action="store_true",
-                   help="turn every SimWarning about a hardware-unproven construct into an error")
-    g.add_argument("--shuffle", metavar="SEED", type=int_at_least(0), default=None,
-                   help="run every nl.affine_range in a seeded shuffled order (exposes loop-carried "
-                        "dependencies)")
-    g.add_argument("--no-poison", action="store_true",
-                   help="do not fill uninitialised memory with NaN (default: poison it)")
-    g.add_argument("--precision", choices=("hw", "compat"), default=None,
-                   help="hw: round every write to its dtype like hardware; compat (the default "
-                        "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator")
-    r.add_argument("--estimate-benchmark", action="store_true",
-                   help="nki.benchmark returns the cost model's ESTIMATE (not a measurement) as its "
-                        "latency, with a banner before every use; nki.baremetal runs on the "
-                        "interpreter. Off by default (those APIs need a device)")
+    g.add_argument(
+        "--strict", action="store_true", help="turn every SimWarning about a hardware-unproven construct into an error"
+    )
+    g.add_argument(
+        "--shuffle",
+        metavar="SEED",
+        type=int_at_least(0),
+        default=None,
+        help="run every nl.affine_range in a seeded shuffled order (exposes loop-carried dependencies)",
+    )
+    g.add_argument(
+        "--no-poison", action="store_true", help="do not fill uninitialised memory with NaN (default: poison it)"
+    )
+    g.add_argument(
+        "--precision",
+        choices=("hw", "compat"),
+        default=None,
+        help="hw: round every write to its dtype like hardware; compat (the default "
+        "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator",
+    )
+    r.add_argument(
+        "--estimate-benchmark",
+        action="store_true",
+        help="nki.benchmark returns the cost model's ESTIMATE (not a measurement) as its "
+        "latency, with a banner before every use; nki.baremetal runs on the "
+        "interpreter. Off by default (those APIs need a device)",
+    )
 
 
 def cmd_sim_bench(args: argparse.Namespace) -> int:
     from nki_kernels.sim.speed import main as bench_main
+
     return bench_main(args.iters)
 
 
@@ -227,14 +271,22 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="all kernels in the simulator vs the oracles (the main job)")
     v.add_argument("--quick", action="store_true", help="skip the large shapes (CS149 224x224, 2048^3, S=4096)")
     v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
-    v.add_argument("--jobs", type=int_at_least(1), default=None,
-                   help="worker processes, one case (NKI 0.1 and its 0.7 twin) per worker at a time; "
-                        "default: the number of CPUs; 1 runs everything in this process")
+    v.add_argument(
+        "--jobs",
+        type=int_at_least(1),
+        default=None,
+        help="worker processes, one case (NKI 0.1 and its 0.7 twin) per worker at a time; "
+        "default: the number of CPUs; 1 runs everything in this process",
+    )
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("run", help="run a Python file with neuronxcc.nki / nki aliased to the interpreter")
     _add_run_flags(r)
-    r.add_argument("--api", choices=("0.1", "0.7"), default=None,
-                   help="NKI API to alias: 0.1 (neuronxcc.nki) or 0.7 (import nki); default: from the file's imports")
+    r.add_argument(
+        "--api",
+        choices=("0.1", "0.7"),
+        default=None,
+        help="NKI API to alias: 0.1 (neuronxcc.nki) or 0.7 (import nki); default: from the file's imports",
+    )
     r.add_argument("file", help="the Python file (relative to the current directory)")
     r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
     r.set_defaults(func=cmd_run)
@@ -242,9 +294,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--iters", type=int_at_least(1), default=1000, help="matmuls in the loop (default 1000)")
     b.set_defaults(func=cmd_sim_bench)
     from nki_kernels.conformance import add_subcommand as add_conformance
+
     add_conformance(sub)
     try:
         from nki_kernels.perf.cli import add_subcommands
+
         add_subcommands(sub)
     except ImportError:
         pass
@@ -255,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     """The ``nki-kernels`` command: arguments, then the environment, then the subcommand's own
     checks are validated before any work; each failure is one line on stderr and exit code 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] != "run":        # run passes everything after FILE to the file unchanged
+    if argv and argv[0] != "run":  # run passes everything after FILE to the file unchanged
         argv = attach_dash_values(argv)
     args = build_parser().parse_args(argv)
     prog = f"nki-kernels {args.cmd}"

@@ -18,6 +18,7 @@ device).  :func:`install` registers handlers in ``nki_kernels.sim.runner.device_
 Nothing here writes a latency to a file: the numbers exist only on the harness's stdout,
 each next to the banner.  ``nki.profile`` still raises E099.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,10 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import IO, Any
 
-BANNER = ("*** ESTIMATE from the nki_kernels cost model, not a measurement: no Trainium ran this "
-          "kernel (nki-kernels run --estimate-benchmark) ***")
+BANNER = (
+    "*** ESTIMATE from the nki_kernels cost model, not a measurement: no Trainium ran this "
+    "kernel (nki-kernels run --estimate-benchmark) ***"
+)
 
 
 def cs149_thresholds(args: Sequence[Any]) -> tuple | None:
@@ -60,15 +63,20 @@ def forecast_line(lo: float, hi: float, thresholds: tuple | None, outside: list)
     """The one line after the estimate: the harness outcomes the band spans, or why there is no
     forecast.  Outside the validated domain the forecast is declared unreliable (no pass/fail)."""
     if outside:
-        return ("forecast UNRELIABLE: the kernel is outside the cost model's validated domain ("
-                + "; ".join(outside) + "); the estimate implies neither a pass nor a fail")
+        return (
+            "forecast UNRELIABLE: the kernel is outside the cost model's validated domain ("
+            + "; ".join(outside)
+            + "); the estimate implies neither a pass nor a fail"
+        )
     if thresholds is None:
         return ""
     relaxed, optimized, label = thresholds
     best, worst = _verdict(lo, relaxed, optimized), _verdict(hi, relaxed, optimized)
     span = best if best == worst else f"{best} (band low) .. {worst} (band high)"
-    return (f"CS149 harness ({label}): full credit <= {optimized:,.0f} us, 95 % <= {relaxed:,.0f} us; "
-            f"score range the band implies: {span}")
+    return (
+        f"CS149 harness ({label}): full credit <= {optimized:,.0f} us, 95 % <= {relaxed:,.0f} us; "
+        f"score range the band implies: {span}"
+    )
 
 
 class EstimatedLatency:
@@ -86,8 +94,8 @@ class EstimatedLatency:
         self.latency_us = float(latency_us)
         self.kernel_name = kernel_name
         self._stream = stream
-        self.band = band      # the cost model's uncertainty wording, when it provides one
-        self.note = note      # the forecast line (score range, or why it is unreliable)
+        self.band = band  # the cost model's uncertainty wording, when it provides one
+        self.note = note  # the forecast line (score range, or why it is unreliable)
         self.band_us = band_us
 
     def get_latency_percentile(self, p: float) -> float:
@@ -98,8 +106,12 @@ class EstimatedLatency:
         if self.band_us:
             band += f": {self.band_us[0]:,.1f}..{self.band_us[1]:,.1f} us"
         note = f"\n    {self.note}" if self.note else ""
-        print(f"{BANNER}\n    {self.kernel_name}: estimated latency {self.latency_us:.1f} us "
-              f"(p{p:g} of a deterministic model; real runs vary{band}){note}", file=out, flush=True)
+        print(
+            f"{BANNER}\n    {self.kernel_name}: estimated latency {self.latency_us:.1f} us "
+            f"(p{p:g} of a deterministic model; real runs vary{band}){note}",
+            file=out,
+            flush=True,
+        )
         return self.latency_us
 
     def __repr__(self) -> str:
@@ -108,6 +120,7 @@ class EstimatedLatency:
 
 def _plain_kernel(dk):
     from nki_kernels.sim.runner import Kernel
+
     return Kernel(dk.func, dk.mode, dk.grid, dk.skip_middle_end, **dk.options)
 
 
@@ -155,29 +168,35 @@ def _benchmark(dk, args, kwargs):
 
     traces = _traces_of(dk, args, kwargs)
     if len(traces) != 1:
-        raise RuntimeError(f"nki.benchmark --estimate-benchmark: the benchmarked function ran {len(traces)} "
-                           "kernels; it must run exactly one to be estimated")
+        raise RuntimeError(
+            f"nki.benchmark --estimate-benchmark: the benchmarked function ran {len(traces)} "
+            "kernels; it must run exactly one to be estimated"
+        )
     kernel, trace = traces[0]
     name = getattr(kernel, "__name__", "kernel")
     from nki_kernels.perf.model import build_options
 
-    est = estimate_trace(trace, options=ModelOptions(mode="benchmark", **build_options(kernel)), kernel_name=name,
-                         keep=False)
+    est = estimate_trace(
+        trace, options=ModelOptions(mode="benchmark", **build_options(kernel)), kernel_name=name, keep=False
+    )
     if not math.isfinite(est.latency_us) or est.latency_us <= 0:
-        raise RuntimeError(f"nki.benchmark --estimate-benchmark: no usable estimate for {name} "
-                           f"({est.latency_us!r} us)")
+        raise RuntimeError(f"nki.benchmark --estimate-benchmark: no usable estimate for {name} ({est.latency_us!r} us)")
     ignored = sorted(k for k in dk.api_kwargs if k in ("save_neff_name", "save_trace_name"))
     if ignored:
-        print(f"[nki-kernels] nki.benchmark: {', '.join(ignored)} ignored (no NEFF without the Neuron "
-              "compiler)", file=sys.stderr, flush=True)
+        print(
+            f"[nki-kernels] nki.benchmark: {', '.join(ignored)} ignored (no NEFF without the Neuron compiler)",
+            file=sys.stderr,
+            flush=True,
+        )
     from nki_kernels.perf import accuracy
 
     where = "outside the validated domain" if accuracy.domain_warnings(est) else f"{accuracy.op_class(est)} class"
     band = f"cost-model typical error \u00b1{100 * accuracy.typical_error(est):.0f} % ({where})"
     lo, hi = accuracy.band_us(est)
     note = forecast_line(lo, hi, cs149_thresholds(args), accuracy.domain_warnings(est))
-    dk.benchmark_result = SimpleNamespace(nc_latency=EstimatedLatency(est.latency_us, name, band=band, note=note,
-                                                                      band_us=(lo, hi)))
+    dk.benchmark_result = SimpleNamespace(
+        nc_latency=EstimatedLatency(est.latency_us, name, band=band, note=note, band_us=(lo, hi))
+    )
     return None
 
 
@@ -187,21 +206,27 @@ _told_baremetal = False
 def _baremetal(dk, args, kwargs):
     global _told_baremetal
     from nki_kernels.sim import simulate_kernel
+
     if not _told_baremetal:
         _told_baremetal = True
-        print("[nki-kernels] nki.baremetal: no device; the kernel runs on the interpreter "
-              "(simulated outputs, no timing)", file=sys.stderr, flush=True)
+        print(
+            "[nki-kernels] nki.baremetal: no device; the kernel runs on the interpreter (simulated outputs, no timing)",
+            file=sys.stderr,
+            flush=True,
+        )
     return simulate_kernel(_plain_kernel(dk), *args, **kwargs)
 
 
 def install() -> None:
     """Register the handlers (process-wide; ``uninstall`` removes them)."""
     from nki_kernels.sim.runner import device_handlers
+
     device_handlers["nki.benchmark"] = _benchmark
     device_handlers["nki.baremetal"] = _baremetal
 
 
 def uninstall() -> None:
     from nki_kernels.sim.runner import device_handlers
+
     for api in ("nki.benchmark", "nki.baremetal"):
         device_handlers.pop(api, None)

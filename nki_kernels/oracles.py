@@ -3,6 +3,7 @@
 Used by the simulator tests, the main command (``nki-kernels verify``) and the hardware tests.
 Inputs may be any float dtype (bf16 via ml_dtypes); outputs are float64.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,15 +25,15 @@ def conv2d_maxpool_ref(X: ArrayLike, W: ArrayLike, bias: ArrayLike, pool_size: i
     assert C == C2, f"conv2d_maxpool_ref: C_in mismatch {C} vs {C2}"
     Ho, Wo = H - KH + 1, Wd - KW + 1
     out = np.empty((B, Co, Ho, Wo))
-    for b in range(B):           # one GEMM per image and filter tap: no KH*KW-times window copy
+    for b in range(B):  # one GEMM per image and filter tap: no KH*KW-times window copy
         acc = np.zeros((Co, Ho * Wo))
         for i in range(KH):
             for j in range(KW):
-                acc += W[:, :, i, j] @ X[b, :, i:i + Ho, j:j + Wo].reshape(C, Ho * Wo)
+                acc += W[:, :, i, j] @ X[b, :, i : i + Ho, j : j + Wo].reshape(C, Ho * Wo)
         out[b] = acc.reshape(Co, Ho, Wo) + bias[:, None, None]
     p = int(pool_size)
     Hp, Wp = Ho // p, Wo // p
-    out = out[:, :, :Hp * p, :Wp * p].reshape(B, Co, Hp, p, Wp, p).max(axis=(3, 5))
+    out = out[:, :, : Hp * p, : Wp * p].reshape(B, Co, Hp, p, Wp, p).max(axis=(3, 5))
     return out
 
 
@@ -46,8 +47,9 @@ def matmul_mk_ref(lhs: ArrayLike, rhs: ArrayLike) -> np.ndarray:
     return _f64(lhs) @ _f64(rhs)
 
 
-def attention_ref(q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool = False,
-                  softmax_scale: float | None = None) -> np.ndarray:
+def attention_ref(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool = False, softmax_scale: float | None = None
+) -> np.ndarray:
     """softmax(q k^T * scale [+ causal mask]) v per (batch, head).
 
     q (B, H, Sq, D), k and v (B, H, Sk, D) -> (B, H, Sq, D).  Causal masks key j > query i

@@ -16,6 +16,7 @@ Why these numbers:
 The hardware checks used to have a looser private copy (fp16 atol 1e-2, bf16 2e-2); the bf16
 atol here is that looser value, the fp16 atol 5e-3 is 2.5x the old simulator value.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,8 +44,9 @@ def tolerance(dtype: Any) -> tuple:
     return TOLERANCE[name]
 
 
-def compare(out: ArrayLike, ref: ArrayLike, dtype: Any = None, *, rtol: float | None = None,
-            atol: float | None = None) -> dict:
+def compare(
+    out: ArrayLike, ref: ArrayLike, dtype: Any = None, *, rtol: float | None = None, atol: float | None = None
+) -> dict:
     """Errors of ``out`` against ``ref`` under the table (no assertion).  Returns a dict with
     ok, reason (why not ok, or ''), max_abs_err, max_rel_err (over max|ref|), n_bad."""
     out = np.asarray(out)
@@ -52,8 +54,15 @@ def compare(out: ArrayLike, ref: ArrayLike, dtype: Any = None, *, rtol: float | 
     r, a = tolerance(dtype if dtype is not None else out.dtype)
     r = r if rtol is None else rtol
     a = a if atol is None else atol
-    res = {"ok": False, "reason": "", "max_abs_err": float("inf"), "max_rel_err": float("inf"), "n_bad": -1,
-           "rtol": r, "atol": a}
+    res = {
+        "ok": False,
+        "reason": "",
+        "max_abs_err": float("inf"),
+        "max_rel_err": float("inf"),
+        "n_bad": -1,
+        "rtol": r,
+        "atol": a,
+    }
     if out.shape != ref.shape:
         res["reason"] = f"shape {out.shape}, expected {ref.shape} (the oracle's)"
         return res
@@ -67,20 +76,32 @@ def compare(out: ArrayLike, ref: ArrayLike, dtype: Any = None, *, rtol: float | 
     scale = max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-30)
     err = np.abs(o - ref)
     bad = err > (a * scale + r * np.abs(ref))
-    res.update(max_abs_err=float(err.max()) if err.size else 0.0,
-               max_rel_err=(float(err.max()) / scale) if err.size else 0.0, n_bad=int(bad.sum()))
+    res.update(
+        max_abs_err=float(err.max()) if err.size else 0.0,
+        max_rel_err=(float(err.max()) / scale) if err.size else 0.0,
+        n_bad=int(bad.sum()),
+    )
     if bad.any():
         idx = np.unravel_index(int(np.argmax(err)), err.shape)
-        res["reason"] = (f"{int(bad.sum())}/{bad.size} elements outside rtol={r}, atol={a}*max|ref| "
-                         f"(max|ref| {scale:.3e}, max abs err {err.max():.3e}); worst at "
-                         f"{tuple(int(i) for i in idx)}: got {o[idx]!r}, expected {ref[idx]!r}")
+        res["reason"] = (
+            f"{int(bad.sum())}/{bad.size} elements outside rtol={r}, atol={a}*max|ref| "
+            f"(max|ref| {scale:.3e}, max abs err {err.max():.3e}); worst at "
+            f"{tuple(int(i) for i in idx)}: got {o[idx]!r}, expected {ref[idx]!r}"
+        )
         return res
     res["ok"] = True
     return res
 
 
-def assert_close(out: ArrayLike, ref: ArrayLike, dtype: Any = None, what: str = "output", *,
-                 rtol: float | None = None, atol: float | None = None) -> float:
+def assert_close(
+    out: ArrayLike,
+    ref: ArrayLike,
+    dtype: Any = None,
+    what: str = "output",
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> float:
     """Assert ``out`` is finite, not all zeros, of the oracle's shape and within the table's
     tolerance for ``dtype`` (default: out's dtype).  Returns the max abs error."""
     name = dtype_name(dtype if dtype is not None else np.asarray(out).dtype)

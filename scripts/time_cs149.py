@@ -10,6 +10,7 @@ the interpreter issues thousands of small 128x128x512 GEMMs, and on a busy 2-cor
 a second BLAS thread makes each one several times slower.  Override with
 OPENBLAS_NUM_THREADS in the environment.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,7 @@ from nki_kernels.sim import trace_kernel  # noqa: E402
 
 # The CS149 F25 correctness matrix (part2 test_harness): batch 4, 3x3 filters, fp32.
 SMALL = [(4, ci, co, 32, 16, 1, False) for ci in (128, 256) for co in (128, 256)]
-LARGE = [(4, 256, 256, 224, 224, 1, False), (4, 256, 256, 224, 224, 1, True),
-         (4, 256, 256, 224, 224, 2, True)]
+LARGE = [(4, 256, 256, 224, 224, 1, False), (4, 256, 256, 224, 224, 1, True), (4, 256, 256, 224, 224, 2, True)]
 
 
 def run(case: tuple, check: bool, rng: np.random.Generator) -> float:
@@ -46,9 +46,11 @@ def run(case: tuple, check: bool, rng: np.random.Generator) -> float:
     dt = time.perf_counter() - t
     ops = Counter(e.op for e in trace.events)
     name = f"b{B}_ci{ci}_co{co}_h{H}w{W}_p{pool}_{'bias' if with_bias else 'nobias'}"
-    line = (f"{name:38s} sim {dt:6.2f} s  instr {len(trace.events):6d}  "
-            f"matmul {ops['nc_matmul']:6d}  dma {ops['dma_copy']:4d}  "
-            f"peak SBUF {trace.peak_sbuf_bytes_per_partition} B/partition")
+    line = (
+        f"{name:38s} sim {dt:6.2f} s  instr {len(trace.events):6d}  "
+        f"matmul {ops['nc_matmul']:6d}  dma {ops['dma_copy']:4d}  "
+        f"peak SBUF {trace.peak_sbuf_bytes_per_partition} B/partition"
+    )
     if check:
         ref = conv2d_maxpool_ref(X, Wt, bias, pool)
         err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
@@ -65,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     cases = SMALL + ([] if args.quick else LARGE)
     total = sum(run(c, args.check, rng) for c in cases)
-    print(f"total simulation wall time: {total:.2f} s for {len(cases)} cases "
-          f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')})")
+    print(
+        f"total simulation wall time: {total:.2f} s for {len(cases)} cases "
+        f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')})"
+    )
     return 0
 
 

@@ -1,12 +1,13 @@
 """Simulator-test setup: the interpreter backend, one BLAS thread, fixed seeds (RNG fixture,
 derandomized hypothesis).
 Shared helpers live in sim_testing.py; the tolerance table and assert_close in nki_kernels.tolerances."""
+
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("NKI_BACKEND", "sim")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # effective only if NumPy is not imported yet (dev.py sets it)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # effective only if NumPy is not imported yet (dev.py sets it)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

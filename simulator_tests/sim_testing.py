@@ -6,6 +6,7 @@ they are re-exported here for the tests.
 
 (A module of its own rather than conftest.py, so that `from sim_testing import ...` cannot
 resolve to hw_tests/conftest.py when both folders run in one pytest session.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -33,6 +34,7 @@ def load_data_module(name: str):
     inside ``install_neuronxcc_alias()``."""
     import importlib.util
     from pathlib import Path
+
     spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "data" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

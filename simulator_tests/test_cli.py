@@ -1,4 +1,5 @@
 """The main job (`nki-kernels verify`) and the interpreter benchmark run end to end."""
+
 import re
 
 from nki_kernels import cli
@@ -30,7 +31,7 @@ def test_verify_worker_processes_give_the_rows_of_one_process(capsys, monkeypatc
         assert ("2 worker processes" in out) == (jobs == "2")
         rows = [ln.split() for ln in out.splitlines() if " PASS " in ln and not ln.lstrip().startswith("[")]
         assert len(rows) == 4, out
-        tables[jobs] = [r[:-2] for r in rows]      # all but the wall time and the (absent) estimate
+        tables[jobs] = [r[:-2] for r in rows]  # all but the wall time and the (absent) estimate
     assert tables["1"] == tables["2"]
 
 

@@ -1,6 +1,7 @@
 """CS149 on a laptop: `nki-kernels run --estimate-benchmark` with harness-shaped scripts of our own
 (simulator_tests/data/cs149_like, the part2 harness shared with test_cs149_harness.py), run as a
 student would, in their own folder."""
+
 from __future__ import annotations
 
 import pathlib
@@ -30,6 +31,7 @@ def part2(tmp_path):
         shutil.copy(DATA / "cs149_like" / "part2_harness.py", tmp_path / "test_harness.py")  # the name students run
         shutil.copy(DATA / "cs149_like" / solution, tmp_path / "conv2d.py")
         return tmp_path
+
     return make
 
 
@@ -47,7 +49,7 @@ def _assert_banner_before_every_latency_line(out: str, marker: str) -> list[floa
         est = float(re.search(r"estimated latency ([0-9.]+) us", lines[k + 1]).group(1))
         value = float(re.search(r": ([0-9.eE+-]+) us", lines[i]).group(1))
         assert np.isfinite(value) and value > 0
-        assert abs(value - est) < 0.05 + 1e-3 * value      # the printed number is the banner's
+        assert abs(value - est) < 0.05 + 1e-3 * value  # the printed number is the banner's
         values.append(value)
     return values
 
@@ -68,7 +70,7 @@ def test_correct_solution_passes_and_benchmark_returns_labelled_estimates(part2)
 def test_incorrect_solution_fails_correctness_and_is_never_benchmarked(part2):
     folder = part2("conv2d_wrong_pool.py")
     proc = _nki_run(folder, "--estimate-benchmark", "test_harness.py", "--simulate", "--test_maxpool")
-    assert proc.returncode == 0, proc.stdout + proc.stderr      # as the official harnesses: exit() after it
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # as the official harnesses: exit() after it
     assert proc.stdout.count("Passed") == 3 and proc.stdout.count("Failed") == 1
     assert "Output mismatch" in proc.stdout and "skipping performance tests" in proc.stdout
     assert BANNER not in proc.stdout
@@ -78,7 +80,7 @@ def test_benchmark_without_the_flag_is_a_clear_device_error(part2):
     folder = part2("conv2d_correct.py")
     proc = _nki_run(folder, "test_harness.py", "--simulate")
     assert proc.returncode != 0
-    assert proc.stdout.count("Passed") == 3          # correctness needs no flag
+    assert proc.stdout.count("Passed") == 3  # correctness needs no flag
     assert "[E099] nki.benchmark" in proc.stderr and "--estimate-benchmark" in proc.stderr
     assert BANNER not in proc.stdout
 
@@ -96,10 +98,14 @@ def test_part1_style_baremetal_and_benchmark(tmp_path, kernel, n):
     from nki_kernels.perf import estimate
     from nki_kernels.sim import install_neuronxcc_alias
     from sim_testing import load_data_module
+
     with install_neuronxcc_alias():
         mod = load_data_module("part1_style_kernels")
-        args = [np.zeros((n, n), np.float32)] if kernel == "transpose" else \
-            [np.zeros(n, np.float32), np.zeros(n, np.float32), 512]
+        args = (
+            [np.zeros((n, n), np.float32)]
+            if kernel == "transpose"
+            else [np.zeros(n, np.float32), np.zeros(n, np.float32), 512]
+        )
         k = mod.transpose if kernel == "transpose" else mod.add_stream
         expected = estimate(k, *args, numerics=False, mode="benchmark").latency_us
     assert value == pytest.approx(expected, rel=1e-6)
@@ -118,6 +124,7 @@ def test_device_apis_still_raise_without_the_handlers():
     from nki_kernels.sim import nki, simulate_kernel  # noqa: F401
     from nki_kernels.sim.errors import SimRuntimeError
     from nki_kernels.sim.runner import device_handlers
+
     assert device_handlers == {}, "handlers leaked from a previous run"
     k = nki.benchmark(warmup=1, iters=2)(lambda a: a)
     with pytest.raises(SimRuntimeError, match="E099"):
@@ -148,9 +155,11 @@ def test_outside_the_validated_domain_the_forecast_is_unreliable_not_a_fail():
     line = estimate_benchmark.forecast_line(150, 300, th, ["SBUF over-subscribed"])
     assert "forecast UNRELIABLE" in line and "SBUF over-subscribed" in line
     assert "no credit" not in line and "fail" not in line.replace("neither a pass nor a fail", "")
-    lat = estimate_benchmark.EstimatedLatency(200.0, "conv2d", band="typical error ±40 %", note=line,
-                                              band_us=(120.0, 280.0))
+    lat = estimate_benchmark.EstimatedLatency(
+        200.0, "conv2d", band="typical error ±40 %", note=line, band_us=(120.0, 280.0)
+    )
     import io
+
     buf = io.StringIO()
     lat._stream = buf
     lat.get_latency_percentile(99)

@@ -1,5 +1,6 @@
 """`nki-kernels run` check flags (--strict, --shuffle, --no-poison, --precision) and strict
 parsing of NKI_SIM_OPTIONS."""
+
 from __future__ import annotations
 
 import os
@@ -49,12 +50,19 @@ def _run(tmp_path, *flags, env_options=None, script_args=()):
     env = {k: v for k, v in os.environ.items() if k != "NKI_SIM_OPTIONS"}
     if env_options is not None:
         env["NKI_SIM_OPTIONS"] = env_options
-    return subprocess.run([sys.executable, "-m", "nki_kernels.cli", "run", *flags, "k.py", *script_args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", "run", *flags, "k.py", *script_args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _result(proc):
     import json
+
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -66,8 +74,8 @@ def test_run_defaults_poison_and_keeps_order(tmp_path):
     for i in range(1, 8):
         in_order.append(in_order[-1] * 2 + i)
     assert r["carried"] == in_order
-    assert r["argv"] == ["--flag-for-the-script"]      # flags after FILE belong to the script
-    assert r["precision"] == "compat"                  # third-party code: the simulator's numerics
+    assert r["argv"] == ["--flag-for-the-script"]  # flags after FILE belong to the script
+    assert r["precision"] == "compat"  # third-party code: the simulator's numerics
 
 
 def test_run_precision_hw_overrides_the_alias_default(tmp_path):
@@ -77,7 +85,7 @@ def test_run_precision_hw_overrides_the_alias_default(tmp_path):
 def test_run_flags_map_onto_sim_options(tmp_path):
     r = _result(_run(tmp_path, "--strict", "--shuffle", "3", "--no-poison", "--precision", "compat"))
     assert (r["strict"], r["seed"], r["poison"], r["precision"]) == (True, 3, False, "compat")
-    assert not r["nan_in_unwritten"]                  # --no-poison: unwritten memory reads as 0
+    assert not r["nan_in_unwritten"]  # --no-poison: unwritten memory reads as 0
     base = _result(_run(tmp_path))
     assert r["carried"] != base["carried"], "--shuffle did not change the affine_range order"
 
@@ -87,36 +95,50 @@ def test_run_flags_override_the_environment(tmp_path):
     assert (r["poison"], r["seed"]) == (False, 5)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--precision", "exact"], "invalid choice: 'exact'"),
-    (["--shuffle", "x"], "argument --shuffle: expected an integer >= 0, got 'x'"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--precision", "exact"], "invalid choice: 'exact'"),
+        (["--shuffle", "x"], "argument --shuffle: expected an integer >= 0, got 'x'"),
+    ],
+)
 def test_run_bad_flags_are_usage_errors(tmp_path, flags, message):
     proc = _run(tmp_path, *flags)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("poison", "option 'poison' needs a value"),
-    ("poison=maybe", "poison='maybe' is not a boolean; allowed: 1, true, yes, on (true) or 0, false, no, off"),
-    ("trace=2", "trace='2' is not a boolean"),
-    ("shuffle_affine_seed=abc", "shuffle_affine_seed must be an integer or none"),
-    ("posion=1", "unknown option 'posion'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("poison", "option 'poison' needs a value"),
+        ("poison=maybe", "poison='maybe' is not a boolean; allowed: 1, true, yes, on (true) or 0, false, no, off"),
+        ("trace=2", "trace='2' is not a boolean"),
+        ("shuffle_affine_seed=abc", "shuffle_affine_seed must be an integer or none"),
+        ("posion=1", "unknown option 'posion'"),
+    ],
+)
 def test_nki_sim_options_rejects_anything_unclear(monkeypatch, tmp_path, spec, message):
     monkeypatch.setenv("NKI_SIM_OPTIONS", spec)
     with pytest.raises(ValueError, match="NKI_SIM_OPTIONS") as e:
         opt._from_env()
     assert message in str(e.value)
-    proc = _run(tmp_path, env_options=spec)            # the CLI: one line, exit 2, before any work
+    proc = _run(tmp_path, env_options=spec)  # the CLI: one line, exit 2, before any work
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and message in proc.stderr
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("poison=off", False), ("poison=ON", True), ("poison=no", False), ("poison=Yes", True),
-    ("poison=0", False), ("poison=true", True), (" poison = false , ", False),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("poison=off", False),
+        ("poison=ON", True),
+        ("poison=no", False),
+        ("poison=Yes", True),
+        ("poison=0", False),
+        ("poison=true", True),
+        (" poison = false , ", False),
+    ],
+)
 def test_nki_sim_options_accepts_the_documented_booleans(monkeypatch, spec, expected):
     monkeypatch.setenv("NKI_SIM_OPTIONS", spec)
     assert opt._from_env().poison is expected

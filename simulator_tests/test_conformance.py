@@ -9,6 +9,7 @@ the alias works in a fresh interpreter.
 sdk-examples / sdk-docstrings (NKI 0.7) and nki-library: their pieces on fake examples, snippets
 and a fake library tree (its conftest, its orchestrator module), through the same result type.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ import pytest
 
 from nki_kernels.conformance import nkilib, sdk07, sdk_tests
 
-_KERNELS = '''
+_KERNELS = """
 import unittest
 import pytest
 import numpy as np
@@ -71,15 +72,15 @@ class TestFake(unittest.TestCase):
 
 def test_module_level_function():
   assert add_one(np.ones((1, 1), np.float32))[0, 0] == 2.0
-'''
+"""
 
-_BROKEN_IMPORT = '''
+_BROKEN_IMPORT = """
 import neuronxcc.nki.language as nl
 nl.this_api_does_not_exist_anywhere
 class TestNever:
   def test_a(self):
     pass
-'''
+"""
 
 
 @pytest.fixture()
@@ -109,23 +110,46 @@ def test_discovery_is_static_and_skips_kernels(fake_sdk):
 
 def test_runner_outcomes_per_method(fake_sdk, tmp_path):
     out = tmp_path / "conf.json"
-    proc = subprocess.run([sys.executable, "-m", "nki_kernels.cli", "conformance", str(fake_sdk), "--json", str(out),
-                           "--timeout", "120", "--jobs", "2"], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 1, proc.stdout + proc.stderr     # a failure and errors -> non-zero
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nki_kernels.cli",
+            "conformance",
+            str(fake_sdk),
+            "--json",
+            str(out),
+            "--timeout",
+            "120",
+            "--jobs",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a failure and errors -> non-zero
     rec = json.loads(out.read_text())
-    assert {r["suite"] for r in rec["results"]} == {"sdk-tests"}        # the fake checkout has only nki/test
+    assert {r["suite"] for r in rec["results"]} == {"sdk-tests"}  # the fake checkout has only nki/test
     got = {r["id"].split("::")[-1]: r for r in rec["results"]}
     assert {k: v["outcome"] for k, v in got.items()} == {
-        "test_a": "error", "test_pass": "pass", "test_fail": "fail", "test_error": "error",
-        "test_marked_xfail": "xfail", "test_marked_xfail_passes": "xpass", "test_expected_failure": "xfail",
-        "test_skipped": "skip", "test_module_level_function": "pass"}
+        "test_a": "error",
+        "test_pass": "pass",
+        "test_fail": "fail",
+        "test_error": "error",
+        "test_marked_xfail": "xfail",
+        "test_marked_xfail_passes": "xpass",
+        "test_expected_failure": "xfail",
+        "test_skipped": "skip",
+        "test_module_level_function": "pass",
+    }
     assert "this_api_does_not_exist_anywhere" in got["test_a"]["message"] and "import" in got["test_a"]["message"]
     assert "E019" in got["test_error"]["message"]
     assert "AssertionError" in got["test_fail"]["message"]
     assert "FAKE-1" in got["test_marked_xfail"]["message"]
     assert rec["suites"]["sdk-tests"] == {"pass": 2, "fail": 1, "error": 2, "xfail": 2, "xpass": 1, "skip": 1}
     assert rec["files"]["test_fake_kernels.py"]["pass"] == 2
-    assert rec["sdk_commit"] == "unknown"       # not a git checkout
+    assert rec["sdk_commit"] == "unknown"  # not a git checkout
     # the printed report: one line per method, the per-file table and the summary line
     assert "FAIL   sdk-tests test_fake_kernels.py::TestFake::test_fail" in proc.stdout
     assert "| test_fake_kernels.py | 8 | 2 | 1 | 1 | 2 | 1 xpass, 1 skip |" in proc.stdout
@@ -133,7 +157,10 @@ def test_runner_outcomes_per_method(fake_sdk, tmp_path):
     assert "| sdk-tests | 0.1 | 9 | 2 | 1 | 2 | 2 | 1 | 1 |" in proc.stdout
     # nothing was written into the third-party folder (no __pycache__)
     assert sorted(p.name for p in (fake_sdk / "nki" / "test").iterdir()) == [
-        "helper_not_a_test.py", "test_fake_broken.py", "test_fake_kernels.py"]
+        "helper_not_a_test.py",
+        "test_fake_broken.py",
+        "test_fake_kernels.py",
+    ]
 
 
 def test_timeout_is_an_error(tmp_path):
@@ -146,27 +173,35 @@ def test_timeout_is_an_error(tmp_path):
 
 
 def test_filter_and_all_green_exit_status(fake_sdk):
-    proc = subprocess.run([sys.executable, "-m", "nki_kernels.cli", "conformance", str(fake_sdk), "-k", "test_pass"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", "conformance", str(fake_sdk), "-k", "test_pass"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sdk-tests: 1 tests: 1 pass, 0 fail, 0 error" in proc.stdout
 
 
-@pytest.mark.parametrize("argv, needle", [
-    ([], "missing PATH"),
-    (["/nonexistent/sdk"], "is not a directory"),
-    (["{tmp}"], "no test_*.py files"),
-    (["{tmp}", "--timeout", "0"], "argument --timeout: must be a finite number > 0"),
-    (["{tmp}", "--jobs", "0"], "argument --jobs: must be >= 1"),
-    (["--suite", "sdk-examples", "--nki-library", "{tmp}"], "suite sdk-examples needs --sdk PATH"),
-    (["--nki-library", "{tmp}", "--library-python", "/nonexistent/python"], "is not an executable file"),
-    (["--sdk", "{tmp}", "--suite", "sdk-docstrings"], "nki/api is not a directory"),
-    (["{tmp}", "--sdk", "/elsewhere"], "disagree; give one"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        ([], "missing PATH"),
+        (["/nonexistent/sdk"], "is not a directory"),
+        (["{tmp}"], "no test_*.py files"),
+        (["{tmp}", "--timeout", "0"], "argument --timeout: must be a finite number > 0"),
+        (["{tmp}", "--jobs", "0"], "argument --jobs: must be >= 1"),
+        (["--suite", "sdk-examples", "--nki-library", "{tmp}"], "suite sdk-examples needs --sdk PATH"),
+        (["--nki-library", "{tmp}", "--library-python", "/nonexistent/python"], "is not an executable file"),
+        (["--sdk", "{tmp}", "--suite", "sdk-docstrings"], "nki/api is not a directory"),
+        (["{tmp}", "--sdk", "/elsewhere"], "disagree; give one"),
+    ],
+)
 def test_usage_errors(argv, needle, tmp_path):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    proc = subprocess.run([sys.executable, "-m", "nki_kernels.cli", "conformance", *argv], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", "conformance", *argv], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2
     assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
@@ -177,7 +212,7 @@ def test_worker_refuses_wrong_arguments():
 
 
 # ------------------------------------------------------------------ NKI 0.7: sdk-examples
-_EXAMPLE_07 = '''
+_EXAMPLE_07 = """
 import nki
 import nki.language as nl
 import nki.isa as nisa
@@ -191,21 +226,26 @@ def scale(a):
     nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)
     nisa.dma_copy(dst=out, src=t)
     return out
-'''
+"""
 
 
-@pytest.mark.parametrize("reference, outcome, message", [
-    (lambda a: 3.0 * a.astype("float64"), "pass", ""),
-    (lambda a: 3.1 * a.astype("float64"), "fail", "elements outside rtol=0.0001"),   # tolerances.compare's words
-    ("E001", "fail", "expected the coded error E001, but the kernel ran"),
-])
+@pytest.mark.parametrize(
+    "reference, outcome, message",
+    [
+        (lambda a: 3.0 * a.astype("float64"), "pass", ""),
+        (lambda a: 3.1 * a.astype("float64"), "fail", "elements outside rtol=0.0001"),  # tolerances.compare's words
+        ("E001", "fail", "expected the coded error E001, but the kernel ran"),
+    ],
+)
 def test_an_example_is_judged_by_the_one_comparison(tmp_path, reference, outcome, message):
     import numpy as np
 
     from nki_kernels.sim import install_nki_alias
+
     (tmp_path / "ex.py").write_text(_EXAMPLE_07)
-    ex = sdk07.Example("scale", "ex.py", "scale", lambda: (np.arange(8, dtype=np.float32).reshape(2, 4) + 1,),
-                       reference)
+    ex = sdk07.Example(
+        "scale", "ex.py", "scale", lambda: (np.arange(8, dtype=np.float32).reshape(2, 4) + 1,), reference
+    )
     with install_nki_alias():
         r = sdk07._run_example(ex, str(tmp_path), 0)
     assert (r.suite, r.id, r.outcome) == ("sdk-examples", "scale", outcome), r
@@ -214,6 +254,7 @@ def test_an_example_is_judged_by_the_one_comparison(tmp_path, reference, outcome
 
 def test_integer_outputs_must_match_exactly():
     import numpy as np
+
     assert sdk07._compare(np.array([[1, 2]], np.int8), np.array([[1, 2]])) is None
     assert "outside rtol=0.0" in sdk07._compare(np.array([[1, 2]], np.int8), np.array([[1, 3]]))
 
@@ -221,11 +262,11 @@ def test_integer_outputs_must_match_exactly():
 def test_every_example_names_a_file_and_a_kernel():
     exs = sdk07.examples()
     assert len(exs) == 15 and len({e.label for e in exs}) == 15
-    assert sum(isinstance(e.reference, str) for e in exs) == 1           # the documented E001 violation
+    assert sum(isinstance(e.reference, str) for e in exs) == 1  # the documented E001 violation
 
 
 # ------------------------------------------------------------------ NKI 0.7: sdk-docstrings
-_DOC = '''
+_DOC = """
 Example:
 
 .. code-block:: python
@@ -239,7 +280,7 @@ Not Python:
 .. code-block:: python
 
    x = nl.ndarray((128, 4), dtype=...,
-'''
+"""
 
 
 def test_code_blocks_are_found_in_rst():
@@ -247,34 +288,41 @@ def test_code_blocks_are_found_in_rst():
     assert len(blocks) == 2 and blocks[0].strip().startswith("import nki.language as nl")
 
 
-@pytest.mark.parametrize("code, outcome", [
-    ("import nki\nassert 1 + 1 == 2", "pass"),
-    ("import nki\nassert 1 + 1 == 3", "fail"),
-    ("import nki\nx = undefined_name + 1", "skip"),                       # not self-contained
-    ("import nki\nt = nl.ndarray((4, 4), dtype=..., buffer=nl.sbuf)", "skip"),  # a placeholder
-    ("import nki\n@nki.jit\ndef k(a):\n    return a", "skip"),              # a kernel without inputs
-    ("import nki\n# illegal: 256 partitions\nt = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
-     "nisa.memset(dst=t, value=0.0)", "pass"),                              # the docs' illegal example: a coded error
-    ("import nki\nnisa.no_such_isa_call()", "error"),                      # E100: a missing API is an error
-])
+@pytest.mark.parametrize(
+    "code, outcome",
+    [
+        ("import nki\nassert 1 + 1 == 2", "pass"),
+        ("import nki\nassert 1 + 1 == 3", "fail"),
+        ("import nki\nx = undefined_name + 1", "skip"),  # not self-contained
+        ("import nki\nt = nl.ndarray((4, 4), dtype=..., buffer=nl.sbuf)", "skip"),  # a placeholder
+        ("import nki\n@nki.jit\ndef k(a):\n    return a", "skip"),  # a kernel without inputs
+        (
+            "import nki\n# illegal: 256 partitions\nt = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+            "nisa.memset(dst=t, value=0.0)",
+            "pass",
+        ),  # the docs' illegal example: a coded error
+        ("import nki\nnisa.no_such_isa_call()", "error"),  # E100: a missing API is an error
+    ],
+)
 def test_a_snippet_outcome(code, outcome):
     from nki_kernels.sim import install_nki_alias
+
     with install_nki_alias():
         r = sdk07._run_snippet("label", "file.rst", code)
     assert (r.suite, r.outcome) == ("sdk-docstrings", outcome), r
 
 
 # ------------------------------------------------------------------ NKI 0.7: nki-library
-_LIB_CONFTEST = '''
+_LIB_CONFTEST = """
 def pytest_addoption(parser):
     parser.addoption("--test-mode", default="hardware")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fast: quick tests")
-'''
+"""
 
-_LIB_TESTS = '''
+_LIB_TESTS = """
 import numpy as np
 import pytest
 import nki
@@ -338,7 +386,7 @@ def test_known_failure():
 
 def test_not_fast():
     raise RuntimeError("deselected by -m fast; must not run")
-'''
+"""
 
 
 @pytest.fixture
@@ -357,16 +405,22 @@ def fake_library(tmp_path):
 
 
 def test_nki_library_suite_reports_each_test(fake_library):
-    assert nkilib.test_files(str(fake_library)) == ["test/integration/ops/test_fake_op.py",
-                                                    "test/integration/ops/test_other.py"]
+    assert nkilib.test_files(str(fake_library)) == [
+        "test/integration/ops/test_fake_op.py",
+        "test/integration/ops/test_other.py",
+    ]
     assert nkilib.test_files(str(fake_library), ("fake",)) == ["test/integration/ops/test_fake_op.py"]
     results = nkilib.run_file(str(fake_library), "test/integration/ops/test_fake_op.py", sys.executable, 300)
     got = {r.id.rsplit("::", 1)[-1]: r for r in results}
     assert {k: r.outcome for k, r in got.items()} == {
-        "test_passes": "pass", "test_wrong_golden": "fail", "test_library_validation": "fail",
+        "test_passes": "pass",
+        "test_wrong_golden": "fail",
+        "test_library_validation": "fail",
         "test_expected_rejection_did_not_happen": "fail",
         "test_interpreter_error": "error",
-        "test_skipped": "skip", "test_known_failure": "xfail"}, {k: (r.outcome, r.message) for k, r in got.items()}
+        "test_skipped": "skip",
+        "test_known_failure": "xfail",
+    }, {k: (r.outcome, r.message) for k, r in got.items()}
     assert all(r.suite == "nki-library" for r in results)
     assert "not on this platform" in got["test_skipped"].message
     # a file whose tests are all deselected by -m fast reports nothing, not an error
@@ -383,12 +437,31 @@ def test_nki_library_file_past_the_timeout_is_an_error(fake_library):
 
 def test_one_command_runs_every_suite_given(fake_sdk, fake_library, tmp_path):
     out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "nki_kernels.cli", "conformance", "--sdk", str(fake_sdk),
-                           "--nki-library", str(fake_library), "--library-python", sys.executable,
-                           "-k", "test_pass", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nki_kernels.cli",
+            "conformance",
+            "--sdk",
+            str(fake_sdk),
+            "--nki-library",
+            str(fake_library),
+            "--library-python",
+            sys.executable,
+            "-k",
+            "test_pass",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rec = json.loads(out.read_text())
     assert rec["suites"] == {
         "sdk-tests": {"pass": 1, "fail": 0, "error": 0, "xfail": 0, "xpass": 0, "skip": 0},
-        "nki-library": {"pass": 1, "fail": 0, "error": 0, "xfail": 0, "xpass": 0, "skip": 0}}
+        "nki-library": {"pass": 1, "fail": 0, "error": 0, "xfail": 0, "xpass": 0, "skip": 0},
+    }
     assert "| nki-library | 0.7 | 1 | 1 | 0 | 0 | 0 | 0 | 0 |" in proc.stdout

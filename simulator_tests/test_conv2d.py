@@ -1,6 +1,7 @@
 """fused_conv2d_maxpool under the NumPy interpreter: the CS149 correctness matrix, the
 extended scope (odd channel counts, filter shapes, pool sizes, wide rows, dtypes), bad
 input, a shuffled/poisoned run, and the instruction structure the design promises."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -16,8 +17,8 @@ from nki_kernels.sim import context as sim_context
 from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-SBUF_BYTES = tiling.SBUF_BYTES          # nl.tile_size.total_available_sbuf_size
-PSUM_BYTES = tiling.PSUM_BYTES          # 8 banks x 2 KiB per partition
+SBUF_BYTES = tiling.SBUF_BYTES  # nl.tile_size.total_available_sbuf_size
+PSUM_BYTES = tiling.PSUM_BYTES  # 8 banks x 2 KiB per partition
 
 
 def _inputs(rng, B, C_in, C_out, H, W, KH, KW, dtype="fp32", bias=True):
@@ -66,8 +67,9 @@ def test_conv2d_cs149_harness_shapes(case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pool,B", [(1, 4), (2, 2)], ids=["b4_ci256_co256_h224w224_k3x3_p1_fp32",
-                                                          "b2_ci256_co256_h224w224_k3x3_p2_fp32"])
+@pytest.mark.parametrize(
+    "pool,B", [(1, 4), (2, 2)], ids=["b4_ci256_co256_h224w224_k3x3_p1_fp32", "b2_ci256_co256_h224w224_k3x3_p2_fp32"]
+)
 def test_conv2d_cs149_large(rng, pool, B):
     """224x224 images do not fit in SBUF: row blocks with a (KH-1)-row halo.  All images,
     channels and columns are compared with the float64 oracle on bands of 4 conv rows: the
@@ -86,17 +88,24 @@ def test_conv2d_cs149_large(rng, pool, B):
     block = sp.G * sp.nr
     assert block < Ho, "expected several row blocks"
     starts = sorted({0, Hp * pool - 4} | {max(0, s - 2) for s in range(block, Hp * pool - 4, block)})
-    for r in starts:       # conv rows [r, r+4) = pooled rows [r/p, (r+4)/p); r is a multiple of p
+    for r in starts:  # conv rows [r, r+4) = pooled rows [r/p, (r+4)/p); r is a multiple of p
         r -= r % pool
-        ref = conv2d_maxpool_ref(X[:, :, r:r + 4 + K - 1], Wt, b, pool)
-        assert_close(out[:, :, r // pool:(r + 4) // pool], ref, np.float32, what=f"conv rows {r}..{r + 3}")
+        ref = conv2d_maxpool_ref(X[:, :, r : r + 4 + K - 1], Wt, b, pool)
+        assert_close(out[:, :, r // pool : (r + 4) // pool], ref, np.float32, what=f"conv rows {r}..{r + 3}")
     # Structure: one matmul per (image, C_out tile, row pair, C_in tile, tap), each with a full
     # 128x128 stationary and 444 moving columns (2 rows x 222); big input DMAs.
     mms = [e for e in trace.events if e.op == "nc_matmul"]
     assert len(mms) == B * 2 * 111 * 2 * 9
     assert {(e.payload.K, e.payload.M, e.payload.N) for e in mms} == {(128, 128, 444)}
-    loads = [e for e in trace.events if e.op == "dma_copy" and e.payload.src == "hbm" and e.payload.dst == "sbuf"
-             and e.partitions == 128 and e.in_shapes[0][-1] == H]
+    loads = [
+        e
+        for e in trace.events
+        if e.op == "dma_copy"
+        and e.payload.src == "hbm"
+        and e.payload.dst == "sbuf"
+        and e.partitions == 128
+        and e.in_shapes[0][-1] == H
+    ]
     assert loads and min(e.payload.contiguous_bytes for e in loads) >= 2048
     assert trace.peak_sbuf_bytes_per_partition <= SBUF_BYTES
 
@@ -159,6 +168,7 @@ def test_conv2d_shuffled_affine_and_poison(rng):
 
 # -- instruction structure ------------------------------------------------------------------
 
+
 def test_conv2d_trace_structure(rng):
     """CS149 small case: weights transposed once (36 TensorE transposes), one PSUM tile per
     (image, C_out tile) holding the whole 30x14 output, 18 accumulating matmuls each, one
@@ -194,7 +204,7 @@ def test_conv2d_pool_commutes_with_rounding(rng, dtype, pool):
     full = simulate_kernel(fused_conv2d_maxpool, X, Wt, b, pool_size=1)
     pooled = simulate_kernel(fused_conv2d_maxpool, X, Wt, b, pool_size=pool)
     Hp, Wp = full.shape[2] // pool, full.shape[3] // pool
-    ref = full[:, :, :Hp * pool, :Wp * pool].reshape(2, 130, Hp, pool, Wp, pool).max(axis=(3, 5))
+    ref = full[:, :, : Hp * pool, : Wp * pool].reshape(2, 130, Hp, pool, Wp, pool).max(axis=(3, 5))
     assert pooled.dtype == ref.dtype
     np.testing.assert_array_equal(pooled.view(np.uint8), np.ascontiguousarray(ref).view(np.uint8))
 
@@ -215,8 +225,13 @@ def test_conv2d_pool_eviction_engines(rng):
     from_psum = [e for e in reds if e.reads[0].buffer == "psum"]
     assert len(from_psum) == len(psum_ids) == len(reds) // 2
     assert {r.reads[0].alloc_id for r in from_psum} == psum_ids
-    assert all(e.engine == "DVE" and e.writes[0].buffer == "sbuf" and e.out_dtype == "float32"
-               and e.payload.func in ("max", "maximum") for e in reds)
+    assert all(
+        e.engine == "DVE"
+        and e.writes[0].buffer == "sbuf"
+        and e.out_dtype == "float32"
+        and e.payload.func in ("max", "maximum")
+        for e in reds
+    )
     acts = [e for e in ev if e.op == "activation"]
     assert len(acts) == len(psum_ids)
     assert all(e.engine == "ACT" and e.reads[0].buffer == "sbuf" and e.out_dtype == "float16" for e in acts)
@@ -230,6 +245,7 @@ def test_conv2d_pool2_not_slower_than_pool1_estimate(rng):
     matmuls, a quarter of the output DMA) and stay within 25 us of its TensorE busy time: the
     pooling must not hold TensorE back."""
     from nki_kernels.perf import estimate
+
     X, Wt, b = _inputs(rng, 1, 256, 256, 34, 224, 3, 3, "fp16")
     e1 = estimate(fused_conv2d_maxpool, X, Wt, b, pool_size=1, numerics=False)
     e2 = estimate(fused_conv2d_maxpool, X, Wt, b, pool_size=2, numerics=False)
@@ -252,13 +268,20 @@ def test_conv2d_never_uses_gpsimd(rng):
 # small-channel layers (C < 128: no full C_in tile, so no empty affine loop may be emitted).
 GRID = [
     (1024, 1024, 3, "fp32", 1),
-    (512, 512, 5, "fp32", 2), (512, 512, 5, "bf16", 1),
-    (512, 512, 7, "fp32", 1), (512, 512, 7, "bf16", 2),
-    (1024, 1024, 5, "fp32", 1), (1024, 1024, 5, "bf16", 1),
-    (1536, 1536, 3, "bf16", 2), (2048, 2048, 3, "bf16", 1), (2048, 256, 3, "fp32", 2),
-    (2048, 64, 7, "fp32", 1),          # 128-wide weights need 401 KB/partition: 32-wide C_out tiles
+    (512, 512, 5, "fp32", 2),
+    (512, 512, 5, "bf16", 1),
+    (512, 512, 7, "fp32", 1),
+    (512, 512, 7, "bf16", 2),
+    (1024, 1024, 5, "fp32", 1),
+    (1024, 1024, 5, "bf16", 1),
+    (1536, 1536, 3, "bf16", 2),
+    (2048, 2048, 3, "bf16", 1),
+    (2048, 256, 3, "fp32", 2),
+    (2048, 64, 7, "fp32", 1),  # 128-wide weights need 401 KB/partition: 32-wide C_out tiles
     (640, 300, 7, "fp16", 3),
-    (3, 64, 7, "fp16", 2), (1, 1, 1, "fp32", 1), (127, 5, 2, "bf16", 1),
+    (3, 64, 7, "fp16", 2),
+    (1, 1, 1, "fp32", 1),
+    (127, 5, 2, "bf16", 1),
 ]
 
 
@@ -304,7 +327,7 @@ def test_conv2d_plan_grid_fits_or_rejects():
                         continue
                     try:
                         plan = conv2d_module.plan_conv(X, Wt, b, 1)
-                    except ValueError as e:       # only the input-window limit may remain
+                    except ValueError as e:  # only the input-window limit may remain
                         assert "smallest input window" in str(e), (C_in, C_out, K, dt, e)
                         continue
                     assert plan.sbuf.total <= plan.sbuf.limit, (C_in, C_out, K, dt)
@@ -313,9 +336,14 @@ def test_conv2d_plan_grid_fits_or_rejects():
 
 # -- bad input: ValueError naming the argument, before any instruction ----------------------
 
+
 def _bad(**over):
-    a = {"X": np.zeros((1, 4, 8, 8), np.float32), "W": np.zeros((5, 4, 3, 3), np.float32),
-         "bias": np.zeros(5, np.float32), "pool_size": 1}
+    a = {
+        "X": np.zeros((1, 4, 8, 8), np.float32),
+        "W": np.zeros((5, 4, 3, 3), np.float32),
+        "bias": np.zeros(5, np.float32),
+        "pool_size": 1,
+    }
     a.update(over)
     return a
 
@@ -334,14 +362,21 @@ BAD = {
     "pool_bool": (_bad(pool_size=True), r"\(pool_size\).*bool"),
     "pool_str": (_bad(pool_size="2"), r"\(pool_size\).*str"),
     "filter_gt_image": (_bad(W=np.zeros((5, 4, 9, 3), np.float32)), r"\(W\).*9x3 filter for a 8x8 image"),
-    "pool_gt_output": (_bad(X=np.zeros((1, 4, 4, 8), np.float32), pool_size=3),
-                       r"\(pool_size\).*3 for a 2x6 conv output"),
+    "pool_gt_output": (
+        _bad(X=np.zeros((1, 4, 4, 8), np.float32), pool_size=3),
+        r"\(pool_size\).*3 for a 2x6 conv output",
+    ),
     "empty_batch": (_bad(X=np.zeros((0, 4, 8, 8), np.float32)), r"\(X\).*empty dimension"),
-    "empty_cout": (_bad(W=np.zeros((0, 4, 3, 3), np.float32), bias=np.zeros(0, np.float32)),
-                   r"\(W\).*empty dimension"),
+    "empty_cout": (_bad(W=np.zeros((0, 4, 3, 3), np.float32), bias=np.zeros(0, np.float32)), r"\(W\).*empty dimension"),
     # even ONE output channel of fp32 7x7 weights over 73,729 input channels: 586*49*4 B > 112 KiB
-    "weights_exceed_sbuf": (_bad(X=np.zeros((1, 74881, 7, 7), np.float32), W=np.zeros((1, 74881, 7, 7), np.float32),
-                                 bias=np.zeros(1, np.float32)), r"\(W\).*one output channel.*resident weights"),
+    "weights_exceed_sbuf": (
+        _bad(
+            X=np.zeros((1, 74881, 7, 7), np.float32),
+            W=np.zeros((1, 74881, 7, 7), np.float32),
+            bias=np.zeros(1, np.float32),
+        ),
+        r"\(W\).*one output channel.*resident weights",
+    ),
     "x_list": (_bad(X=[[[[1.0]]]]), r"\(X\).*type list.*an array"),
     "w_float": (_bad(W=2.0), r"\(W\).*type float.*an array"),
     "bias_none": (_bad(bias=None), r"\(bias\).*type NoneType.*an array"),

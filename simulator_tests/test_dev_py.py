@@ -1,4 +1,5 @@
 """dev.py as a user meets it: --help vs README, the caller's directory, a half-made venv, apt-get as root."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -36,15 +37,18 @@ def _help_subcommands() -> set[str]:
 
 def test_dev_help_lists_every_subcommand_and_the_readme_lists_the_same():
     from nki_kernels.cli import build_parser
+
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     cli_cmds = set(sub.choices)
     helped = _help_subcommands()
-    assert helped == cli_cmds | {"test", "install-extra"}, \
+    assert helped == cli_cmds | {"test", "install-extra"}, (
         f"dev.py --help {sorted(helped)} vs nki-kernels {sorted(cli_cmds)} + test, install-extra"
+    )
     for cmd in sorted(helped):
-        assert re.search(rf"python3 dev\.py {cmd}\b|^\| `{cmd}\b|, `{cmd}`", README, re.M), \
+        assert re.search(rf"python3 dev\.py {cmd}\b|^\| `{cmd}\b|, `{cmd}`", README, re.M), (
             f"README does not document `{cmd}`"
+        )
     documented = set(re.findall(r"^\| `([a-z][a-z-]+)", README.split("## Quickstart", 1)[1].split("\n## ", 1)[0], re.M))
     assert documented <= helped, f"README's entry-point table lists {documented - helped}, unknown to dev.py"
 
@@ -75,20 +79,34 @@ def _dev_venv_ready(monkeypatch) -> bool:
 def test_subcommands_run_in_the_callers_directory(tmp_path, monkeypatch):
     if not _dev_venv_ready(monkeypatch):
         pytest.skip(reason="needs the venv dev.py made (run the suite with python3 dev.py test)")
-    (tmp_path / "my_kernel.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_kernel.py").write_text(
+        textwrap.dedent("""
         import os, sys
         import neuronxcc.nki as nki
         open("written_here.txt", "w").write(os.getcwd())
         print("args", sys.argv[1:])
-    """))
+    """)
+    )
     env = {k: v for k, v in os.environ.items() if k != "NKI_KERNELS_VENV"}
-    proc = subprocess.run([sys.executable, str(DEV), "run", "my_kernel.py", "--x"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(DEV), "run", "my_kernel.py", "--x"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "args ['--x']" in proc.stdout and "[dev.py]" not in proc.stdout     # nothing to install
+    assert "args ['--x']" in proc.stdout and "[dev.py]" not in proc.stdout  # nothing to install
     assert Path((tmp_path / "written_here.txt").read_text()).resolve() == tmp_path.resolve()
-    proc = subprocess.run([sys.executable, str(DEV), "profile", "matmul", "--shape", "128,128,128", "--out", "est"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(DEV), "profile", "matmul", "--shape", "128,128,128", "--out", "est"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "est" / "matmul_128x128x128_bf16_benchmark_trn2.json").exists()
     assert not (ROOT / "est").exists(), "a relative --out landed inside the repository"
@@ -138,7 +156,7 @@ def test_interrupted_first_run_is_repaired_on_the_next(tmp_path, monkeypatch, ca
 
 def test_a_foreign_broken_venv_is_not_deleted(tmp_path, monkeypatch):
     target = tmp_path / "theirs"
-    venv.EnvBuilder(with_pip=False).create(target)            # not made by dev.py: no marker
+    venv.EnvBuilder(with_pip=False).create(target)  # not made by dev.py: no marker
     dev = load_dev(monkeypatch, target)
     with pytest.raises(SystemExit, match="was not made by dev.py"):
         dev.ensure_env()
@@ -150,6 +168,7 @@ def test_main_reports_interruption_with_exit_130(monkeypatch, capsys):
 
     def interrupted():
         raise KeyboardInterrupt
+
     monkeypatch.setattr(dev, "ensure_env", interrupted)
     assert dev.main(["verify"]) == 130
     assert "next run repairs" in capsys.readouterr().err
@@ -177,24 +196,28 @@ def test_test_as_root_says_it_installs_shellcheck(monkeypatch, capsys, opt_out):
         assert apt == [] and "NKI_KERNELS_NO_APT=1, so not installing it" in out
     else:
         assert len(apt) == 1 and "installing shellcheck with apt-get" in out
-    (cmd, kw), = pytest_calls
-    assert cmd[1:3] == ["-m", "pytest"] and kw["cwd"] == dev.ROOT    # the suite runs in the repository
+    ((cmd, kw),) = pytest_calls
+    assert cmd[1:3] == ["-m", "pytest"] and kw["cwd"] == dev.ROOT  # the suite runs in the repository
 
 
 # ------------------------------------------------------------------ bad input before any work
-@pytest.mark.parametrize("argv, env, message", [
-    (["bogus"], {}, "unknown subcommand 'bogus'; allowed: verify, test, run"),
-    (["install-extra"], {}, "give one extra; allowed: cs149"),
-    (["install-extra", "nosuch"], {}, "give one extra; allowed: cs149 (got nosuch)"),
-    (["install-extra", "neuron"], {}, "only from the Neuron package repository"),
-    (["verify"], {"NKI_KERNELS_NO_APT": "yes"}, "NKI_KERNELS_NO_APT='yes': allowed values are 1"),
-    (["verify"], {"NKI_KERNELS_VENV": ""}, "NKI_KERNELS_VENV is empty"),
-])
+@pytest.mark.parametrize(
+    "argv, env, message",
+    [
+        (["bogus"], {}, "unknown subcommand 'bogus'; allowed: verify, test, run"),
+        (["install-extra"], {}, "give one extra; allowed: cs149"),
+        (["install-extra", "nosuch"], {}, "give one extra; allowed: cs149 (got nosuch)"),
+        (["install-extra", "neuron"], {}, "only from the Neuron package repository"),
+        (["verify"], {"NKI_KERNELS_NO_APT": "yes"}, "NKI_KERNELS_NO_APT='yes': allowed values are 1"),
+        (["verify"], {"NKI_KERNELS_VENV": ""}, "NKI_KERNELS_VENV is empty"),
+    ],
+)
 def test_bad_input_is_one_line_before_the_venv_is_touched(tmp_path, argv, env, message):
     full = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
     full.update(env)
-    proc = subprocess.run([sys.executable, str(DEV), *argv], cwd=tmp_path, env=full, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(DEV), *argv], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and proc.stderr.count("\n") == 1 and proc.stdout == ""
     assert not (tmp_path / "v").exists()
@@ -212,7 +235,7 @@ def test_install_extra_cs149_adds_a_pinned_torch_for_good(tmp_path, monkeypatch,
     monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: pip_calls.append(cmd) or 0)
     assert dev.main(["install-extra", "cs149"]) == 0
     assert [c[-1] for c in pip_calls] == [f"{dev.ROOT}[test,plot]", f"{dev.ROOT}[test,plot,cs149]"]
-    assert "torch==2.13.0" in capsys.readouterr().out          # the install message lists it
+    assert "torch==2.13.0" in capsys.readouterr().out  # the install message lists it
     assert dev.extras() == ("test", "plot", "cs149")
     # A later reinstall (pyproject.toml changed) keeps the extra; asking again installs nothing.
     dev.STAMP.write_text("stale")
@@ -256,12 +279,20 @@ time.sleep(60)
 def test_a_signal_to_dev_py_reaches_its_child_and_dev_py_waits(tmp_path, sig):
     import signal
     import time
+
     (tmp_path / "child.py").write_text(_CHILD)
     (tmp_path / "wrapper.py").write_text(_WRAPPER.format(dev=str(DEV)))
     env = {k: v for k, v in os.environ.items() if k != "NKI_BACKEND"}
     # A new session: no controlling terminal, so SIGINT is not delivered by a terminal either.
-    proc = subprocess.Popen([sys.executable, "wrapper.py"], cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "wrapper.py"],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "child.pid").exists():
@@ -275,6 +306,6 @@ def test_a_signal_to_dev_py_reaches_its_child_and_dev_py_waits(tmp_path, sig):
         if proc.poll() is None:
             proc.kill()
     assert (tmp_path / "stopped").read_text() == sig, "dev.py exited before its child finished"
-    assert proc.returncode == 0, out + err                # the child's own exit status
+    assert proc.returncode == 0, out + err  # the child's own exit status
     if sys.platform.startswith("linux"):
         assert not Path(f"/proc/{child}").exists(), "the child outlived dev.py"

@@ -2,6 +2,7 @@
 construct kernel runs through the interpreter (strict) against its NumPy reference, the
 report names the construct and how to avoid it, and the hardware file is collected and
 skipped with its reason, or run through the fake SDK's ``nki.baremetal`` (scripts/fakes)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,7 +25,7 @@ FAKES = ROOT / "scripts" / "fakes"
 def _module():
     spec = importlib.util.spec_from_file_location("hw_test_constructs", FILE)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod          # dataclasses look their module up there
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -57,7 +58,7 @@ def test_failure_report_names_construct_kernel_and_flag():
     c = next(c for c in MOD.CONSTRUCTS if c.name == "dma_transpose_3d")
 
     def broken_device(kernel, *args):
-        return np.zeros((128, 8, 128), np.float32) + 1.0       # wrong values
+        return np.zeros((128, 8, 128), np.float32) + 1.0  # wrong values
 
     with pytest.raises(AssertionError, match=r"CONSTRUCT FAILED: dma_transpose_3d .*USE_DMA_TRANSPOSE"):
         MOD.check_construct(c, broken_device)
@@ -70,8 +71,14 @@ def test_failure_report_names_construct_kernel_and_flag():
 
 
 def _pytest(env, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", str(FILE), "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(FILE), "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_collected_and_skipped_with_reason_off_device():
@@ -94,7 +101,8 @@ def test_device_path_through_the_fake_sdk():
         "s.loader.exec_module(m)\n"
         "from nki_kernels.hw import device\n"
         "for c in m.CONSTRUCTS: m.check_construct(c, device.run_baremetal)\n"
-        "print('ok', len(m.CONSTRUCTS))\n")
+        "print('ok', len(m.CONSTRUCTS))\n"
+    )
     env = dict(os.environ, NKI_BACKEND="sim")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

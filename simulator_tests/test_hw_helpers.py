@@ -1,4 +1,5 @@
 """The hardware-path helpers (nki_kernels/hw), exercised here with fakes: no Trainium, no SDK."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,11 +19,18 @@ from nki_kernels.kernels import registry
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FAKES = ROOT / "scripts" / "fakes"
 
-TRN2_3XL = [{
-    "instance_type": "trn2.3xlarge", "neuron_device": 0, "bdf": "0000:33:00.0", "nc_count": 4,
-    "logical_neuroncore_config": 2, "memory_size": 103079215104, "neuroncore_ids": [0, 1, 2, 3],
-    "neuron_processes": [],
-}]
+TRN2_3XL = [
+    {
+        "instance_type": "trn2.3xlarge",
+        "neuron_device": 0,
+        "bdf": "0000:33:00.0",
+        "nc_count": 4,
+        "logical_neuroncore_config": 2,
+        "memory_size": 103079215104,
+        "neuroncore_ids": [0, 1, 2, 3],
+        "neuron_processes": [],
+    }
+]
 
 
 def _two_devices(busy_second: bool):
@@ -49,11 +57,13 @@ def fake_nki(monkeypatch):
 
 # ------------------------------------------------------------------------- import safety
 def test_hw_package_imports_without_sdk_or_torch():
-    code = ("import sys; import nki_kernels.hw, nki_kernels.hw.env, "
-            "nki_kernels.hw.device, nki_kernels.hw.profile, nki_kernels.hw.compare, "
-            "nki_kernels.hw.torch_path, nki_kernels.hw.job, nki_kernels.kernels.registry; "
-            "bad = [m for m in ('torch', 'torch_xla', 'neuronxcc') if m in sys.modules]; "
-            "assert not bad, bad; print('ok')")
+    code = (
+        "import sys; import nki_kernels.hw, nki_kernels.hw.env, "
+        "nki_kernels.hw.device, nki_kernels.hw.profile, nki_kernels.hw.compare, "
+        "nki_kernels.hw.torch_path, nki_kernels.hw.job, nki_kernels.kernels.registry; "
+        "bad = [m for m in ('torch', 'torch_xla', 'neuronxcc') if m in sys.modules]; "
+        "assert not bad, bad; print('ok')"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
@@ -70,11 +80,14 @@ def test_parse_neuron_ls_and_free_cores():
     assert env.device_cores({"neuron_device": 2, "nc_count": 4}) == [8, 9, 10, 11]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("not json", "not JSON"),
-    ('{"neuron_device": 0}', "must be a list"),
-    ('[{"bdf": "x"}]', "no 'neuron_device' field"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("not json", "not JSON"),
+        ('{"neuron_device": 0}', "must be a list"),
+        ('[{"bdf": "x"}]', "no 'neuron_device' field"),
+    ],
+)
 def test_parse_neuron_ls_names_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=message):
         env.parse_neuron_ls(text)
@@ -186,10 +199,15 @@ def test_baremetal_needs_the_sdk_and_says_so():
 
 
 # ------------------------------------------------------------------------- job
-@pytest.mark.parametrize("p99, verdict", [(4000.0, "meets optimized threshold"),
-                                          (4596.0, "meets optimized threshold"),
-                                          (4700.0, "meets relaxed threshold only"),
-                                          (5000.0, "above relaxed threshold")])
+@pytest.mark.parametrize(
+    "p99, verdict",
+    [
+        (4000.0, "meets optimized threshold"),
+        (4596.0, "meets optimized threshold"),
+        (4700.0, "meets relaxed threshold only"),
+        (5000.0, "above relaxed threshold"),
+    ],
+)
 def test_cs149_verdict(p99, verdict):
     v = job.cs149_verdict(p99, (4964.0, 4596.0))
     assert v["verdict"] == verdict
@@ -233,7 +251,7 @@ def test_estimate_case_writes_the_cost_model_record(fake_nki, tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "nki_kernels.perf", perf)
     monkeypatch.setenv("NKI_BACKEND", "sim")
     case = registry.get_case("matmul", "k128_m128_n512_fp32")
-    rec = job.NKI01.estimate_here(case, str(tmp_path))     # in-process: the fake cost model above
+    rec = job.NKI01.estimate_here(case, str(tmp_path))  # in-process: the fake cost model above
     assert calls and calls[0][0].__name__ == "matmul" and calls[0][1][0].shape == (128, 128)
     saved = json.loads((tmp_path / f"{job.stem(case)}.estimate.json").read_text())
     assert saved["summary"] == {"total_time": 12.5e-6, "dma_transfer_count": 7}
@@ -277,8 +295,11 @@ def test_estimate_step_failure_is_one_line(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------- compare
-SUMMARY = {"summary": [{"nc_idx": 0, "nd_idx": 1, "total_time": "0.000200", "dma_transfer_count": 40,
-                        "event_count": 900, "label": "k"}]}
+SUMMARY = {
+    "summary": [
+        {"nc_idx": 0, "nd_idx": 1, "total_time": "0.000200", "dma_transfer_count": 40, "event_count": 900, "label": "k"}
+    ]
+}
 ESTIMATE = {"total_time": 1.0e-4, "dma_transfer_count": 20, "flops": 3.0e6}
 
 
@@ -352,6 +373,7 @@ def test_profile_neff_reports_the_tool_error(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------- torch path
 def test_torch_modules_need_torch_only_when_used():
     from nki_kernels.hw import torch_path
+
     if importlib.util.find_spec("torch") is not None:
         pytest.skip(reason="torch is installed here; the hardware tests cover the torch path")
     with pytest.raises(ModuleNotFoundError, match="torch"):
@@ -364,9 +386,14 @@ def test_torch_modules_need_torch_only_when_used():
 def _pytest_hw_tests(**env_extra):
     env_vars = {k: v for k, v in os.environ.items() if not k.startswith("NKI_HW_")}
     env_vars.update(NKI_BACKEND="sim", **env_extra)
-    return subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "hw_tests"), "-rs", "-q",
-                           "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=ROOT,
-                          env=env_vars, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "hw_tests"), "-rs", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env_vars,
+        timeout=120,
+    )
 
 
 def _n_constructs() -> int:
@@ -383,9 +410,12 @@ def test_hw_tests_collect_and_skip_with_their_reason():
     proc = _pytest_hw_tests(NKI_HW_SHAPES="quick")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     correct = registry.select(None, "quick", correctness=True)
-    expected = (2 * len(correct) + sum(c.sim_ok() for c in correct)  # baremetal, torch, sim-vs-device
-                + len(registry.select(None, "quick", bench=True))       # benchmark
-                + _n_constructs())                                    # test_constructs.py smoke kernels
+    expected = (
+        2 * len(correct)
+        + sum(c.sim_ok() for c in correct)  # baremetal, torch, sim-vs-device
+        + len(registry.select(None, "quick", bench=True))  # benchmark
+        + _n_constructs()
+    )  # test_constructs.py smoke kernels
     assert f"{expected} skipped" in proc.stdout
     assert "SKIPPED" in proc.stdout and "hardware: NKI_BACKEND=sim forces the NumPy interpreter" in proc.stdout
     assert " passed" not in proc.stdout and "error" not in proc.stdout.lower()

@@ -1,4 +1,5 @@
 """scripts/run_hw.sh, run against fake neuron-ls / neuron-profile / Neuron SDK (scripts/fakes)."""
+
 from __future__ import annotations
 
 import json
@@ -28,21 +29,33 @@ def fake(tmp_path):
     """Environment of a fake trn2.3xlarge: tools on PATH, SDK 2.26 on PYTHONPATH, a venv."""
     product = tmp_path / "product_name"
     product.write_text("trn2.3xlarge\n")
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("NKI_HW_", "FAKE_", "NEURON_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env = dict(base,
-               PATH=f"{FAKES / 'bin'}{os.pathsep}{base['PATH']}",
-               PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{FAKES / 'kernels'}",
-               NKI_HW_PRODUCT_NAME_FILE=str(product),
-               NKI_HW_VENV_CANDIDATES=str(tmp_path / "no-such-venv"),
-               NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul",
-               NKI_HW_KERNEL_CONV2D="fake_hw_kernels:conv2d",
-               FAKE_REAL_PYTHON=sys.executable,
-               FAKE_LOG=str(tmp_path / "fake.log"),
-               # the kernels' construct smoke test needs a device; tests that want one bring their own
-               NKI_HW_CONSTRUCTS_TEST=str(tmp_path / "no_constructs_test.py"))
-    return {"env": env, "tmp": tmp_path, "results": tmp_path / "results", "log": tmp_path / "fake.log",
-            "venv": str(FAKES / "venv"), "product": product, "base": base}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("NKI_HW_", "FAKE_", "NEURON_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")
+    }
+    env = dict(
+        base,
+        PATH=f"{FAKES / 'bin'}{os.pathsep}{base['PATH']}",
+        PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{FAKES / 'kernels'}",
+        NKI_HW_PRODUCT_NAME_FILE=str(product),
+        NKI_HW_VENV_CANDIDATES=str(tmp_path / "no-such-venv"),
+        NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul",
+        NKI_HW_KERNEL_CONV2D="fake_hw_kernels:conv2d",
+        FAKE_REAL_PYTHON=sys.executable,
+        FAKE_LOG=str(tmp_path / "fake.log"),
+        # the kernels' construct smoke test needs a device; tests that want one bring their own
+        NKI_HW_CONSTRUCTS_TEST=str(tmp_path / "no_constructs_test.py"),
+    )
+    return {
+        "env": env,
+        "tmp": tmp_path,
+        "results": tmp_path / "results",
+        "log": tmp_path / "fake.log",
+        "venv": str(FAKES / "venv"),
+        "product": product,
+        "base": base,
+    }
 
 
 def run(fake, *args, env=None, venv=True, timeout=90):
@@ -88,29 +101,32 @@ def test_the_script_is_a_short_launcher_of_the_python_job():
     assert not any("python" in line and "<<" in line for line in lines), "no embedded Python"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--frobnicate"], "unknown option '--frobnicate'"),
-    (["stray"], "unknown option 'stray'"),
-    (["--shapes", "huge"], "--shapes must be quick, cs149 or full"),
-    (["--kernels", "conv3d"], "unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"),
-    (["--kernels", ""], "--kernels: empty kernel list ''"),
-    (["--kernels=,"], "--kernels: empty kernel list"),
-    (["--timeout", "0"], "--timeout must be a positive number of seconds"),
-    (["--timeout", "1e3"], "--timeout must be a positive number of seconds, got '1e3'"),
-    (["--warmup", "-1"], "--warmup must be a non-negative integer, got '-1'"),
-    (["--iters", "0"], "--iters must be a positive integer, got '0'"),
-    (["--cores", "two"], "--cores must be a count"),
-    (["--cores", "0"], "--cores must be a count >= 1"),
-    (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
-    (["--cores", "0-3-5"], "--cores must be a count"),
-    (["--timeout"], "--timeout needs a value"),
-    (["--venv", ""], "--venv needs a value, got an empty one"),
-    (["--results-dir="], "--results-dir needs a value, got an empty one"),
-    (["--dry-run=yes"], "--dry-run takes no value"),
-    ({"NKI_HW_STOP_GRACE": "soon"}, "NKI_HW_STOP_GRACE must be a whole number of seconds, got 'soon'"),
-    ({"NKI_SIM_OPTIONS": "garbage"}, "NKI_SIM_OPTIONS"),      # the variables every entry point checks
-    ({"NKI_BACKEND": "bogus"}, "NKI_BACKEND"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--frobnicate"], "unknown option '--frobnicate'"),
+        (["stray"], "unknown option 'stray'"),
+        (["--shapes", "huge"], "--shapes must be quick, cs149 or full"),
+        (["--kernels", "conv3d"], "unknown kernel 'conv3d'; allowed: conv2d, matmul, attention"),
+        (["--kernels", ""], "--kernels: empty kernel list ''"),
+        (["--kernels=,"], "--kernels: empty kernel list"),
+        (["--timeout", "0"], "--timeout must be a positive number of seconds"),
+        (["--timeout", "1e3"], "--timeout must be a positive number of seconds, got '1e3'"),
+        (["--warmup", "-1"], "--warmup must be a non-negative integer, got '-1'"),
+        (["--iters", "0"], "--iters must be a positive integer, got '0'"),
+        (["--cores", "two"], "--cores must be a count"),
+        (["--cores", "0"], "--cores must be a count >= 1"),
+        (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
+        (["--cores", "0-3-5"], "--cores must be a count"),
+        (["--timeout"], "--timeout needs a value"),
+        (["--venv", ""], "--venv needs a value, got an empty one"),
+        (["--results-dir="], "--results-dir needs a value, got an empty one"),
+        (["--dry-run=yes"], "--dry-run takes no value"),
+        ({"NKI_HW_STOP_GRACE": "soon"}, "NKI_HW_STOP_GRACE must be a whole number of seconds, got 'soon'"),
+        ({"NKI_SIM_OPTIONS": "garbage"}, "NKI_SIM_OPTIONS"),  # the variables every entry point checks
+        ({"NKI_BACKEND": "bogus"}, "NKI_BACKEND"),
+    ],
+)
 def test_usage_errors_exit_2(fake, args, message):
     env = dict(fake["env"], **args) if isinstance(args, dict) else None
     proc = run(fake, *([] if isinstance(args, dict) else args), env=env)
@@ -145,8 +161,12 @@ def test_dry_run_lists_preflight_failures_and_still_exits_0(fake):
     env = dict(fake["env"], PATH=fake["base"]["PATH"], NKI_HW_PRODUCT_NAME_FILE=str(fake["tmp"] / "none"))
     proc = run(fake, "--dry-run", "--kernels", "matmul", env=env, venv=False)
     assert proc.returncode == 0, proc.stderr
-    for code, text in ((10, "instance type is 'unreadable'"), (11, "neuron-ls not found"),
-                       (13, "no Neuron venv"), (15, "neuron-profile not found")):
+    for code, text in (
+        (10, "instance type is 'unreadable'"),
+        (11, "neuron-ls not found"),
+        (13, "no Neuron venv"),
+        (15, "neuron-profile not found"),
+    ):
         assert f"FAIL[{code}] {text}" in proc.stdout
     assert "a real run would stop here with exit code 10" in proc.stdout
     assert "neuron-profile capture -n matmul_k128_m128_n512_fp32.neff" in proc.stdout
@@ -179,18 +199,21 @@ def _link_only(fake, *tools):
     return f"{bin_dir}{os.pathsep}{fake['base']['PATH']}"
 
 
-@pytest.mark.parametrize("setup, args, code, message", [
-    ("not_trn2", [], 10, "instance type is 'm7i.large'"),
-    ("no_device", [], 11, "neuron-ls lists no Neuron device"),
-    ("neuron_ls_fails", [], 11, "neuron-ls --json-output failed"),
-    ("no_profiler", [], 15, "neuron-profile not found"),
-    ("no_venv", [], 13, "no Neuron venv: tried"),
-    ("wrong_sdk", [], 12, "lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)"),
-    ("no_sdk", [], 12, "neuronx-cc is not installed"),
-    ("busy", [], 14, "asked for 1 free NeuronCores, only 0 free"),
-    ("ok", ["--cores", "5"], 14, "asked for 5 free NeuronCores, only 4 free"),
-    ("ok", ["--cores", "2-9"], 14, "NeuronCores [4, 5, 6, 7, 8, 9] are busy or absent"),
-])
+@pytest.mark.parametrize(
+    "setup, args, code, message",
+    [
+        ("not_trn2", [], 10, "instance type is 'm7i.large'"),
+        ("no_device", [], 11, "neuron-ls lists no Neuron device"),
+        ("neuron_ls_fails", [], 11, "neuron-ls --json-output failed"),
+        ("no_profiler", [], 15, "neuron-profile not found"),
+        ("no_venv", [], 13, "no Neuron venv: tried"),
+        ("wrong_sdk", [], 12, "lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)"),
+        ("no_sdk", [], 12, "neuronx-cc is not installed"),
+        ("busy", [], 14, "asked for 1 free NeuronCores, only 0 free"),
+        ("ok", ["--cores", "5"], 14, "asked for 5 free NeuronCores, only 4 free"),
+        ("ok", ["--cores", "2-9"], 14, "NeuronCores [4, 5, 6, 7, 8, 9] are busy or absent"),
+    ],
+)
 def test_preflight_failures_have_distinct_exit_codes(fake, setup, args, code, message):
     env, venv = dict(fake["env"]), True
     if setup == "not_trn2":
@@ -223,8 +246,20 @@ def _manifest(folder):
 
 
 def test_full_fake_run_writes_results_folder_and_manifest(fake):
-    proc = run(fake, "--kernels", "matmul,conv2d", "--shapes", "quick", "--cores", "2", "--no-estimate",
-               "--warmup", "2", "--iters", "5")
+    proc = run(
+        fake,
+        "--kernels",
+        "matmul,conv2d",
+        "--shapes",
+        "quick",
+        "--cores",
+        "2",
+        "--no-estimate",
+        "--warmup",
+        "2",
+        "--iters",
+        "5",
+    )
     # No /dev/neuron* and no torch-neuronx here: the hw_tests steps must fail, not pass by skipping.
     assert proc.returncode == 20, proc.stdout + proc.stderr
     (folder,) = run_folders(fake)
@@ -260,12 +295,14 @@ def test_full_fake_run_writes_results_folder_and_manifest(fake):
     n = len(cases) + 2
     lines = [line for line in proc.stdout.splitlines() if re.match(r"^\[\d+/\d+\] ", line)]
     assert len(lines) == n, proc.stdout
-    pat = re.compile(rf"^\[(\d+)/{n}\] (hw_tests (matmul|conv2d)|(matmul|conv2d) \S+) \.\.\. "
-                     r"(ok|FAILED \(\d+ step\(s\), see above\)) \d+:\d\d$")
+    pat = re.compile(
+        rf"^\[(\d+)/{n}\] (hw_tests (matmul|conv2d)|(matmul|conv2d) \S+) \.\.\. "
+        r"(ok|FAILED \(\d+ step\(s\), see above\)) \d+:\d\d$"
+    )
     assert all(pat.match(line) for line in lines), lines
     assert sorted(int(pat.match(line).group(1)) for line in lines) == list(range(1, n + 1))
     assert all(" ok " in line for line in lines if "hw_tests" not in line)
-    assert all("FAILED" in line for line in lines if "hw_tests" in line)    # no device: must fail
+    assert all("FAILED" in line for line in lines if "hw_tests" in line)  # no device: must fail
 
 
 def test_relative_venv_and_results_paths_work_from_any_folder(fake, tmp_path):
@@ -274,9 +311,28 @@ def test_relative_venv_and_results_paths_work_from_any_folder(fake, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     venv = os.path.relpath(fake["venv"], work)
-    proc = subprocess.run(["bash", str(SCRIPT), "--venv", venv, "--results-dir", "res", "--kernels", "matmul",
-                           "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"],
-                          env=fake["env"], capture_output=True, text=True, timeout=90, cwd=work)
+    proc = subprocess.run(
+        [
+            "bash",
+            str(SCRIPT),
+            "--venv",
+            venv,
+            "--results-dir",
+            "res",
+            "--kernels",
+            "matmul",
+            "--skip-tests",
+            "--skip-install",
+            "--no-estimate",
+            "--iters",
+            "2",
+        ],
+        env=fake["env"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=work,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (folder,) = (work / "res").iterdir()
     assert _manifest(folder)["status"] == "completed"
@@ -299,12 +355,24 @@ def test_second_run_never_overwrites_the_first(fake):
     assert not any(n.startswith(("install", "hw_tests")) for n in names), names
 
 
-@pytest.mark.parametrize("sig, code, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM"),
-                                             (signal.SIGHUP, 129, "SIGHUP")])
+@pytest.mark.parametrize(
+    "sig, code, name",
+    [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP")],
+)
 def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code, name):
     env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60")
-    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"],
-            "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate"]
+    argv = [
+        "bash",
+        str(SCRIPT),
+        "--results-dir",
+        str(fake["results"]),
+        "--venv",
+        fake["venv"],
+        "--kernels",
+        "matmul,conv2d",
+        "--skip-tests",
+        "--no-estimate",
+    ]
     planned = registry.select("matmul,conv2d", "quick", bench=True)
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -326,9 +394,9 @@ def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code, 
     m = _manifest(folder)
     assert (m["status"], m["exit_code"]) == ("interrupted", code) and m["interruption"].startswith(name)
     steps = {s["name"]: s for s in m["steps"]}
-    assert steps["install"]["status"] == "passed"                     # finished before: kept as is
+    assert steps["install"]["status"] == "passed"  # finished before: kept as is
     bench = steps["bench-matmul_k128_m128_n512_fp32"]
-    assert bench["status"] == "interrupted" and bench["exit_code"] == 143   # SIGTERM to its group
+    assert bench["status"] == "interrupted" and bench["exit_code"] == 143  # SIGTERM to its group
     assert [j["status"] for j in m["jobs"]] == ["interrupted"] + ["not started"] * (len(planned) - 1)
     assert (folder / "INTERRUPTED").exists() and (folder / steps["install"]["log"]).exists()
     summary = (folder / "SUMMARY.md").read_text()
@@ -340,16 +408,37 @@ def test_interruption_keeps_finished_results_and_marks_the_run(fake, sig, code, 
     pid = int(next(line for line in fake_log(fake) if line.startswith("nki.benchmark")).rsplit("pid=", 1)[1])
     time.sleep(0.2)
     status = pathlib.Path(f"/proc/{pid}/status")
-    assert not status.parent.exists() or "zombie" in status.read_text().lower(), \
+    assert not status.parent.exists() or "zombie" in status.read_text().lower(), (
         "the benchmark process outlived the interrupted run"
+    )
 
 
 def test_under_nohup_a_hangup_does_not_stop_the_run(fake):
     env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="3")
-    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"],
-            "--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))   # what nohup does
+    argv = [
+        "bash",
+        str(SCRIPT),
+        "--results-dir",
+        str(fake["results"]),
+        "--venv",
+        fake["venv"],
+        "--kernels",
+        "matmul",
+        "--skip-tests",
+        "--skip-install",
+        "--no-estimate",
+        "--iters",
+        "2",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )  # what nohup does
     try:
         deadline = time.time() + 30
         while not any(line.startswith("nki.benchmark") for line in fake_log(fake)):
@@ -366,8 +455,9 @@ def test_under_nohup_a_hangup_does_not_stop_the_run(fake):
 
 def test_a_step_over_its_time_limit_is_stopped_and_the_run_goes_on(fake):
     env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60")
-    proc = run(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--skip-install", "--no-estimate",
-               "--timeout", "2", env=env)
+    proc = run(
+        fake, "--kernels", "matmul,conv2d", "--skip-tests", "--skip-install", "--no-estimate", "--timeout", "2", env=env
+    )
     assert proc.returncode == 20, proc.stdout + proc.stderr
     m = _manifest(run_folders(fake)[0])
     bench = [s for s in m["steps"] if s["name"].startswith("bench-")]
@@ -409,8 +499,15 @@ def test_session_scan_sees_a_live_child():
 def _start(fake, *args, env=None):
     """run_hw.sh in a session of its own, so the test can signal its whole process group."""
     argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"], *args]
-    return subprocess.Popen(argv, env=env or fake["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        env=env or fake["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
 
 
 def _wait_for_benchmarks(fake, proc, n, timeout=60):
@@ -466,11 +563,14 @@ def _assert_no_tmp_files(folder):
     assert stray == [], stray
 
 
-@pytest.mark.parametrize("full, finalised", [
-    ("step-end", True),            # a worker's write fails; the main process can still finalise
-    ("step-start", True),          # the first write is the main process's (the install step)
-    ("step-end,finish", False),    # even the manifest cannot be finalised: said so
-])
+@pytest.mark.parametrize(
+    "full, finalised",
+    [
+        ("step-end", True),  # a worker's write fails; the main process can still finalise
+        ("step-start", True),  # the first write is the main process's (the install step)
+        ("step-end,finish", False),  # even the manifest cannot be finalised: said so
+    ],
+)
 def test_disk_full_is_one_clear_line_and_a_failed_manifest(fake, full, finalised):
     env = dict(fake["env"], FAKE_ENOSPC_ON=full)
     proc = run(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2", env=env)
@@ -502,8 +602,9 @@ def small_tmpfs(tmp_path):
         pytest.skip(reason="mounting a small tmpfs needs root; the ENOSPC fake covers the logic")
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(reason=f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     yield mnt
@@ -516,7 +617,7 @@ def test_a_really_full_disk_mid_run(fake, small_tmpfs):
     proc = _start(fake, "--kernels", "matmul", "--skip-tests", "--no-estimate", env=env)
     try:
         _wait_for_benchmarks(fake, proc, 1)
-        with open(small_tmpfs / "filler", "wb") as f:        # fill the disk while the benchmark runs
+        with open(small_tmpfs / "filler", "wb") as f:  # fill the disk while the benchmark runs
             try:
                 while True:
                     f.write(b"\0" * 65536)
@@ -577,8 +678,11 @@ def test_own_kernel_flow_estimates_on_the_interpreter(fake):
     """The own-kernel route through run_hw.sh: NKI_HW_KERNEL_CONV2D=<a CS149-style conv2d.py> with a
     (fake) real SDK importable; the estimate step must run the user's kernel on the interpreter."""
     data = ROOT / "simulator_tests" / "data" / "cs149_like"
-    env = dict(fake["env"], NKI_HW_KERNEL_CONV2D="conv2d_correct:fused_conv2d_maxpool",
-               PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{data}")
+    env = dict(
+        fake["env"],
+        NKI_HW_KERNEL_CONV2D="conv2d_correct:fused_conv2d_maxpool",
+        PYTHONPATH=f"{FAKES / 'sdk'}{os.pathsep}{data}",
+    )
     proc = run(fake, "--kernels", "conv2d", "--skip-tests", "--skip-install", "--iters", "2", env=env)
     folder = run_folders(fake)[-1]
     steps = {s["name"]: s for s in _manifest(folder)["steps"]}

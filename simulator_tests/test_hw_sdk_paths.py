@@ -1,5 +1,6 @@
 """SDK detection and the NKI 0.7 (SDK >= 2.33) hardware path, against fake SDK trees, a fake
 ``neuron-explorer`` and NumPy stand-in kernels (scripts/fakes).  No Trainium, no SDK."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,11 @@ MATMUL = registry.get_case("matmul", "k128_m128_n512_fp32")
 
 
 def _clean_env(**extra):
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("NKI_HW_", "FAKE_", "NEURON_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("NKI_HW_", "FAKE_", "NEURON_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")
+    }
     base.update(extra)
     return base
 
@@ -32,8 +36,9 @@ def _clean_env(**extra):
 def sdk_path(*pythonpath):
     """``sdk.py path`` in a fresh interpreter with the given trees on PYTHONPATH."""
     env = _clean_env(PYTHONPATH=os.pathsep.join(map(str, pythonpath)))
-    proc = subprocess.run([sys.executable, str(SDK_PY), "path"], env=env, capture_output=True,
-                          text=True, timeout=60, cwd="/")
+    proc = subprocess.run(
+        [sys.executable, str(SDK_PY), "path"], env=env, capture_output=True, text=True, timeout=60, cwd="/"
+    )
     path, _, message = proc.stdout.strip().partition(" ")
     return proc.returncode, path, message
 
@@ -42,8 +47,9 @@ def sdk_path(*pythonpath):
 def test_fake_neuron_explorer_is_shellcheck_clean():
     if shutil.which("shellcheck") is None:
         pytest.skip(reason="shellcheck not installed (python3 dev.py test installs it as root)")
-    proc = subprocess.run(["shellcheck", str(FAKES / "bin" / "neuron-explorer")], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        ["shellcheck", str(FAKES / "bin" / "neuron-explorer")], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -53,15 +59,32 @@ def test_help_documents_the_sdk_paths_and_exit_18():
     assert "  18  the SDK is refused" in text and "10, 11, 15, 13, 12, 18, 14" in text
 
 
-@pytest.mark.parametrize("tree, rc, path, fragments", [
-    ("sdk", 0, "nki01", ["SDK 2.26", "neuronx-cc 2.21.18209.0+fake", "NKI 0.1 path"]),
-    ("sdk_2_28", 1, "-", ["lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)", "Fix: "]),
-    ("sdk_2_29", 0, "nki01", ["SDK 2.29", "nki 0.3.0+fake", "NKI 0.1 path",
-                              "warning: neuronxcc.nki is deprecated in SDK 2.29"]),
-    ("sdk_2_32", 3, "-", ["SDK 2.32", "refused", "no longer compile from SDK 2.30",
-                          "all-zero outputs", "Fix: use a DLAMI of Neuron SDK 2.26/2.27"]),
-    ("sdk_2_33", 0, "nki07", ["SDK 2.33", "nki 0.7.0+fake", "NKI 0.7 path"]),
-])
+@pytest.mark.parametrize(
+    "tree, rc, path, fragments",
+    [
+        ("sdk", 0, "nki01", ["SDK 2.26", "neuronx-cc 2.21.18209.0+fake", "NKI 0.1 path"]),
+        ("sdk_2_28", 1, "-", ["lacks neuronxcc.nki (neuronx-cc 2.23.6484.0+fake, SDK 2.28)", "Fix: "]),
+        (
+            "sdk_2_29",
+            0,
+            "nki01",
+            ["SDK 2.29", "nki 0.3.0+fake", "NKI 0.1 path", "warning: neuronxcc.nki is deprecated in SDK 2.29"],
+        ),
+        (
+            "sdk_2_32",
+            3,
+            "-",
+            [
+                "SDK 2.32",
+                "refused",
+                "no longer compile from SDK 2.30",
+                "all-zero outputs",
+                "Fix: use a DLAMI of Neuron SDK 2.26/2.27",
+            ],
+        ),
+        ("sdk_2_33", 0, "nki07", ["SDK 2.33", "nki 0.7.0+fake", "NKI 0.7 path"]),
+    ],
+)
 def test_each_fake_sdk_takes_its_path(tree, rc, path, fragments):
     got_rc, got_path, message = sdk_path(FAKES / tree)
     assert (got_rc, got_path) == (rc, path), message
@@ -76,7 +99,7 @@ def test_no_sdk_and_a_placeholder_nki_are_not_an_sdk(tmp_path):
     rc, path, message = sdk_path(tmp_path)
     assert (rc, path) == (1, "-") and "neuronx-cc is not installed" in message
     (tmp_path / "nki").mkdir()
-    (tmp_path / "nki" / "__init__.py").write_text('__version__ = "0.7.0"\n')   # no jit(): placeholder
+    (tmp_path / "nki" / "__init__.py").write_text('__version__ = "0.7.0"\n')  # no jit(): placeholder
     rc, path, message = sdk_path(tmp_path)
     assert (rc, path) == (1, "-") and "placeholder" in message
 
@@ -84,7 +107,8 @@ def test_no_sdk_and_a_placeholder_nki_are_not_an_sdk(tmp_path):
 def test_interpreter_alias_is_not_mistaken_for_the_sdk(tmp_path):
     (tmp_path / "nki").mkdir()
     (tmp_path / "nki" / "__init__.py").write_text(
-        '__version__ = "0.7.0"\n__nki_kernels_sim__ = True\ndef jit(f=None, **k):\n    return f\n')
+        '__version__ = "0.7.0"\n__nki_kernels_sim__ = True\ndef jit(f=None, **k):\n    return f\n'
+    )
     rc, path, message = sdk_path(tmp_path)
     assert (rc, path) == (1, "-") and "interpreter alias" in message
 
@@ -97,25 +121,37 @@ def test_newer_nki_than_documented_takes_the_07_path_with_a_warning(tmp_path):
     assert "SDK 2.34" in message and "newer than the documentation" in message
 
 
-@pytest.mark.parametrize("cc, release, extrapolated", [
-    ("2.21.18209.0", "2.26", False), ("2.22.12471.0", "2.27", False), ("2.24.5133.0", "2.29", False),
-    ("2.27.5334.0", "2.32", False), ("2.28.1.0", "2.33", True), ("2.30.0.0", "2.35", True),
-    ("1.9", None, False), ("garbage", None, False), (None, None, False),
-])
+@pytest.mark.parametrize(
+    "cc, release, extrapolated",
+    [
+        ("2.21.18209.0", "2.26", False),
+        ("2.22.12471.0", "2.27", False),
+        ("2.24.5133.0", "2.29", False),
+        ("2.27.5334.0", "2.32", False),
+        ("2.28.1.0", "2.33", True),
+        ("2.30.0.0", "2.35", True),
+        ("1.9", None, False),
+        ("garbage", None, False),
+        (None, None, False),
+    ],
+)
 def test_neuronx_cc_release_table(cc, release, extrapolated):
     assert sdk.release_from_neuronx_cc(cc) == (release, extrapolated)
 
 
-@pytest.mark.parametrize("info, path, code", [
-    ({"neuronx_cc": "2.22.1", "has_neuronxcc_nki": True}, "nki01", sdk.EXIT_OK),
-    ({"neuronx_cc": "2.23.1", "has_neuronxcc_nki": True}, "nki01", sdk.EXIT_OK),
-    ({"neuronx_cc": "2.25.3371.0", "has_neuronxcc_nki": True}, None, sdk.EXIT_REFUSED),
-    ({"neuronx_cc": "2.26.6360.0", "nki": "0.5.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
-    ({"neuronx_cc": "2.28.0", "nki": "0.6.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
-    ({"nki": "0.4.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
-    ({"nki": "0.7.2", "nki_is_real": True}, "nki07", sdk.EXIT_OK),
-    ({"neuronx_cc": "2.21.1", "nki": "0.7.0", "nki_is_real": False}, "nki01", sdk.EXIT_MISSING),
-])
+@pytest.mark.parametrize(
+    "info, path, code",
+    [
+        ({"neuronx_cc": "2.22.1", "has_neuronxcc_nki": True}, "nki01", sdk.EXIT_OK),
+        ({"neuronx_cc": "2.23.1", "has_neuronxcc_nki": True}, "nki01", sdk.EXIT_OK),
+        ({"neuronx_cc": "2.25.3371.0", "has_neuronxcc_nki": True}, None, sdk.EXIT_REFUSED),
+        ({"neuronx_cc": "2.26.6360.0", "nki": "0.5.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
+        ({"neuronx_cc": "2.28.0", "nki": "0.6.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
+        ({"nki": "0.4.0", "nki_is_real": True}, None, sdk.EXIT_REFUSED),
+        ({"nki": "0.7.2", "nki_is_real": True}, "nki07", sdk.EXIT_OK),
+        ({"neuronx_cc": "2.21.1", "nki": "0.7.0", "nki_is_real": False}, "nki01", sdk.EXIT_MISSING),
+    ],
+)
 def test_decide_covers_every_branch(info, path, code):
     d = sdk.decide(info)
     assert d.code == code, d.message
@@ -127,11 +163,14 @@ def test_decide_covers_every_branch(info, path, code):
 
 # ------------------------------------------------------------------------- 0.7 path pieces
 def test_nki07_modules_import_without_the_sdk_or_torch():
-    code = ("import sys; import nki_kernels.hw.nki07_path, nki_kernels.hw.sdk; "
-            "bad = [m for m in ('torch', 'torch_xla', 'neuronxcc', 'nki') if m in sys.modules]; "
-            "assert not bad, bad; print('ok')")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          timeout=60, env=_clean_env())
+    code = (
+        "import sys; import nki_kernels.hw.nki07_path, nki_kernels.hw.sdk; "
+        "bad = [m for m in ('torch', 'torch_xla', 'neuronxcc', 'nki') if m in sys.modules]; "
+        "assert not bad, bad; print('ok')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, env=_clean_env()
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
@@ -188,22 +227,43 @@ def test_measure_latency_reports_a_failing_tool(tmp_path, monkeypatch):
 
 
 def _nki07_env(tmp_path, **extra):
-    return _clean_env(PATH=f"{FAKES / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                      PYTHONPATH=os.pathsep.join([str(ROOT), str(FAKES / "sdk_2_33"), str(FAKES / "kernels")]),
-                      NKI_HW_KERNEL_MATMUL="fake_hw_kernels07:matmul",
-                      NKI_HW_KERNEL_CONV2D="fake_hw_kernels07:conv2d",
-                      FAKE_LOG=str(tmp_path / "fake.log"), **extra)
+    return _clean_env(
+        PATH=f"{FAKES / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(FAKES / "sdk_2_33"), str(FAKES / "kernels")]),
+        NKI_HW_KERNEL_MATMUL="fake_hw_kernels07:matmul",
+        NKI_HW_KERNEL_CONV2D="fake_hw_kernels07:conv2d",
+        FAKE_LOG=str(tmp_path / "fake.log"),
+        **extra,
+    )
 
 
 def _step(env, *args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "nki_kernels.hw.nki07_path", *args], env=env, cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nki_kernels.hw.nki07_path", *args],
+        env=env,
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_bench_keeps_the_neff_and_records_like_the_01_path(tmp_path):
     out = tmp_path / "case"
-    proc = _step(_nki07_env(tmp_path, NEURON_RT_VISIBLE_CORES="3"), "bench", "--kernel", "matmul",
-                 "--case", MATMUL.name, "--out", str(out), "--warmup", "2", "--iters", "4")
+    proc = _step(
+        _nki07_env(tmp_path, NEURON_RT_VISIBLE_CORES="3"),
+        "bench",
+        "--kernel",
+        "matmul",
+        "--case",
+        MATMUL.name,
+        "--out",
+        str(out),
+        "--warmup",
+        "2",
+        "--iters",
+        "4",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rec = json.loads((out / "bench.json").read_text())
     for key in ("p50_us", "p99_us", "warmup", "iters", "latency_us", "core", "sdk", "kernel_impl", "cs149"):
@@ -218,22 +278,44 @@ def test_bench_keeps_the_neff_and_records_like_the_01_path(tmp_path):
 
 
 def test_bench_without_framework_debug_says_how_to_get_a_neff(tmp_path):
-    proc = _step(_nki07_env(tmp_path, NEURON_FRAMEWORK_DEBUG="0"), "bench", "--kernel", "matmul",
-                 "--case", MATMUL.name, "--out", str(tmp_path / "case"), "--iters", "2")
+    proc = _step(
+        _nki07_env(tmp_path, NEURON_FRAMEWORK_DEBUG="0"),
+        "bench",
+        "--kernel",
+        "matmul",
+        "--case",
+        MATMUL.name,
+        "--out",
+        str(tmp_path / "case"),
+        "--iters",
+        "2",
+    )
     assert proc.returncode != 0
     assert "no NEFF was written" in proc.stderr and "NEURON_FRAMEWORK_DEBUG=1" in proc.stderr
 
 
 def test_check_catches_all_zero_outputs_and_records_each_check(tmp_path):
     env = _nki07_env(tmp_path, FAKE_NKI_ZEROS="1")
-    proc = _step(env, "check", "--kernel", "matmul", "--shapes", "quick", "--out", str(tmp_path), "--no-torch",
-                 "--sim-check", "off")
+    proc = _step(
+        env,
+        "check",
+        "--kernel",
+        "matmul",
+        "--shapes",
+        "quick",
+        "--out",
+        str(tmp_path),
+        "--no-torch",
+        "--sim-check",
+        "off",
+    )
     assert proc.returncode == 1
     rec = json.loads((tmp_path / "matmul.nki07.json").read_text())
     (case,) = rec["cases"]
     assert not case["checks"]["numpy_call"]["ok"] and "all zeros" in case["checks"]["numpy_call"]["error"]
-    ok = _step(_nki07_env(tmp_path), "check", "--kernel", "matmul", "--shapes", "quick", "--out", str(tmp_path),
-               "--no-torch")
+    ok = _step(
+        _nki07_env(tmp_path), "check", "--kernel", "matmul", "--shapes", "quick", "--out", str(tmp_path), "--no-torch"
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     rec = json.loads((tmp_path / "matmul.nki07.json").read_text())
     checks = rec["cases"][0]["checks"]
@@ -250,6 +332,7 @@ def test_smoke_names_the_failing_construct_and_its_flag(tmp_path):
     assert "construct copy_roundtrip: ok" in proc.stdout
     assert json.loads((tmp_path / "smoke.json").read_text())["failed"] == ["row_max"]
     import xml.etree.ElementTree as ET
+
     cases = {c.get("name"): c.find("failure") for c in ET.parse(tmp_path / "smoke.xml").getroot().iter("testcase")}
     assert set(cases) == {"copy_roundtrip", "row_max"} and cases["copy_roundtrip"] is None
     assert "used by attention; avoid it with --fake-flag" in cases["row_max"].get("message")
@@ -260,9 +343,13 @@ def test_smoke_names_the_failing_construct_and_its_flag(tmp_path):
 def fake(tmp_path):
     product = tmp_path / "product_name"
     product.write_text("trn2.3xlarge\n")
-    env = _nki07_env(tmp_path, NKI_HW_PRODUCT_NAME_FILE=str(product),
-                     NKI_HW_VENV_CANDIDATES=str(tmp_path / "no-such-venv"),
-                     NKI_HW_SMOKE_MODULE="fake_constructs07", FAKE_REAL_PYTHON=sys.executable)
+    env = _nki07_env(
+        tmp_path,
+        NKI_HW_PRODUCT_NAME_FILE=str(product),
+        NKI_HW_VENV_CANDIDATES=str(tmp_path / "no-such-venv"),
+        NKI_HW_SMOKE_MODULE="fake_constructs07",
+        FAKE_REAL_PYTHON=sys.executable,
+    )
     env["PYTHONPATH"] = os.pathsep.join([str(FAKES / "sdk_2_33"), str(FAKES / "kernels")])
     return {"env": env, "tmp": tmp_path, "results": tmp_path / "results", "log": tmp_path / "fake.log"}
 
@@ -281,10 +368,13 @@ def _log(fake):
     return fake["log"].read_text().splitlines() if fake["log"].exists() else []
 
 
-@pytest.mark.parametrize("tree, code, message", [
-    ("sdk_2_32", 18, "SDK 2.32 (neuronx-cc 2.27.5334.0+fake, nki 0.6.0+fake) refused"),
-    ("sdk_2_28", 12, "lacks neuronxcc.nki"),
-])
+@pytest.mark.parametrize(
+    "tree, code, message",
+    [
+        ("sdk_2_32", 18, "SDK 2.32 (neuronx-cc 2.27.5334.0+fake, nki 0.6.0+fake) refused"),
+        ("sdk_2_28", 12, "lacks neuronxcc.nki"),
+    ],
+)
 def test_run_hw_refuses_sdks_that_cannot_run_either_path(fake, tree, code, message):
     env = dict(fake["env"], PYTHONPATH=str(FAKES / tree))
     proc = run(fake, "--kernels", "matmul", env=env)
@@ -297,10 +387,12 @@ def test_run_hw_refuses_sdks_that_cannot_run_either_path(fake, tree, code, messa
 
 @pytest.mark.parametrize("tree, release, warning", [("sdk", "2.26", False), ("sdk_2_29", "2.29", True)])
 def test_run_hw_takes_the_01_path_on_2_26_and_on_2_29_with_a_warning(fake, tree, release, warning):
-    env = dict(fake["env"], PYTHONPATH=os.pathsep.join([str(FAKES / tree), str(FAKES / "kernels")]),
-               NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul")
-    proc = run(fake, "--kernels", "matmul", "--skip-install", "--skip-tests", "--no-estimate", "--iters", "2",
-               env=env)
+    env = dict(
+        fake["env"],
+        PYTHONPATH=os.pathsep.join([str(FAKES / tree), str(FAKES / "kernels")]),
+        NKI_HW_KERNEL_MATMUL="fake_hw_kernels:matmul",
+    )
+    proc = run(fake, "--kernels", "matmul", "--skip-install", "--skip-tests", "--no-estimate", "--iters", "2", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SDK {release}" in proc.stdout and "NKI 0.1 path" in proc.stdout
     assert (f"warning: neuronxcc.nki is deprecated in SDK {release}" in proc.stdout) == warning
@@ -327,13 +419,16 @@ def test_dry_run_on_sdk_2_33_prints_the_07_plan_and_runs_nothing(fake):
     out = proc.stdout
     assert "NKI 0.7 path" in out and "path nki07" in out and "FAIL" not in out
     stem = job.stem(MATMUL)
-    for text in ("nki_kernels.hw.nki07_path smoke --out", "nki_kernels.hw.nki07_path check --kernel matmul",
-                 f"nki_kernels.hw.nki07_path bench --kernel matmul --case {MATMUL.name}",
-                 f"nki_kernels.hw.nki07_path estimate --kernel matmul --case {MATMUL.name}",
-                 "NEURON_LOGICAL_NC_CONFIG=1 NEURON_FRAMEWORK_DEBUG=1",
-                 f"neuron-explorer capture -n {stem}.neff -s {stem}.ntff --profile-nth-exec=2",
-                 f"neuron-explorer view -n {stem}.neff -s {stem}.ntff --output-format summary-json",
-                 f"neuron-explorer view -n {stem}.neff -s {stem}.ntff --output-format perfetto"):
+    for text in (
+        "nki_kernels.hw.nki07_path smoke --out",
+        "nki_kernels.hw.nki07_path check --kernel matmul",
+        f"nki_kernels.hw.nki07_path bench --kernel matmul --case {MATMUL.name}",
+        f"nki_kernels.hw.nki07_path estimate --kernel matmul --case {MATMUL.name}",
+        "NEURON_LOGICAL_NC_CONFIG=1 NEURON_FRAMEWORK_DEBUG=1",
+        f"neuron-explorer capture -n {stem}.neff -s {stem}.ntff --profile-nth-exec=2",
+        f"neuron-explorer view -n {stem}.neff -s {stem}.ntff --output-format summary-json",
+        f"neuron-explorer view -n {stem}.neff -s {stem}.ntff --output-format perfetto",
+    ):
         assert text in out, text
     assert "neuron-profile" not in out and "nki_kernels.hw.job bench" not in out
     assert out.index("nki07_path smoke") < out.index("nki07_path check")
@@ -343,8 +438,9 @@ def test_dry_run_on_sdk_2_33_prints_the_07_plan_and_runs_nothing(fake):
 
 def test_full_fake_run_on_sdk_2_33(fake):
     env = dict(fake["env"], FAKE_PERFETTO_IGNORES_OUTPUT_FILE="1")
-    proc = run(fake, "--kernels", "matmul,conv2d", "--cores", "2", "--no-estimate", "--warmup", "1",
-               "--iters", "3", env=env)
+    proc = run(
+        fake, "--kernels", "matmul,conv2d", "--cores", "2", "--no-estimate", "--warmup", "1", "--iters", "3", env=env
+    )
     # No torch here: the torch-neuronx check fails, so the kernel checks fail and the run says so.
     assert proc.returncode == 20, proc.stdout + proc.stderr
     folder = _folder(fake)
@@ -369,8 +465,9 @@ def test_full_fake_run_on_sdk_2_33(fake):
             assert steps[f"{prefix}-{stem}"]["status"] == "passed", prefix
         for suffix in (".neff", ".ntff", ".summary.json", ".summary.txt", ".pftrace"):
             assert f"{case.kernel}/{case.name}/{stem}{suffix}" in files, suffix
-        assert not any(p.startswith(f"{case.kernel}/{case.name}/") and ("_exec_" in p or "latency/" in p)
-                       for p in files)
+        assert not any(
+            p.startswith(f"{case.kernel}/{case.name}/") and ("_exec_" in p or "latency/" in p) for p in files
+        )
         bench = json.loads((folder / case.kernel / case.name / "bench.json").read_text())
         assert (bench["api"], bench["warmup"], bench["iters"], len(bench["samples_us"])) == ("nki-0.7", 1, 3, 3)
         assert bench["core"] == steps[f"bench-{stem}"]["core"]
@@ -414,6 +511,7 @@ def test_official_simulate_runs_a_host_entry_through_its_jitted_kernel(monkeypat
 
     def plain(x):
         return x
+
     nki07_path.official_simulate(plain, (3,), {})
     assert calls[-1] == (plain, (3,), {})
 
@@ -433,5 +531,6 @@ def test_estimate_and_simulate_steps_run_the_07_kernels_on_the_interpreter(tmp_p
     proc = _step(env, "simulate", "--kernel", "matmul", "--case", MATMUL.name, "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     from nki_kernels.hw import device
+
     args, kwargs = device.make_inputs(MATMUL, job.DEFAULT_SEED)
     device.assert_close(np.load(out), device.reference(MATMUL, args, kwargs), MATMUL.dtype, "interpreter")

@@ -1,6 +1,7 @@
 """The NKI 0.7 kernels (``*_nki07.py``) on the interpreter's 0.7 front end, against the same
 oracles, shapes and tolerances as the NKI 0.1 kernels' tests (imported from them, so the two
 generations cannot drift apart), and estimated by the same cost model."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -27,10 +28,12 @@ def k07():
     """The 0.7 modules; under the tests' NKI_BACKEND=sim their ``nki`` is the interpreter's."""
     from nki_kernels.backend import resolve
     from nki_kernels.kernels import attention_nki07, conv2d_nki07, matmul_nki07, smoke_nki07
+
     b = resolve("0.7")
     assert b.name == "sim", "the simulator tests run the 0.7 kernels on the interpreter"
-    return SimpleNamespace(nki=b.nki, matmul=matmul_nki07, conv=conv2d_nki07, attention=attention_nki07,
-                           smoke=smoke_nki07)
+    return SimpleNamespace(
+        nki=b.nki, matmul=matmul_nki07, conv=conv2d_nki07, attention=attention_nki07, smoke=smoke_nki07
+    )
 
 
 def run(k07, kernel, *args, strict=True, **kwargs):
@@ -59,8 +62,9 @@ def test_matmul_low_precision(k07, rng, shape, dt):
 
 
 @pytest.mark.parametrize("dt", ["fp32", "bf16"])
-@pytest.mark.parametrize("shape", [(128, 512, 128), (1, 1, 1), (129, 513, 257), (260, 600, 520)],
-                         ids=t01_matmul._shape_id)
+@pytest.mark.parametrize(
+    "shape", [(128, 512, 128), (1, 1, 1), (129, 513, 257), (260, 600, 520)], ids=t01_matmul._shape_id
+)
 def test_matmul_mk_matches_oracle(k07, rng, shape, dt):
     M, N, K = shape
     a, b = t01_matmul._operands(rng, M, N, K, DTYPES[dt], mk=True)
@@ -69,8 +73,9 @@ def test_matmul_mk_matches_oracle(k07, rng, shape, dt):
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "matmul_mk"])
-@pytest.mark.parametrize("mode, budget, shape", [("resident", 40 * 1024, (640, 1100, 300)),
-                                                 ("chunked", 24 * 1024, (200, 700, 1200))])
+@pytest.mark.parametrize(
+    "mode, budget, shape", [("resident", 40 * 1024, (640, 1100, 300)), ("chunked", 24 * 1024, (200, 700, 1200))]
+)
 def test_matmul_multi_block_plans(k07, rng, monkeypatch, kernel, mode, budget, shape):
     """Several SBUF blocks (resident) and K streamed in chunks, at simulable sizes: the shared
     plan with a smaller budget, exactly as the 0.1 tests do."""
@@ -166,8 +171,11 @@ def test_attention_low_precision(k07, rng, case, dt_name):
     assert_close(out, attention_ref(q, k, v, causal=causal), dt)
 
 
-@pytest.mark.parametrize("scale,causal", [(0.5, False), (2.0, True), (0.0, True), (-0.3, True)],
-                         ids=["s0.5", "s2_causal", "s0_causal", "sneg0.3_causal"])
+@pytest.mark.parametrize(
+    "scale,causal",
+    [(0.5, False), (2.0, True), (0.0, True), (-0.3, True)],
+    ids=["s0.5", "s2_causal", "s0_causal", "sneg0.3_causal"],
+)
 def test_attention_explicit_softmax_scale(k07, rng, scale, causal):
     q, k, v = t01_attention._inputs(rng, 1, 1, 700, 1100, 32, np.float32)
     out = run(k07, k07.attention.flash_attention, q, k, v, causal=causal, softmax_scale=scale)
@@ -207,7 +215,7 @@ def _work(trace):
 
 
 WORK_CASES = [
-    ("matmul", lambda rng: (t01_matmul._operands(rng, 640, 1100, 300, np.float32)), {}),
+    ("matmul", lambda rng: t01_matmul._operands(rng, 640, 1100, 300, np.float32), {}),
     ("conv", lambda rng: t01_conv._inputs(rng, 2, 130, 129, 14, 12, 3, 3, "bf16"), {"pool_size": 3}),
     ("conv", lambda rng: t01_conv._inputs(rng, 1, 128, 128, 32, 16, 3, 3), {"pool_size": 2}),
     ("attention", lambda rng: t01_attention._inputs(rng, 1, 2, 520, 1100, 64, np.float32), {"causal": True}),
@@ -221,8 +229,11 @@ def test_07_kernels_issue_the_01_kernels_work(k07, rng, which, make, kwargs):
     number of instructions, flops and bytes (PSUM memsets aside), and agree numerically."""
     args = make(rng)
     out01, tr01 = trace_kernel(KERNELS_01[which], *args, **kwargs)
-    entry = {"matmul": k07.matmul.matmul, "conv": k07.conv.fused_conv2d_maxpool,
-             "attention": k07.attention.flash_attention}[which]
+    entry = {
+        "matmul": k07.matmul.matmul,
+        "conv": k07.conv.fused_conv2d_maxpool,
+        "attention": k07.attention.flash_attention,
+    }[which]
     out07, tr07 = k07.nki.trace(entry, *args, options=SimOptions(strict=True), **kwargs)
     assert _work(tr07) == _work(tr01)
     assert_close(out07, np.asarray(out01, np.float64), np.asarray(out01).dtype, what="0.7 vs 0.1")

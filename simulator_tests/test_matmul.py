@@ -1,4 +1,5 @@
 """Blocked matmul kernels (nki_kernels.kernels.matmul) on the NumPy interpreter."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -15,7 +16,7 @@ from nki_kernels.sim.core.context import RunContext
 from sim_testing import assert_close, strict_interpreter  # noqa: F401  (autouse fixture)
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-SBUF_USABLE = tiling.SBUF_BYTES     # trn2 bytes per partition (nl.tile_size.total_available_sbuf_size)
+SBUF_USABLE = tiling.SBUF_BYTES  # trn2 bytes per partition (nl.tile_size.total_available_sbuf_size)
 
 
 def _operands(rng, M, N, K, dtype, mk=False):
@@ -30,11 +31,20 @@ def _shape_id(s):
 
 # (M, N, K): exact tiles, then partial tiles on one axis at a time, then on all axes together
 SHAPES = [
-    (128, 512, 128), (256, 1024, 384),
-    (1, 512, 128), (127, 512, 128), (129, 512, 128),
-    (128, 1, 128), (128, 513, 128), (128, 640, 128),
-    (128, 512, 1), (128, 512, 127), (128, 512, 129),
-    (1, 1, 1), (127, 513, 129), (640, 640, 640),
+    (128, 512, 128),
+    (256, 1024, 384),
+    (1, 512, 128),
+    (127, 512, 128),
+    (129, 512, 128),
+    (128, 1, 128),
+    (128, 513, 128),
+    (128, 640, 128),
+    (128, 512, 1),
+    (128, 512, 127),
+    (128, 512, 129),
+    (1, 1, 1),
+    (127, 513, 129),
+    (640, 640, 640),
 ]
 
 
@@ -68,6 +78,7 @@ def test_matmul_mk_matches_oracle(rng, shape, dt):
 
 
 # ---- several SBUF blocks at a simulable size: shrink the planning budget ----------------------
+
 
 def _small_budget(monkeypatch, budget):
     monkeypatch.setattr(mm, "SBUF_BUDGET", budget)
@@ -114,8 +125,14 @@ def test_matmul_shuffled_affine_and_poison(rng, monkeypatch):
 
 
 @settings(max_examples=8, deadline=None)
-@given(M=st.integers(1, 300), N=st.integers(1, 700), K=st.integers(1, 300),
-       dt=st.sampled_from(sorted(DTYPES)), mk=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    M=st.integers(1, 300),
+    N=st.integers(1, 700),
+    K=st.integers(1, 300),
+    dt=st.sampled_from(sorted(DTYPES)),
+    mk=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_matmul_property_random_shapes(M, N, K, dt, mk, seed):
     rng = np.random.default_rng(seed)
     a, b = _operands(rng, M, N, K, DTYPES[dt], mk=mk)
@@ -125,6 +142,7 @@ def test_matmul_property_random_shapes(M, N, K, dt, mk, seed):
 
 
 # ---- block reuse, DMA sizes, capacity: read from the instruction trace ------------------------
+
 
 def _hbm_reads(trace, input_ids):
     """Bytes loaded from each kernel input (by allocation id) over all DMAs."""
@@ -148,8 +166,7 @@ def test_matmul_block_reuse_from_trace(rng, monkeypatch):
     out, trace = trace_kernel(mm.matmul, a, b)
     assert_close(out, matmul_ref(a, b), np.float32)
     # kernel arguments become the first two allocations, in argument order
-    hbm_ids = sorted({r.alloc_id for ev in trace.events if ev.engine == "DMA"
-                      for r in ev.reads if r.buffer == "hbm"})
+    hbm_ids = sorted({r.alloc_id for ev in trace.events if ev.engine == "DMA" for r in ev.reads if r.buffer == "hbm"})
     assert len(hbm_ids) == 2, hbm_ids
     lhsT_id, rhs_id = hbm_ids
     reads = _hbm_reads(trace, hbm_ids)
@@ -182,12 +199,21 @@ def test_matmul_big_plan_trace(n, dt):
     assert trace.peak_psum_bytes_per_partition <= 16 * 1024
     mms = [ev for ev in trace.events if ev.op == "nc_matmul"]
     assert all(ev.payload.M == 128 and ev.payload.N == 512 for ev in mms), "full TensorE tiles"
-    assert sum(ev.flops for ev in mms) == 2 * n ** 3
+    assert sum(ev.flops for ev in mms) == 2 * n**3
 
 
-@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (2048, 2048, 2048), (8192, 8192, 16384),
-                                   (64, 100000, 64), (100000, 64, 200), (300, 300, 60000)],
-                         ids=_shape_id)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (4096, 4096, 4096),
+        (2048, 2048, 2048),
+        (8192, 8192, 16384),
+        (64, 100000, 64),
+        (100000, 64, 200),
+        (300, 300, 60000),
+    ],
+    ids=_shape_id,
+)
 @pytest.mark.parametrize("dt", ["fp32", "bf16"])
 @pytest.mark.parametrize("mk", [False, True], ids=["lhsT", "mk"])
 def test_plan_fits_sbuf(shape, dt, mk):
@@ -202,10 +228,12 @@ def test_plan_fits_sbuf(shape, dt, mk):
 
 # ---- bad input: ValueError before any instruction ---------------------------------------------
 
+
 @pytest.fixture
 def no_instructions(monkeypatch):
     def record(self, *a, **k):
         raise AssertionError("an instruction ran before argument validation")
+
     monkeypatch.setattr(RunContext, "record", record)
 
 
@@ -215,8 +243,7 @@ BAD = [
     ("rhs_rank1", lambda: (np.ones((128, 4), np.float32), np.ones(128, np.float32)), r"matmul\w*\(rhs\).*rank 2"),
     ("k_mismatch", lambda: (np.ones((128, 4), np.float32), np.ones((64, 4), np.float32)), r"\(rhs\).*K=64"),
     ("int32", lambda: (np.ones((8, 4), np.int32), np.ones((8, 4), np.int32)), r"float32, float16 or bfloat16"),
-    ("mixed_dtypes", lambda: (np.ones((8, 4), np.float32), np.ones((8, 4), ml_dtypes.bfloat16)),
-     r"one dtype"),
+    ("mixed_dtypes", lambda: (np.ones((8, 4), np.float32), np.ones((8, 4), ml_dtypes.bfloat16)), r"one dtype"),
     ("empty_k", lambda: (np.ones((0, 4), np.float32), np.ones((0, 4), np.float32)), r"empty dimension"),
     ("empty_n", lambda: (np.ones((8, 4), np.float32), np.ones((8, 0), np.float32)), r"empty dimension"),
     ("lhs_list", lambda: ([[1.0, 2.0]], np.ones((1, 4), np.float32)), r"matmul\w*\(lhs\w*\).*type list.*an array"),
@@ -229,6 +256,6 @@ BAD = [
 def test_matmul_rejects_bad_input(no_instructions, kernel, name, make, match):
     a, b = make()
     if kernel == "matmul_mk" and isinstance(a, np.ndarray) and a.ndim == 2:
-        a = np.ascontiguousarray(a.T)       # same K, row-major layout
+        a = np.ascontiguousarray(a.T)  # same K, row-major layout
     with pytest.raises(ValueError, match=match):
         simulate_kernel(getattr(mm, kernel), a, b)

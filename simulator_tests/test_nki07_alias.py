@@ -1,4 +1,5 @@
 """install_nki_alias, `nki-kernels run` API selection and backend.resolve for NKI 0.7."""
+
 from __future__ import annotations
 
 import sys
@@ -26,6 +27,7 @@ def test_alias_wins_over_placeholder_and_restores(monkeypatch):
         import nki.isa as nisa
         import nki.language as nl
         from nki import typing as nt
+
         assert nki is nki07.nki and nl is nki07.language and nisa is nki07.isa and nt is nki07.typing
         assert nki07.alias_installed()
     assert sys.modules["nki"] is ph
@@ -53,6 +55,7 @@ def test_alias_runs_unmodified_code():
         env = {}
         exec(compile(src, "user_kernel.py", "exec"), env)
         import nki
+
         out = nki.simulate(env["scale"])(a)
     np.testing.assert_allclose(out, 3 * a, rtol=1e-6)
 
@@ -71,6 +74,7 @@ def test_both_aliases_coexist():
     with install_neuronxcc_alias(), install_nki_alias():
         import neuronxcc.nki.language as nl01
         import nki.language as nl07
+
         assert nl01 is not nl07 and nl07 is nki07.language
 
 

@@ -1,4 +1,5 @@
 """NKI 0.7 front end: negative tests, one per rule class of docs/nki-0.7-spec.md, each with its code."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,12 +19,14 @@ def rand(*shape, dtype=np.float32):
 
 def run(body, *args):
     """Run ``body(*tensors)`` as a kernel that returns a trivially written output."""
+
     @nki.jit
     def k(*a):
         body(*a)
         out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=a[0][0:1, 0:1])
         return out
+
     return k(*(args or (rand(128, 64),)))
 
 
@@ -35,11 +38,13 @@ def raises(exc, code, body, *args):
 # ---- kernels / outputs (K) -------------------------------------------------------------------------------
 def test_hbm_output_rejected():
     """K6: outputs in nl.hbm fail to compile since NKI 0.3 -> E007."""
+
     @nki.jit
     def k(a):
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.hbm)
         nisa.dma_copy(dst=out, src=a)
         return out
+
     with pytest.raises(TypeError, match=r"\[E007\].*shared_hbm"):
         k(rand(4, 4))
 
@@ -54,9 +59,11 @@ def test_list_argument_and_platform_target_rejected():
 
 def test_output_never_written():
     """A returned output that nothing wrote: E016 (garbage on hardware)."""
+
     @nki.jit
     def k(a):
         return nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+
     with pytest.raises(ValueError, match=r"\[E016\]"):
         k(rand(4, 4))
 
@@ -79,15 +86,18 @@ def test_partition_limit():
 
 def test_integer_enum_rejected():
     """T6: an enum argument must name a member -> E021 (an int naming one is accepted: nki-library)."""
+
     def body(a):
         t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a, dge_mode=7)
+
     raises(ValueError, "E021", body)
 
     def body2(a):
         t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a, dge_mode=3)         # dge_mode.none, as nki-library writes it
+        nisa.dma_copy(dst=t, src=a, dge_mode=3)  # dge_mode.none, as nki-library writes it
         nisa.tensor_copy(dst=t, src=t, engine="vector")
+
     raises(ValueError, "E021", body2)
 
 
@@ -109,20 +119,24 @@ def test_ap_out_of_range():
 
 def test_onchip_reshape_and_permute_keep_partition():
     """V3: on chip, reshape keeps shape[0]; permute keeps dims[0] == 0 -> E026."""
+
     def body(a):
         t = nl.load(a)
         t.reshape((64, 128))
+
     raises(ValueError, "E026", body)
 
     def body2(a):
         nl.load(a).permute((1, 0))
+
     raises(ValueError, "E026", body2)
 
     def body3(a):
-        nl.load(a).permute((0, 1)).reshape((128, 64))          # fine: contiguous
-        nl.load(a)[:, 0:64:2].reshape((128, 2, 16))             # strided but splittable
+        nl.load(a).permute((0, 1)).reshape((128, 64))  # fine: contiguous
+        nl.load(a)[:, 0:64:2].reshape((128, 2, 16))  # strided but splittable
         nl.load(a).permute((0, 1))[:, ::2].permute((0, 1)).reshape((128, 32))
         nl.load(a.reshape((128, 8, 8))).permute((0, 2, 1)).reshape((128, 64))
+
     raises(NotImplementedError, "E022", body3)
 
 
@@ -138,172 +152,207 @@ def test_broadcast_needs_size_one():
 # ---- ISA (I) ------------------------------------------------------------------------------------------------
 def test_dst_first_required():
     """I1: passing a non-tensor as dst (the 0.1 call form) -> E010."""
-    raises(TypeError, "E010", lambda a: nisa.memset((128, 64), 0.0, nl.float32))   # the 0.1 form
+    raises(TypeError, "E010", lambda a: nisa.memset((128, 64), 0.0, nl.float32))  # the 0.1 form
 
 
 def test_matmul_destination_rules():
     """I2: dst must be PSUM (E007) and fp32 on trn2 (E009); moving free <= 512 (E003)."""
+
     def sbuf_dst(a):
         t = nl.load(a)
         d = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
         nisa.nc_matmul(d, t, t)
+
     raises(TypeError, "E007", sbuf_dst)
 
     def bf16_dst(a):
         t = nl.load(a)
         d = nl.ndarray((64, 64), nl.bfloat16, buffer=nl.psum)
         nisa.nc_matmul(d, t, t)
+
     raises(TypeError, "E009", bf16_dst)
 
     def wide(a, b):
         d = nl.ndarray((64, 1024), nl.float32, buffer=nl.psum)
         nisa.nc_matmul(d, nl.load(a), nl.load(b))
+
     with pytest.raises(ValueError, match=r"\[E00[34]\]"):
         run(wide, rand(128, 64), rand(128, 1024))
 
 
 def test_matmul_dst_shape_mismatch():
     """I8: dst must match the result's partitions and free size -> E011."""
+
     def body(a):
         t = nl.load(a)
         d = nl.ndarray((64, 32), nl.float32, buffer=nl.psum)
         nisa.nc_matmul(d, t, t)
+
     raises(ValueError, "E011", body)
 
 
 def test_matmul_reads_sbuf_only():
     """I13: nc_matmul operands in PSUM -> E007."""
+
     def body(a):
         t = nl.load(a)
         p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
         nisa.tensor_copy(dst=p, src=t)
         d = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
         nisa.nc_matmul(d, p, t)
+
     raises(TypeError, "E007", body)
 
 
 def test_dma_never_touches_psum():
     """I5: dma_copy from PSUM -> E007."""
+
     def body(a):
         p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
         nisa.tensor_copy(dst=p, src=nl.load(a))
         out = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=out, src=p)
+
     raises(TypeError, "E007", body)
 
 
 def test_dma_hwdge_dtype_and_removed_rmw():
     """I5: hwdge needs matching dtypes (E009); dst_rmw_op was removed (E021); counts differ (E011)."""
+
     def body(a):
         t = nl.ndarray((128, 64), nl.bfloat16, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a, dge_mode=nisa.dge_mode.hwdge)
+
     raises(TypeError, "E009", body)
 
     def body2(a):
         t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a, dst_rmw_op=nl.add)
+
     raises(ValueError, "E021", body2)
 
     def body3(a):
         t = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a)
+
     raises(ValueError, "E011", body3)
 
 
 def test_dma_transpose_rank_rule():
     """I6: dst.shape equals the permuted src.shape exactly, including rank -> E011; bad axes E020."""
+
     def body(a):
         d = nl.ndarray((64, 128, 1), nl.float32, buffer=nl.sbuf)
         nisa.dma_transpose(dst=d, src=a)
+
     raises(ValueError, "E011", body)
 
     def body2(a):
         d = nl.ndarray((64, 128), nl.float32, buffer=nl.sbuf)
         nisa.dma_transpose(dst=d, src=a, axes=(0, 1))
+
     raises(ValueError, "E020", body2)
 
 
 def test_nc_transpose_limits_and_dtype():
     """I7: VectorE transpose <= 32x32 (E020); dst dtype == data dtype (E009)."""
+
     def body(a):
         d = nl.ndarray((64, 128), nl.float32, buffer=nl.sbuf)
         nisa.nc_transpose(dst=d, data=nl.load(a), engine=nisa.engine.vector)
+
     raises(ValueError, "E020", body)
 
     def body2(a):
         d = nl.ndarray((64, 128), nl.bfloat16, buffer=nl.psum)
         nisa.nc_transpose(dst=d, data=nl.load(a))
+
     raises(TypeError, "E009", body2)
 
 
 def test_tensor_reduce_trailing_axes():
     """I9: reduction axes must be the trailing free axes; never the partition axis -> E023."""
+
     def body(a):
         t = nl.load(a.reshape((128, 8, 8)))
         d = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=d, op=nl.add, data=t, axis=1)
+
     raises(ValueError, "E023", body)
 
     def body2(a):
         t = nl.load(a)
         d = nl.ndarray((1, 64), nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=d, op=nl.add, data=t, axis=0)
+
     raises(ValueError, "E023", body2)
 
 
 def test_memset_value_must_match_dtype():
     """I10: a non-integer float into an int tile -> E009 (an integral float warns)."""
+
     def body(a):
         t = nl.ndarray((4, 4), nl.int32, buffer=nl.sbuf)
         nisa.memset(dst=t, value=2.5)
+
     raises(TypeError, "E009", body)
 
     def body2(a):
         t = nl.ndarray((4, 4), nl.int32, buffer=nl.sbuf)
         nisa.memset(dst=t, value=2.0)
+
     with pytest.warns(SimWarning, match="int literal"):
         run(body2)
 
 
 def test_iota_affine_select_pattern_count_and_buffer():
     """I11/I12: pattern element count must equal the free size (E011); dst in SBUF (E007)."""
+
     def body(a):
         t = nl.ndarray((8, 6), nl.int32, buffer=nl.sbuf)
         nisa.iota(t, [[1, 5]])
+
     raises(ValueError, "E011", body)
 
     def body2(a):
         t = nl.ndarray((8, 6), nl.float32, buffer=nl.psum)
         nisa.iota(t, [[1, 6]])
+
     raises(TypeError, "E007", body2)
 
 
 def test_gpsimd_cannot_access_psum():
     """I13: GpSimd engine on a PSUM operand -> E007."""
+
     def body(a):
         p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
         nisa.tensor_copy(dst=p, src=nl.load(a))
         d = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=d, src=p, engine=nisa.engine.gpsimd)
+
     raises(TypeError, "E007", body)
 
 
 def test_unknown_keyword_and_mismatched_dtype_kwarg():
     """ISA calls reject unknown keywords (E010, e.g. the removed mask=) and a dtype= != dst.dtype (E009)."""
+
     def body(a):
         t = nl.load(a)
         nisa.tensor_copy(dst=t, src=t, mask=None)
+
     raises(TypeError, "E010", body)
 
     def body2(a):
         t = nl.load(a)
         d = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=d, src=t, dtype=nl.bfloat16)
+
     raises(TypeError, "E009", body2)
 
 
 def test_uninitialised_read_poisons_output():
     """T1: a read of uninitialised SBUF reaches the output as NaN (caught by the oracle check)."""
+
     @nki.jit
     def k(a):
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
@@ -311,6 +360,7 @@ def test_uninitialised_read_poisons_output():
         nisa.tensor_tensor(dst=t, data1=t, data2=nl.load(a), op=nl.add)
         nl.store(out, t)
         return out
+
     with pytest.warns(SimWarning, match="never-written"):
         out = k(rand(8, 8))
     assert np.isnan(out).all()
@@ -330,9 +380,11 @@ def test_fori_loop_rules():
 
 def test_dynamic_range_deprecated():
     """C4: nl.dynamic_range warns (deprecated since NKI 0.6)."""
+
     def body(a):
         for _ in nl.dynamic_range(2):
             pass
+
     with pytest.warns(SimWarning, match="deprecated"):
         run(body)
 
@@ -350,22 +402,30 @@ def test_api_outside_kernel():
 
 
 # ---- calling convention ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("call", [
-    lambda t: nisa.tensor_copy(src=t),
-    lambda t: nisa.nc_matmul(stationary=t, moving=t),
-    lambda t: nisa.activation(op=nl.exp, data=t),
-    lambda t: nisa.dma_copy(src=t),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: nisa.tensor_copy(src=t),
+        lambda t: nisa.nc_matmul(stationary=t, moving=t),
+        lambda t: nisa.activation(op=nl.exp, data=t),
+        lambda t: nisa.dma_copy(src=t),
+    ],
+)
 def test_an_isa_call_without_dst_is_a_coded_one_line_error(call):
     """I1: every ISA call takes dst first.  Without it the error names the call and the fix, at the
     user's line (it used to be a bare TypeError inside the interpreter)."""
+
     @nki.jit
     def k(a):
         t = nl.load(a)
         call(t)
         return a
-    with pytest.raises(TypeError, match=r"\[E010\] \w+\(dst\): nisa\.\w+\(\) was called without dst.*"
-                                        r"nisa\.\w+\(dst=tile, \.\.\.\).* at test_nki07_errors\.py:\d+$") as e:
+
+    with pytest.raises(
+        TypeError,
+        match=r"\[E010\] \w+\(dst\): nisa\.\w+\(\) was called without dst.*"
+        r"nisa\.\w+\(dst=tile, \.\.\.\).* at test_nki07_errors\.py:\d+$",
+    ) as e:
         k(np.ones((8, 8), np.float32))
     assert "\n" not in str(e.value)
     assert e.traceback[-1].path.name == "test_nki07_errors.py"
@@ -375,10 +435,14 @@ def test_an_isa_call_missing_an_operand_names_it():
     @nki.jit
     def k(a):
         t = nl.load(a)
-        nisa.tensor_tensor(t, t)          # data2 and op missing
+        nisa.tensor_tensor(t, t)  # data2 and op missing
         return a
-    with pytest.raises(TypeError, match=r"\[E010\] tensor_tensor\(data2\): nisa\.tensor_tensor\(\) is missing "
-                                        r"argument\(s\) \['data2', 'op'\]"):
+
+    with pytest.raises(
+        TypeError,
+        match=r"\[E010\] tensor_tensor\(data2\): nisa\.tensor_tensor\(\) is missing "
+        r"argument\(s\) \['data2', 'op'\]",
+    ):
         k(np.ones((8, 8), np.float32))
 
 
@@ -386,6 +450,7 @@ def test_a_kernel_that_writes_an_input_argument_fills_the_callers_array_in_place
     """K8: "Input arrays are updated in-place if the kernel modified the corresponding HBM tensors"
     (aws-neuron-sdk 81ce03ae nki/guides/nki_simulator.rst, "Execution"); arguments it did not write
     are left alone."""
+
     @nki.jit
     def k(a, out, untouched):
         t = nl.load(a)
@@ -398,11 +463,11 @@ def test_a_kernel_that_writes_an_input_argument_fills_the_callers_array_in_place
     out = np.zeros((8, 8), np.float32)
     untouched = np.full((8, 8), 7.0, np.float32)
     ret = nki.simulate(k)(a, out, untouched)
-    np.testing.assert_array_equal(out, 3 * a)          # filled in place
-    np.testing.assert_array_equal(ret, 3 * a)          # and returned
+    np.testing.assert_array_equal(out, 3 * a)  # filled in place
+    np.testing.assert_array_equal(ret, 3 * a)  # and returned
     assert np.all(untouched == 7.0) and np.all(a == np.arange(64).reshape(8, 8))
     out[...] = 0
-    k(a, out, untouched)                               # calling the kernel directly simulates it too
+    k(a, out, untouched)  # calling the kernel directly simulates it too
     np.testing.assert_array_equal(out, 3 * a)
 
 
@@ -423,6 +488,7 @@ def test_nc_n_gather_gathers_per_partition_and_checks_its_operands():
         nisa.nc_n_gather(dst=g, data=ds, indices=it)
         nisa.dma_copy(dst=out, src=g)
         return out
+
     np.testing.assert_array_equal(k(data, idx), np.take_along_axis(data, idx.astype(np.int64), axis=1))
     with pytest.raises(TypeError, match=r"\[E009\].*uint32"):
         k(data, idx.astype(np.int32))
@@ -430,31 +496,37 @@ def test_nc_n_gather_gathers_per_partition_and_checks_its_operands():
 
 def test_shared_hbm_in_a_loop_is_not_a_0_7_error():
     """The 0.1 rule err_shared_hbm_must_in_kernel_level (E013) has no 0.6/0.7 counterpart."""
+
     @nki.jit
     def k(a):
         for _i in nl.affine_range(1):
             out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
             nisa.dma_copy(dst=out, src=a)
         return out
+
     x = rand(4, 4)
     np.testing.assert_array_equal(k(x), x)
 
 
 def test_engine_destination_start_partition():
     """E026 on destinations: a 64-partition write may start at partition 0 or 64, not 32 (arch guide)."""
+
     def body(start):
         def f(a):
             t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
             s = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
             nisa.dma_copy(dst=s, src=a[0:64, :])
-            nisa.tensor_copy(dst=t[start:start + 64, :], src=s)
+            nisa.tensor_copy(dst=t[start : start + 64, :], src=s)
+
         return f
+
     run(body(64))
     raises(ValueError, "E026", body(32))
 
 
 def test_keyword_only_kernel_signature_rejected():
     """MIG 0.2->0.3 'Remove keyword-only argument separator': E010 at the kernel's def line."""
+
     @nki.jit
     def bad(a, *, scale=1.0):
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
@@ -466,6 +538,7 @@ def test_keyword_only_kernel_signature_rejected():
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=a)
         return out
+
     x = rand(4, 4)
     with pytest.raises(TypeError, match=r"\[E010\].*keyword-only"):
         bad(x)
@@ -490,6 +563,7 @@ def test_is_operator_in_a_kernel_warns_and_is_strict_e010():
         if flag == None:  # noqa: E711 -- the form the 0.3+ compiler accepts
             nisa.dma_copy(dst=out, src=a)
         return out
+
     x = rand(4, 4)
     with pytest.warns(SimWarning, match="`is`"):
         bad(x)
@@ -505,6 +579,7 @@ def _copy_kernel():
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=a)
         return out
+
     return k
 
 
@@ -526,12 +601,16 @@ class _Mixed(nl.NKIObject, _Mixin):
     pass
 
 
-@pytest.mark.parametrize("bad, good", [
-    ({1: 2}, {"1": 2}),                                   # dictionaries take only string keys
-    ((4, {0.5: "x"}), (4, {"x": 0.5})),                   # ... also inside a container
-    (_Plain(), _Config()),                                # a user class inherits from NKIObject
-    (_Mixed(), _Config()),                                # ... and from no other class
-], ids=["dict_key", "nested_dict_key", "plain_class", "second_base"])
+@pytest.mark.parametrize(
+    "bad, good",
+    [
+        ({1: 2}, {"1": 2}),  # dictionaries take only string keys
+        ((4, {0.5: "x"}), (4, {"x": 0.5})),  # ... also inside a container
+        (_Plain(), _Config()),  # a user class inherits from NKIObject
+        (_Mixed(), _Config()),  # ... and from no other class
+    ],
+    ids=["dict_key", "nested_dict_key", "plain_class", "second_base"],
+)
 def test_kernel_argument_values_the_compiler_rejects(bad, good):
     """LG "NKI Values" (dictionaries with string keys) and "Class Support" (NKIObject and no other base); MIG
     0.1 -> 0.2 "Dictionaries support only string keys": E010 naming the argument, at the kernel's def line."""
@@ -558,11 +637,12 @@ def test_enum_and_dataclass_arguments_are_nki_values():
     np.testing.assert_array_equal(_copy_kernel()(x, (Mode.A, Cfg(), nl.float32, None, "s", 2.5)), x)
 
 
-@pytest.mark.parametrize("bad, good", [(2 ** 40, 2 ** 31 - 1), (1e300, 3.0e38)], ids=["int64", "float64"])
+@pytest.mark.parametrize("bad, good", [(2**40, 2**31 - 1), (1e300, 3.0e38)], ids=["int64", "float64"])
 def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
     """LG "NKI Values": 32-bit ints and floats only.  What the compiler does with a wider value is not documented:
     a SimWarning naming the argument, E010 under strict."""
     from nki_kernels.sim import SimOptions
+
     k = _copy_kernel()
     x = rand(4, 4)
     with pytest.warns(SimWarning, match="`extra`"):
@@ -570,6 +650,7 @@ def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
     with pytest.raises(TypeError, match=r"\[E010\]"):
         nki.simulate(k, options=SimOptions(strict=True))(x, bad)
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimWarning)
         np.testing.assert_array_equal(nki.simulate(k, options=SimOptions(strict=True))(x, good), x)
@@ -580,12 +661,13 @@ def test_indirect_view_cannot_be_indexed_again(form):
     """LG "Querying layout" / deep dive nki-aps "Vector Dynamic Access": the indirected dimension of a
     vector_select view cannot be sliced or selected again, and a tensor takes one dynamic select (E014); the fix
     slices the base tensor before the dynamic select."""
+
     def kernel(bad):
         @nki.jit
         def k(a):
             offsets = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
-            nisa.iota(offsets, [[1, 1]], 0, 2)               # rows 0, 2, 4, ...
-            src = a.vector_select(0, offsets)                # (32, 64), indirect on dim 0
+            nisa.iota(offsets, [[1, 1]], 0, 2)  # rows 0, 2, 4, ...
+            src = a.vector_select(0, offsets)  # (32, 64), indirect on dim 0
             if bad and form == "slice_again":
                 src = src[0:16, :]
             elif bad and form == "select_again":
@@ -595,7 +677,9 @@ def test_indirect_view_cannot_be_indexed_again(form):
             out = nl.ndarray(src.shape, nl.float32, buffer=nl.shared_hbm)
             nisa.dma_copy(dst=out, src=src)
             return out
+
         return k
+
     x = rand(128, 64)
     with pytest.raises(ValueError, match=r"\[E014\].*indirect"):
         kernel(True)(x)
@@ -605,6 +689,7 @@ def test_indirect_view_cannot_be_indexed_again(form):
 def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
     """MIG "Dynamic access pattern": the 0.1 form `A[idx_tile, :]` became .ap(vector_offset=) / vector_select
     (E014 naming the new forms; it used to fail with an unrelated E010 from `==`)."""
+
     def kernel(bad):
         @nki.jit
         def k(a):
@@ -613,7 +698,9 @@ def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
             out = nl.ndarray((32, 64), nl.float32, buffer=nl.shared_hbm)
             nisa.dma_copy(dst=out, src=a[idx, :] if bad else a.vector_select(0, idx))
             return out
+
         return k
+
     x = rand(128, 64)
     with pytest.raises(ValueError, match=r"\[E014\].*vector_select"):
         kernel(True)(x)
@@ -640,7 +727,9 @@ def test_if_on_tensor_contents_warns_and_is_strict_e015():
             else:
                 nisa.dma_copy(dst=out, src=t)
             return out
+
         return k
+
     x = np.ones((4, 4), np.float32)
     with pytest.warns(SimWarning, match="`if` on the contents"):
         kernel(True)(x)
@@ -655,15 +744,18 @@ def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
     """MIG 0.5 -> 0.6 "Rules for migrated loops" and LG "Runtime control flow": the fori_loop variable is read-only
     (register_move / register_load into it: E015; a register of one's own is the fix), and fori_loop / while_loop
     cannot sit inside an nl.no_reorder() block (E015; the block inside the body is the fix)."""
+
     def write_loop_var(a):
         def body(i):
             nisa.register_move(i, 3)
+
         nl.fori_loop(0, 2, body)
 
     def write_own_register(a):
         def body(i):
             r = nisa.register_alloc()
             nisa.register_move(r, i)
+
         nl.fori_loop(0, 2, body)
 
     def loop_in_no_reorder(a):
@@ -674,9 +766,11 @@ def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
         def body(i):
             with nl.no_reorder():
                 pass
+
         nl.fori_loop(0, 2, body)
+
     raises(ValueError, "E015", write_loop_var)
     run(write_own_register)
     raises(ValueError, "E015", loop_in_no_reorder)
     run(no_reorder_in_loop)
-    run(lambda a: nl.fori_loop(0, 1, lambda i: None))       # the no_reorder depth was restored by the error
+    run(lambda a: nl.fori_loop(0, 1, lambda i: None))  # the no_reorder depth was restored by the error

@@ -1,4 +1,5 @@
 """The oracles against independent, loop-based formulas on tiny shapes."""
+
 import numpy as np
 
 from nki_kernels.oracles import attention_ref, conv2d_maxpool_ref, matmul_mk_ref, matmul_ref
@@ -16,11 +17,11 @@ def test_conv2d_maxpool_ref_matches_direct_loops(rng):
             for o in range(4):
                 for y in range(Ho):
                     for x in range(Wo):
-                        conv[n, o, y, x] = np.sum(X[n, :, y:y + 3, x:x + 2] * W[o]) + b[o]
+                        conv[n, o, y, x] = np.sum(X[n, :, y : y + 3, x : x + 2] * W[o]) + b[o]
         ref = np.zeros((2, 4, Ho // pool, Wo // pool))
         for y in range(Ho // pool):
             for x in range(Wo // pool):
-                ref[:, :, y, x] = conv[:, :, y * pool:(y + 1) * pool, x * pool:(x + 1) * pool].max(axis=(2, 3))
+                ref[:, :, y, x] = conv[:, :, y * pool : (y + 1) * pool, x * pool : (x + 1) * pool].max(axis=(2, 3))
         np.testing.assert_allclose(out, ref, rtol=1e-12)
 
 

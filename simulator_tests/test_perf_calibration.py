@@ -135,8 +135,12 @@ def test_tensor_calibration_kernels_compute_the_right_values():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((256, 256)).astype(np.float32)
     b = rng.standard_normal((256, 1024)).astype(np.float32)
-    for k, kw in ((ck.tut_tiled, {}), (ck.tut_hoisted, {}), (ck.tut_blocked, {}),
-                  (ck.tut_kblocked, {"bm": 2, "bn": 1, "bk": 2})):
+    for k, kw in (
+        (ck.tut_tiled, {}),
+        (ck.tut_hoisted, {}),
+        (ck.tut_blocked, {}),
+        (ck.tut_kblocked, {"bm": 2, "bn": 1, "bk": 2}),
+    ):
         out, _ = trace_of(k, a, b, **kw)
         np.testing.assert_allclose(np.asarray(out), a.T @ b, rtol=1e-4, atol=1e-3)
     q, kk, v = ((rng.random((128, 1024)) - 0.5).astype(np.float32) for _ in range(3))
@@ -171,6 +175,9 @@ def test_no_constant_is_fitted_to_a_single_point(traces):
         lo, hi = TRN2[key].range
         moved_to = lo if TRN2.v(key) - lo > hi - TRN2.v(key) else hi
         res = calibration.evaluate(traces, TRN2.with_values(**{key: moved_to}))
-        moved = [a.point.pid for a, b in zip(base, res, strict=True)
-                 if a.point.gated and abs(b.estimate / a.estimate - 1) > 0.005]
+        moved = [
+            a.point.pid
+            for a, b in zip(base, res, strict=True)
+            if a.point.gated and abs(b.estimate / a.estimate - 1) > 0.005
+        ]
         assert len(moved) >= 2, f"{key} only moves {moved}"

@@ -21,26 +21,74 @@ from nki_kernels.sim.trace import Buffer, Dma, Elementwise, Event, LoopFrame, Lo
 pytestmark = pytest.mark.perf
 
 
-def _ev(seq, op, engine, api, reads=(), writes=(), P=128, N=512, payload=None, nbytes=0, loops=(), file="/x/k.py",
-        line=None, dt="float32"):
+def _ev(
+    seq,
+    op,
+    engine,
+    api,
+    reads=(),
+    writes=(),
+    P=128,
+    N=512,
+    payload=None,
+    nbytes=0,
+    loops=(),
+    file="/x/k.py",
+    line=None,
+    dt="float32",
+):
     if payload is None:
         payload = Elementwise("copy", N, 1, False, False, False, False, False)
-    return Event(seq=seq, op=op, api=api, engine=engine, partitions=P, free_elems=N, in_shapes=((P, N),),
-                 out_shape=(P, N), in_dtypes=(dt,), out_dtype=dt, bytes=nbytes, flops=0, reads=tuple(reads),
-                 writes=tuple(writes), payload=payload, file=file, line=line if line is not None else 10 + seq,
-                 program_id=(), loops=tuple(loops))
+    return Event(
+        seq=seq,
+        op=op,
+        api=api,
+        engine=engine,
+        partitions=P,
+        free_elems=N,
+        in_shapes=((P, N),),
+        out_shape=(P, N),
+        in_dtypes=(dt,),
+        out_dtype=dt,
+        bytes=nbytes,
+        flops=0,
+        reads=tuple(reads),
+        writes=tuple(writes),
+        payload=payload,
+        file=file,
+        line=line if line is not None else 10 + seq,
+        program_id=(),
+        loops=tuple(loops),
+    )
 
 
 def _load(seq, src, dst, lo=0, hi=128 * 2048, api="nl.load", P=128, loops=()):
-    return _ev(seq, "dma_copy", "DMA", api, reads=[Region(src, Buffer.HBM, lo, hi)],
-               writes=[Region(dst, Buffer.SBUF, 0, (hi - lo) // P)], P=P, N=(hi - lo) // P // 4, nbytes=hi - lo,
-               payload=Dma(Buffer.HBM, Buffer.SBUF, P, (hi - lo) // P, 0, False, False, False), loops=loops)
+    return _ev(
+        seq,
+        "dma_copy",
+        "DMA",
+        api,
+        reads=[Region(src, Buffer.HBM, lo, hi)],
+        writes=[Region(dst, Buffer.SBUF, 0, (hi - lo) // P)],
+        P=P,
+        N=(hi - lo) // P // 4,
+        nbytes=hi - lo,
+        payload=Dma(Buffer.HBM, Buffer.SBUF, P, (hi - lo) // P, 0, False, False, False),
+        loops=loops,
+    )
 
 
 def _store(seq, src, dst, nbytes=128 * 2048):
-    return _ev(seq, "dma_copy", "DMA", "nl.store", reads=[Region(src, Buffer.SBUF, 0, nbytes // 128)],
-               writes=[Region(dst, Buffer.HBM, 0, nbytes)], nbytes=nbytes,
-               payload=Dma(Buffer.SBUF, Buffer.HBM, 128, nbytes // 128, 0, False, False, False))
+    return _ev(
+        seq,
+        "dma_copy",
+        "DMA",
+        "nl.store",
+        reads=[Region(src, Buffer.SBUF, 0, nbytes // 128)],
+        writes=[Region(dst, Buffer.HBM, 0, nbytes)],
+        nbytes=nbytes,
+        payload=Dma(Buffer.SBUF, Buffer.HBM, 128, nbytes // 128, 0, False, False, False),
+    )
 
 
 # ---- redundant nl.load elimination ------------------------------------------------------------
@@ -72,16 +120,25 @@ def test_only_nl_load_is_reused_an_explicit_dma_copy_is_always_performed():
 def test_the_scheduler_elides_the_repeat_and_skips_it_for_a_skip_middle_end_build():
     # profile mode (one static queue, 50 ns per trigger), 128 x 2 KiB loads: the second one costs
     # nothing and completes when the first does; its reader waits for the first load's data
-    evs = [_load(0, 1, 10), _load(1, 1, 11),
-           _ev(2, "tensor_copy", "DVE", "nisa.tensor_copy", reads=[Region(11, Buffer.SBUF, 0, 2048)],
-               writes=[Region(20, Buffer.SBUF, 0, 2048)])]
+    evs = [
+        _load(0, 1, 10),
+        _load(1, 1, 11),
+        _ev(
+            2,
+            "tensor_copy",
+            "DVE",
+            "nisa.tensor_copy",
+            reads=[Region(11, Buffer.SBUF, 0, 2048)],
+            writes=[Region(20, Buffer.SBUF, 0, 2048)],
+        ),
+    ]
     s = schedule(evs, TRN2, ModelOptions(mode="profile", place_engines=False))
     assert s.elided == {1: 0}
     assert 1 not in s.dma and s.end[1] == pytest.approx(s.end[0])
     assert s.start[2] >= s.end[0]
     kept = schedule(evs, TRN2, ModelOptions(mode="profile", place_engines=False, middle_end=False))
     assert kept.elided == {} and 1 in kept.dma
-    assert kept.dma[1].issue_start == pytest.approx(50)          # behind the first trigger
+    assert kept.dma[1].issue_start == pytest.approx(50)  # behind the first trigger
 
 
 # ---- engine placement -------------------------------------------------------------------------
@@ -91,35 +148,56 @@ def test_copies_without_an_engine_are_balanced_over_vector_and_scalar():
     # two independent 512-element fp32 copies recorded on VectorE by an nl.* op (no engine=):
     # VectorE costs (512 + 60) / 0.96 = 596 ns, ScalarE (512 + 60) / 1.2 = 477 ns.  The first goes
     # to ScalarE (0 + 477 < 0 + 596), the second to VectorE (596 < 477 + 477): they run in parallel.
-    a = _ev(0, "tensor_copy", "DVE", "nl.copy", reads=[Region(1, Buffer.SBUF, 0, 2048)],
-            writes=[Region(2, Buffer.SBUF, 0, 2048)])
-    b = _ev(1, "tensor_copy", "DVE", "nl.copy", reads=[Region(3, Buffer.SBUF, 0, 2048)],
-            writes=[Region(4, Buffer.SBUF, 0, 2048)])
+    a = _ev(
+        0,
+        "tensor_copy",
+        "DVE",
+        "nl.copy",
+        reads=[Region(1, Buffer.SBUF, 0, 2048)],
+        writes=[Region(2, Buffer.SBUF, 0, 2048)],
+    )
+    b = _ev(
+        1,
+        "tensor_copy",
+        "DVE",
+        "nl.copy",
+        reads=[Region(3, Buffer.SBUF, 0, 2048)],
+        writes=[Region(4, Buffer.SBUF, 0, 2048)],
+    )
     cost = lambda ev, e: compute_cost_ns(ev, TRN2, e)[0]  # noqa: E731
     assert cost(a, "DVE") == pytest.approx(572 / 0.96) and cost(a, "ACT") == pytest.approx(572 / 1.2)
     assert place_engines([a, b], cost) == ["ACT", "DVE"]
     s = schedule([a, b], TRN2, ModelOptions(mode="profile"))
     assert s.engine_of == ["ACT", "DVE"]
-    assert s.makespan_ns == pytest.approx(572 / 0.96)             # the VectorE copy ends last
+    assert s.makespan_ns == pytest.approx(572 / 0.96)  # the VectorE copy ends last
     fixed = schedule([a, b], TRN2, ModelOptions(mode="profile", place_engines=False))
-    assert fixed.makespan_ns == pytest.approx(2 * 572 / 0.96)     # both on VectorE, one after the other
+    assert fixed.makespan_ns == pytest.approx(2 * 572 / 0.96)  # both on VectorE, one after the other
 
 
 def test_only_ops_the_compiler_may_move_are_moved(tmp_path):
     src = tmp_path / "k.py"
-    src.write_text("def k(x, y):\n"
-                   "    a = nisa.tensor_copy(x)\n"
-                   "    b = nisa.tensor_copy(y,\n"
-                   "                         engine=nisa.vector_engine)\n"
-                   "    c = nisa.tensor_scalar(x, op0=nl.maximum, operand0=0.0)\n")
+    src.write_text(
+        "def k(x, y):\n"
+        "    a = nisa.tensor_copy(x)\n"
+        "    b = nisa.tensor_copy(y,\n"
+        "                         engine=nisa.vector_engine)\n"
+        "    c = nisa.tensor_scalar(x, op0=nl.maximum, operand0=0.0)\n"
+    )
     auto = _ev(0, "tensor_copy", "DVE", "nisa.tensor_copy", file=str(src), line=2)
     given = _ev(1, "tensor_copy", "DVE", "nisa.tensor_copy", file=str(src), line=4)
-    relu = _ev(2, "tensor_scalar", "DVE", "nisa.tensor_scalar", file=str(src), line=5,
-               payload=Elementwise("maximum", 512, 1, False, False, False, False, False))
+    relu = _ev(
+        2,
+        "tensor_scalar",
+        "DVE",
+        "nisa.tensor_scalar",
+        file=str(src),
+        line=5,
+        payload=Elementwise("maximum", 512, 1, False, False, False, False, False),
+    )
     assert not engine_given(auto) and engine_given(given)
     assert candidates(auto) == ("DVE", "ACT")
-    assert candidates(given) == ("DVE",)            # engine= names it (on a continuation line)
-    assert candidates(relu) == ("DVE",)             # maximum does not run on ScalarE (tbl-aluop)
+    assert candidates(given) == ("DVE",)  # engine= names it (on a continuation line)
+    assert candidates(relu) == ("DVE",)  # maximum does not run on ScalarE (tbl-aluop)
     act = _ev(3, "activation", "ACT", "nisa.activation", file=str(src), line=2)
     assert candidates(act) == ("ACT",)
 
@@ -169,12 +247,21 @@ def test_an_nki07_program_id_alone_is_not_a_loop():
 
 def test_loops_of_tiny_instructions_are_reported_as_vectorisable():
     def loop(n, N):
-        return [_ev(i, "tensor_scalar", "DVE", "nisa.tensor_scalar", N=N,
-                    loops=(LoopFrame(LoopKind.AFFINE, 1, i, n, "/x/k.py", 7),)) for i in range(n)]
+        return [
+            _ev(
+                i,
+                "tensor_scalar",
+                "DVE",
+                "nisa.tensor_scalar",
+                N=N,
+                loops=(LoopFrame(LoopKind.AFFINE, 1, i, n, "/x/k.py", 7),),
+            )
+            for i in range(n)
+        ]
 
     assert vectorisable_loops(loop(64, 4)) == [("/x/k.py:7", 64, 1)]
-    assert vectorisable_loops(loop(64, 512)) == []          # big instructions: nothing to merge
-    assert vectorisable_loops(loop(8, 4)) == []             # few iterations: little to gain
+    assert vectorisable_loops(loop(64, 512)) == []  # big instructions: nothing to merge
+    assert vectorisable_loops(loop(8, 4)) == []  # few iterations: little to gain
 
 
 def test_sbuf_over_subscription_warns():

@@ -1,5 +1,6 @@
 """``nki_kernels.perf.estimate`` end to end on the interpreter: a user's neuronxcc kernel via
 the alias, and the project's kernels on small shapes (all their ops have a cost rule)."""
+
 from __future__ import annotations
 
 import importlib
@@ -53,6 +54,7 @@ def test_project_matmul_small_shape_is_fully_costed():
     import ml_dtypes
 
     from nki_kernels.kernels.matmul import matmul
+
     rng = np.random.default_rng(0)
     lhsT = rng.standard_normal((256, 256)).astype(ml_dtypes.bfloat16)
     rhs = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)

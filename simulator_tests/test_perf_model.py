@@ -2,6 +2,7 @@
 
 Expected values are derived here from the hardware constants, never hard-coded latencies.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,42 @@ from nki_kernels.sim.trace import (
 pytestmark = pytest.mark.perf
 
 
-def ev(seq, op, engine, P=128, N=512, reads=(), writes=(), nbytes=0, payload=None, dt="float32",
-       loops=(), flops=0, line=None):
-    return Event(seq=seq, op=op, api=f"nisa.{op}", engine=engine, partitions=P, free_elems=N,
-                 in_shapes=((P, N),), out_shape=(P, N), in_dtypes=(dt,), out_dtype=dt, bytes=nbytes,
-                 flops=flops, reads=tuple(reads), writes=tuple(writes),
-                 payload=payload_of(op, engine, P, N, dt, payload),
-                 file="/x/kernel.py", line=line if line is not None else 10 + seq, program_id=(), loops=tuple(loops))
+def ev(
+    seq,
+    op,
+    engine,
+    P=128,
+    N=512,
+    reads=(),
+    writes=(),
+    nbytes=0,
+    payload=None,
+    dt="float32",
+    loops=(),
+    flops=0,
+    line=None,
+):
+    return Event(
+        seq=seq,
+        op=op,
+        api=f"nisa.{op}",
+        engine=engine,
+        partitions=P,
+        free_elems=N,
+        in_shapes=((P, N),),
+        out_shape=(P, N),
+        in_dtypes=(dt,),
+        out_dtype=dt,
+        bytes=nbytes,
+        flops=flops,
+        reads=tuple(reads),
+        writes=tuple(writes),
+        payload=payload_of(op, engine, P, N, dt, payload),
+        file="/x/kernel.py",
+        line=line if line is not None else 10 + seq,
+        program_id=(),
+        loops=tuple(loops),
+    )
 
 
 def payload_of(op, engine, P, N, dt, p=None):
@@ -79,23 +109,36 @@ def sb(aid, n, lo=0):
 
 def load(seq, src, dst, P=128, F=512, loops=()):
     nb = P * F * 4
-    return ev(seq, "dma_copy", "DMA", P, F, [hbm(src, nb)], [sb(dst, nb)], nb,
-              dma("hbm", "sbuf", P, F * 4), loops=loops)
+    return ev(
+        seq, "dma_copy", "DMA", P, F, [hbm(src, nb)], [sb(dst, nb)], nb, dma("hbm", "sbuf", P, F * 4), loops=loops
+    )
 
 
 def store(seq, src, dst, P=128, F=512, loops=()):
     nb = P * F * 4
-    return ev(seq, "dma_copy", "DMA", P, F, [sb(src, nb)], [hbm(dst, nb)], nb,
-              dma("sbuf", "hbm", P, F * 4), loops=loops)
+    return ev(
+        seq, "dma_copy", "DMA", P, F, [sb(src, nb)], [hbm(dst, nb)], nb, dma("sbuf", "hbm", P, F * 4), loops=loops
+    )
 
 
 def vadd(seq, a, b, o, F=512, loops=(), dt="float32"):
     nb = 128 * F * 4
-    return ev(seq, "tensor_tensor", "DVE", 128, F, [sb(a, nb), sb(b, nb)], [sb(o, nb)],
-              payload=Elementwise("add", F, 1, False, False, False, False, False), loops=loops, dt=dt)
+    return ev(
+        seq,
+        "tensor_tensor",
+        "DVE",
+        128,
+        F,
+        [sb(a, nb), sb(b, nb)],
+        [sb(o, nb)],
+        payload=Elementwise("add", F, 1, False, False, False, False, False),
+        loops=loops,
+        dt=dt,
+    )
 
 
 # ---- hardware description -----------------------------------------------------------------
+
 
 def test_every_constant_has_tag_source_and_fitted_values_sit_in_their_range():
     for name, c in TRN2.constants.items():
@@ -114,8 +157,15 @@ def test_trn1_is_data_only_and_differs_where_documented():
 
 def test_json_description_inherits_from_base(tmp_path):
     p = tmp_path / "mycore.json"
-    p.write_text(json.dumps({"name": "mycore", "base": "trn2",
-                             "constants": {"pe_clock_ghz": {"value": 1.2, "tag": "E", "source": "test"}}}))
+    p.write_text(
+        json.dumps(
+            {
+                "name": "mycore",
+                "base": "trn2",
+                "constants": {"pe_clock_ghz": {"value": 1.2, "tag": "E", "source": "test"}},
+            }
+        )
+    )
     hw = get_hardware(str(p))
     assert hw.v("pe_clock_ghz") == 1.2
     assert hw.pe_peak_flops("bfloat16") == pytest.approx(TRN2.pe_peak_flops("bfloat16") / 2)
@@ -129,6 +179,7 @@ def test_peaks_match_section_1_2():
 
 
 # ---- cost table -----------------------------------------------------------------------------
+
 
 def test_matmul_cost_is_moving_free_size_over_pe_clock_and_fp32_is_4x():
     mm = ev(0, "nc_matmul", "PE", 128, 512, payload=mm_payload(512, "bfloat16"), dt="bfloat16")
@@ -146,7 +197,8 @@ def test_vector_perf_mode_makes_bf16_copies_cheaper_than_fp32():
     c32 = ev(0, "tensor_copy", "DVE", 128, 2048, dt="float32")
     over = TRN2.v("engine_instr_overhead_cycles") / TRN2.v("dve_clock_ghz")
     assert compute_cost_ns(c16, TRN2)[0] - over == pytest.approx(
-        (compute_cost_ns(c32, TRN2)[0] - over) / TRN2.v("dve_perf_mode_fast"))
+        (compute_cost_ns(c32, TRN2)[0] - over) / TRN2.v("dve_perf_mode_fast")
+    )
 
 
 def test_engine_overheads_match_the_profiled_issue_intervals():
@@ -183,6 +235,7 @@ def test_dma_engine_cost_is_max_of_control_path_and_data_path():
 
 # ---- scheduler ----------------------------------------------------------------------------------
 
+
 def test_raw_dependency_and_semaphore():
     evs = [load(0, 1, 10), vadd(1, 10, 10, 11), store(2, 11, 3)]
     s = schedule(evs, TRN2, ModelOptions(mode="profile"))
@@ -195,7 +248,7 @@ def test_war_on_chip_waits_for_reader_but_hbm_has_only_raw():
     evs = [load(0, 1, 10), vadd(1, 10, 10, 11), load(2, 2, 10)]  # overwrite tile 10 after it is read
     deps = build_dependencies(evs, ModelOptions())
     assert 1 in deps[2] and 0 in deps[2]
-    evs2 = [load(0, 1, 10), store(1, 10, 5), store(2, 10, 5)]     # two stores to one HBM range
+    evs2 = [load(0, 1, 10), store(1, 10, 5), store(2, 10, 5)]  # two stores to one HBM range
     assert build_dependencies(evs2, ModelOptions())[2] == [0]
 
 
@@ -207,7 +260,7 @@ def test_independent_dmas_overlap_their_latency():
 
 
 def test_strict_program_order_with_window_one():
-    evs = [vadd(0, 1, 1, 2), vadd(1, 3, 3, 4)]   # independent, same engine
+    evs = [vadd(0, 1, 1, 2), vadd(1, 3, 3, 4)]  # independent, same engine
     s = schedule(evs, TRN2, ModelOptions(window=1))
     assert s.start[1] >= s.end[0] - 1e-9
 
@@ -216,7 +269,7 @@ def _loop_trace(kind, iters=6):
     evs, seq = [], 0
     for it in range(iters):
         lp = (frame(kind, it),)
-        a, o = 1000 + 2 * it, 1001 + 2 * it          # fresh tiles each iteration, same source lines
+        a, o = 1000 + 2 * it, 1001 + 2 * it  # fresh tiles each iteration, same source lines
         evs.append(load(seq, 1, a, loops=lp)._replace(line=20))
         evs.append(vadd(seq + 1, a, a, o, loops=lp)._replace(line=21))
         evs.append(store(seq + 2, o, 3, loops=lp)._replace(line=22))
@@ -229,16 +282,29 @@ def test_sequential_range_reuses_tiles_and_serialises_more_than_affine():
     aff = schedule(_loop_trace("affine"), TRN2, ModelOptions(mode="profile", affine_buffers=4))
     assert seq.makespan_ns > aff.makespan_ns
     deps = build_dependencies(_loop_trace("sequential"), ModelOptions())
-    assert 1 in deps[3]       # iteration 1's load waits for iteration 0's read of the slot
+    assert 1 in deps[3]  # iteration 1's load waits for iteration 0's read of the slot
 
 
 def test_pe_burst_after_idle_is_throttled_for_one_window_then_runs_at_full_speed():
-    mms = [ev(i, "nc_matmul", "PE", 128, 512, reads=[sb(1, 128)], writes=[Region(2, "psum", 0, 2048)],
-              payload=mm_payload(accumulate=True), dt="bfloat16", flops=2 * 128 * 128 * 512) for i in range(200)]
+    mms = [
+        ev(
+            i,
+            "nc_matmul",
+            "PE",
+            128,
+            512,
+            reads=[sb(1, 128)],
+            writes=[Region(2, "psum", 0, 2048)],
+            payload=mm_payload(accumulate=True),
+            dt="bfloat16",
+            flops=2 * 128 * 128 * 512,
+        )
+        for i in range(200)
+    ]
     s = schedule(mms, TRN2)
     clk = TRN2.v("pe_clock_ghz")
     nominal = (512 + TRN2.v("pe_instr_overhead_cycles")) / clk
-    ls = 128 / TRN2.v("pe_ls_divisor") / clk      # the first matmul loads the stationary
+    ls = 128 / TRN2.v("pe_ls_divisor") / clk  # the first matmul loads the stationary
     durs = [s.end[i] - s.start[i] for i in range(200)]
     assert durs[0] == pytest.approx((nominal + ls) / TRN2.v("pe_throttle_speed"))
     assert s.exposed_ls_ns == pytest.approx(ls)
@@ -252,17 +318,43 @@ def test_pe_burst_after_idle_is_throttled_for_one_window_then_runs_at_full_speed
 
 # ---- result, exports ---------------------------------------------------------------------------
 
+
 def _small_trace():
     evs = []
     for it in range(3):
         lp = (frame("affine", it),)
-        evs += [load(4 * it, 1, 100 + 3 * it, loops=lp), load(4 * it + 1, 2, 101 + 3 * it, loops=lp),
-                vadd(4 * it + 2, 100 + 3 * it, 101 + 3 * it, 102 + 3 * it, loops=lp),
-                store(4 * it + 3, 102 + 3 * it, 3, loops=lp)]
-    evs.append(ev(12, "nc_matmul", "PE", 128, 512, reads=[sb(100, 128)], writes=[Region(50, "psum", 0, 2048)],
-                  payload=mm_payload(), dt="bfloat16", flops=2 * 128 * 128 * 512))
-    evs.append(ev(13, "activation", "ACT", 128, 512, reads=[Region(50, "psum", 0, 2048)], writes=[sb(60, 2048)],
-                  payload=Elementwise("exp", 512, 1, False, True, False, False, False)))
+        evs += [
+            load(4 * it, 1, 100 + 3 * it, loops=lp),
+            load(4 * it + 1, 2, 101 + 3 * it, loops=lp),
+            vadd(4 * it + 2, 100 + 3 * it, 101 + 3 * it, 102 + 3 * it, loops=lp),
+            store(4 * it + 3, 102 + 3 * it, 3, loops=lp),
+        ]
+    evs.append(
+        ev(
+            12,
+            "nc_matmul",
+            "PE",
+            128,
+            512,
+            reads=[sb(100, 128)],
+            writes=[Region(50, "psum", 0, 2048)],
+            payload=mm_payload(),
+            dt="bfloat16",
+            flops=2 * 128 * 128 * 512,
+        )
+    )
+    evs.append(
+        ev(
+            13,
+            "activation",
+            "ACT",
+            128,
+            512,
+            reads=[Region(50, "psum", 0, 2048)],
+            writes=[sb(60, 2048)],
+            payload=Elementwise("exp", 512, 1, False, True, False, False, False),
+        )
+    )
     return Trace(events=evs, kernel_name="small")
 
 
@@ -297,7 +389,7 @@ def test_chrome_trace_is_well_formed_one_track_per_engine_and_sums_match():
         assert len(tids) == 1, eng
         mine = sorted((x for x in slices if x["tid"] == tids[0]), key=lambda x: x["ts"])
         for a, b in pairwise(mine):
-            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6          # in-order, no overlap on a track
+            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6  # in-order, no overlap on a track
         assert sum(x["dur"] for x in mine) == pytest.approx(e.engine_busy_us[eng])
         assert all("kernel.py:" in x["args"]["line"] for x in mine)
     end = max(x["ts"] + x["dur"] for x in slices)
@@ -317,6 +409,7 @@ def test_json_record_and_roofline(tmp_path):
     assert rec["label"] == "estimate (cost model)" and rec["latency_us"] == pytest.approx(e.latency_us)
     pytest.importorskip("matplotlib", reason="matplotlib is the optional 'plot' extra")
     from nki_kernels.perf.roofline import plot_roofline, point_of
+
     out = plot_roofline([point_of("small", e)], str(tmp_path / "roof.png"))
     assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -325,6 +418,7 @@ def test_cli_registers_three_subcommands():
     import argparse
 
     from nki_kernels.perf.cli import add_subcommands
+
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd")
     add_subcommands(sub)
@@ -335,12 +429,14 @@ def test_cli_registers_three_subcommands():
 
 def test_bench_reports_missing_kernel_cleanly(monkeypatch):
     from nki_kernels.perf import bench
+
     real = bench.cases
 
     def fake():
         cs = real()[:1]
         cs[0].kernel = "nki_kernels.kernels.does_not_exist:nothing"
         return cs
+
     monkeypatch.setattr(bench, "cases", fake)
     rows = bench.run_bench(progress=None)
     assert rows[0].status == "unavailable"
@@ -350,6 +446,7 @@ def test_bench_reports_missing_kernel_cleanly(monkeypatch):
 
 def test_every_output_carries_the_uncertainty_band():
     from nki_kernels.perf import accuracy
+
     e = estimate_trace(_small_trace())
     band = accuracy.band_text(e)
     cls = accuracy.CLASS_BANDS[e.op_class]
@@ -366,6 +463,7 @@ def test_every_output_carries_the_uncertainty_band():
 
 def test_outside_the_validated_domain_the_band_widens_and_says_why():
     from nki_kernels.perf import accuracy
+
     e = estimate_trace(_small_trace())
     inside = e.typical_error
     e.domain = ["affine_range loop at k.py:7 runs 512 iterations of tiny instructions"]
@@ -377,8 +475,9 @@ def test_outside_the_validated_domain_the_band_widens_and_says_why():
 
 def test_mfu_above_the_best_public_measurement_prints_a_warning(monkeypatch):
     from nki_kernels.perf import accuracy
+
     e = estimate_trace(_small_trace())
-    assert e.matmul_flops and e.warnings == []          # this tiny trace is far below the ceiling
+    assert e.matmul_flops and e.warnings == []  # this tiny trace is far below the ceiling
     monkeypatch.setitem(accuracy.MFU_CEILING, "matmul", e.mfu / 2)
     assert e.warnings and "above the best public" in e.warnings[0]
     assert e.warnings[0] in e.summary()

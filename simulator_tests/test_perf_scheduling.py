@@ -4,6 +4,7 @@ synthetic traces.
 Each test builds a hand-made trace and a hardware description with round numbers, works the
 expected timeline out by hand in its comments, and compares.  No interpreter involved.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -27,16 +28,53 @@ pytestmark = pytest.mark.perf
 
 # Round numbers: VectorE 1 GHz, tensor_tensor 1 cycle/elem -> a 512-element add takes 512 ns;
 # semaphore hop 100 ns, no same-engine bubble, TensorE 2 GHz with no result latency.
-HW = TRN2.with_values(dve_clock_ghz=1.0, tt_cycles_per_elem=1.0, sem_ns=100, dep_bubble_cycles=0,
-                      pe_clock_ghz=2.0, pe_result_latency_cycles=0, engine_instr_overhead_cycles=0)
+HW = TRN2.with_values(
+    dve_clock_ghz=1.0,
+    tt_cycles_per_elem=1.0,
+    sem_ns=100,
+    dep_bubble_cycles=0,
+    pe_clock_ghz=2.0,
+    pe_result_latency_cycles=0,
+    engine_instr_overhead_cycles=0,
+)
 
 
-def ev(seq, op, engine, P=128, N=512, reads=(), writes=(), nbytes=0, payload=None, dt="float32", loops=(),
-       api=None, line=None):
-    return Event(seq=seq, op=op, api=api or f"nisa.{op}", engine=engine, partitions=P, free_elems=N,
-                 in_shapes=((P, N),), out_shape=(P, N), in_dtypes=(dt,), out_dtype=dt, bytes=nbytes,
-                 flops=0, reads=tuple(reads), writes=tuple(writes), payload=payload_of(op, engine, P, N, dt, payload),
-                 file="/x/k.py", line=line if line is not None else 10 + seq, program_id=(), loops=tuple(loops))
+def ev(
+    seq,
+    op,
+    engine,
+    P=128,
+    N=512,
+    reads=(),
+    writes=(),
+    nbytes=0,
+    payload=None,
+    dt="float32",
+    loops=(),
+    api=None,
+    line=None,
+):
+    return Event(
+        seq=seq,
+        op=op,
+        api=api or f"nisa.{op}",
+        engine=engine,
+        partitions=P,
+        free_elems=N,
+        in_shapes=((P, N),),
+        out_shape=(P, N),
+        in_dtypes=(dt,),
+        out_dtype=dt,
+        bytes=nbytes,
+        flops=0,
+        reads=tuple(reads),
+        writes=tuple(writes),
+        payload=payload_of(op, engine, P, N, dt, payload),
+        file="/x/k.py",
+        line=line if line is not None else 10 + seq,
+        program_id=(),
+        loops=tuple(loops),
+    )
 
 
 def payload_of(op, engine, P, N, dt, p=None):
@@ -76,17 +114,37 @@ def hbm(aid, n):
 
 
 def vadd(seq, a, b, o, loops=(), line=None):
-    return ev(seq, "tensor_tensor", "DVE", reads=[sb(a), sb(b)], writes=[sb(o)],
-              payload=Elementwise("add", 512, 1, False, False, False, False, False), loops=loops, line=line)
+    return ev(
+        seq,
+        "tensor_tensor",
+        "DVE",
+        reads=[sb(a), sb(b)],
+        writes=[sb(o)],
+        payload=Elementwise("add", 512, 1, False, False, False, False, False),
+        loops=loops,
+        line=line,
+    )
 
 
 def load(seq, src, dst, P=128, F=512, loops=(), line=None):
     nb = P * F * 4
-    return ev(seq, "dma_copy", "DMA", P, F, [hbm(src, nb)], [sb(dst, F * 4)], nb,
-              dma("hbm", "sbuf", P), loops=loops, line=line)
+    return ev(
+        seq,
+        "dma_copy",
+        "DMA",
+        P,
+        F,
+        [hbm(src, nb)],
+        [sb(dst, F * 4)],
+        nb,
+        dma("hbm", "sbuf", P),
+        loops=loops,
+        line=line,
+    )
 
 
 # ---- list scheduling with a window ------------------------------------------------
+
 
 def test_list_scheduling_starts_a_ready_instruction_ahead_of_a_stalled_one():
     # DVE queue in program order: A (needs the load of tile 10), B (independent).
@@ -110,7 +168,7 @@ def test_window_bounds_the_lookahead():
     evs = [load(0, 1, 10), vadd(1, 10, 10, 11), vadd(2, 10, 10, 12), vadd(3, 20, 20, 21)]
     w2 = schedule(evs, HW, ModelOptions(mode="profile", window=2))
     w3 = schedule(evs, HW, ModelOptions(mode="profile", window=3))
-    t = w2.end[0] + 100                      # A ready
+    t = w2.end[0] + 100  # A ready
     # window 2 = {A, B}: nothing ready at 0, C is outside the window -> A at t, then the
     # window {B, C}: B (first in program order, ready) at t+512, C at t+1024
     assert w2.start[1] == pytest.approx(t)
@@ -122,6 +180,7 @@ def test_window_bounds_the_lookahead():
 
 
 # ---- bounded renaming of tiles rewritten whole in a loop ---------------------------
+
 
 def _rewrite_loop(iters=3):
     # tile 10 is declared outside the loop; each iteration loads it whole, adds, stores.
@@ -149,20 +208,32 @@ def test_full_overwrite_in_a_loop_gets_rotating_buffers():
     # iteration 2's add also wait for iteration 0's add
     assert two[3] == [2] and two[5] == [1, 4]
     one = build_dependencies(evs, ModelOptions(rename=True, affine_buffers=1, middle_end=False))
-    assert one[2] == [0, 1]          # 1 buffer = no renaming
+    assert one[2] == [0, 1]  # 1 buffer = no renaming
 
 
 def test_accumulation_is_not_renamed():
     def lp(i):
         return (frame("affine", i),)
 
-    mm = [ev(i, "nc_matmul", "PE", reads=[sb(1, 256), sb(2)], writes=[Region(50, "psum", 0, 2048)],
-             payload=mm_payload(accumulate=True), dt="bfloat16", loops=lp(i)) for i in range(3)]
+    mm = [
+        ev(
+            i,
+            "nc_matmul",
+            "PE",
+            reads=[sb(1, 256), sb(2)],
+            writes=[Region(50, "psum", 0, 2048)],
+            payload=mm_payload(accumulate=True),
+            dt="bfloat16",
+            loops=lp(i),
+        )
+        for i in range(3)
+    ]
     d = build_dependencies(mm, ModelOptions(affine_buffers=4))
     assert d[1] == [0] and d[2] == [1]
 
 
 # ---- buffer identity: explicit names ---------------------------------------------------------
+
 
 def test_named_tiles_from_one_source_line_get_their_own_rings():
     # every iteration allocates two tiles at the same site (one helper line); nbuf = 2
@@ -187,6 +258,7 @@ def test_named_tiles_from_one_source_line_get_their_own_rings():
 
 
 # ---- the DMA front end ----------------------------------------------------------------
+
 
 def test_dge_queues_issue_in_parallel_and_the_rest_of_the_dge_time_is_latency():
     # 4 independent 128x512 fp32 loads, benchmark mode (DGE): occupancy 300 ns per DMA on
@@ -224,15 +296,25 @@ def test_dma_queue_is_list_scheduled_in_program_order():
     # DMA 1 (store) waits for the add; DMA 2 is an independent load.  Profile mode: one
     # static queue, 50 ns per trigger.  Window 1: the load is issued only after the store
     # (in program order); window 2: the load goes first at t=0.
-    evs = [load(0, 1, 10), vadd(1, 10, 10, 11),
-           ev(2, "dma_copy", "DMA", reads=[sb(11)], writes=[hbm(3, 128 * 2048)], nbytes=128 * 2048,
-              payload=dma("sbuf", "hbm", 128)),
-           load(3, 2, 20)]
+    evs = [
+        load(0, 1, 10),
+        vadd(1, 10, 10, 11),
+        ev(
+            2,
+            "dma_copy",
+            "DMA",
+            reads=[sb(11)],
+            writes=[hbm(3, 128 * 2048)],
+            nbytes=128 * 2048,
+            payload=dma("sbuf", "hbm", 128),
+        ),
+        load(3, 2, 20),
+    ]
     strict = schedule(evs, HW, ModelOptions(mode="profile", window=1))
     lst = schedule(evs, HW, ModelOptions(mode="profile", window=2))
     assert strict.dma[3].issue_start == pytest.approx(strict.dma[2].issue_end)
     assert strict.dma[2].issue_start == pytest.approx(strict.end[1])
-    assert lst.dma[3].issue_start == pytest.approx(50.0)      # right after the first load's trigger
+    assert lst.dma[3].issue_start == pytest.approx(50.0)  # right after the first load's trigger
     assert lst.dma[2].issue_start == pytest.approx(lst.end[1])
 
 
@@ -265,9 +347,19 @@ def test_trn1_has_no_dge_so_dmas_use_static_descriptors():
 
 # ---- TensorE per-instruction overhead ---------------------------------------------------
 
+
 def _mm(seq, stat=1, N=512):
-    return ev(seq, "nc_matmul", "PE", 128, N, reads=[sb(stat, 256), sb(2)], writes=[Region(50, "psum", 0, 2048)],
-              payload=mm_payload(N, accumulate=True), dt="bfloat16")
+    return ev(
+        seq,
+        "nc_matmul",
+        "PE",
+        128,
+        N,
+        reads=[sb(stat, 256), sb(2)],
+        writes=[Region(50, "psum", 0, 2048)],
+        payload=mm_payload(N, accumulate=True),
+        dt="bfloat16",
+    )
 
 
 def test_matmul_pays_the_per_instruction_overhead():
@@ -290,13 +382,14 @@ def test_an_fp32_matmul_pays_the_overhead_twice():
 
 # ---- the dI/dt throttle: fixed windows, limit set by the previous window ------------------
 
+
 def test_first_window_is_throttled_and_a_busy_window_releases_the_next():
     st = _TensorEngineState(HW)
-    W = HW.v("pe_throttle_window_ns")            # 3413 ns (4096 cycles of 1.2 GHz)
-    assert st.speed(0.0) == pytest.approx(0.5)    # TensorE idle before the kernel
-    st._add_busy(0.0, 0.5 * W)                    # 50 % of window 0 busy (>= 45 %)
+    W = HW.v("pe_throttle_window_ns")  # 3413 ns (4096 cycles of 1.2 GHz)
+    assert st.speed(0.0) == pytest.approx(0.5)  # TensorE idle before the kernel
+    st._add_busy(0.0, 0.5 * W)  # 50 % of window 0 busy (>= 45 %)
     assert st.speed(W + 10) == pytest.approx(1.0)
-    st._add_busy(W + 10, W + 20)                  # window 1 nearly idle
+    st._add_busy(W + 10, W + 20)  # window 1 nearly idle
     assert st.speed(2 * W + 1) == pytest.approx(0.5)
     assert st.speed(0.9 * W) == pytest.approx(0.5)  # the limit of a window does not change inside it
 
@@ -330,6 +423,7 @@ def test_throttled_durations_follow_the_windows():
 
 # ---- loop-invariant nl.matmul transposes ---------------------------------------------
 
+
 def _matmul_loop(reload_x: bool, iters=3):
     # x (tile 5) is loaded once before the loop (or in every iteration); each iteration runs
     # nl.matmul(x, y): TensorE transpose of x, copy PSUM -> SBUF, then the matmul
@@ -340,10 +434,30 @@ def _matmul_loop(reload_x: bool, iters=3):
         if reload_x and it:
             evs.append(load(seq, 1, 5, loops=lp, line=30))
             seq += 1
-        evs.append(ev(seq, "nc_transpose", "PE", reads=[sb(5)], writes=[Region(60 + it, "psum", 0, 512)],
-                      api="nl.matmul", loops=lp, line=31))
-        evs.append(ev(seq + 1, "tensor_copy", "DVE", reads=[Region(60 + it, "psum", 0, 512)],
-                      writes=[sb(70 + it, 512)], api="nl.matmul", loops=lp, line=31))
+        evs.append(
+            ev(
+                seq,
+                "nc_transpose",
+                "PE",
+                reads=[sb(5)],
+                writes=[Region(60 + it, "psum", 0, 512)],
+                api="nl.matmul",
+                loops=lp,
+                line=31,
+            )
+        )
+        evs.append(
+            ev(
+                seq + 1,
+                "tensor_copy",
+                "DVE",
+                reads=[Region(60 + it, "psum", 0, 512)],
+                writes=[sb(70 + it, 512)],
+                api="nl.matmul",
+                loops=lp,
+                line=31,
+            )
+        )
         m = _mm(seq + 2, stat=70 + it)
         evs.append(m._replace(loops=lp, api="nl.matmul", line=31))
         seq += 3
@@ -358,11 +472,12 @@ def test_repeated_loop_invariant_transposes_are_hoisted():
     kept = schedule(evs, HW, ModelOptions(mode="profile", hoist_transposes=False, place_engines=False))
     # elided pairs take no time and finish with the pair they repeat
     assert hoisted.end[4] == pytest.approx(hoisted.end[1]) and hoisted.end[8] == pytest.approx(hoisted.end[2])
+
     def pe(s):
         return s.busy_ns["PE"]
 
     one_transpose = kept.end[1] - kept.start[1]
-    assert pe(hoisted) < pe(kept) - one_transpose     # two of three transposes are gone
+    assert pe(hoisted) < pe(kept) - one_transpose  # two of three transposes are gone
     assert hoisted.busy_ns["DVE"] == pytest.approx(kept.busy_ns["DVE"] / 3)
     assert hoisted.elided == {4: 1, 5: 2, 7: 1, 8: 2}
 
@@ -371,10 +486,14 @@ def test_hoisted_repeats_have_no_slice_in_the_timeline():
     from nki_kernels.perf import estimate_trace
     from nki_kernels.perf.chrome_trace import to_chrome_trace
     from nki_kernels.sim.trace import Trace
+
     e = estimate_trace(Trace(events=_matmul_loop(reload_x=False)), hw=HW)
-    seqs = [x["args"]["seq"] for x in to_chrome_trace(e)["traceEvents"]
-            if x["ph"] == "X" and x.get("cat") in ("PE", "DVE", "ACT")]
-    assert sorted(seqs) == [1, 2, 3, 6, 9]            # one transpose + copy, three matmuls
+    seqs = [
+        x["args"]["seq"]
+        for x in to_chrome_trace(e)["traceEvents"]
+        if x["ph"] == "X" and x.get("cat") in ("PE", "DVE", "ACT")
+    ]
+    assert sorted(seqs) == [1, 2, 3, 6, 9]  # one transpose + copy, three matmuls
 
 
 def test_a_transpose_of_rewritten_data_is_not_hoisted():

@@ -1,5 +1,6 @@
 """The neuronxcc alias, the backend switch, the CLI `run`, and the interpreter's own checks
 (poison, affine_range shuffle, `+=` warning, trace contents)."""
+
 from __future__ import annotations
 
 import os
@@ -34,12 +35,14 @@ def test_alias_runs_unmodified_kernel_file_and_is_reversible():
     with install_neuronxcc_alias():
         assert alias_installed()
         import neuronxcc.nki.language as nl_alias
+
         assert nl_alias is nl
         mod = load_data_module("third_party_kernel")
         rng = np.random.default_rng(0)
         a = rng.standard_normal((128, 256)).astype(F32)
         b = rng.standard_normal((256, 128)).astype(F32)
         import neuronxcc.nki as nki_alias
+
         out = nki_alias.simulate_kernel(mod.scaled_transpose_add, a, b)
         assert np.all(np.isfinite(out)) and np.any(out != 0)
         np.testing.assert_allclose(out, a.T * 2 + b, rtol=1e-6)
@@ -59,8 +62,13 @@ def test_alias_restores_what_was_there():
 
 
 def test_cli_run_executes_a_user_file_under_the_alias():
-    r = subprocess.run([sys.executable, "-m", "nki_kernels.cli", "run", str(DATA / "third_party_kernel.py")],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", "run", str(DATA / "third_party_kernel.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "third_party_kernel: max abs err" in r.stdout
 
@@ -70,7 +78,7 @@ def test_backend_sim_and_neuron_choices():
     env = dict(os.environ, NKI_BACKEND="sim")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.stdout.split() == ["sim", "nki_kernels.sim.nki01.language"], r.stderr
-    env["NKI_BACKEND"] = "auto"     # no Neuron SDK here: auto falls back to the interpreter
+    env["NKI_BACKEND"] = "auto"  # no Neuron SDK here: auto falls back to the interpreter
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.stdout.split()[0] == "sim", r.stderr
     env["NKI_BACKEND"] = "neuron"
@@ -86,9 +94,10 @@ def _partial_writer():
     def k(a):
         out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf)
-        t[:, 0:4] = nl.load(a)            # columns 4..7 are never initialised
+        t[:, 0:4] = nl.load(a)  # columns 4..7 are never initialised
         nl.store(out, t)
         return out
+
     return k
 
 
@@ -106,10 +115,11 @@ def _carried():
     def k(a):
         out = nl.ndarray((1, 8), nl.float32, buffer=nl.shared_hbm)
         acc = nl.zeros((1, 1), nl.float32, buffer=nl.sbuf)
-        for i in nl.affine_range(8):       # a loop-carried dependency: wrong in affine_range
-            acc = nl.add(nl.multiply(acc, 2.0), nl.load(a[0:1, i:i + 1]))
-            nl.store(out[0:1, i:i + 1], acc)
+        for i in nl.affine_range(8):  # a loop-carried dependency: wrong in affine_range
+            acc = nl.add(nl.multiply(acc, 2.0), nl.load(a[0:1, i : i + 1]))
+            nl.store(out[0:1, i : i + 1], acc)
         return out
+
     return k
 
 
@@ -141,6 +151,7 @@ def test_plus_equals_outside_psum_warns_once_per_line():
             acc += nl.load(a)
         nl.store(out, acc)
         return out
+
     a = np.ones((128, 4), F32)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -165,13 +176,20 @@ def test_trace_records_engine_shapes_bytes_flops_and_lines():
         r = nisa.activation(nl.exp, acc)
         nl.store(out, r)
         return out
+
     a = np.ones((128, 128), F32) / 128
     b = np.ones((128, 512), F32)
     out, tr = trace_kernel(k, a, b)
     np.testing.assert_allclose(out, np.e, rtol=1e-6)
     ops = [(e.op, e.engine) for e in tr.events]
-    assert ops == [("dma_copy", "DMA"), ("dma_copy", "DMA"), ("memset", "DVE"), ("nc_matmul", "PE"),
-                   ("activation", "ACT"), ("dma_copy", "DMA")]
+    assert ops == [
+        ("dma_copy", "DMA"),
+        ("dma_copy", "DMA"),
+        ("memset", "DVE"),
+        ("nc_matmul", "PE"),
+        ("activation", "ACT"),
+        ("dma_copy", "DMA"),
+    ]
     load = tr.events[1]
     assert load.bytes == 128 * 512 * 4 and load.payload.contiguous_bytes == 128 * 512 * 4
     assert load.payload.src == "hbm" and load.payload.dst == "sbuf" and load.partitions == 128
@@ -188,6 +206,7 @@ def test_options_validation_and_env(monkeypatch):
     with pytest.raises(ValueError, match="precision"):
         SimOptions(precision="exact")
     from nki_kernels.sim import options as opt
+
     monkeypatch.setenv("NKI_SIM_OPTIONS", "poison=0,shuffle_affine_seed=5,precision=compat")
     o = opt._from_env()
     assert (o.poison, o.shuffle_affine_seed, o.precision) == (False, 5, "compat")
@@ -204,6 +223,7 @@ def test_trace_only_mode_skips_math_but_keeps_the_trace():
         acc += nisa.nc_matmul(nl.load(lhsT), nl.load(rhs))
         nl.store(out, nisa.tensor_copy(acc))
         return out
+
     a, b = np.ones((128, 128), F32), np.ones((128, 512), F32)
     full, t1 = trace_kernel(k, a, b)
     fast, t2 = trace_kernel(k, a, b, options=SimOptions(trace_only=True))
@@ -220,11 +240,12 @@ def test_assigning_a_load_into_a_tile_is_one_dma():
         out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
         nl.store(out, buf)
         return out
+
     a = np.arange(512, dtype=F32).reshape(128, 4)
     out, tr = trace_kernel(k, a)
     np.testing.assert_array_equal(out, np.concatenate([a, a], axis=1))
     assert [e.op for e in tr.events] == ["dma_copy"] * 3
-    assert tr.events[0].writes[0].alloc_id == tr.events[1].writes[0].alloc_id   # straight into buf
+    assert tr.events[0].writes[0].alloc_id == tr.events[1].writes[0].alloc_id  # straight into buf
 
 
 def test_trace_regions_of_disjoint_on_chip_slices_do_not_overlap():
@@ -239,10 +260,11 @@ def test_trace_regions_of_disjoint_on_chip_slices_do_not_overlap():
         cols[2] = nl.load(a[0:128, 64:128])
         nisa.dma_copy(dst=out, src=blk[:, 0, :])
         return out
+
     with pytest.warns(SimWarning, match="block dimensions"):
         _, tr = trace_kernel(k, np.ones((256, 512), F32))
     w = [e.writes[0] for e in tr.events]
-    assert (w[0].lo, w[0].hi, w[1].lo, w[1].hi) == (0, 2048, 2048, 4096)   # bytes within a partition
+    assert (w[0].lo, w[0].hi, w[1].lo, w[1].hi) == (0, 2048, 2048, 4096)  # bytes within a partition
     assert not w[0].overlaps(w[1]) and not w[2].overlaps(w[3])
     assert tr.events[4].reads[0].overlaps(w[0]) and not tr.events[4].reads[0].overlaps(w[1])
 
@@ -257,6 +279,7 @@ def test_trace_region_of_arange_view_is_its_bounding_box_not_the_whole_tensor():
         out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
         nl.store(out, nisa.tensor_copy(ring[:, 1, :]))
         return out
+
     out, tr = trace_kernel(k, np.ones((128, 64), F32))
     np.testing.assert_array_equal(out, 1)
     w1, w2 = tr.events[0].writes[0], tr.events[1].writes[0]

@@ -1,5 +1,6 @@
 """The README's error-code table and the interpreter's one table of codes (errors.CODES) agree,
 and every coded raise in nki_kernels/sim uses the class the table gives its code."""
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,11 @@ _BUILTINS = (NotImplementedError, IndexError, TypeError, RuntimeError, ValueErro
 
 def _readme_rows():
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Error codes"):text.index("### Divergences")]
-    return {m.group(1): (m.group(2).strip(), m.group(3).strip())
-            for m in re.finditer(r"^\| (E\d{3}) \| ([^|]+) \| ([^|]+) \|$", section, re.M)}
+    section = text[text.index("### Error codes") : text.index("### Divergences")]
+    return {
+        m.group(1): (m.group(2).strip(), m.group(3).strip())
+        for m in re.finditer(r"^\| (E\d{3}) \| ([^|]+) \| ([^|]+) \|$", section, re.M)
+    }
 
 
 def test_readme_table_matches_the_code_table():
@@ -54,7 +57,8 @@ def _failing_kernel():
     @nki.jit
     def k(a):
         t = nl.load(a)
-        return nl.sum(t, axis=0)        # the partition axis: E023
+        return nl.sum(t, axis=0)  # the partition axis: E023
+
     return k
 
 
@@ -64,6 +68,7 @@ def test_traceback_of_a_user_error_ends_at_the_users_line(monkeypatch):
     import numpy as np
 
     from nki_kernels.sim import simulate_kernel
+
     monkeypatch.delenv("NKI_SIM_FULL_TRACEBACK", raising=False)
     with pytest.raises(ValueError) as ei:
         simulate_kernel(_failing_kernel(), np.ones((4, 4), np.float32))
@@ -86,5 +91,6 @@ def test_bad_mgrid_step_is_a_syntax_error():
     def k(a):
         nl.mgrid[0:128:2, 0:4]
         return a
+
     with pytest.raises(NKISyntaxError, match="E014.*unit-step"):
         simulate_kernel(k, np.ones((128, 4), np.float32))

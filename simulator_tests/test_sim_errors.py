@@ -1,5 +1,6 @@
 """One negative test per hardware-constraint class: the coded error, its exception class and
 the kernel source line it points at (the line marked ``# <- name`` in this file)."""
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,15 @@ def test_partition_dim_over_128_on_creation():
     def k(a):
         t = nl.ndarray((256, 1), nl.float32, buffer=nl.sbuf)  # <- par_create
         return a
-    e = expect(SimValueError, "E001", "par_create", k, X,
-               match="number of partitions 256 exceed architecture limitation of 128")
+
+    e = expect(
+        SimValueError,
+        "E001",
+        "par_create",
+        k,
+        X,
+        match="number of partitions 256 exceed architecture limitation of 128",
+    )
     assert "got 256, limit 128" in str(e)
 
 
@@ -65,6 +73,7 @@ def test_partition_dim_over_128_on_load_and_ops():
     def k(a):
         t = nl.load(a)  # <- par_load
         return a
+
     expect(SimValueError, "E001", "par_load", k, X)
 
 
@@ -75,6 +84,7 @@ def test_partition_mismatch_between_operands():
         y = nl.load(a[0:1, :])
         z = nisa.tensor_tensor(x, y, nl.add)  # <- par_mismatch
         return a
+
     expect(SimValueError, "E002", "par_mismatch", k, X, match="mismatch in parameters")
 
 
@@ -82,10 +92,11 @@ def test_partition_mismatch_between_operands():
 def test_matmul_operand_limits(which):
     @nki.jit
     def k(a):
-        s = nl.load(a[0:128, 0:(256 if which == "stationary" else 128)])
-        m = nl.load(a[0:(64 if which == "contraction" else 128), 0:(513 if which == "moving" else 512)])
+        s = nl.load(a[0:128, 0 : (256 if which == "stationary" else 128)])
+        m = nl.load(a[0 : (64 if which == "contraction" else 128), 0 : (513 if which == "moving" else 512)])
         r = nisa.nc_matmul(s, m)  # <- mm_limit
         return a
+
     e = expect(SimValueError, "E003", "mm_limit", k, np.zeros((256, 600), F32))
     assert {"stationary": "limit 128", "moving": "limit 512", "contraction": "limit 128"}[which] in str(e)
 
@@ -95,6 +106,7 @@ def test_psum_tile_over_one_bank():
     def k(a):
         acc = nl.zeros((128, 1024), nl.float32, buffer=nl.psum)  # <- psum_bank
         return a
+
     expect(SimValueError, "E004", "psum_bank", k, X, match="2 KiB")
 
 
@@ -104,6 +116,7 @@ def test_psum_total_over_capacity():
         tiles = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(8)]
         extra = nl.zeros((128, 512), nl.float32, buffer=nl.psum)  # <- psum_total
         return a
+
     expect(SimValueError, "E005", "psum_total", k, X, match="got 18432, limit 16384")
 
 
@@ -116,8 +129,9 @@ def test_live_sbuf_over_capacity_names_the_tiles():
         more = nl.ndarray((128, 20000), nl.float32, buffer=nl.sbuf)  # <- sbuf_total
         more[...] = 0.0
         return a
+
     e = expect(SimValueError, "E006", "sbuf_total", k, X, match="limit 212984", options=SimOptions(strict=True))
-    assert "160000 B" in str(e)   # the largest live tile is listed with its size and origin
+    assert "160000 B" in str(e)  # the largest live tile is listed with its size and origin
     with pytest.warns(SimWarning, match=r"\[E006\].*spills"):
         simulate_kernel(k, X)
 
@@ -127,15 +141,15 @@ def test_sbuf_is_released_when_tiles_die():
     def k(a):
         out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
         for i in nl.affine_range(8):
-            t = nl.ndarray((128, 30000), nl.float32, buffer=nl.sbuf)   # 120 KB/partition, one at a time
+            t = nl.ndarray((128, 30000), nl.float32, buffer=nl.sbuf)  # 120 KB/partition, one at a time
             t[...] = 0.0
         nl.store(out, nl.load(a[0:128, :]))
         return out
+
     simulate_kernel(k, X)
 
 
-@pytest.mark.parametrize("case", ["dma_from_psum", "load_from_sbuf", "compute_on_hbm",
-                                  "gpsimd_on_psum"])
+@pytest.mark.parametrize("case", ["dma_from_psum", "load_from_sbuf", "compute_on_hbm", "gpsimd_on_psum"])
 def test_wrong_memory_space(case):
     @nki.jit
     def k(a):
@@ -151,6 +165,7 @@ def test_wrong_memory_space(case):
         else:
             nl.exp(a)  # <- space_compute_on_hbm
         return a
+
     e = expect(SimTypeError, "E007", f"space_{case}", k, X)
     assert "address space" in str(e)
 
@@ -167,6 +182,7 @@ def test_out_of_range_index_is_an_error_not_clamped(case):
             i_p, i_f = nl.mgrid[0:128, 0:600]
             t = nl.load(a[i_p, i_f])  # <- oob_arange
         return a
+
     e = expect(SimIndexError, "E008", f"oob_{case}", k, X)
     assert "Out-of-bound access" in str(e)
 
@@ -182,6 +198,7 @@ def test_illegal_dtype_for_op(case):
         else:
             nisa.activation(nl.exp, t, bias=i[:, 0:1])  # <- dtype_activation_bias_int
         return a
+
     expect(SimTypeError, "E009", f"dtype_{case}", k, X)
 
 
@@ -192,6 +209,7 @@ def test_operand_whose_partition_axis_is_not_leading():
         b[...] = 0.0
         nl.exp(b[:, :, 0])  # <- not_tile
         return a
+
     with pytest.warns(Warning, match="block dimensions"):
         expect(SimTypeError, "E010", "not_tile", k, X, match="Failed to infer tile")
 
@@ -202,6 +220,7 @@ def test_store_destination_smaller_than_value():
         out = nl.ndarray((128, 4), nl.float32, buffer=nl.shared_hbm)
         nl.store(out, nl.load(a[0:128, 0:8]))  # <- dst_small
         return out
+
     expect(SimValueError, "E011", "dst_small", k, X, match="Illegal assignment destination shape")
 
 
@@ -210,6 +229,7 @@ def test_write_to_kernel_input():
     def k(a):
         nl.store(a[0:128, 0:4], 1.0)  # <- immutable
         return a
+
     expect(SimTypeError, "E012", "immutable", k, X, match="Cannot update immutable parameter `a`")
 
 
@@ -218,6 +238,7 @@ def test_hbm_with_init_value():
     def k(a):
         z = nl.zeros((4, 4), nl.float32, buffer=nl.shared_hbm)  # <- hbm_init
         return a
+
     expect(NKISyntaxError, "E013", "hbm_init", k, X)
 
 
@@ -231,6 +252,7 @@ def test_1d_arange_and_mixed_indexing():
     def k2(a):
         t = nl.load(a[nl.arange(128)[:, None], 0:4])  # <- mixed_index
         return a
+
     expect(NKISyntaxError, "E014", "arange_1d", k1, X, match="1d arange")
     expect(NKISyntaxError, "E014", "mixed_index", k2, X, match="Mixing basic")
 
@@ -242,8 +264,8 @@ def test_python_and_on_mask_expressions_is_an_error_under_strict():
         i_p, i_f = nl.mgrid[0:128, 0:4]
         t = nl.load(a[i_p, i_f], mask=(i_p < 64) and (i_f < 2))  # <- mask_and
         return a
-    expect(SimValueError, "E024", "mask_and", k, X, match="combine predicates with &",
-           options=SimOptions(strict=True))
+
+    expect(SimValueError, "E024", "mask_and", k, X, match="combine predicates with &", options=SimOptions(strict=True))
 
 
 def test_output_never_written():
@@ -251,6 +273,7 @@ def test_output_never_written():
     def k(a):
         out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)  # <- unwritten
         return out
+
     expect(SimValueError, "E016", "unwritten", k, X, match="never written")
 
 
@@ -259,6 +282,7 @@ def test_program_id_axis_out_of_grid():
     def k(a):
         i = nl.program_id(1)  # <- pid
         return a
+
     expect(SimIndexError, "E017", "pid", k[2], X)
 
 
@@ -266,6 +290,7 @@ def test_float64_input_is_rejected_before_running():
     @nki.jit
     def k(a):
         return a
+
     with pytest.raises(SimValueError, match=r"\[E018\].*float64"):
         simulate_kernel(k, np.zeros((4, 4)))
 
@@ -281,6 +306,7 @@ def test_transpose_limits():
         t = nl.load(a[0:128, 0:256])
         nisa.nc_transpose(t)  # <- transpose_limit
         return a
+
     expect(SimValueError, "E020", "transpose_limit", k, X, match="exceed architecture limitation of 128")
 
 
@@ -290,6 +316,7 @@ def test_unsupported_op_code():
         t = nl.load(a[0:128, 0:4])
         nisa.tensor_reduce(nl.exp, t, axis=1)  # <- bad_op
         return a
+
     expect(NKISyntaxError, "E021", "bad_op", k, X, match="is not supported in 'tensor_reduce'")
 
 
@@ -298,6 +325,7 @@ def test_reshape_of_non_contiguous_view():
     def k(a):
         v = a[:, 0:4].reshape((256 * 4,))  # <- reshape
         return a
+
     expect(SimNotImplementedError, "E022", "reshape", k, X, match="reshape not implemented for base tensor")
 
 
@@ -307,6 +335,7 @@ def test_reduce_over_partition_axis():
         t = nl.load(a[0:128, 0:4])
         nl.sum(t, axis=0)  # <- reduce_axis0
         return a
+
     expect(SimValueError, "E023", "reduce_axis0", k, X)
 
 
@@ -314,6 +343,7 @@ def test_device_only_apis_say_so():
     @nki.jit
     def k(a):
         return a
+
     with pytest.raises(SimRuntimeError, match=r"\[E099\] nki.baremetal.*needs a Neuron device"):
         nki.baremetal(k)(X)
     with pytest.raises(SimRuntimeError, match="use simulate_kernel|nki.simulate_kernel"):

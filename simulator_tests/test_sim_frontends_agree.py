@@ -2,6 +2,7 @@
 instruction -- identical payloads, the same engine, region sizes, partitions, free elements, flops and
 bytes -- on a grid of shapes and dtypes.  (The FP8 double-row matmul was once recorded two ways, so
 the same instruction was costed differently depending on the front end.)"""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -23,9 +24,20 @@ SHAPES = [(128, 512), (64, 96), (32, 8), (1, 1)]
 
 def _fields(ev):
     """What must agree between the front ends (the api string names the NKI call and differs)."""
-    return (ev.op, ev.engine, ev.payload, ev.partitions, ev.free_elems, ev.flops, ev.bytes, ev.out_dtype,
-            tuple(r.hi - r.lo for r in ev.reads), tuple(r.hi - r.lo for r in ev.writes),
-            tuple(r.buffer for r in ev.reads), tuple(r.buffer for r in ev.writes))
+    return (
+        ev.op,
+        ev.engine,
+        ev.payload,
+        ev.partitions,
+        ev.free_elems,
+        ev.flops,
+        ev.bytes,
+        ev.out_dtype,
+        tuple(r.hi - r.lo for r in ev.reads),
+        tuple(r.hi - r.lo for r in ev.writes),
+        tuple(r.buffer for r in ev.reads),
+        tuple(r.buffer for r in ev.writes),
+    )
 
 
 def _one(trace, op):
@@ -52,6 +64,7 @@ def _run01(body, x, dtype, out_shape, buf="sbuf"):
         out = nl1.ndarray(out_shape, nl1.float32, buffer=nl1.shared_hbm)
         nl1.store(out, dst)
         return out
+
     return trace_kernel(k, x)[1]
 
 
@@ -67,6 +80,7 @@ def _run07(body, x, dtype, out_shape, buf="sbuf"):
         nisa7.tensor_copy(dst=res, src=dst)
         nisa7.dma_copy(dst=out, src=res)
         return out
+
     return nki7.trace(k, x)[1]
 
 
@@ -80,27 +94,70 @@ def _same(shape):
 
 
 CASES = [
-    ("tensor_copy", lambda d, t: d.__setitem__(..., nisa1.tensor_copy(t)),
-     lambda d, t: nisa7.tensor_copy(dst=d, src=t), "tensor_copy", _same, "sbuf"),
-    ("tensor_scalar", lambda d, t: d.__setitem__(..., nisa1.tensor_scalar(t, np.multiply, 2.0, op1=np.add,
-                                                                          operand1=1.0)),
-     lambda d, t: nisa7.tensor_scalar(d, t, nl7.multiply, 2.0, op1=nl7.add, operand1=1.0), "tensor_scalar", _same,
-     "sbuf"),
-    ("tensor_tensor", lambda d, t: d.__setitem__(..., nisa1.tensor_tensor(t, t, np.maximum)),
-     lambda d, t: nisa7.tensor_tensor(d, t, t, nl7.maximum), "tensor_tensor", _same, "sbuf"),
-    ("activation", lambda d, t: d.__setitem__(..., nisa1.activation(np.exp, t, scale=0.5)),
-     lambda d, t: nisa7.activation(d, nl7.exp, t, scale=0.5), "activation", _same, "sbuf"),
-    ("reciprocal", lambda d, t: d.__setitem__(..., nisa1.reciprocal(t)),
-     lambda d, t: nisa7.reciprocal(d, t), "reciprocal", _same, "sbuf"),
-    ("tensor_reduce", lambda d, t: d.__setitem__(..., nisa1.tensor_reduce(np.add, t, axis=1, keepdims=True)),
-     lambda d, t: nisa7.tensor_reduce(d, nl7.add, t, axis=1, keepdims=True), "tensor_reduce",
-     lambda s: (s[0], 1), "sbuf"),
-    ("memset", lambda d, t: d.__setitem__(..., nisa1.memset(d.shape, 3.0, d.dtype)),
-     lambda d, t: nisa7.memset(d, 3.0), "memset", _same, "sbuf"),
-    ("nc_transpose_vector", lambda d, t: d.__setitem__(..., nisa1.nc_transpose(t[:, 0:min(32, t.shape[1])],
-                                                                               engine=nisa1.vector_engine)),
-     lambda d, t: nisa7.nc_transpose(d, t[:, 0:min(32, t.shape[1])], engine=nisa7.vector_engine), "nc_transpose",
-     lambda s: (min(32, s[1]), s[0]), "sbuf"),
+    (
+        "tensor_copy",
+        lambda d, t: d.__setitem__(..., nisa1.tensor_copy(t)),
+        lambda d, t: nisa7.tensor_copy(dst=d, src=t),
+        "tensor_copy",
+        _same,
+        "sbuf",
+    ),
+    (
+        "tensor_scalar",
+        lambda d, t: d.__setitem__(..., nisa1.tensor_scalar(t, np.multiply, 2.0, op1=np.add, operand1=1.0)),
+        lambda d, t: nisa7.tensor_scalar(d, t, nl7.multiply, 2.0, op1=nl7.add, operand1=1.0),
+        "tensor_scalar",
+        _same,
+        "sbuf",
+    ),
+    (
+        "tensor_tensor",
+        lambda d, t: d.__setitem__(..., nisa1.tensor_tensor(t, t, np.maximum)),
+        lambda d, t: nisa7.tensor_tensor(d, t, t, nl7.maximum),
+        "tensor_tensor",
+        _same,
+        "sbuf",
+    ),
+    (
+        "activation",
+        lambda d, t: d.__setitem__(..., nisa1.activation(np.exp, t, scale=0.5)),
+        lambda d, t: nisa7.activation(d, nl7.exp, t, scale=0.5),
+        "activation",
+        _same,
+        "sbuf",
+    ),
+    (
+        "reciprocal",
+        lambda d, t: d.__setitem__(..., nisa1.reciprocal(t)),
+        lambda d, t: nisa7.reciprocal(d, t),
+        "reciprocal",
+        _same,
+        "sbuf",
+    ),
+    (
+        "tensor_reduce",
+        lambda d, t: d.__setitem__(..., nisa1.tensor_reduce(np.add, t, axis=1, keepdims=True)),
+        lambda d, t: nisa7.tensor_reduce(d, nl7.add, t, axis=1, keepdims=True),
+        "tensor_reduce",
+        lambda s: (s[0], 1),
+        "sbuf",
+    ),
+    (
+        "memset",
+        lambda d, t: d.__setitem__(..., nisa1.memset(d.shape, 3.0, d.dtype)),
+        lambda d, t: nisa7.memset(d, 3.0),
+        "memset",
+        _same,
+        "sbuf",
+    ),
+    (
+        "nc_transpose_vector",
+        lambda d, t: d.__setitem__(..., nisa1.nc_transpose(t[:, 0 : min(32, t.shape[1])], engine=nisa1.vector_engine)),
+        lambda d, t: nisa7.nc_transpose(d, t[:, 0 : min(32, t.shape[1])], engine=nisa7.vector_engine),
+        "nc_transpose",
+        lambda s: (min(32, s[1]), s[0]),
+        "sbuf",
+    ),
 ]
 
 
@@ -124,10 +181,11 @@ def test_nc_matmul_records_the_same_instruction(K, M, N, dtype):
     x = _x((K, M + N))
 
     def b01(d, t):
-        d[...] = nisa1.nc_matmul(t[:, 0:M], t[:, M:M + N])
+        d[...] = nisa1.nc_matmul(t[:, 0:M], t[:, M : M + N])
 
     def b07(d, t):
-        nisa7.nc_matmul(d, t[:, 0:M], t[:, M:M + N])
+        nisa7.nc_matmul(d, t[:, 0:M], t[:, M : M + N])
+
     e1 = _one(_run01(b01, x, dtype, (M, N), "psum"), "nc_matmul")
     e7 = _one(_run07(b07, x, dtype, (M, N), "psum"), "nc_matmul")
     assert _fields(e1) == _fields(e7)
@@ -165,6 +223,7 @@ def test_fp8_double_row_matmul_records_the_same_instruction(K, M, N):
         out = nl7.ndarray((M, N), nl7.float32, buffer=nl7.shared_hbm)
         nisa7.dma_copy(dst=out, src=res)
         return out
+
     o1, t1 = trace_kernel(k1, a, b)
     o7, t7 = nki7.trace(k7, a, b)
     np.testing.assert_array_equal(o1, o7)
@@ -194,6 +253,7 @@ def test_dma_copy_and_dma_transpose_record_the_same_instruction(shape):
         out = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.shared_hbm)
         nisa7.dma_copy(dst=out, src=t)
         return out
+
     t1, t7 = trace_kernel(k1, x)[1], nki7.trace(k7, x)[1]
     assert [_fields(e) for e in t1.events] == [_fields(e) for e in t7.events]
 
@@ -218,6 +278,7 @@ def test_dma_copy_and_dma_transpose_record_the_same_instruction(shape):
         out = nl7.ndarray(tt.shape, nl7.float32, buffer=nl7.shared_hbm)
         nl7.store(out, tt)
         return out
+
     if shape[1] > 128:
         pytest.skip(reason="a (P, F > 128) source cannot be transposed into a tile")
     t1, t7 = trace_kernel(j1, x)[1], nki7.trace(j7, x)[1]

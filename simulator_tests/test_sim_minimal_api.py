@@ -1,4 +1,5 @@
 """The spec's first minimal API subset (CS149 part 1 style), through the neuronxcc alias."""
+
 import numpy as np
 import pytest
 
@@ -10,6 +11,7 @@ from sim_testing import load_data_module
 def mod():
     with install_neuronxcc_alias():
         import neuronxcc.nki as nki
+
         yield load_data_module("part1_style_kernels"), nki
 
 

@@ -1,6 +1,7 @@
 """The NKI 0.1 APIs added for conformance (APIs the SDK's own tests use): one test per API, with our
 own small kernels, against NumPy.  Semantics are from the 2.26 docs / 2.27 docstrings cited in
 the modules (sim/indirect.py, sim/rng.py, sim/select.py, sim/matmul_perf_mode.py)."""
+
 from __future__ import annotations
 
 import logging
@@ -22,6 +23,7 @@ def _finite_nonzero(a):
 # indirect DMA
 # ---------------------------------------------------------------------------------------
 
+
 def test_indirect_load_gathers_rows_named_by_an_index_tile(rng):
     data = rng.standard_normal((40, 24)).astype(np.float32)
     rows = np.array([39, 0, 7, 7, 12, 3], dtype=np.int32)
@@ -37,7 +39,7 @@ def test_indirect_load_gathers_rows_named_by_an_index_tile(rng):
     _finite_nonzero(out)
     np.testing.assert_array_equal(out, data[rows])
     gather = [e for e in tr.events if e.op == "dma_copy" and e.payload.indirect]
-    assert len(gather) == 1 and len(gather[0].reads) == 2       # the data and the index tile
+    assert len(gather) == 1 and len(gather[0].reads) == 2  # the data and the index tile
 
 
 def test_indirect_store_scatters_rows(rng):
@@ -68,6 +70,7 @@ def _dma_kernel(oob_mode, rmw=None, stride=3, n_rows=20):
         nisa.dma_copy(dst=t, src=d[idx, nl.arange(16)[None, :]], oob_mode=oob_mode, dst_rmw_op=rmw)
         nl.store(out, t)
         return out
+
     return k
 
 
@@ -111,6 +114,7 @@ def test_index_tile_must_be_an_integer_sbuf_tile(rng):
 # gathers
 # ---------------------------------------------------------------------------------------
 
+
 def test_gather_flattened_is_take_along_the_flattened_free_axis(rng):
     data = rng.standard_normal((4, 3, 5)).astype(np.float32)
     idx = rng.integers(0, 15, size=(4, 2, 6)).astype(np.uint32)
@@ -139,7 +143,7 @@ def test_local_gather_per_16_partition_group(rng):
         nl.store(out, nisa.local_gather(nl.load(s), nl.load(i), 2))
         return out
 
-    hw_index = index * 2            # element offsets, as the SDK example passes them
+    hw_index = index * 2  # element offsets, as the SDK example passes them
     out = simulate_kernel(k, src, hw_index)
     ref = np.empty((32, 48, 2), np.float32)
     for g in range(2):
@@ -152,6 +156,7 @@ def test_local_gather_per_16_partition_group(rng):
 # ---------------------------------------------------------------------------------------
 # random numbers
 # ---------------------------------------------------------------------------------------
+
 
 def test_rand_is_uniform_01_and_reproducible_with_random_seed():
     @nki.jit
@@ -196,6 +201,7 @@ def test_dropout_returns_data_unchanged_and_warns(rng):
 # selection / search
 # ---------------------------------------------------------------------------------------
 
+
 def test_tensor_copy_predicated_keeps_dst_where_false(rng):
     a = rng.standard_normal((8, 12)).astype(np.float32)
     b = rng.standard_normal((8, 12)).astype(np.float32)
@@ -223,8 +229,15 @@ def test_select_reduce_with_max_reduction(rng):
         red = nl.ndarray((8, 1), x.dtype, buffer=nl.shared_hbm)
         d = nl.ndarray((8, 20), nl.float32)
         r = nl.ndarray((8, 1), nl.float32)
-        nisa.select_reduce(dst=d, predicate=nl.load(p), on_true=nl.load(x), on_false=-5.0,
-                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=r, reduce_op=np.max)
+        nisa.select_reduce(
+            dst=d,
+            predicate=nl.load(p),
+            on_true=nl.load(x),
+            on_false=-5.0,
+            reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            reduce_res=r,
+            reduce_op=np.max,
+        )
         nl.store(out, d)
         nl.store(red, r)
         return out, red
@@ -246,10 +259,25 @@ def test_range_select_and_accumulator_chaining(rng):
         red = nl.ndarray((4, 1), nl.float32, buffer=nl.shared_hbm)
         t, l_, h_ = nl.load(x), nl.load(b0), nl.load(b1)
         r = nl.ndarray((4, 1), nl.float32)
-        s0 = nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less, bound0=l_, bound1=h_,
-                               reduce_cmd=nisa.reduce_cmd.reset_reduce, range_start=0)
-        s1 = nisa.range_select(on_true_tile=nl.add(t, 1.0), comp_op0=np.greater_equal, comp_op1=np.less, bound0=l_,
-                               bound1=h_, reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=r, range_start=10)
+        s0 = nisa.range_select(
+            on_true_tile=t,
+            comp_op0=np.greater_equal,
+            comp_op1=np.less,
+            bound0=l_,
+            bound1=h_,
+            reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            range_start=0,
+        )
+        s1 = nisa.range_select(
+            on_true_tile=nl.add(t, 1.0),
+            comp_op0=np.greater_equal,
+            comp_op1=np.less,
+            bound0=l_,
+            bound1=h_,
+            reduce_cmd=nisa.reduce_cmd.reduce,
+            reduce_res=r,
+            range_start=10,
+        )
         nl.store(out[0], s0)
         nl.store(out[1], s1)
         nl.store(red, r)
@@ -301,11 +329,11 @@ def test_tensor_scalar_cumulative_reset_and_load_reduce(rng):
         d = nl.ndarray((6, 9), nl.float32)
         nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.multiply, op1=nl.add, imm0=2.0)
         nl.store(out[0], d)
-        nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.add, op1=nl.max, imm0=0.0, imm1=nl.load(i),
-                                      reduce_cmd=nisa.reduce_cmd.load_reduce)
+        nisa.tensor_scalar_cumulative(
+            dst=d, src=t, op0=nl.add, op1=nl.max, imm0=0.0, imm1=nl.load(i), reduce_cmd=nisa.reduce_cmd.load_reduce
+        )
         nl.store(out[1], d)
-        nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.add, op1=nl.max, imm0=0.0,
-                                      reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.add, op1=nl.max, imm0=0.0, reduce_cmd=nisa.reduce_cmd.reduce)
         nl.store(out[2], d)
         return out
 
@@ -385,8 +413,10 @@ def test_loop_reduce_reduces_into_the_assigned_tile(rng):
 
     @nki.jit
     def unassigned(x):
-        return nl.store(nl.ndarray((8, 5), x.dtype, buffer=nl.shared_hbm),
-                        nl.loop_reduce(nl.load(x[0]), op=np.add, loop_indices=[0]))
+        return nl.store(
+            nl.ndarray((8, 5), x.dtype, buffer=nl.shared_hbm),
+            nl.loop_reduce(nl.load(x[0]), op=np.add, loop_indices=[0]),
+        )
 
     with pytest.raises(ValueError, match="must be assigned"):
         simulate_kernel(unassigned, a)
@@ -395,6 +425,7 @@ def test_loop_reduce_reduces_into_the_assigned_tile(rng):
 # ---------------------------------------------------------------------------------------
 # TensorE double-row, compiler allocation, small namespace items
 # ---------------------------------------------------------------------------------------
+
 
 def test_nc_matmul_double_row_perf_mode(rng):
     f8 = ml_dtypes.float8_e5m2
@@ -418,15 +449,16 @@ def test_nc_matmul_double_row_perf_mode(rng):
 
 def test_compiler_sbuf_and_psum_alloc_accept_an_allocation_function(rng):
     import nki_kernels.sim.nki01.compiler as ncc
+
     a = rng.standard_normal((8, 8)).astype(np.float32)
 
-    def alloc_fn(idx, pdim_size, fdim_size):            # sbuf: (start_partition, byte_addr)
+    def alloc_fn(idx, pdim_size, fdim_size):  # sbuf: (start_partition, byte_addr)
         return (0, 0)
 
     def alloc_at(addr):
         return lambda idx, pdim_size, fdim_size: (0, addr)
 
-    def psum_fn(idx, pdim_size, fdim_size):             # psum: (bank, start_partition, byte_addr)
+    def psum_fn(idx, pdim_size, fdim_size):  # psum: (bank, start_partition, byte_addr)
         return (0, 0, 0)
 
     # an allocated kernel places every tensor itself and transposes on VectorE (nki.errors.rst
@@ -458,12 +490,13 @@ def test_nki_tensor_finfo_language_constants_and_logging_off():
         import neuronxcc.nki as real_looking_nki
         import neuronxcc.nki.language.constants as constants
         from neuronxcc.nki.language.constants import sizeinbytes
+
         assert sizeinbytes(nl.bfloat16) == 2 and sizeinbytes(np.float32) == 4 and constants.sbuf_min_align >= 1
         assert real_looking_nki.tensor is nki.tensor
-        logging.disable(logging.OFF)          # what both CS149 harnesses do
+        logging.disable(logging.OFF)  # what both CS149 harnesses do
         assert logging.root.manager.disable >= logging.CRITICAL
         logging.disable(logging.NOTSET)
-    assert hasattr(logging, "OFF") == had_off      # the alias is reversible
+    assert hasattr(logging, "OFF") == had_off  # the alias is reversible
 
 
 def test_nki_tensor_is_the_tile_class():
@@ -496,6 +529,7 @@ def test_tensor_copy_dynamic_src_gathers_columns_at_runtime_offsets(rng):
             res[i_p, j + i_f] = nisa.tensor_copy_dynamic_src(src[i_p, off[0, j] + i_f])
         nl.store(out, res)
         return out
+
     np.testing.assert_array_equal(simulate_kernel(k, data, offs), data[:, offs[0]])
 
     @nki.jit
@@ -508,11 +542,12 @@ def test_tensor_copy_dynamic_src_gathers_columns_at_runtime_offsets(rng):
         res[i_p, i_f] = src[i_p, off[0, 0] + i_f]
         nl.store(out, res)
         return out
+
     with pytest.raises(ValueError, match=r"\[E014\].*tensor_copy_dynamic_src"):
         simulate_kernel(plain, data, offs)
 
     @nki.jit
-    def scatter(d, o):                  # tensor_copy_dynamic_dst: the destination offset at run time
+    def scatter(d, o):  # tensor_copy_dynamic_dst: the destination offset at run time
         out = nl.ndarray((128, 96), nl.float32, buffer=nl.shared_hbm)
         src = nl.load(d)
         off = nl.load(o)
@@ -522,6 +557,7 @@ def test_tensor_copy_dynamic_src_gathers_columns_at_runtime_offsets(rng):
             nisa.tensor_copy_dynamic_dst(dst=res[i_p, off[0, j] + i_f], src=src[i_p, j + i_f])
         nl.store(out, res)
         return out
+
     want = np.zeros((128, 96), np.float32)
     want[:, offs[0]] = data[:, :6]
     np.testing.assert_array_equal(simulate_kernel(scatter, data, offs), want)

@@ -1,6 +1,7 @@
 """Poison with provenance: the first read of never-written memory names the
 instruction, the tensor and the line that allocated it, once per tensor; an on-chip tile
 returned from a kernel points at the user's `return` line."""
+
 from __future__ import annotations
 
 import warnings
@@ -27,9 +28,10 @@ def test_first_read_of_never_written_memory_names_instruction_tensor_and_allocat
         acc = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf, name="acc")  # <- alloc
         acc[:, 0:4] = nl.load(a[:, 0:4])
         r = nisa.tensor_scalar(acc, np.multiply, 2.0)  # <- first_read
-        r2 = nisa.tensor_scalar(acc, np.add, 1.0)              # a second read: no second warning
+        r2 = nisa.tensor_scalar(acc, np.add, 1.0)  # a second read: no second warning
         nl.store(out, nl.add(r, r2))
         return out
+
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         out = simulate_kernel(k, X)
@@ -51,7 +53,8 @@ def test_fully_written_tiles_do_not_warn():
         t[:, 4:8] = nl.load(a[:, 4:8])
         nl.store(out, nisa.tensor_copy(t))
         return out
-    np.testing.assert_array_equal(simulate_kernel(k, X), X)     # SimWarning is an error in this suite
+
+    np.testing.assert_array_equal(simulate_kernel(k, X), X)  # SimWarning is an error in this suite
 
 
 def test_a_computed_nan_is_not_poison():
@@ -62,8 +65,9 @@ def test_a_computed_nan_is_not_poison():
         t[...] = nl.load(a)
         nl.store(out, nisa.tensor_copy(t))
         return out
+
     x = np.full((128, 8), np.nan, F32)
-    assert np.all(np.isnan(simulate_kernel(k, x)))               # no warning: the kernel wrote NaN
+    assert np.all(np.isnan(simulate_kernel(k, x)))  # no warning: the kernel wrote NaN
 
 
 def test_sbuf_tile_returned_points_at_the_return_line():
@@ -71,6 +75,7 @@ def test_sbuf_tile_returned_points_at_the_return_line():
     def k(a):
         t = nl.load(a)
         return nl.add(t, 1.0)  # <- ret
+
     with pytest.warns(SimWarning) as rec:
         simulate_kernel(k, X)
     assert any(r.lineno == line_of("ret") and r.filename == __file__ for r in rec)
@@ -88,6 +93,7 @@ def test_reading_the_masked_out_part_of_a_result_warns():
         r = nisa.tensor_scalar(t, np.multiply, 2.0, mask=(i_p < 64))  # <- masked_result
         nl.store(out, r)
         return out
+
     with pytest.warns(SimWarning, match=f"allocated at test_sim_poison.py:{line_of('masked_result')}"):
         out = simulate_kernel(k, X)
     assert np.all(out[:64] == 2) and np.all(np.isnan(out[64:]))

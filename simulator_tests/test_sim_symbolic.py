@@ -191,8 +191,9 @@ def test_tile_position_takes_any_index_expression() -> None:
     def k(xT, y):
         out = nl.ndarray((4, 64, 256), nl.float32, buffer=nl.shared_hbm)
         for i in nl.affine_range(4):
-            r = nisa.nc_matmul(nl.load(xT[i]), nl.load(y[i]), tile_position=((i % 2) * 64, (i % 2) * 64),
-                               tile_size=(64, 64))
+            r = nisa.nc_matmul(
+                nl.load(xT[i]), nl.load(y[i]), tile_position=((i % 2) * 64, (i % 2) * 64), tile_size=(64, 64)
+            )
             nl.store(out[i], nl.copy(r))
         return out
 

@@ -1,6 +1,7 @@
 """Trace-recording rules: what the instruction trace records for block-dimension
 tiles, arange/mgrid views and `+=` on a view, and that every instruction passes the one recording
 path (RunContext.record)."""
+
 from __future__ import annotations
 
 import warnings
@@ -20,6 +21,7 @@ def test_block_dimension_tile_records_its_partition_axis():
     def k(a):
         t = nl.zeros((4, nl.par_dim(128), 64), nl.float32, buffer=nl.sbuf)
         return a
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SimWarning)
         _, tr = trace_kernel(k, X)
@@ -36,11 +38,12 @@ def test_mgrid_identity_view_is_not_strided(view, strided):
         if view == "identity":
             v = t[i.p, i.x]
         elif view == "every_fifth":
-            v = t[i.p, 5 * i.x]                # a 20-byte step: strided
+            v = t[i.p, 5 * i.x]  # a 20-byte step: strided
         else:
             v = t[:, 0:12]
         nisa.tensor_copy(v)
         return a
+
     _, tr = trace_kernel(k, X)
     (ev,) = [e for e in tr.events if e.op == "tensor_copy"]
     assert ev.payload.strided is strided
@@ -56,8 +59,9 @@ def test_view_accumulate_records_no_extra_copy():
         t[i.p, i.x] += u
         nl.store(out, t)
         return out
+
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SimWarning)           # `+=` outside PSUM accumulation
+        warnings.simplefilter("ignore", SimWarning)  # `+=` outside PSUM accumulation
         out, tr = trace_kernel(k, X)
     np.testing.assert_allclose(out, 2 * X, rtol=1e-6)
     ops = [e.op for e in tr.events]
@@ -71,34 +75,48 @@ def test_every_instruction_passes_the_one_recording_path(monkeypatch):
     def spy(self, op, *a, **kw):
         seen.append(op)
         return orig(self, op, *a, **kw)
+
     monkeypatch.setattr(RunContext, "record", spy)
 
     @nki.jit
     def k(a):
         out = nl.ndarray((64, 64), nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(a)                                          # dma_copy
-        m = nisa.nc_matmul(t[:, 0:64], t)                       # nc_matmul
-        c = nisa.tensor_copy(m)                                 # tensor_copy
-        r = nisa.tensor_scalar(c, np.multiply, 2.0)             # tensor_scalar
-        z = nl.zeros((64, 64), nl.float32)                      # memset
-        z[...] = nisa.nc_transpose(r)                           # nc_transpose + eviction copy
-        nl.store(out, nl.add(z, r))                             # tensor_tensor + dma_copy
+        t = nl.load(a)  # dma_copy
+        m = nisa.nc_matmul(t[:, 0:64], t)  # nc_matmul
+        c = nisa.tensor_copy(m)  # tensor_copy
+        r = nisa.tensor_scalar(c, np.multiply, 2.0)  # tensor_scalar
+        z = nl.zeros((64, 64), nl.float32)  # memset
+        z[...] = nisa.nc_transpose(r)  # nc_transpose + eviction copy
+        nl.store(out, nl.add(z, r))  # tensor_tensor + dma_copy
         return out
+
     _, tr = trace_kernel(k, X)
     # one call per event (a result that waits for its destination is recorded when it lands, in the
     # trace position reserved when it ran: the trace stays in program order)
     assert sorted(seen) == sorted(e.op for e in tr.events) and [e.seq for e in tr.events] == list(range(len(seen)))
-    assert {"dma_copy", "nc_matmul", "tensor_copy", "tensor_scalar", "memset", "nc_transpose",
-            "tensor_tensor"} <= set(seen)
+    assert {"dma_copy", "nc_matmul", "tensor_copy", "tensor_scalar", "memset", "nc_transpose", "tensor_tensor"} <= set(
+        seen
+    )
 
 
 def test_every_isa_instruction_is_registered_once_with_its_name():
     from nki_kernels.sim import isa
-    assert {"nc_matmul", "tensor_tensor", "tensor_scalar", "tensor_reduce", "activation", "dma_copy",
-            "tensor_copy", "nc_transpose", "memset", "iota"} <= set(isa.INSTRUCTIONS)
+
+    assert {
+        "nc_matmul",
+        "tensor_tensor",
+        "tensor_scalar",
+        "tensor_reduce",
+        "activation",
+        "dma_copy",
+        "tensor_copy",
+        "nc_transpose",
+        "memset",
+        "iota",
+    } <= set(isa.INSTRUCTIONS)
     for name, fn in isa.INSTRUCTIONS.items():
         assert getattr(isa, name) is fn and fn.__name__ == name
-    with pytest.raises(RuntimeError, match="E019"):       # the decorator supplies the context
+    with pytest.raises(RuntimeError, match="E019"):  # the decorator supplies the context
         isa.tensor_copy(None)
 
 
@@ -109,8 +127,8 @@ def test_every_event_carries_its_enclosing_loops_as_typed_frames():
     def k(a):
         out = nl.ndarray((128, 4), nl.float32, buffer=nl.shared_hbm)
         t = nl.load(a)
-        for i in nl.affine_range(2):                 # LOOP_A
-            for j in nl.sequential_range(3):         # LOOP_S
+        for i in nl.affine_range(2):  # LOOP_A
+            for j in nl.sequential_range(3):  # LOOP_S
                 # a new tile per iteration (rebinding `t` here and storing it after the loops is E027;
                 # writing it in place across affine iterations is E029)
                 nisa.tensor_scalar(t, nl.multiply, 1.0)

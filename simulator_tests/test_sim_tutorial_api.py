@@ -1,5 +1,6 @@
 """The spec's tutorial-style API subsets (mgrid tiled matmul, SPMD attention with nl ops)
 through the neuronxcc alias."""
+
 import numpy as np
 import pytest
 
@@ -11,6 +12,7 @@ from sim_testing import load_data_module
 def mod():
     with install_neuronxcc_alias():
         import neuronxcc.nki as nki
+
         yield load_data_module("tutorial_style_kernels"), nki
 
 
@@ -18,7 +20,7 @@ def test_mgrid_tiled_matmul_with_sbuf_accumulator(mod, rng):
     m, nki = mod
     a = rng.standard_normal((256, 256)).astype(np.float32)
     b = rng.standard_normal((256, 1024)).astype(np.float32)
-    with pytest.warns(SimWarning, match="read-modify-write"):     # SBUF += PSUM is flagged, still computed
+    with pytest.warns(SimWarning, match="read-modify-write"):  # SBUF += PSUM is flagged, still computed
         out = nki.simulate_kernel(m.tutorial_matmul, a, b)
     assert np.all(np.isfinite(out)) and np.any(out != 0)
     np.testing.assert_allclose(out, a.T @ b, rtol=1e-4, atol=1e-4)

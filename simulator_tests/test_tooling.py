@@ -52,24 +52,6 @@ NOT_YET_ANNOTATED: set[str] = {
     "nki_kernels/sim/speed.py",
 }
 
-# `ruff format` is off for the tree until the one formatting commit (see [tool.ruff.format] in
-# pyproject.toml); files written in its style since are checked now.
-FORMATTED = (
-    "nki_kernels/conformance/__init__.py",
-    "nki_kernels/conformance/__main__.py",
-    "nki_kernels/conformance/nkilib.py",
-    "nki_kernels/conformance/nkilib_plugin.py",
-    "nki_kernels/conformance/sdk07.py",
-    "nki_kernels/conformance/sdk_tests.py",
-    "nki_kernels/environment.py",
-    "nki_kernels/progress.py",
-    "nki_kernels/usage.py",
-    "nki_kernels/userkernel.py",
-    "simulator_tests/test_cli_attacks.py",
-    "simulator_tests/test_progress.py",
-    "simulator_tests/test_tooling.py",
-)
-
 
 def _tool(module: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``python -m <module> args`` in the repository, failing (not skipping) when it is missing."""
@@ -98,11 +80,9 @@ def test_ruff_lint_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_ruff_format_is_clean_where_enabled() -> None:
-    whole = _tool("ruff", "format", "--no-cache", "--check", ".")
-    assert whole.returncode == 0, whole.stdout + whole.stderr
-    listed = _tool("ruff", "format", "--no-cache", "--check", "--config", "format.exclude = []", *FORMATTED)
-    assert listed.returncode == 0, listed.stdout + listed.stderr
+def test_ruff_format_is_clean() -> None:
+    proc = _tool("ruff", "format", "--no-cache", "--check", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_mypy_is_clean() -> None:

@@ -12,6 +12,7 @@ For every numeric metric present in both, the ratio is measured / estimated: 1.0
 model was right, 2.0 means hardware took (or counted) twice the estimate.  Ratios are
 reported for calibration; nothing is asserted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,8 +84,10 @@ def load_profile_summary(data: Any) -> dict:
             raise ValueError("summary JSON list holds no objects")
         times = {d.get("total_time") for d in dicts}
         if len(dicts) > 1 and len(times) > 1:
-            raise ValueError(f"summary holds {len(dicts)} profiles with different total_time "
-                             f"{sorted(map(str, times))}; pass one NeuronCore's summary")
+            raise ValueError(
+                f"summary holds {len(dicts)} profiles with different total_time "
+                f"{sorted(map(str, times))}; pass one NeuronCore's summary"
+            )
         data = dicts[0]
     if not isinstance(data, dict):
         raise ValueError(f"summary JSON must be an object or a list of objects, got {type(data).__name__}")
@@ -116,17 +119,16 @@ def compare(measured: dict, estimated: dict, metrics: list[str] | None = None) -
     if metrics:
         missing = [k for k in metrics if k not in m or k not in e]
         if missing:
-            raise ValueError(f"metrics {missing} missing; measured has {sorted(m)}, "
-                             f"estimate has {sorted(e)}")
+            raise ValueError(f"metrics {missing} missing; measured has {sorted(m)}, estimate has {sorted(e)}")
         keys = list(metrics)
     else:
         keys = sorted(set(m) & set(e))
     if not keys:
         raise ValueError(f"no common metric; measured has {sorted(m)}, estimate has {sorted(e)}")
-    rows = [{"metric": k, "measured": m[k], "estimated": e[k],
-             "ratio": (m[k] / e[k]) if e[k] != 0 else None} for k in keys]
-    return {"rows": rows, "only_measured": sorted(set(m) - set(e)),
-            "only_estimated": sorted(set(e) - set(m))}
+    rows = [
+        {"metric": k, "measured": m[k], "estimated": e[k], "ratio": (m[k] / e[k]) if e[k] != 0 else None} for k in keys
+    ]
+    return {"rows": rows, "only_measured": sorted(set(m) - set(e)), "only_estimated": sorted(set(e) - set(m))}
 
 
 def format_table(result: dict) -> str:
@@ -149,16 +151,17 @@ def compare_files(summary_path: str, estimate_path: str, metrics: list[str] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nki_kernels.hw.compare",
-                                 description="Ratio per metric of a neuron-profile summary to the cost-model estimate.")
+    ap = argparse.ArgumentParser(
+        prog="python -m nki_kernels.hw.compare",
+        description="Ratio per metric of a neuron-profile summary to the cost-model estimate.",
+    )
     ap.add_argument("summary", help="neuron-profile view --output-format summary-json output")
     ap.add_argument("estimate", help="estimate JSON (summary_dict() or a job estimate record)")
     ap.add_argument("--metrics", help="comma-separated metrics (default: all shared numeric fields)")
     ap.add_argument("--json", dest="json_out", help="also write the comparison to this JSON file")
     a = ap.parse_args(argv)
     try:
-        result = compare_files(a.summary, a.estimate,
-                               [s.strip() for s in a.metrics.split(",")] if a.metrics else None)
+        result = compare_files(a.summary, a.estimate, [s.strip() for s in a.metrics.split(",")] if a.metrics else None)
     except (OSError, ValueError) as e:
         print(f"compare: {e}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ Kernels are looked up by name (``conv2d``, ``matmul``, ``attention``).  To run y
 implementation through the same harness, set ``NKI_HW_KERNEL_<NAME>=module:function``
 (for example ``NKI_HW_KERNEL_CONV2D=conv2d:fused_conv2d_maxpool`` for a CS149 solution).
 """
+
 from __future__ import annotations
 
 import os
@@ -61,6 +62,7 @@ def assert_close(out: Any, ref: Any, dtype: str, what: str = "output") -> float:
     kernel that silently did nothing), or error beyond the dtype's tolerance.
     """
     from nki_kernels.tolerances import assert_close as _assert_close  # noqa: PLC0415
+
     return _assert_close(out, ref, dtype, what)
 
 
@@ -69,8 +71,10 @@ def _nki() -> Any:
     try:
         from neuronxcc import nki  # noqa: PLC0415
     except ImportError as e:
-        raise ImportError("neuronxcc.nki is not importable: run on a trn2 instance in a Neuron "
-                          "SDK 2.26/2.27 venv (e.g. /opt/aws_neuronx_venv_pytorch_2_8)") from e
+        raise ImportError(
+            "neuronxcc.nki is not importable: run on a trn2 instance in a Neuron "
+            "SDK 2.26/2.27 venv (e.g. /opt/aws_neuronx_venv_pytorch_2_8)"
+        ) from e
     return nki
 
 
@@ -101,8 +105,16 @@ class Latency:
         return self.percentiles_us["p99"]
 
 
-def run_benchmark(kernel: Any, args: Any, kwargs: Any, *, warmup: int, iters: int,
-                  save_neff_name: str | None = None, additional_compile_opt: str | None = None) -> Latency:
+def run_benchmark(
+    kernel: Any,
+    args: Any,
+    kwargs: Any,
+    *,
+    warmup: int,
+    iters: int,
+    save_neff_name: str | None = None,
+    additional_compile_opt: str | None = None,
+) -> Latency:
     """``nki.benchmark(warmup=, iters=)`` then read the p0..p100 latency percentiles.
 
     ``save_neff_name`` keeps the compiled NEFF (a file name, written in the current

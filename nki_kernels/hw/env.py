@@ -8,6 +8,7 @@
   kernels from 2.30, see ``sdk.py``) is importable.
 - ``hardware_skip_reason()``: why hardware tests cannot run here, or None.
 """
+
 from __future__ import annotations
 
 import glob
@@ -62,12 +63,12 @@ def neuron_devices(neuron_ls: str = "neuron-ls", timeout: float = 60.0) -> list[
     """
     exe = shutil.which(neuron_ls)
     if exe is None:
-        raise FileNotFoundError(f"{neuron_ls} not found on PATH (it ships in aws-neuronx-tools, "
-                                "/opt/aws/neuron/bin)")
+        raise FileNotFoundError(f"{neuron_ls} not found on PATH (it ships in aws-neuronx-tools, /opt/aws/neuron/bin)")
     proc = subprocess.run([exe, "--json-output"], capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise RuntimeError(f"{neuron_ls} --json-output exited {proc.returncode}: "
-                           f"{(proc.stderr or proc.stdout).strip()[:300]}")
+        raise RuntimeError(
+            f"{neuron_ls} --json-output exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:300]}"
+        )
     return parse_neuron_ls(proc.stdout)
 
 
@@ -89,8 +90,7 @@ def free_cores(devices: list[dict]) -> list[int]:
     """
     free: list[int] = []
     for dev in devices:
-        procs = [p for p in dev.get("neuron_processes") or []
-                 if not str(p.get("command", "")).startswith("neuron-ls")]
+        procs = [p for p in dev.get("neuron_processes") or [] if not str(p.get("command", "")).startswith("neuron-ls")]
         if not procs:
             free.extend(device_cores(dev))
     return sorted(free)
@@ -162,6 +162,7 @@ def sdk_info() -> dict:
     if cc is None and _has_module("neuronxcc"):
         try:
             import neuronxcc  # noqa: PLC0415  (only when present)
+
             cc = getattr(neuronxcc, "__version__", None)
         except Exception:  # a broken install still reports the rest
             cc = None
@@ -184,12 +185,16 @@ def sdk_problem(info: dict | None = None) -> str | None:
     """Why this SDK cannot run the NKI 0.1 kernels, or None when it can."""
     info = info or sdk_info()
     if not info["has_neuronxcc"]:
-        return ("neuronx-cc is not installed (neuronxcc not importable); activate a Neuron "
-                "SDK 2.26/2.27 venv such as /opt/aws_neuronx_venv_pytorch_2_8")
+        return (
+            "neuronx-cc is not installed (neuronxcc not importable); activate a Neuron "
+            "SDK 2.26/2.27 venv such as /opt/aws_neuronx_venv_pytorch_2_8"
+        )
     if not info["has_neuronxcc_nki"]:
-        return (f"the installed SDK lacks neuronxcc.nki (neuronx-cc {info['neuronx_cc']}, "
-                f"SDK {info['sdk_release'] or 'unknown'}); the NKI 0.1 kernels need Neuron SDK 2.26 "
-                "or 2.27 (neuronx-cc 2.21/2.22); on SDK >= 2.33 run_hw.sh takes the NKI 0.7 path")
+        return (
+            f"the installed SDK lacks neuronxcc.nki (neuronx-cc {info['neuronx_cc']}, "
+            f"SDK {info['sdk_release'] or 'unknown'}); the NKI 0.1 kernels need Neuron SDK 2.26 "
+            "or 2.27 (neuronx-cc 2.21/2.22); on SDK >= 2.33 run_hw.sh takes the NKI 0.7 path"
+        )
     return None
 
 
@@ -242,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             print(str(e), file=sys.stderr)
             return 1
-    print(f"unknown command {cmd!r}; allowed: sdk, devices FILE, free-cores FILE, "
-          "choose-cores SPEC FILE", file=sys.stderr)
+    print(
+        f"unknown command {cmd!r}; allowed: sdk, devices FILE, free-cores FILE, choose-cores SPEC FILE", file=sys.stderr
+    )
     return 2
 
 

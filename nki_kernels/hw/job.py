@@ -16,6 +16,7 @@ laptop and never mix the real SDK's objects with the interpreter's.  Correctness
 smoke test are pytest files (``hw_tests/``), run by the job as they are.  Hardware numbers are
 reported, never asserted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,23 +47,46 @@ class Nki01Path(HwPath):
     def smoke_step(self, ctx: StepContext, core: str) -> Step:
         """``hw_tests/test_constructs.py`` (or ``NKI_HW_CONSTRUCTS_TEST``) under pytest, device required."""
         junit = os.path.join(ctx.run, "hw_tests", "constructs.junit.xml")
-        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "NKI_HW_REQUIRE": "1",
-                         "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", "pytest", ctx.constructs_test, "-rs", "-p", "no:cacheprovider",
-                        f"--junitxml={junit}")
+        argv = env_argv(
+            {"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "NKI_HW_REQUIRE": "1", "PYTHONPATH": ctx.pythonpath},
+            ctx.python,
+            "-m",
+            "pytest",
+            ctx.constructs_test,
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+        )
         return Step("constructs", "constructs", argv, ROOT, core=core)
 
     def check_step(self, ctx: StepContext, kernel: str, core: str) -> Step:
         """``hw_tests`` of one kernel (``nki.baremetal`` and torch-neuronx vs the oracles, simulators vs
         device); ``NKI_HW_REQUIRE=1``: a missing device or SDK fails the step instead of skipping."""
         tests = os.path.join(ROOT, "hw_tests")
-        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "NKI_HW_REQUIRE": "1",
-                         "NKI_HW_KERNELS": kernel, "NKI_HW_SHAPES": ctx.shapes,
-                         "NKI_HW_RESULTS": os.path.join(ctx.run, "hw_tests"), "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", "pytest", tests, "-m", "hardware", "-rs",
-                        f"--ignore={os.path.join(tests, 'test_device_benchmark.py')}",
-                        f"--ignore={ctx.constructs_test}", "-p", "no:cacheprovider",
-                        f"--junitxml={os.path.join(ctx.run, 'hw_tests', kernel + '.junit.xml')}")
+        argv = env_argv(
+            {
+                "NEURON_RT_VISIBLE_CORES": core,
+                **self.device_env,
+                "NKI_HW_REQUIRE": "1",
+                "NKI_HW_KERNELS": kernel,
+                "NKI_HW_SHAPES": ctx.shapes,
+                "NKI_HW_RESULTS": os.path.join(ctx.run, "hw_tests"),
+                "PYTHONPATH": ctx.pythonpath,
+            },
+            ctx.python,
+            "-m",
+            "pytest",
+            tests,
+            "-m",
+            "hardware",
+            "-rs",
+            f"--ignore={os.path.join(tests, 'test_device_benchmark.py')}",
+            f"--ignore={ctx.constructs_test}",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={os.path.join(ctx.run, 'hw_tests', kernel + '.junit.xml')}",
+        )
         return Step(f"hw_tests-{kernel}", "hw_tests", argv, ROOT, kernel=kernel, core=core)
 
     # -- step bodies
@@ -76,15 +100,28 @@ class Nki01Path(HwPath):
         """
         os.environ["NKI_BACKEND"] = "sim"  # before any kernel module import
         from nki_kernels.sim import alias_installed, install_neuronxcc_alias
+
         if "neuronxcc" in sys.modules and not alias_installed():
-            raise RuntimeError("the real neuronxcc is already imported in this process; the interpreter "
-                               "runs kernels only in a fresh one (use estimate_case / simulate_case)")
+            raise RuntimeError(
+                "the real neuronxcc is already imported in this process; the interpreter "
+                "runs kernels only in a fresh one (use estimate_case / simulate_case)"
+            )
         return install_neuronxcc_alias()
 
-    def bench_case(self, case: Case, out_dir: str, *, warmup: int, iters: int, seed: int = DEFAULT_SEED,
-                   compile_opt: str | None = None, **_: Any) -> dict[str, Any]:
+    def bench_case(
+        self,
+        case: Case,
+        out_dir: str,
+        *,
+        warmup: int,
+        iters: int,
+        seed: int = DEFAULT_SEED,
+        compile_opt: str | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
         """Benchmark one case with ``nki.benchmark`` and write ``out_dir/bench.json``; returns the record."""
         from . import device, env
+
         os.makedirs(out_dir, exist_ok=True)
         args, kwargs = device.make_inputs(case, seed)
         kernel = device.load_kernel(case.kernel, self.api)
@@ -92,18 +129,34 @@ class Nki01Path(HwPath):
         cwd = os.getcwd()
         os.chdir(out_dir)  # nki.benchmark writes save_neff_name relative to the working directory
         try:
-            lat = device.run_benchmark(kernel, args, kwargs, warmup=warmup, iters=iters,
-                                       save_neff_name=neff, additional_compile_opt=compile_opt)
+            lat = device.run_benchmark(
+                kernel,
+                args,
+                kwargs,
+                warmup=warmup,
+                iters=iters,
+                save_neff_name=neff,
+                additional_compile_opt=compile_opt,
+            )
         finally:
             os.chdir(cwd)
         record = {
-            "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype, "api": self.label,
-            "seed": seed, "warmup": lat.warmup, "iters": lat.iters,
-            "latency_us": lat.percentiles_us, "p50_us": lat.p50, "p99_us": lat.p99,
+            "kernel": case.kernel,
+            "case": case.name,
+            "params": case.p,
+            "dtype": case.dtype,
+            "api": self.label,
+            "seed": seed,
+            "warmup": lat.warmup,
+            "iters": lat.iters,
+            "latency_us": lat.percentiles_us,
+            "p50_us": lat.p50,
+            "p99_us": lat.p99,
             "kernel_impl": device.kernel_target(case.kernel, self.api),
             "additional_compile_opt": compile_opt,
             "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
-            "instance_type": env.instance_type(), "sdk": env.sdk_info(),
+            "instance_type": env.instance_type(),
+            "sdk": env.sdk_info(),
             "neff": neff if os.path.exists(os.path.join(out_dir, neff)) else None,
             "cs149": cs149_verdict(lat.p99, case.threshold_us),
             "vs_estimate": estimate_ratio(lat.p50, lat.p99, os.path.join(out_dir, f"{stem(case)}.estimate.json")),
@@ -116,15 +169,18 @@ class Nki01Path(HwPath):
     # -- CLI
     def add_bench_options(self, p: argparse.ArgumentParser) -> None:
         super().add_bench_options(p)
-        p.add_argument("--compile-opt", default=None,
-                       help="additional_compile_opt for nki.benchmark, e.g. --disable-dge")
+        p.add_argument(
+            "--compile-opt", default=None, help="additional_compile_opt for nki.benchmark, e.g. --disable-dge"
+        )
 
     def bench_report(self, case: Case, a: argparse.Namespace) -> int:
         rec = self.bench_case(case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, compile_opt=a.compile_opt)
         cs = rec["cs149"]
-        print(f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us "
-              f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']})"
-              + (f"; CS149: {cs['verdict']}" if cs else ""))
+        print(
+            f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us "
+            f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']})"
+            + (f"; CS149: {cs['verdict']}" if cs else "")
+        )
         return 0
 
 

@@ -8,6 +8,7 @@ valid JSON; :meth:`Manifest.finish` lists every file with its size and writes ``
 A file that cannot be written (disk full, read-only folder) raises :class:`ResultsWriteError`, whose
 message is one line, ``cannot write PATH: REASON``; no temporary file is left behind.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -78,6 +79,7 @@ def junit_failures(path: str) -> list[str]:
     """``classname::name: message`` for every failed or errored test of a JUnit XML file ([] when
     the file is missing or unreadable: the caller says why instead)."""
     import xml.etree.ElementTree as ET
+
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -87,7 +89,7 @@ def junit_failures(path: str) -> list[str]:
         for bad in list(case.findall("failure")) + list(case.findall("error")):
             msg = (bad.get("message") or bad.text or "").strip().splitlines()
             raised = [ln[1:].strip() for ln in (bad.text or "").splitlines() if ln.startswith("E ")]
-            if bad.tag == "error" and raised:   # e.g. "collection failure": say what was raised
+            if bad.tag == "error" and raised:  # e.g. "collection failure": say what was raised
                 msg = [f"{msg[0] if msg else 'error'}: {raised[-1]}"]
             name = case.get("name", "?")
             cls = case.get("classname", "")
@@ -113,28 +115,71 @@ class Manifest:
         self.data["step_counts"] = counts
         write_text(self.path, json.dumps(self.data, indent=2) + "\n")
 
-    def init(self, *, run_id: str, git_sha: str, git_dirty: bool, argv: list[str], options: dict[str, str],
-             environment: dict[str, Any], jobs: list[dict[str, Any]]) -> None:
+    def init(
+        self,
+        *,
+        run_id: str,
+        git_sha: str,
+        git_dirty: bool,
+        argv: list[str],
+        options: dict[str, str],
+        environment: dict[str, Any],
+        jobs: list[dict[str, Any]],
+    ) -> None:
         """The running manifest: options, environment and every planned job (status ``planned``)."""
         with self._lock:
             self.data = {
-                "schema": SCHEMA, "run_id": run_id, "status": "running", "exit_code": None,
-                "started_utc": utc_now(), "finished_utc": None, "git": {"sha": git_sha, "dirty": git_dirty},
-                "argv": argv, "options": options, "environment": environment,
+                "schema": SCHEMA,
+                "run_id": run_id,
+                "status": "running",
+                "exit_code": None,
+                "started_utc": utc_now(),
+                "finished_utc": None,
+                "git": {"sha": git_sha, "dirty": git_dirty},
+                "argv": argv,
+                "options": options,
+                "environment": environment,
                 "note": "hardware measurements from this run only; cost-model numbers are estimates",
-                "jobs": [dict(j, status="planned", started_utc=None, finished_utc=None, seconds=None,
-                              failed_steps=0) for j in jobs],
+                "jobs": [
+                    dict(j, status="planned", started_utc=None, finished_utc=None, seconds=None, failed_steps=0)
+                    for j in jobs
+                ],
                 "steps": [],
             }
             self._write()
 
-    def step_start(self, *, step_id: str, name: str, phase: str, log: str, kernel: str, case: str, core: str,
-                   command: list[str], job: int | None = None) -> None:
+    def step_start(
+        self,
+        *,
+        step_id: str,
+        name: str,
+        phase: str,
+        log: str,
+        kernel: str,
+        case: str,
+        core: str,
+        command: list[str],
+        job: int | None = None,
+    ) -> None:
         with self._lock:
-            self.data["steps"].append({
-                "id": step_id, "name": name, "phase": phase, "job": job, "kernel": kernel, "case": case,
-                "core": core, "command": command, "log": log, "status": "running", "exit_code": None,
-                "started_utc": utc_now(), "finished_utc": None, "seconds": None})
+            self.data["steps"].append(
+                {
+                    "id": step_id,
+                    "name": name,
+                    "phase": phase,
+                    "job": job,
+                    "kernel": kernel,
+                    "case": case,
+                    "core": core,
+                    "command": command,
+                    "log": log,
+                    "status": "running",
+                    "exit_code": None,
+                    "started_utc": utc_now(),
+                    "finished_utc": None,
+                    "seconds": None,
+                }
+            )
             self._write()
 
     def step_end(self, step_id: str, rc: int, *, status: str | None = None, note: str = "") -> None:
@@ -142,8 +187,12 @@ class Manifest:
         with self._lock:
             step = next(s for s in self.data["steps"] if s["id"] == step_id)
             now = utc_now()
-            step.update(status=status or status_for(rc), exit_code=rc, finished_utc=now,
-                        seconds=(_parse_time(now) - _parse_time(step["started_utc"])).total_seconds())
+            step.update(
+                status=status or status_for(rc),
+                exit_code=rc,
+                finished_utc=now,
+                seconds=(_parse_time(now) - _parse_time(step["started_utc"])).total_seconds(),
+            )
             if note:
                 step["note"] = note
             self._write()
@@ -155,9 +204,16 @@ class Manifest:
             if status == "running":
                 job.update(status=status, started_utc=now)
             else:
-                job.update(status=status, finished_utc=now, failed_steps=failed_steps,
-                           seconds=((_parse_time(now) - _parse_time(job["started_utc"])).total_seconds()
-                                    if job["started_utc"] else None))
+                job.update(
+                    status=status,
+                    finished_utc=now,
+                    failed_steps=failed_steps,
+                    seconds=(
+                        (_parse_time(now) - _parse_time(job["started_utc"])).total_seconds()
+                        if job["started_utc"]
+                        else None
+                    ),
+                )
             self._write()
 
     def finish(self, status: str, exit_code: int, reason: str = "", interruption: str = "") -> None:
@@ -167,8 +223,11 @@ class Manifest:
             now = utc_now()
             for step in self.data["steps"]:
                 if step["status"] == "running":
-                    step.update(status="interrupted" if status == "interrupted" else "unfinished", finished_utc=now,
-                                note="still running when the run stopped: no exit code")
+                    step.update(
+                        status="interrupted" if status == "interrupted" else "unfinished",
+                        finished_utc=now,
+                        note="still running when the run stopped: no exit code",
+                    )
             for job in self.data["jobs"]:
                 if job["status"] == "planned":
                     job["status"] = "not started"
@@ -182,7 +241,7 @@ class Manifest:
             self.data["files"] = list_files(self.run)
             self._write()
             write_text(os.path.join(self.run, "SUMMARY.md"), summary_text(self.run, self.data))
-            self.data["files"] = list_files(self.run)   # SUMMARY.md among them
+            self.data["files"] = list_files(self.run)  # SUMMARY.md among them
             self._write()
 
 
@@ -205,8 +264,10 @@ def _bench_rows(run: str, methods: set[str]) -> list[str]:
         cs = b.get("cs149") or {}
         est = b.get("vs_estimate") or {}
         ratio = f"{est['ratio_p50']:.2f}" if "ratio_p50" in est else "-"
-        rows.append(f"| {b['kernel']} | {b['case']} | {b['p50_us']:.1f} | {b['p99_us']:.1f} | "
-                    f"{cs.get('verdict', '-')} | {ratio} | {b.get('core') or '-'} |")
+        rows.append(
+            f"| {b['kernel']} | {b['case']} | {b['p50_us']:.1f} | {b['p99_us']:.1f} | "
+            f"{cs.get('verdict', '-')} | {ratio} | {b.get('core') or '-'} |"
+        )
     return rows
 
 
@@ -241,18 +302,27 @@ def summary_text(run: str, m: dict[str, Any]) -> str:
         lines += [f"The run stopped: {m['failure_reason']}", ""]
     if m["status"] == "interrupted":
         stopped = sum(1 for s in m.get("steps", []) if s["status"] == "interrupted")
-        lines += [f"The run was interrupted by {m.get('interruption') or 'a signal'} (exit code {m['exit_code']}): "
-                  f"finished steps and their files are intact; {stopped} running step(s) were stopped (marked "
-                  f"`interrupted`) and {job_counts.get('not started', 0)} job(s) never started (marked "
-                  "`not started` in manifest.json).", ""]
+        lines += [
+            f"The run was interrupted by {m.get('interruption') or 'a signal'} (exit code {m['exit_code']}): "
+            f"finished steps and their files are intact; {stopped} running step(s) were stopped (marked "
+            f"`interrupted`) and {job_counts.get('not started', 0)} job(s) never started (marked "
+            "`not started` in manifest.json).",
+            "",
+        ]
     methods: set[str] = set()
     bench = _bench_rows(run, methods)
     if bench:
-        lines += [f"## Latency (microseconds; {', '.join(sorted(methods))})", "",
-                  "| kernel | case | p50 | p99 | CS149 threshold | p50 / estimate | core |",
-                  "|---|---|---|---|---|---|---|", *bench, "",
-                  "Measured on this machine; the estimate ratio compares with the cost model "
-                  "(an estimate). Thresholds are reported, not asserted.", ""]
+        lines += [
+            f"## Latency (microseconds; {', '.join(sorted(methods))})",
+            "",
+            "| kernel | case | p50 | p99 | CS149 threshold | p50 / estimate | core |",
+            "|---|---|---|---|---|---|---|",
+            *bench,
+            "",
+            "Measured on this machine; the estimate ratio compares with the cost model "
+            "(an estimate). Thresholds are reported, not asserted.",
+            "",
+        ]
     bad = [s for s in m.get("steps", []) if s["status"] != "passed"]
     if bad:
         lines += ["## Steps that did not pass", ""]
@@ -265,12 +335,16 @@ def summary_text(run: str, m: dict[str, Any]) -> str:
         lines.append("")
     profiles = sorted(glob.glob(os.path.join(run, "*", "*", "*.ntff")))
     if profiles:
-        lines += ["## Profiles", "",
-                  "Per case folder: `<stem>.neff`, `<stem>.ntff`, `<stem>.summary.json|txt`, "
-                  "`<stem>.pftrace` (open at https://ui.perfetto.dev), and when estimated "
-                  "`<stem>.estimate.trace.json` (the cost model's timeline, same UI) and "
-                  "`compare.json`. Open a capture with "
-                  "`neuron-profile view -n <stem>.neff -s <stem>.ntff` (or `neuron-explorer`).", ""]
+        lines += [
+            "## Profiles",
+            "",
+            "Per case folder: `<stem>.neff`, `<stem>.ntff`, `<stem>.summary.json|txt`, "
+            "`<stem>.pftrace` (open at https://ui.perfetto.dev), and when estimated "
+            "`<stem>.estimate.trace.json` (the cost model's timeline, same UI) and "
+            "`compare.json`. Open a capture with "
+            "`neuron-profile view -n <stem>.neff -s <stem>.ntff` (or `neuron-explorer`).",
+            "",
+        ]
         lines += [f"- `{os.path.relpath(p, run)}`" for p in profiles]
         lines.append("")
     return "\n".join(lines)

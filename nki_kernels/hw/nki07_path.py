@@ -42,6 +42,7 @@ which must match, ``nki.jit`` docstring); ``--lnc 2`` launches ``kernel[2](...)`
 Importing this module needs neither the SDK nor torch.  Hardware numbers are recorded,
 never asserted; nothing here has run on a Trainium yet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,11 +74,15 @@ def _nki() -> Any:
     try:
         import nki  # noqa: PLC0415
     except ImportError as e:
-        raise ImportError("nki is not importable: run in a Neuron SDK >= 2.33 venv on a trn2 "
-                          "instance (see docs/hardware.md, 'NKI 0.7 path')") from e
+        raise ImportError(
+            "nki is not importable: run in a Neuron SDK >= 2.33 venv on a trn2 "
+            "instance (see docs/hardware.md, 'NKI 0.7 path')"
+        ) from e
     if getattr(nki, "__nki_kernels_sim__", False) or not callable(getattr(nki, "jit", None)):
-        raise ImportError("the importable nki is not the Neuron SDK's (the project's interpreter "
-                          "alias or PyPI's placeholder); activate the DLAMI's Neuron venv")
+        raise ImportError(
+            "the importable nki is not the Neuron SDK's (the project's interpreter "
+            "alias or PyPI's placeholder); activate the DLAMI's Neuron venv"
+        )
     return nki
 
 
@@ -119,10 +124,8 @@ def adopt_neff(folder: str, before: set[str], target: str) -> tuple[str | None, 
 
 
 # ------------------------------------------------------------------------- profiles
-def capture_cmd(neff: str, ntff: str, *, num_exec: int, profile_nth: int,
-                tool: str = PROFILER) -> list[str]:
-    return [tool, "capture", "-n", neff, "-s", ntff, f"--num-exec={num_exec}",
-            f"--profile-nth-exec={profile_nth}"]
+def capture_cmd(neff: str, ntff: str, *, num_exec: int, profile_nth: int, tool: str = PROFILER) -> list[str]:
+    return [tool, "capture", "-n", neff, "-s", ntff, f"--num-exec={num_exec}", f"--profile-nth-exec={profile_nth}"]
 
 
 def summary_cmd(neff: str, ntff: str, tool: str = PROFILER) -> list[str]:
@@ -168,13 +171,11 @@ def percentile(sorted_values: list[float], p: float) -> float:
 def _run(cmd: list[str], cwd: str, timeout: float | None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: "
-                           f"{(proc.stderr or proc.stdout).strip()[:500]}")
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:500]}")
     return proc.stdout
 
 
-def measure_latency(neff: str, *, warmup: int, iters: int, tool: str = PROFILER,
-                    timeout: float | None = None) -> dict:
+def measure_latency(neff: str, *, warmup: int, iters: int, tool: str = PROFILER, timeout: float | None = None) -> dict:
     """Per-execution device time of ``neff`` from one profiled multi-execution capture.
 
     Returns ``{"samples_us": [...] (the last ``iters`` executions), "warmup", "iters",
@@ -191,26 +192,27 @@ def measure_latency(neff: str, *, warmup: int, iters: int, tool: str = PROFILER,
     _run(cmd, work, timeout)
     found = exec_ntffs(work, "lat")
     if len(found) < warmup + iters:
-        raise RuntimeError(f"{tool} capture --num-exec={warmup + iters} wrote {len(found)} profiles "
-                           f"in {work}: {[os.path.basename(p) for _, p in found][:6]}")
+        raise RuntimeError(
+            f"{tool} capture --num-exec={warmup + iters} wrote {len(found)} profiles "
+            f"in {work}: {[os.path.basename(p) for _, p in found][:6]}"
+        )
     samples = []
     for k, path in found:
         if k > warmup:
-            samples.append(total_time_us(_run(summary_cmd(neff_rel, os.path.basename(path), tool),
-                                              work, timeout)))
+            samples.append(total_time_us(_run(summary_cmd(neff_rel, os.path.basename(path), tool), work, timeout)))
         os.remove(path)  # NTFFs can be large; the profile step keeps its own
     if not os.listdir(work):
         os.rmdir(work)
     samples = samples[-iters:]
     ordered = sorted(samples)
     pct = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
-    return {"samples_us": samples, "warmup": warmup, "iters": len(samples),
-            "percentiles_us": pct, "command": cmd}
+    return {"samples_us": samples, "warmup": warmup, "iters": len(samples), "percentiles_us": pct, "command": cmd}
 
 
 # ------------------------------------------------------------------------- helpers
 def _sdk_record() -> dict[str, Any]:
     from . import env, sdk
+
     rec = env.sdk_info()
     rec["path"] = sdk.report()
     return rec
@@ -232,8 +234,8 @@ def write_junit(path: str, suite: str, rows: list[dict]) -> None:
     naming what failed, the kernels using it and the flag that avoids it), so run_hw.sh
     reports the 0.7 smoke test exactly as the 0.1 one (pytest's report)."""
     import xml.etree.ElementTree as ET  # noqa: PLC0415
-    root = ET.Element("testsuite", name=suite, tests=str(len(rows)),
-                      failures=str(sum(1 for r in rows if not r["ok"])))
+
+    root = ET.Element("testsuite", name=suite, tests=str(len(rows)), failures=str(sum(1 for r in rows if not r["ok"])))
     for r in rows:
         case = ET.SubElement(root, "testcase", classname=suite, name=r["name"])
         if not r["ok"]:
@@ -262,21 +264,41 @@ class Nki07Path(HwPath):
 
     # -- commands
     def has_smoke_test(self, ctx: StepContext) -> bool:
-        return True            # a module of this package, always there
+        return True  # a module of this package, always there
 
     def smoke_step(self, ctx: StepContext, core: str) -> Step:
         folder = os.path.join(ctx.run, "hw_tests")
-        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", self.module, "smoke", "--out", os.path.join(folder, "smoke_nki07.json"),
-                        "--junitxml", os.path.join(folder, "constructs.junit.xml"))
+        argv = env_argv(
+            {"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
+            ctx.python,
+            "-m",
+            self.module,
+            "smoke",
+            "--out",
+            os.path.join(folder, "smoke_nki07.json"),
+            "--junitxml",
+            os.path.join(folder, "constructs.junit.xml"),
+        )
         return Step("constructs", "constructs", argv, folder, core=core)
 
     def check_step(self, ctx: StepContext, kernel: str, core: str) -> Step:
         """NumPy call + torch-neuronx + nki.simulate cross-check, JSON in ``hw_tests/<kernel>.nki07.json``."""
         folder = os.path.join(ctx.run, "hw_tests")
-        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", self.module, "check", "--kernel", kernel, "--shapes", ctx.shapes,
-                        "--out", folder, "--timeout", str(ctx.timeout))
+        argv = env_argv(
+            {"NEURON_RT_VISIBLE_CORES": core, **self.device_env, "PYTHONPATH": ctx.pythonpath},
+            ctx.python,
+            "-m",
+            self.module,
+            "check",
+            "--kernel",
+            kernel,
+            "--shapes",
+            ctx.shapes,
+            "--out",
+            folder,
+            "--timeout",
+            str(ctx.timeout),
+        )
         return Step(f"hw_tests-{kernel}", "hw_tests", argv, folder, kernel=kernel, core=core)
 
     def after_capture(self, folder: str, case_stem: str) -> None:
@@ -291,23 +313,37 @@ class Nki07Path(HwPath):
         own kernel via ``NKI_HW_KERNEL_<NAME>``, written with a plain ``import nki``)."""
         os.environ["NKI_BACKEND"] = "sim"
         from nki_kernels.sim import install_nki_alias
+
         return install_nki_alias()
 
     def run_numpy(self, case: Case, seed: int = DEFAULT_SEED, lnc: int = 1) -> tuple[Any, Any, Any]:
         """(args, kwargs, output) of the case's 0.7 kernel called on NumPy arrays."""
         from . import device
+
         args, kwargs = device.make_inputs(case, seed)
         out = _first_output(launch(device.load_kernel(case.kernel, self.api), lnc)(*args, **kwargs))
         return args, kwargs, out
 
-    def bench_case(self, case: Case, out_dir: str, *, warmup: int, iters: int, seed: int = DEFAULT_SEED,
-                   tool: str = PROFILER, lnc: int = 1, timeout: float | None = None, **_: Any) -> dict[str, Any]:
+    def bench_case(
+        self,
+        case: Case,
+        out_dir: str,
+        *,
+        warmup: int,
+        iters: int,
+        seed: int = DEFAULT_SEED,
+        tool: str = PROFILER,
+        lnc: int = 1,
+        timeout: float | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
         """Compile (keeping the NEFF), check the first output, measure latency; write bench.json.
 
         Raises RuntimeError when no NEFF appears (set ``NEURON_FRAMEWORK_DEBUG=1`` before the first
         compile; a cached compile may write none: delete the cache) or the capture fails.
         """
         from . import device, env
+
         os.makedirs(out_dir, exist_ok=True)
         os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
         target = os.path.join(out_dir, f"{stem(case)}.neff")
@@ -320,33 +356,49 @@ class Nki07Path(HwPath):
             os.chdir(cwd)
         first: dict[str, Any]
         try:
-            first = {"max_abs_err": device.assert_close(out, device.reference(case, args, kwargs),
-                                                        case.dtype, case.case_id), "ok": True}
+            first = {
+                "max_abs_err": device.assert_close(out, device.reference(case, args, kwargs), case.dtype, case.case_id),
+                "ok": True,
+            }
         except AssertionError as e:
             first = {"ok": False, "error": str(e)}
         neff, new = adopt_neff(out_dir, before, target)
         if neff is None:
-            raise RuntimeError(f"no NEFF was written under {out_dir} by the first call of {case.case_id}: "
-                               "NEURON_FRAMEWORK_DEBUG=1 must be set before the kernel is compiled, and a "
-                               "cached compile may write none (delete the Neuron compile cache)")
+            raise RuntimeError(
+                f"no NEFF was written under {out_dir} by the first call of {case.case_id}: "
+                "NEURON_FRAMEWORK_DEBUG=1 must be set before the kernel is compiled, and a "
+                "cached compile may write none (delete the Neuron compile cache)"
+            )
         lat = measure_latency(neff, warmup=warmup, iters=iters, tool=tool, timeout=timeout)
         p50, p99 = lat["percentiles_us"]["p50"], lat["percentiles_us"]["p99"]
         record = {
-            "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype,
-            "seed": seed, "warmup": lat["warmup"], "iters": lat["iters"],
-            "latency_us": lat["percentiles_us"], "p50_us": p50, "p99_us": p99,
-            "samples_us": lat["samples_us"], "api": API, "lnc": lnc,
+            "kernel": case.kernel,
+            "case": case.name,
+            "params": case.p,
+            "dtype": case.dtype,
+            "seed": seed,
+            "warmup": lat["warmup"],
+            "iters": lat["iters"],
+            "latency_us": lat["percentiles_us"],
+            "p50_us": p50,
+            "p99_us": p99,
+            "samples_us": lat["samples_us"],
+            "api": API,
+            "lnc": lnc,
             "measured_with": " ".join(lat["command"]) + "; total_time of each profiled execution "
-                             "from view --output-format summary-json",
+            "from view --output-format summary-json",
             "kernel_impl": device.kernel_target(case.kernel, self.api),
             "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
-            "instance_type": env.instance_type(), "sdk": _sdk_record(),
-            "neff": os.path.basename(neff), "neff_candidates": new, "first_call": first,
+            "instance_type": env.instance_type(),
+            "sdk": _sdk_record(),
+            "neff": os.path.basename(neff),
+            "neff_candidates": new,
+            "first_call": first,
             "cs149": cs149_verdict(p99, case.threshold_us),
             "vs_estimate": estimate_ratio(p50, p99, os.path.join(out_dir, f"{stem(case)}.estimate.json")),
             "utc": _utc(),
             "note": "device time per profiled execution (neuron-explorer); thresholds and estimate "
-                    "ratios are reported, not asserted",
+            "ratios are reported, not asserted",
         }
         _write_json(os.path.join(out_dir, "bench.json"), record)
         return record
@@ -354,15 +406,17 @@ class Nki07Path(HwPath):
     def _interpreter_output(self, case: Case, seed: int, tmp: str, timeout: float | None) -> Any:
         """The project's interpreter on the same seeded inputs, in a fresh ``NKI_BACKEND=sim`` process."""
         import numpy as np
+
         out = os.path.join(tmp, f"{stem(case)}.interpreter.npy")
         self.in_subprocess("simulate", case, out, seed, timeout)
         try:
             return np.load(out)
         finally:
-            os.remove(out)   # the record keeps the differences
+            os.remove(out)  # the record keeps the differences
 
-    def cross_check(self, case: Case, device_out: Any, args: Any, kwargs: Any, out_dir: str, seed: int,
-                    timeout: float | None = None) -> dict[str, Any]:
+    def cross_check(
+        self, case: Case, device_out: Any, args: Any, kwargs: Any, out_dir: str, seed: int, timeout: float | None = None
+    ) -> dict[str, Any]:
         """``nki.simulate`` vs this project's interpreter vs the device, on the same inputs.
 
         Writes ``out_dir/sim_vs_device/<stem>.json`` (max |difference| for every pair and each against
@@ -371,15 +425,24 @@ class Nki07Path(HwPath):
         import numpy as np
 
         from . import device
+
         kernel = device.load_kernel(case.kernel, self.api)
         ref = device.reference(case, args, kwargs)
         folder = os.path.join(out_dir, "sim_vs_device")
         os.makedirs(folder, exist_ok=True)
-        outs = {"device": np.asarray(device_out, np.float64),
-                "sdk_simulator": np.asarray(_first_output(official_simulate(kernel, args, kwargs)), np.float64),
-                "interpreter": np.asarray(self._interpreter_output(case, seed, folder, timeout), np.float64)}
-        rec: dict[str, Any] = {"kernel": case.kernel, "case": case.name, "seed": seed, "api": API,
-                               "max_abs_diff": {}, "failures": {}}
+        outs = {
+            "device": np.asarray(device_out, np.float64),
+            "sdk_simulator": np.asarray(_first_output(official_simulate(kernel, args, kwargs)), np.float64),
+            "interpreter": np.asarray(self._interpreter_output(case, seed, folder, timeout), np.float64),
+        }
+        rec: dict[str, Any] = {
+            "kernel": case.kernel,
+            "case": case.name,
+            "seed": seed,
+            "api": API,
+            "max_abs_diff": {},
+            "failures": {},
+        }
         for a, o in outs.items():
             rec["max_abs_diff"][f"{a}_vs_oracle"] = float(np.max(np.abs(o - ref)))
             try:
@@ -391,8 +454,18 @@ class Nki07Path(HwPath):
         _write_json(os.path.join(folder, f"{stem(case)}.json"), rec)
         return rec
 
-    def check_kernel(self, kernel: str, shape_set: str, out_dir: str, *, seed: int = DEFAULT_SEED, lnc: int = 1,
-                     use_torch: bool = True, sim_check: str = "auto", timeout: float | None = None) -> dict[str, Any]:
+    def check_kernel(
+        self,
+        kernel: str,
+        shape_set: str,
+        out_dir: str,
+        *,
+        seed: int = DEFAULT_SEED,
+        lnc: int = 1,
+        use_torch: bool = True,
+        sim_check: str = "auto",
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         """Correctness of one kernel on every correctness case of ``shape_set``.
 
         Per case: the NumPy call vs the oracle; with ``use_torch``, the kernel inside a
@@ -402,6 +475,7 @@ class Nki07Path(HwPath):
         simulator when asked for counts as failing).
         """
         from . import device, torch_path
+
         os.makedirs(out_dir, exist_ok=True)
         has_sim = callable(getattr(_nki(), "simulate", None))
         do_sim = sim_check == "on" or (sim_check == "auto" and has_sim)
@@ -412,8 +486,10 @@ class Nki07Path(HwPath):
             try:
                 args, kwargs, out = self.run_numpy(case, seed, lnc)
                 ref = device.reference(case, args, kwargs)
-                row["checks"]["numpy_call"] = {"ok": True, "max_abs_err": device.assert_close(
-                    out, ref, case.dtype, f"{case.case_id} (@nki.jit on NumPy)")}
+                row["checks"]["numpy_call"] = {
+                    "ok": True,
+                    "max_abs_err": device.assert_close(out, ref, case.dtype, f"{case.case_id} (@nki.jit on NumPy)"),
+                }
             except Exception as e:  # every failure is recorded, the run goes on
                 row["checks"]["numpy_call"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                 out = None
@@ -423,8 +499,12 @@ class Nki07Path(HwPath):
                     module, inputs = torch_path.make_module(case.kernel, targs, tkwargs, api=self.api)
                     got = torch_path.run_on_device(module, *inputs)
                     want = torch_path.torch_reference(case.kernel, *targs, **tkwargs)
-                    row["checks"]["torch_xla"] = {"ok": True, "max_abs_err": device.assert_close(
-                        got, want, case.dtype, f"{case.case_id} (torch-neuronx vs torch CPU)")}
+                    row["checks"]["torch_xla"] = {
+                        "ok": True,
+                        "max_abs_err": device.assert_close(
+                            got, want, case.dtype, f"{case.case_id} (torch-neuronx vs torch CPU)"
+                        ),
+                    }
                 except Exception as e:
                     row["checks"]["torch_xla"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             if do_sim and case.sim_ok():
@@ -435,28 +515,45 @@ class Nki07Path(HwPath):
                 else:
                     try:
                         rec = self.cross_check(case, out, args, kwargs, out_dir, seed, timeout)
-                        row["checks"]["sim_cross_check"] = {"ok": not rec["failures"],
-                                                            "max_abs_diff": rec["max_abs_diff"],
-                                                            "failures": rec["failures"]}
+                        row["checks"]["sim_cross_check"] = {
+                            "ok": not rec["failures"],
+                            "max_abs_diff": rec["max_abs_diff"],
+                            "failures": rec["failures"],
+                        }
                     except Exception as e:
                         row["checks"]["sim_cross_check"] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             row["seconds"] = round(time.time() - t0, 3)
             bad = [k for k, v in row["checks"].items() if not v["ok"]]
             failed += len(bad)
-            details = "".join(f"\n  {k}: {row['checks'][k].get('error') or row['checks'][k].get('failures')}"
-                              for k in bad)
-            print(f"{case.case_id}: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}"
-                                                  for k, v in row["checks"].items()) + details, flush=True)
+            details = "".join(
+                f"\n  {k}: {row['checks'][k].get('error') or row['checks'][k].get('failures')}" for k in bad
+            )
+            print(
+                f"{case.case_id}: "
+                + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}" for k, v in row["checks"].items())
+                + details,
+                flush=True,
+            )
             results.append(row)
-        record = {"kernel": kernel, "shapes": shape_set, "api": API, "seed": seed, "lnc": lnc,
-                  "kernel_impl": device.kernel_target(kernel, self.api), "simulator_cross_check": do_sim,
-                  "cases": results, "failed": failed, "utc": _utc(),
-                  "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
+        record = {
+            "kernel": kernel,
+            "shapes": shape_set,
+            "api": API,
+            "seed": seed,
+            "lnc": lnc,
+            "kernel_impl": device.kernel_target(kernel, self.api),
+            "simulator_cross_check": do_sim,
+            "cases": results,
+            "failed": failed,
+            "utc": _utc(),
+            "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
+        }
         _write_json(os.path.join(out_dir, f"{kernel}.nki07.json"), record)
         return record
 
-    def smoke(self, out_file: str, *, lnc: int = 1, module: str | None = None,
-              junit: str | None = None) -> dict[str, Any]:
+    def smoke(
+        self, out_file: str, *, lnc: int = 1, module: str | None = None, junit: str | None = None
+    ) -> dict[str, Any]:
         """Run every NKI 0.7 construct of the smoke module on the device against NumPy.
 
         ``module`` (default ``$NKI_HW_SMOKE_MODULE`` or ``nki_kernels.kernels.smoke_nki07``) exposes
@@ -466,6 +563,7 @@ class Nki07Path(HwPath):
         import numpy as np
 
         from . import device
+
         mod = importlib.import_module(module or os.environ.get("NKI_HW_SMOKE_MODULE", SMOKE_MODULE))
         rows, failed = [], []
         for c in mod.CONSTRUCTS:
@@ -473,18 +571,32 @@ class Nki07Path(HwPath):
             row: dict[str, Any] = {"name": c.name, "used_by": c.used_by, "flag": c.flag}
             try:
                 out = _first_output(launch(c.kernel, lnc)(*args))
-                row["max_abs_err"] = device.assert_close(out, c.reference(*[np.asarray(a) for a in args]),
-                                                         c.dtype, c.name)
+                row["max_abs_err"] = device.assert_close(
+                    out, c.reference(*[np.asarray(a) for a in args]), c.dtype, c.name
+                )
                 row["ok"] = True
             except Exception as e:
                 row.update(ok=False, error=f"{type(e).__name__}: {e}")
                 failed.append(c.name)
             rows.append(row)
-            print(f"construct {c.name}: {'ok' if row['ok'] else 'FAILED'}"
-                  + ("" if row["ok"] else f" -- {row['error']}\n  used by {c.used_by}"
-                     + (f"; avoid it with {c.flag}" if c.flag else "; no flag avoids it")), flush=True)
-        record = {"api": API, "module": mod.__name__, "constructs": rows, "failed": failed, "utc": _utc(),
-                  "core": os.environ.get("NEURON_RT_VISIBLE_CORES")}
+            print(
+                f"construct {c.name}: {'ok' if row['ok'] else 'FAILED'}"
+                + (
+                    ""
+                    if row["ok"]
+                    else f" -- {row['error']}\n  used by {c.used_by}"
+                    + (f"; avoid it with {c.flag}" if c.flag else "; no flag avoids it")
+                ),
+                flush=True,
+            )
+        record = {
+            "api": API,
+            "module": mod.__name__,
+            "constructs": rows,
+            "failed": failed,
+            "utc": _utc(),
+            "core": os.environ.get("NEURON_RT_VISIBLE_CORES"),
+        }
         os.makedirs(os.path.dirname(os.path.abspath(out_file)), exist_ok=True)
         _write_json(out_file, record)
         if junit:
@@ -504,8 +616,12 @@ class Nki07Path(HwPath):
         p.add_argument("--seed", type=int, default=DEFAULT_SEED)
         p.add_argument("--lnc", type=int, choices=(1, 2), default=1)
         p.add_argument("--no-torch", action="store_true", help="skip the torch-neuronx check")
-        p.add_argument("--sim-check", choices=("auto", "on", "off"), default="auto",
-                       help="nki.simulate vs interpreter vs device (auto: when nki.simulate exists)")
+        p.add_argument(
+            "--sim-check",
+            choices=("auto", "on", "off"),
+            default="auto",
+            help="nki.simulate vs interpreter vs device (auto: when nki.simulate exists)",
+        )
         p.add_argument("--timeout", type=float, default=None, help="seconds for each subprocess")
 
     def add_bench_options(self, p: argparse.ArgumentParser) -> None:
@@ -518,24 +634,38 @@ class Nki07Path(HwPath):
         if a.cmd == "smoke":
             rec = self.smoke(a.out, lnc=a.lnc, junit=a.junitxml)
             if rec["failed"]:
-                print(f"smoke test: {len(rec['failed'])} construct(s) failed: {', '.join(rec['failed'])} "
-                      f"(details in {a.out})", file=sys.stderr)
+                print(
+                    f"smoke test: {len(rec['failed'])} construct(s) failed: {', '.join(rec['failed'])} "
+                    f"(details in {a.out})",
+                    file=sys.stderr,
+                )
                 return 1
             print(f"smoke test: all {len(rec['constructs'])} constructs ok")
             return 0
-        rec = self.check_kernel(a.kernel, a.shapes, a.out, seed=a.seed, lnc=a.lnc, use_torch=not a.no_torch,
-                                sim_check=a.sim_check, timeout=a.timeout)
+        rec = self.check_kernel(
+            a.kernel,
+            a.shapes,
+            a.out,
+            seed=a.seed,
+            lnc=a.lnc,
+            use_torch=not a.no_torch,
+            sim_check=a.sim_check,
+            timeout=a.timeout,
+        )
         print(f"{a.kernel}: {len(rec['cases'])} cases, {rec['failed']} failed check(s)")
         return 1 if rec["failed"] or not rec["cases"] else 0
 
     def bench_report(self, case: Case, a: argparse.Namespace) -> int:
-        rec = self.bench_case(case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, tool=a.tool,
-                              lnc=a.lnc, timeout=a.timeout)
+        rec = self.bench_case(
+            case, a.out, warmup=a.warmup, iters=a.iters, seed=a.seed, tool=a.tool, lnc=a.lnc, timeout=a.timeout
+        )
         cs = rec["cs149"]
-        print(f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us "
-              f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']}, {API})"
-              + (f"; CS149: {cs['verdict']}" if cs else "")
-              + ("" if rec["first_call"]["ok"] else f"; FIRST CALL WRONG: {rec['first_call']['error']}"))
+        print(
+            f"{case.case_id}: p50 {rec['p50_us']:.1f} us, p99 {rec['p99_us']:.1f} us "
+            f"(warmup {rec['warmup']}, iters {rec['iters']}, core {rec['core']}, {API})"
+            + (f"; CS149: {cs['verdict']}" if cs else "")
+            + ("" if rec["first_call"]["ok"] else f"; FIRST CALL WRONG: {rec['first_call']['error']}")
+        )
         return 0 if rec["first_call"]["ok"] else 1
 
 

@@ -12,6 +12,7 @@ the summaries print to stdout; the ``.pftrace`` opens at https://ui.perfetto.dev
 the cost model's Chrome-trace JSON.  ``scripts/run_hw.sh`` runs these same commands; the
 functions here build them for Python callers and tests.
 """
+
 from __future__ import annotations
 
 import glob
@@ -26,8 +27,7 @@ def capture_cmd(neff: str, ntff: str, tool: str = "neuron-profile") -> list[str]
     return [tool, "capture", "-n", neff, "-s", ntff]
 
 
-def view_cmd(neff: str, ntff: str, fmt: str, output_file: str | None = None,
-             tool: str = "neuron-profile") -> list[str]:
+def view_cmd(neff: str, ntff: str, fmt: str, output_file: str | None = None, tool: str = "neuron-profile") -> list[str]:
     allowed = ("summary-json", "summary-text", "perfetto", "json")
     if fmt not in allowed:
         raise ValueError(f"unknown --output-format {fmt!r}; allowed: {', '.join(allowed)}")
@@ -48,8 +48,9 @@ class ProfileFiles:
     perfetto: str | None = None
 
 
-def _run(cmd: list[str], cwd: str, stdout_path: str | None = None,
-         timeout: float | None = None) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], cwd: str, stdout_path: str | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess:
     if stdout_path:
         with open(stdout_path, "w", encoding="utf-8") as out:
             proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout)
@@ -60,8 +61,9 @@ def _run(cmd: list[str], cwd: str, stdout_path: str | None = None,
     return proc
 
 
-def profile_neff(neff: str, stem: str | None = None, tool: str = "neuron-profile",
-                 timeout: float | None = None) -> ProfileFiles:
+def profile_neff(
+    neff: str, stem: str | None = None, tool: str = "neuron-profile", timeout: float | None = None
+) -> ProfileFiles:
     """Capture and export everything for one NEFF; files land next to it as ``<stem>.*``.
 
     Raises RuntimeError (with the tool's stderr) when a step fails.
@@ -80,8 +82,9 @@ def profile_neff(neff: str, stem: str | None = None, tool: str = "neuron-profile
     return files
 
 
-def export_perfetto(neff: str, ntff: str, folder: str, stem: str,
-                    tool: str = "neuron-profile", timeout: float | None = None) -> str:
+def export_perfetto(
+    neff: str, ntff: str, folder: str, stem: str, tool: str = "neuron-profile", timeout: float | None = None
+) -> str:
     """Write ``<stem>.pftrace``.  Some tool versions ignore ``--output-file`` and write
     ``ntff.pftrace`` in the working directory; that file is renamed."""
     target = os.path.join(folder, f"{stem}.pftrace")
@@ -90,7 +93,8 @@ def export_perfetto(neff: str, ntff: str, folder: str, stem: str,
     if not os.path.exists(target):
         new = sorted(set(glob.glob(os.path.join(folder, "*.pftrace"))) - before)
         if len(new) != 1:
-            raise RuntimeError(f"neuron-profile perfetto export wrote {len(new)} new .pftrace files "
-                               f"in {folder}, expected 1")
+            raise RuntimeError(
+                f"neuron-profile perfetto export wrote {len(new)} new .pftrace files in {folder}, expected 1"
+            )
         os.replace(new[0], target)
     return target

@@ -16,6 +16,7 @@ Implementations: ``nki_kernels.hw.job.Nki01Path`` (SDK 2.26/2.27, ``neuronxcc.nk
 ``import nki``, profiled executions, ``neuron-explorer``).  Importing this module needs neither the
 SDK nor torch nor NumPy.  Hardware numbers are recorded, never asserted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,8 +74,13 @@ def cs149_verdict(p99_us: float, thresholds: Sequence[float] | None) -> dict[str
         verdict = "meets relaxed threshold only"
     else:
         verdict = "above relaxed threshold"
-    return {"relaxed_us": relaxed, "optimized_us": optimized, "p99_us": p99_us,
-            "ratio_to_optimized": p99_us / optimized, "verdict": verdict}
+    return {
+        "relaxed_us": relaxed,
+        "optimized_us": optimized,
+        "p99_us": p99_us,
+        "ratio_to_optimized": p99_us / optimized,
+        "verdict": verdict,
+    }
 
 
 def estimate_ratio(p50_us: float, p99_us: float, estimate_path: str) -> dict[str, Any] | None:
@@ -86,8 +92,12 @@ def estimate_ratio(p50_us: float, p99_us: float, estimate_path: str) -> dict[str
     lat = est.get("latency_us")
     if not lat:
         return {"estimate_file": os.path.basename(estimate_path), "error": "no latency_us in estimate"}
-    return {"estimate_file": os.path.basename(estimate_path), "estimated_latency_us": lat,
-            "ratio_p50": p50_us / lat, "ratio_p99": p99_us / lat}
+    return {
+        "estimate_file": os.path.basename(estimate_path),
+        "estimated_latency_us": lat,
+        "ratio_p50": p50_us / lat,
+        "ratio_p99": p99_us / lat,
+    }
 
 
 def _trace_from(est: Any) -> Any:
@@ -105,6 +115,7 @@ def _profile_fields(est: Any) -> Any:
     if callable(fn):
         return fn()
     from nki_kernels.perf.report import profile_fields
+
     return profile_fields(est)
 
 
@@ -150,15 +161,15 @@ def env_argv(env: dict[str, str], *cmd: str) -> tuple[str, ...]:
 class HwPath:
     """One SDK path of the hardware job (see the module docstring)."""
 
-    name: ClassVar[str]          # "nki01" | "nki07": sdk.py's decision
-    api: ClassVar[str]           # "0.1" | "0.7": the registry's entry point
-    label: ClassVar[str]         # "nki-0.1" | "nki-0.7": bench.json "api"
-    module: ClassVar[str]        # the step module: python -m <module> bench|estimate|simulate ...
-    profiler: ClassVar[str]      # neuron-profile | neuron-explorer
+    name: ClassVar[str]  # "nki01" | "nki07": sdk.py's decision
+    api: ClassVar[str]  # "0.1" | "0.7": the registry's entry point
+    label: ClassVar[str]  # "nki-0.1" | "nki-0.7": bench.json "api"
+    module: ClassVar[str]  # the step module: python -m <module> bench|estimate|simulate ...
+    profiler: ClassVar[str]  # neuron-profile | neuron-explorer
     capture_args: ClassVar[tuple[str, ...]] = ()
-    device_env: ClassVar[dict[str, str]] = {}     # every device step's environment
-    bench_env: ClassVar[dict[str, str]] = {}      # the bench step's, on top
-    executed_by: ClassVar[str]   # estimate records: how the interpreter ran the kernel
+    device_env: ClassVar[dict[str, str]] = {}  # every device step's environment
+    bench_env: ClassVar[dict[str, str]] = {}  # the bench step's, on top
+    executed_by: ClassVar[str]  # estimate records: how the interpreter ran the kernel
 
     # -- commands (the job's side; nothing here imports the SDK)
     def has_smoke_test(self, ctx: StepContext) -> bool:
@@ -171,26 +182,50 @@ class HwPath:
         raise NotImplementedError
 
     def bench_step(self, ctx: StepContext, case: Case, out_dir: str, core: str) -> Step:
-        argv = env_argv({"NEURON_RT_VISIBLE_CORES": core, **self.device_env, **self.bench_env,
-                         "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", self.module, "bench", "--kernel", case.kernel, "--case", case.name,
-                        "--out", out_dir, "--warmup", str(ctx.warmup), "--iters", str(ctx.iters))
+        argv = env_argv(
+            {"NEURON_RT_VISIBLE_CORES": core, **self.device_env, **self.bench_env, "PYTHONPATH": ctx.pythonpath},
+            ctx.python,
+            "-m",
+            self.module,
+            "bench",
+            "--kernel",
+            case.kernel,
+            "--case",
+            case.name,
+            "--out",
+            out_dir,
+            "--warmup",
+            str(ctx.warmup),
+            "--iters",
+            str(ctx.iters),
+        )
         return Step(f"bench-{stem(case)}", "bench", argv, out_dir, case.kernel, case.name, core)
 
     def estimate_step(self, ctx: StepContext, case: Case, out_dir: str) -> Step:
         """The cost model on the interpreter; the kernel (yours too, via ``NKI_HW_KERNEL_<NAME>``) is
         imported in the step's own process with this generation's NKI aliased to the interpreter."""
-        argv = env_argv({"NKI_BACKEND": "sim", "PYTHONPATH": ctx.pythonpath},
-                        ctx.python, "-m", self.module, "estimate", "--kernel", case.kernel, "--case", case.name,
-                        "--out", out_dir)
+        argv = env_argv(
+            {"NKI_BACKEND": "sim", "PYTHONPATH": ctx.pythonpath},
+            ctx.python,
+            "-m",
+            self.module,
+            "estimate",
+            "--kernel",
+            case.kernel,
+            "--case",
+            case.name,
+            "--out",
+            out_dir,
+        )
         return Step(f"estimate-{stem(case)}", "estimate", argv, ROOT, case.kernel, case.name)
 
     def after_capture(self, folder: str, case_stem: str) -> None:
         """Rename what the capture wrote to ``<stem>.ntff`` when the tool names it otherwise."""
 
     # -- step bodies (inside the venv)
-    def bench_case(self, case: Case, out_dir: str, *, warmup: int, iters: int, seed: int = DEFAULT_SEED,
-                   **options: Any) -> dict[str, Any]:
+    def bench_case(
+        self, case: Case, out_dir: str, *, warmup: int, iters: int, seed: int = DEFAULT_SEED, **options: Any
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def interpreter(self) -> Any:
@@ -206,20 +241,32 @@ class HwPath:
         field names) and the Chrome trace, compared with the capture.
         """
         from . import device
+
         with self.interpreter():
             from nki_kernels.perf import estimate
+
             os.makedirs(out_dir, exist_ok=True)
             args, kwargs = device.make_inputs(case, seed)
             kernel = device.load_kernel(case.kernel, self.api)
             bench = estimate(kernel, *args, mode="benchmark", numerics=False, **kwargs)
             prof = estimate(kernel, *args, mode="profile", numerics=False, **kwargs)
         record = {
-            "kernel": case.kernel, "case": case.name, "params": case.p, "dtype": case.dtype, "api": self.label,
-            "kernel_impl": device.kernel_target(case.kernel, self.api), "executed_by": self.executed_by,
-            "latency_us": bench.latency_us, "profile_latency_us": prof.latency_us,
-            "mfu": bench.mfu, "flops": bench.flops, "hbm_bytes": bench.hbm_bytes,
-            "dma_count": bench.dma_count, "engine_busy_us": dict(bench.engine_busy_us),
-            "summary": _profile_fields(prof), "utc": utc(),
+            "kernel": case.kernel,
+            "case": case.name,
+            "params": case.p,
+            "dtype": case.dtype,
+            "api": self.label,
+            "kernel_impl": device.kernel_target(case.kernel, self.api),
+            "executed_by": self.executed_by,
+            "latency_us": bench.latency_us,
+            "profile_latency_us": prof.latency_us,
+            "mfu": bench.mfu,
+            "flops": bench.flops,
+            "hbm_bytes": bench.hbm_bytes,
+            "dma_count": bench.dma_count,
+            "engine_busy_us": dict(bench.engine_busy_us),
+            "summary": _profile_fields(prof),
+            "utc": utc(),
             "note": "cost-model estimate, not a measurement",
         }
         trace = _trace_from(prof)
@@ -233,10 +280,12 @@ class HwPath:
     def simulate_here(self, case: Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
         """The interpreter's output for the case's seeded inputs, saved as ``.npy`` (this process)."""
         from . import device
+
         with self.interpreter():
             import numpy as np
 
             from nki_kernels.sim import simulate_kernel
+
             args, kwargs = device.make_inputs(case, seed)
             kernel = device.load_kernel(case.kernel, self.api)
             if self.api == "0.7":
@@ -252,13 +301,31 @@ class HwPath:
         its NKI at import; the real SDK's objects never meet the interpreter's)."""
         env = dict(os.environ, NKI_BACKEND="sim")
         env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        proc = subprocess.run([sys.executable, "-m", self.module, cmd, "--kernel", case.kernel, "--case", case.name,
-                               "--out", out, "--seed", str(seed)], env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                self.module,
+                cmd,
+                "--kernel",
+                case.kernel,
+                "--case",
+                case.name,
+                "--out",
+                out,
+                "--seed",
+                str(seed),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise RuntimeError(f"{self.module.rsplit('.', 1)[-1]} {cmd} {case.case_id} failed "
-                               f"(exit {proc.returncode}): {tail[0]}")
+            raise RuntimeError(
+                f"{self.module.rsplit('.', 1)[-1]} {cmd} {case.case_id} failed (exit {proc.returncode}): {tail[0]}"
+            )
 
     def estimate_case(self, case: Case, out_dir: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
         """:meth:`estimate_here` in a fresh interpreter process; returns the record it wrote."""
@@ -289,15 +356,18 @@ class HwPath:
 
     def main(self, argv: list[str] | None = None) -> int:
         """``python -m <module> bench|estimate|simulate ...`` (and the path's own subcommands)."""
-        ap = argparse.ArgumentParser(prog=f"python -m {self.module}",
-                                     description=f"The NKI {self.api} hardware steps (scripts/run_hw.sh runs them).")
+        ap = argparse.ArgumentParser(
+            prog=f"python -m {self.module}",
+            description=f"The NKI {self.api} hardware steps (scripts/run_hw.sh runs them).",
+        )
         sub = ap.add_subparsers(dest="cmd", required=True)
         self.add_subcommands(sub)
         for name in ("bench", "estimate", "simulate"):
             p = sub.add_parser(name)
             p.add_argument("--kernel", required=True, choices=registry.KERNELS)
-            p.add_argument("--case", required=True,
-                           help="case name (python -m nki_kernels.kernels.registry --set hw-full)")
+            p.add_argument(
+                "--case", required=True, help="case name (python -m nki_kernels.kernels.registry --set hw-full)"
+            )
             p.add_argument("--out", required=True, help="output folder (bench/estimate) or .npy file (simulate)")
             p.add_argument("--seed", type=int, default=DEFAULT_SEED)
             if name == "bench":
@@ -332,8 +402,10 @@ def for_name(name: str) -> HwPath:
     """The implementation of an SDK path: ``nki01`` or ``nki07`` (sdk.py's decision)."""
     if name == "nki07":
         from .nki07_path import NKI07
+
         return NKI07
     if name == "nki01":
         from .job import NKI01
+
         return NKI01
     raise ValueError(f"unknown hardware path {name!r}; allowed: nki01, nki07")

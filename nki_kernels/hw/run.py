@@ -13,6 +13,7 @@ implementation of ``nki_kernels.hw.protocol``.
 
 Needs only the standard library (any Python >= 3.10 runs it); the steps run in the Neuron venv.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -45,7 +46,7 @@ from .protocol import ROOT, HwPath, Step, StepContext, env_argv, for_name, stem
 PROG = "run_hw.sh"
 NEURON_BIN = "/opt/aws/neuron/bin"
 DEFAULT_VENVS = ("/opt/aws_neuronx_venv_pytorch_2_8", "/opt/aws_neuronx_venv_pytorch_2_9")
-POLL_S = 0.2               # how often a waiting step looks at the stop request
+POLL_S = 0.2  # how often a waiting step looks at the stop request
 TIMEOUT_KILL_AFTER_S = 30  # a step over its --timeout: SIGTERM, then SIGKILL this much later
 
 
@@ -71,10 +72,21 @@ class Exit(enum.IntEnum):
 
 
 # When several preflight checks fail, the exit code is that of the first failure in this order.
-PREFLIGHT_ORDER = (Exit.INSTANCE, Exit.DEVICE, Exit.PROFILER, Exit.VENV, Exit.SDK, Exit.SDK_REFUSED, Exit.CORES,
-                   Exit.RESULTS)
-SIGNALS = {signal.SIGINT: (Exit.SIGINT, "SIGINT (Ctrl-C)"), signal.SIGTERM: (Exit.SIGTERM, "SIGTERM"),
-           signal.SIGHUP: (Exit.SIGHUP, "SIGHUP (the terminal closed)")}
+PREFLIGHT_ORDER = (
+    Exit.INSTANCE,
+    Exit.DEVICE,
+    Exit.PROFILER,
+    Exit.VENV,
+    Exit.SDK,
+    Exit.SDK_REFUSED,
+    Exit.CORES,
+    Exit.RESULTS,
+)
+SIGNALS = {
+    signal.SIGINT: (Exit.SIGINT, "SIGINT (Ctrl-C)"),
+    signal.SIGTERM: (Exit.SIGTERM, "SIGTERM"),
+    signal.SIGHUP: (Exit.SIGHUP, "SIGHUP (the terminal closed)"),
+}
 
 HELP = f"""\
 Usage: scripts/run_hw.sh [options]
@@ -201,7 +213,7 @@ def _check_cores(spec: str) -> str:
 
 
 def _int(opt: str, value: str, minimum: int, what: str) -> int:
-    if not value.isdigit() or int(value) < minimum:     # isdigit: no sign, no spaces, no "1e3"
+    if not value.isdigit() or int(value) < minimum:  # isdigit: no sign, no spaces, no "1e3"
         raise UsageError(f"{opt} must be {what}, got '{value}'")
     return int(value)
 
@@ -247,7 +259,7 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> Options | None:
     o.timeout = _int("--timeout", values.get("--timeout", str(o.timeout)), 1, "a positive number of seconds")
     o.warmup = _int("--warmup", values.get("--warmup", str(o.warmup)), 0, "a non-negative integer")
     o.iters = _int("--iters", values.get("--iters", str(o.iters)), 1, "a positive integer")
-    o.venv = os.path.abspath(values["--venv"]) if "--venv" in values else ""   # steps run in other folders
+    o.venv = os.path.abspath(values["--venv"]) if "--venv" in values else ""  # steps run in other folders
     o.results_dir = os.path.abspath(values.get("--results-dir", o.results_dir))
     grace = environ.get("NKI_HW_STOP_GRACE", "10")
     if not grace.isdigit():
@@ -267,7 +279,7 @@ class Preflight:
     instance_type: str = "unknown"
     venv: str = ""
     python: str = ""
-    api: str = ""                   # nki01 | nki07 | "" (no usable SDK)
+    api: str = ""  # nki01 | nki07 | "" (no usable SDK)
     profiler: str = "neuron-profile"
     cores: list[str] = field(default_factory=list)
     neuron_ls_json: str = ""
@@ -280,8 +292,7 @@ class Preflight:
         return next((c for c in PREFLIGHT_ORDER if c in codes), Exit.SDK)
 
     def report(self) -> str:
-        lines = ["preflight:", *(f"  ok      {m}" for m in self.oks),
-                 *(f"  FAIL[{int(c)}] {m}" for c, m in self.fails)]
+        lines = ["preflight:", *(f"  ok      {m}" for m in self.oks), *(f"  FAIL[{int(c)}] {m}" for c, m in self.fails)]
         return "\n".join(lines)
 
 
@@ -290,8 +301,7 @@ def _head(text: str, n: int = 300) -> str:
 
 
 def _has_neuron_packages(python: str) -> bool:
-    code = ("import importlib.util as u, sys; "
-            "sys.exit(not (u.find_spec('neuronxcc') or u.find_spec('nki')))")
+    code = "import importlib.util as u, sys; sys.exit(not (u.find_spec('neuronxcc') or u.find_spec('nki')))"
     try:
         return subprocess.run([python, "-c", code], capture_output=True, timeout=120).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -307,14 +317,20 @@ def find_venv(opts: Options, environ: dict[str, str], pf: Preflight) -> None:
             pf.fail(Exit.VENV, f"--venv {opts.venv} has no bin/python")
         return
     active = environ.get("VIRTUAL_ENV", "")
-    if active and os.access(os.path.join(active, "bin", "python"), os.X_OK) \
-            and _has_neuron_packages(os.path.join(active, "bin", "python")):
+    if (
+        active
+        and os.access(os.path.join(active, "bin", "python"), os.X_OK)
+        and _has_neuron_packages(os.path.join(active, "bin", "python"))
+    ):
         pf.venv = os.path.abspath(active)
         return
     # SDK 2.26/2.27 DLAMIs ship _2_8/_2_9; later ones other pytorch venvs (e.g. the vLLM one).
     listed = environ.get("NKI_HW_VENV_CANDIDATES")
-    candidates = listed.split() if listed is not None else \
-        [*DEFAULT_VENVS, *sorted(glob.glob("/opt/aws_neuronx_venv_pytorch_*"))]
+    candidates = (
+        listed.split()
+        if listed is not None
+        else [*DEFAULT_VENVS, *sorted(glob.glob("/opt/aws_neuronx_venv_pytorch_*"))]
+    )
     for c in candidates:
         if os.access(os.path.join(c, "bin", "python"), os.X_OK):
             pf.venv = os.path.abspath(c)
@@ -348,8 +364,10 @@ def preflight(opts: Options, environ: dict[str, str]) -> Preflight:
     if itype.startswith("trn2"):
         pf.oks.append(f"instance type {itype}")
     else:
-        pf.fail(Exit.INSTANCE, f"instance type is '{itype or 'unreadable'}' (from {product}); "
-                "needs trn2.3xlarge or trn2.48xlarge")
+        pf.fail(
+            Exit.INSTANCE,
+            f"instance type is '{itype or 'unreadable'}' (from {product}); needs trn2.3xlarge or trn2.48xlarge",
+        )
 
     find_venv(opts, environ, pf)
     if pf.venv:
@@ -383,8 +401,9 @@ def preflight(opts: Options, environ: dict[str, str]) -> Preflight:
     # neuron-explorer) or is refused; sdk.py path prints "<path> <message>" (exit 0/1/3).
     if pf.python:
         try:
-            proc = subprocess.run([pf.python, "-m", "nki_kernels.hw.sdk", "path"], capture_output=True, text=True,
-                                  timeout=300)
+            proc = subprocess.run(
+                [pf.python, "-m", "nki_kernels.hw.sdk", "path"], capture_output=True, text=True, timeout=300
+            )
             rc, msg = proc.returncode, (proc.stdout + proc.stderr).strip()
         except (OSError, subprocess.TimeoutExpired) as e:
             rc, msg = -1, f"- {e}"
@@ -431,7 +450,7 @@ class Job:
     """One unit of the plan: a kernel's correctness tests or one benchmark case, on one core."""
 
     index: int
-    kind: str                 # "hw_tests" | "case"
+    kind: str  # "hw_tests" | "case"
     kernel: str
     case: Case | None
     core: str
@@ -441,8 +460,14 @@ class Job:
         return f"hw_tests {self.kernel}" if self.case is None else f"{self.kernel} {self.case.name}"
 
     def record(self) -> dict[str, Any]:
-        return {"index": self.index, "kind": self.kind, "kernel": self.kernel,
-                "case": self.case.name if self.case else "", "core": self.core, "what": self.what}
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "kernel": self.kernel,
+            "case": self.case.name if self.case else "",
+            "core": self.core,
+            "what": self.what,
+        }
 
 
 def plan(opts: Options, cores: list[str]) -> list[Job]:
@@ -456,8 +481,9 @@ def plan(opts: Options, cores: list[str]) -> list[Job]:
 
 
 # ------------------------------------------------------------------------------- running steps
-_GROUP: dict[str, Any] = ({"process_group": 0} if sys.version_info >= (3, 11)
-                          else {"preexec_fn": os.setpgrp})   # 3.10: setpgid in the child before exec
+_GROUP: dict[str, Any] = (
+    {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+)  # 3.10: setpgid in the child before exec
 
 
 class _Ids:
@@ -515,8 +541,8 @@ class HardwareJob:
         self.opts, self.environ = opts, environ
         self.stop = threading.Event()
         self.signal: signal.Signals | None = None
-        self.fault_reason = ""       # the results folder cannot be written (exit 17)
-        self.crashed = ""            # a bug in this job (exit 1)
+        self.fault_reason = ""  # the results folder cannot be written (exit 17)
+        self.crashed = ""  # a bug in this job (exit 1)
         self.n_jobs = 0
         self.lock = threading.Lock()
         self.run_dir = ""
@@ -524,7 +550,7 @@ class HardwareJob:
         self.path: HwPath = for_name("nki01")
         self.ctx: StepContext | None = None
         user_path = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != ROOT]
-        self.pythonpath = os.pathsep.join([ROOT, *user_path])   # this checkout first, whatever is installed
+        self.pythonpath = os.pathsep.join([ROOT, *user_path])  # this checkout first, whatever is installed
 
     # -- events
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -563,8 +589,17 @@ class HardwareJob:
         assert self.manifest is not None
         sid = ids.next()
         log = os.path.join(self.run_dir, "logs", f"{sid}-{step.name}.log")
-        self.manifest.step_start(step_id=sid, name=step.name, phase=step.phase, log=os.path.relpath(log, self.run_dir),
-                                 kernel=step.kernel, case=step.case, core=step.core, command=list(step.argv), job=job)
+        self.manifest.step_start(
+            step_id=sid,
+            name=step.name,
+            phase=step.phase,
+            log=os.path.relpath(log, self.run_dir),
+            kernel=step.kernel,
+            case=step.case,
+            core=step.core,
+            command=list(step.argv),
+            job=job,
+        )
         files = []
         try:
             try:
@@ -579,8 +614,14 @@ class HardwareJob:
             out = files[-1]
             stopped = False
             try:
-                proc = subprocess.Popen(step.argv, cwd=step.cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=files[0] if step.stdout else subprocess.STDOUT, **_GROUP)
+                proc = subprocess.Popen(
+                    step.argv,
+                    cwd=step.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=files[0] if step.stdout else subprocess.STDOUT,
+                    **_GROUP,
+                )
             except OSError as e:
                 files[0].write(f"{PROG}: cannot start {step.argv[0]}: {e}\n".encode())
                 rc = 127
@@ -589,8 +630,9 @@ class HardwareJob:
         finally:
             for f in files:
                 f.close()
-        self.manifest.step_end(sid, rc, status="interrupted" if stopped else None,
-                               note="stopped by the run" if stopped else "")
+        self.manifest.step_end(
+            sid, rc, status="interrupted" if stopped else None, note="stopped by the run" if stopped else ""
+        )
         if rc != 0 and not stopped:
             self.say(f"[{PROG}] step {step.name} failed (exit {rc}), log: {log}", err=True)
         return None if stopped else rc
@@ -604,7 +646,7 @@ class HardwareJob:
                 pass
             if self.stop.is_set():
                 return stop_group(proc, self.opts.stop_grace), True
-            if time.monotonic() >= deadline:      # GNU timeout's convention: exit code 124
+            if time.monotonic() >= deadline:  # GNU timeout's convention: exit code 124
                 stop_group(proc, TIMEOUT_KILL_AFTER_S)
                 return 124, False
 
@@ -639,8 +681,14 @@ class HardwareJob:
             self.say(f"[{PROG}] no NEFF for {st}; profile skipped", err=True)
             return failed
         view = ("view", "-n", f"{st}.neff", "-s", f"{st}.ntff", "--output-format")
-        if step(profiler("capture", "capture", "-n", f"{st}.neff", "-s", f"{st}.ntff", *self.path.capture_args,
-                         core=core)) != 0:
+        if (
+            step(
+                profiler(
+                    "capture", "capture", "-n", f"{st}.neff", "-s", f"{st}.ntff", *self.path.capture_args, core=core
+                )
+            )
+            != 0
+        ):
             return failed
         if not dry:
             try:
@@ -650,8 +698,11 @@ class HardwareJob:
         step(profiler("summary-json", *view, "summary-json", stdout=os.path.join(d, f"{st}.summary.json")))
         step(profiler("summary-text", *view, "summary-text", stdout=os.path.join(d, f"{st}.summary.txt")))
         pftrace = os.path.join(d, f"{st}.pftrace")
-        if step(profiler("perfetto", *view, "perfetto", "--output-file", f"{st}.pftrace")) == 0 and not dry \
-                and not os.path.exists(pftrace):
+        if (
+            step(profiler("perfetto", *view, "perfetto", "--output-file", f"{st}.pftrace")) == 0
+            and not dry
+            and not os.path.exists(pftrace)
+        ):
             # tool versions that ignore --output-file write one of these names
             others = sorted(glob.glob(os.path.join(d, "device_profile_model_*.pftrace")))
             for other in [os.path.join(d, "ntff.pftrace"), *others]:
@@ -662,10 +713,19 @@ class HardwareJob:
                         raise ResultsWriteError(f"cannot rename {other}: {e.strerror or e}") from None
                     break
         summary, est = os.path.join(d, f"{st}.summary.json"), os.path.join(d, f"{st}.estimate.json")
-        if not self.opts.no_estimate and (dry or (os.path.exists(summary) and os.path.getsize(summary) > 0
-                                                  and os.path.exists(est))):
-            argv = env_argv({"PYTHONPATH": self.ctx.pythonpath}, self.ctx.python, "-m", "nki_kernels.hw.compare",
-                            f"{st}.summary.json", f"{st}.estimate.json", "--json", "compare.json")
+        if not self.opts.no_estimate and (
+            dry or (os.path.exists(summary) and os.path.getsize(summary) > 0 and os.path.exists(est))
+        ):
+            argv = env_argv(
+                {"PYTHONPATH": self.ctx.pythonpath},
+                self.ctx.python,
+                "-m",
+                "nki_kernels.hw.compare",
+                f"{st}.summary.json",
+                f"{st}.estimate.json",
+                "--json",
+                "compare.json",
+            )
             step(Step(f"compare-{st}", "compare", argv, d, case.kernel, case.name))
         return failed
 
@@ -719,8 +779,10 @@ class HardwareJob:
         run = os.path.join(o.results_dir, run_id(self.git()[0]))
         self.ctx = self.context(python, run)
         jobs = plan(o, cores)
-        print(f"plan: {len(jobs)} jobs on NeuronCore(s) {' '.join(cores)}, shapes '{o.shapes}', "
-              f"kernels '{o.kernels}', path {self.path.name}")
+        print(
+            f"plan: {len(jobs)} jobs on NeuronCore(s) {' '.join(cores)}, shapes '{o.shapes}', "
+            f"kernels '{o.kernels}', path {self.path.name}"
+        )
         print(f"+ {shlex.join(['mkdir', '-p', o.results_dir])}")
         print(f"+ {shlex.join(['mkdir', run, *(os.path.join(run, s) for s in ('logs', 'hw_tests', 'env'))])}")
         if not o.skip_install:
@@ -739,23 +801,40 @@ class HardwareJob:
 
     def context(self, python: str, run: str) -> StepContext:
         o = self.opts
-        return StepContext(python=python, pythonpath=self.pythonpath, run=run, shapes=o.shapes, timeout=o.timeout,
-                           warmup=o.warmup, iters=o.iters, constructs_test=o.constructs_test)
+        return StepContext(
+            python=python,
+            pythonpath=self.pythonpath,
+            run=run,
+            shapes=o.shapes,
+            timeout=o.timeout,
+            warmup=o.warmup,
+            iters=o.iters,
+            constructs_test=o.constructs_test,
+        )
 
     def install_step(self) -> Step:
         assert self.ctx is not None
-        return Step("install", "install", (self.ctx.python, "-m", "pip", "install", "--disable-pip-version-check",
-                                           "-e", f"{ROOT}[test]"), ROOT)
+        return Step(
+            "install",
+            "install",
+            (self.ctx.python, "-m", "pip", "install", "--disable-pip-version-check", "-e", f"{ROOT}[test]"),
+            ROOT,
+        )
 
     @staticmethod
     def git() -> tuple[str, bool]:
         try:
-            sha = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True, timeout=60)
+            sha = subprocess.run(
+                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=60
+            )
             if sha.returncode != 0:
                 return "nogit", False
-            dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain"], capture_output=True, text=True,
-                                   timeout=60).stdout.strip() != ""
+            dirty = (
+                subprocess.run(
+                    ["git", "-C", ROOT, "status", "--porcelain"], capture_output=True, text=True, timeout=60
+                ).stdout.strip()
+                != ""
+            )
             return sha.stdout.strip(), dirty
         except (OSError, subprocess.TimeoutExpired):
             return "nogit", False
@@ -771,7 +850,7 @@ class HardwareJob:
         for n in range(1, 100):
             run = base if n == 1 else f"{base}-{n}"
             try:
-                os.mkdir(run)            # without exist_ok: a folder is never reused
+                os.mkdir(run)  # without exist_ok: a folder is never reused
                 break
             except FileExistsError:
                 continue
@@ -789,19 +868,31 @@ class HardwareJob:
             with open(os.path.join(run, "logs", "sdk-info.log"), "wb") as log:
                 for name, cmd in (("sdk.json", "nki_kernels.hw.env"), ("sdk_path.json", "nki_kernels.hw.sdk")):
                     with open(os.path.join(run, "env", name), "wb") as out:
-                        rc = subprocess.run([pf.python, "-m", cmd, "sdk" if name == "sdk.json" else "info"], env=env,
-                                            stdout=out, stderr=log, timeout=300).returncode
+                        rc = subprocess.run(
+                            [pf.python, "-m", cmd, "sdk" if name == "sdk.json" else "info"],
+                            env=env,
+                            stdout=out,
+                            stderr=log,
+                            timeout=300,
+                        ).returncode
                     if rc != 0:
                         with open(os.path.join(run, "env", name), "w", encoding="utf-8") as out2:
                             out2.write("{}\n")
         except (OSError, subprocess.TimeoutExpired) as e:
             why = getattr(e, "strerror", None) or e
-            raise SetupError(f"cannot write the new results folder {run}: {why}; nothing was run "
-                             "(the folder is incomplete)") from None
+            raise SetupError(
+                f"cannot write the new results folder {run}: {why}; nothing was run (the folder is incomplete)"
+            ) from None
 
     def environment(self, pf: Preflight) -> dict[str, Any]:
-        env: dict[str, Any] = {"instance_type": pf.instance_type, "venv": pf.venv, "cores": " ".join(pf.cores),
-                               "aws_neuronx_tools": tools_version(), "nki_path": pf.api, "profiler": pf.profiler}
+        env: dict[str, Any] = {
+            "instance_type": pf.instance_type,
+            "venv": pf.venv,
+            "cores": " ".join(pf.cores),
+            "aws_neuronx_tools": tools_version(),
+            "nki_path": pf.api,
+            "profiler": pf.profiler,
+        }
         for key, name in (("sdk", "sdk.json"), ("sdk_path", "sdk_path.json"), ("neuron_ls", "neuron-ls.json")):
             path = os.path.join(self.run_dir, "env", name)
             try:
@@ -813,7 +904,7 @@ class HardwareJob:
 
     def run(self) -> int:
         o = self.opts
-        os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + NEURON_BIN   # earlier PATH entries win
+        os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + NEURON_BIN  # earlier PATH entries win
         self.environ = dict(self.environ, PATH=os.environ["PATH"])
         pf = preflight(o, self.environ)
         if o.dry_run:
@@ -821,12 +912,13 @@ class HardwareJob:
         if pf.fails:
             print(pf.report(), file=sys.stderr)
             code = pf.exit_code()
-            print(f"{PROG}: preflight failed (exit {int(code)}); nothing was run. See '{PROG} --help'.",
-                  file=sys.stderr)
+            print(
+                f"{PROG}: preflight failed (exit {int(code)}); nothing was run. See '{PROG} --help'.", file=sys.stderr
+            )
             return code
         print(pf.report(), flush=True)
         for sig in SIGNALS:
-            if signal.getsignal(sig) is not signal.SIG_IGN:   # nohup: a hangup is not an interruption
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup: a hangup is not an interruption
                 signal.signal(sig, self.on_signal)
         try:
             self.make_run_folder(pf)
@@ -841,15 +933,30 @@ class HardwareJob:
         sha, dirty = self.git()
         try:
             self.manifest.init(
-                run_id=os.path.basename(self.run_dir), git_sha=sha, git_dirty=dirty,
+                run_id=os.path.basename(self.run_dir),
+                git_sha=sha,
+                git_dirty=dirty,
                 argv=[os.path.join(ROOT, "scripts", PROG), *o.argv],
-                options={"kernels": o.kernels, "shapes": o.shapes, "cores": o.cores, "timeout": str(o.timeout),
-                         "warmup": str(o.warmup), "iters": str(o.iters), "skip_install": str(int(o.skip_install)),
-                         "skip_tests": str(int(o.skip_tests)), "no_estimate": str(int(o.no_estimate))},
-                environment=self.environment(pf), jobs=[j.record() for j in jobs])
+                options={
+                    "kernels": o.kernels,
+                    "shapes": o.shapes,
+                    "cores": o.cores,
+                    "timeout": str(o.timeout),
+                    "warmup": str(o.warmup),
+                    "iters": str(o.iters),
+                    "skip_install": str(int(o.skip_install)),
+                    "skip_tests": str(int(o.skip_tests)),
+                    "no_estimate": str(int(o.no_estimate)),
+                },
+                environment=self.environment(pf),
+                jobs=[j.record() for j in jobs],
+            )
         except ResultsWriteError as e:
-            print(f"{PROG}: cannot write the new results folder {self.run_dir}: {e}; nothing was run "
-                  "(the folder is incomplete)", file=sys.stderr)
+            print(
+                f"{PROG}: cannot write the new results folder {self.run_dir}: {e}; nothing was run "
+                "(the folder is incomplete)",
+                file=sys.stderr,
+            )
             return Exit.RESULTS
         print(f"[{PROG}] results folder: {self.run_dir}", flush=True)
         try:
@@ -867,8 +974,11 @@ class HardwareJob:
             rc = self.run_step(self.install_step(), main)
             if rc not in (0, None):
                 log = os.path.join(self.run_dir, "logs", f"{main.prefix}-{main.n:03d}-install.log")
-                self.say(f"{PROG}: installing the project into {pf.venv} failed (log: {log}); if the venv is not "
-                         "writable, rerun with --skip-install", err=True)
+                self.say(
+                    f"{PROG}: installing the project into {pf.venv} failed (log: {log}); if the venv is not "
+                    "writable, rerun with --skip-install",
+                    err=True,
+                )
                 return self.finish_and_report("failed", Exit.INSTALL, f"installing the project into {pf.venv} failed")
         if self.stop.is_set():
             return self.finalize(0)
@@ -886,11 +996,18 @@ class HardwareJob:
             if rc != 0:
                 log = os.path.join(self.run_dir, "logs", f"{main.prefix}-{main.n:03d}-constructs.log")
                 failures = junit_failures(os.path.join(self.run_dir, "hw_tests", "constructs.junit.xml"))
-                if not failures:        # pytest stopped before any test (no device, collection error)
+                if not failures:  # pytest stopped before any test (no device, collection error)
                     failures = [f"(no test ran) {_last_line(log)}"]
-                self.say("\n".join([f"{PROG}: construct smoke test failed; nothing was benchmarked. "
-                                    "Failed construct(s):", *(f"  {f}" for f in failures), f"  log: {log}"]),
-                         err=True)
+                self.say(
+                    "\n".join(
+                        [
+                            f"{PROG}: construct smoke test failed; nothing was benchmarked. Failed construct(s):",
+                            *(f"  {f}" for f in failures),
+                            f"  log: {log}",
+                        ]
+                    ),
+                    err=True,
+                )
                 return self.finish_and_report("failed", Exit.CONSTRUCTS, f"construct smoke test failed: {failures[0]}")
             print(f"[{PROG}] construct smoke test passed", flush=True)
 
@@ -917,8 +1034,7 @@ class HardwareJob:
             return self.finish_and_report("failed", 1, self.crashed)
         if self.signal is not None:
             code, name = SIGNALS[self.signal]
-            self.say(f"[{PROG}] interrupted by {name}; every running step was stopped; finished results kept",
-                     err=True)
+            self.say(f"[{PROG}] interrupted by {name}; every running step was stopped; finished results kept", err=True)
             try:
                 with open(os.path.join(self.run_dir, "INTERRUPTED"), "w", encoding="utf-8") as f:
                     f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + f" {name}\n")
@@ -941,8 +1057,11 @@ class HardwareJob:
     def finish_and_report(self, status: str, code: int, reason: str = "", interruption: str = "") -> int:
         err = self.finish(status, code, reason, interruption)
         if err:
-            self.say(f"{PROG}: {status}, but manifest.json could not be finalised ({err}); treat {self.run_dir} "
-                     "as incomplete", err=True)
+            self.say(
+                f"{PROG}: {status}, but manifest.json could not be finalised ({err}); treat {self.run_dir} "
+                "as incomplete",
+                err=True,
+            )
         else:
             self.say(f"[{PROG}] {status}: results in {self.run_dir} (manifest.json, SUMMARY.md)")
         return int(code)
@@ -951,11 +1070,17 @@ class HardwareJob:
         reason = self.fault_reason
         err = self.finish("failed", Exit.RESULTS, reason)
         if err:
-            self.say(f"{PROG}: cannot write results: {reason}; stopped every step; manifest.json could not be "
-                     f"finalised either; treat {self.run_dir} as incomplete", err=True)
+            self.say(
+                f"{PROG}: cannot write results: {reason}; stopped every step; manifest.json could not be "
+                f"finalised either; treat {self.run_dir} as incomplete",
+                err=True,
+            )
         else:
-            self.say(f"{PROG}: cannot write results: {reason}; stopped every step; manifest.json marked failed "
-                     "(SUMMARY.md says why)", err=True)
+            self.say(
+                f"{PROG}: cannot write results: {reason}; stopped every step; manifest.json marked failed "
+                "(SUMMARY.md says why)",
+                err=True,
+            )
         return Exit.RESULTS
 
 
@@ -969,8 +1094,10 @@ def run_id(sha: str) -> str:
 
 def tools_version() -> str:
     """The aws-neuronx-tools package version (dpkg or rpm), or "unknown"."""
-    for cmd in (["dpkg-query", "-W", "-f=${Version}", "aws-neuronx-tools"],
-                ["rpm", "-q", "--qf", "%{VERSION}", "aws-neuronx-tools"]):
+    for cmd in (
+        ["dpkg-query", "-W", "-f=${Version}", "aws-neuronx-tools"],
+        ["rpm", "-q", "--qf", "%{VERSION}", "aws-neuronx-tools"],
+    ):
         if shutil.which(cmd[0]) is None:
             continue
         try:
@@ -1007,7 +1134,7 @@ def main(argv: list[str] | None = None) -> int:
         return Exit.OK
     try:
         return HardwareJob(opts, environ).run()
-    except KeyboardInterrupt:        # Ctrl-C during preflight, before the run folder exists
+    except KeyboardInterrupt:  # Ctrl-C during preflight, before the run folder exists
         print(f"{PROG}: interrupted during preflight; nothing was run", file=sys.stderr)
         return Exit.SIGINT
 

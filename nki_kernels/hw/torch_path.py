@@ -11,6 +11,7 @@ device has finished.  Never time a kernel with a wall clock around the call; use
     out = torch_path.run_on_device(mod, X)                   # NumPy in, NumPy out
     ref = torch_path.torch_reference("conv2d", X, W, bias, pool_size=2)
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,6 +28,7 @@ def _to_torch(a: Any) -> Any:
     """NumPy array (including ml_dtypes bfloat16) -> CPU torch tensor of the same dtype."""
     import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
+
     a = np.asarray(a)
     if a.dtype.name == "bfloat16":
         return torch.from_numpy(np.ascontiguousarray(a.astype(np.float32))).to(torch.bfloat16)
@@ -35,6 +37,7 @@ def _to_torch(a: Any) -> Any:
 
 def _to_numpy(t: Any) -> Any:
     import torch  # noqa: PLC0415
+
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
         t = t.float()
@@ -71,8 +74,7 @@ def _classes() -> dict[str, Any]:
     class Attention(torch.nn.Module):
         """softmax(q k^T * scale [+ causal mask]) v via the NKI flash-attention kernel."""
 
-        def __init__(self, causal: bool = False, softmax_scale: float | None = None,
-                     api: str = "0.1") -> None:
+        def __init__(self, causal: bool = False, softmax_scale: float | None = None, api: str = "0.1") -> None:
             super().__init__()
             self.causal, self.softmax_scale, self.api = bool(causal), softmax_scale, api
 
@@ -99,8 +101,7 @@ def make_module(kernel: str, args: Any, kwargs: Any, api: str = "0.1") -> tuple[
     if kernel == "matmul":
         return cls["Matmul"](api=api), tuple(args)
     if kernel == "attention":
-        return (cls["Attention"](kwargs.get("causal", False), kwargs.get("softmax_scale"), api=api),
-                tuple(args))
+        return (cls["Attention"](kwargs.get("causal", False), kwargs.get("softmax_scale"), api=api), tuple(args))
     raise KeyError(f"unknown kernel {kernel!r}; allowed: conv2d, matmul, attention")
 
 
@@ -108,12 +109,13 @@ def run_on_device(module: Any, *arrays: Any) -> Any:
     """Move module and inputs to the XLA device, run forward, sync, return NumPy."""
     import torch  # noqa: PLC0415
     import torch_xla.core.xla_model as xm  # noqa: PLC0415
+
     dev = xm.xla_device()
     module = module.to(dev)
     inputs = [_to_torch(a).to(dev) for a in arrays]
     with torch.no_grad():
         out = module(*inputs)
-    xm.mark_step()          # cut the lazy graph: compile (first time) and launch it
+    xm.mark_step()  # cut the lazy graph: compile (first time) and launch it
     result = _to_numpy(out)  # .cpu() blocks until the device finished
     xm.wait_device_ops()
     return result
@@ -127,6 +129,7 @@ def torch_reference(kernel: str, *arrays: Any, **kwargs: Any) -> Any:
     """
     import torch  # noqa: PLC0415
     import torch.nn.functional as F  # noqa: N812, PLC0415
+
     t = [_to_torch(a).to(torch.float64) for a in arrays]
     if kernel == "conv2d":
         x, w, b = t
@@ -138,6 +141,9 @@ def torch_reference(kernel: str, *arrays: Any, **kwargs: Any) -> Any:
         return _to_numpy(lhs_t.T @ rhs)
     if kernel == "attention":
         q, k, v = t
-        return _to_numpy(F.scaled_dot_product_attention(
-            q, k, v, is_causal=bool(kwargs.get("causal", False)), scale=kwargs.get("softmax_scale")))
+        return _to_numpy(
+            F.scaled_dot_product_attention(
+                q, k, v, is_causal=bool(kwargs.get("causal", False)), scale=kwargs.get("softmax_scale")
+            )
+        )
     raise KeyError(f"unknown kernel {kernel!r}; allowed: conv2d, matmul, attention")

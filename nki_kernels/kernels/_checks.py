@@ -1,6 +1,7 @@
 """Argument checks shared by the kernels: run at the top of each kernel, before any
 instruction, under both backends (they only read ``.shape``/``.dtype``), and raise a
 ValueError naming the argument, what was given and what is allowed."""
+
 from __future__ import annotations
 
 from typing import Any, NoReturn
@@ -19,8 +20,12 @@ def check_tensor(kernel: str, arg: str, t: Any, layout: str) -> None:
     """A kernel input must be an array (an HBM tensor on the device): a list, a float or None
     gets the same ValueError as a wrong shape, not an AttributeError from deep inside."""
     if not (hasattr(t, "shape") and hasattr(t, "dtype")):
-        fail(kernel, arg, f"{t!r:.60} of type {type(t).__name__}",
-             f"an array of shape {layout} (a NumPy array, or an HBM tensor on the device)")
+        fail(
+            kernel,
+            arg,
+            f"{t!r:.60} of type {type(t).__name__}",
+            f"an array of shape {layout} (a NumPy array, or an HBM tensor on the device)",
+        )
 
 
 def check_rank(kernel: str, arg: str, t: Any, rank: int, layout: str) -> tuple:
@@ -43,5 +48,9 @@ def check_float(kernel: str, arg: str, t: Any) -> str:
 def check_same_dtype(kernel: str, args: dict) -> None:
     names = {k: dtype_name(v.dtype) for k, v in args.items()}
     if len(set(names.values())) > 1:
-        fail(kernel, ", ".join(names), "dtypes " + ", ".join(f"{k}={v}" for k, v in names.items()),
-             "all inputs in one dtype")
+        fail(
+            kernel,
+            ", ".join(names),
+            "dtypes " + ", ".join(f"{k}={v}" for k, v in names.items()),
+            "all inputs in one dtype",
+        )

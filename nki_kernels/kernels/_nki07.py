@@ -20,6 +20,7 @@ NKI tensors depending on the caller, so :func:`host_spec` hands them a NumPy des
 dtype found by name (``str(dtype)``, as nki-library compares dtypes: ``core/utils/allocator.py``
 ``sizeinbytes``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -54,10 +55,15 @@ def host_spec(t: Any) -> Any:
 class HostEntry:
     """A 0.7 kernel's public entry: ``prepare`` on the host, then the ``@nki.jit`` kernel."""
 
-    nki_api = "0.7"    # how the cost model (perf.model.trace_of) tells a 0.7 kernel
+    nki_api = "0.7"  # how the cost model (perf.model.trace_of) tells a 0.7 kernel
 
-    def __init__(self, prepare: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]], kernel: Any, name: str,
-                 doc: str | None = None) -> None:
+    def __init__(
+        self,
+        prepare: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]],
+        kernel: Any,
+        name: str,
+        doc: str | None = None,
+    ) -> None:
         self.prepare, self.kernel = prepare, kernel
         self.__name__ = self.__qualname__ = name
         self.__doc__ = doc

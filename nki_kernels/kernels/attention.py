@@ -3,6 +3,7 @@
 Entry point: :func:`flash_attention` (``@nki.jit``).  The loop diagram is in
 ``attention_design.md`` next to this file.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,42 +20,44 @@ from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtyp
 KERNEL = "flash_attention"
 
 # -- tile constants (trn2, NeuronCore-v3; hardware sizes from kernels/tiling.py) ------------
-TILE_Q = T.PMAX                  # query rows per tile = partitions of a score tile
-TILE_K = T.PMAX                  # keys per p^T chunk = contraction of p @ v
-KEY_BLOCK = T.MOVING_FMAX        # keys per score tile = one fp32 PSUM bank (512)
-CHUNKS = KEY_BLOCK // TILE_K     # 4 p^T chunks per key block
-STEP_BLOCKS = 2                  # key blocks per online-softmax step (one rescale per 1,024 keys)
-MAX_D = T.PMAX                   # head dim = contraction of q k^T (partitions of q^T / k^T)
-K_LOAD_TILES = 8                 # 128-key tiles of k per load DMA during setup
+TILE_Q = T.PMAX  # query rows per tile = partitions of a score tile
+TILE_K = T.PMAX  # keys per p^T chunk = contraction of p @ v
+KEY_BLOCK = T.MOVING_FMAX  # keys per score tile = one fp32 PSUM bank (512)
+CHUNKS = KEY_BLOCK // TILE_K  # 4 p^T chunks per key block
+STEP_BLOCKS = 2  # key blocks per online-softmax step (one rescale per 1,024 keys)
+MAX_D = T.PMAX  # head dim = contraction of q k^T (partitions of q^T / k^T)
+K_LOAD_TILES = 8  # 128-key tiles of k per load DMA during setup
 # -- tuning (ours) ----------------------------------------------------------------------------
-GROUP_TILES = {2: 4, 4: 2}       # query tiles per group by itemsize (fp32: 2, SBUF)
-STATE_SETS = 2                   # rotating per-group slot sets of the state (acc, ext, alpha, q^T)
-SBUF_WORK = 48 * 1024            # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
-MASK_FILL = 3.0e38               # -fill of masked (scaled) scores: finite, never a row's max
-EVICT_DVE = {False: (1, 4),      # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
-             True: (1, 6)}       # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
-                                 # cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
-                                 # its p^T chunks in one 2 KiB PSUM bank); causal has fewer blocks
-                                 # per row max, so ScalarE takes more of them
+GROUP_TILES = {2: 4, 4: 2}  # query tiles per group by itemsize (fp32: 2, SBUF)
+STATE_SETS = 2  # rotating per-group slot sets of the state (acc, ext, alpha, q^T)
+SBUF_WORK = 48 * 1024  # bytes/partition for the pipeline working set (~44 KiB bf16, ~32 fp32)
+MASK_FILL = 3.0e38  # -fill of masked (scaled) scores: finite, never a row's max
+EVICT_DVE = {
+    False: (1, 4),  # causal -> (a, b): a of every b TensorE-made p^T steps are evicted
+    True: (1, 6),
+}  # by VectorE, the rest by ScalarE (both also read PSUM for max / exp);
+# cost-model tuned (S=4096 D=128 bf16): one eviction per step (all
+# its p^T chunks in one 2 KiB PSUM bank); causal has fewer blocks
+# per row max, so ScalarE takes more of them
 # -- flags: constructs without public hardware evidence, OFF by default --------------------
-USE_DMA_TRANSPOSE = False        # p^T of full 2-byte steps by one 3-D SBUF->SBUF dma_transpose
-                                 # (nki-samples keeps DMA transposes off on trn2; every AWS NKI 0.1
-                                 # DMA transpose is 2-D).  When on: DMA_T of every 5 full steps.
-DMA_T = (4, 5)                   # (a, b): share of full steps transposed by DMA when the flag is on
+USE_DMA_TRANSPOSE = False  # p^T of full 2-byte steps by one 3-D SBUF->SBUF dma_transpose
+# (nki-samples keeps DMA transposes off on trn2; every AWS NKI 0.1
+# DMA transpose is 2-D).  When on: DMA_T of every 5 full steps.
+DMA_T = (4, 5)  # (a, b): share of full steps transposed by DMA when the flag is on
 
 
 @dataclass(frozen=True)
 class Rings:
     """Ring depths (slots) of the per-item buffers, by dtype."""
-    p: int              # p = exp(...) in the input dtype, one step (1,024 keys) per slot
-    pT: int             # TensorE-made p^T, one step per slot
-    tri: int            # fp32 SBUF copies of masked diagonal triangles (128 x 128)
-    score_items: int    # items whose score tiles (STEP_BLOCKS PSUM banks each) can be live at once
-    ns: int             # per-tile step slots of ext (-m, block maxima) / alpha
+
+    p: int  # p = exp(...) in the input dtype, one step (1,024 keys) per slot
+    pT: int  # TensorE-made p^T, one step per slot
+    tri: int  # fp32 SBUF copies of masked diagonal triangles (128 x 128)
+    score_items: int  # items whose score tiles (STEP_BLOCKS PSUM banks each) can be live at once
+    ns: int  # per-tile step slots of ext (-m, block maxima) / alpha
 
 
-RINGS = {2: Rings(p=8, pT=4, tri=2, score_items=3, ns=6),
-         4: Rings(p=2, pT=3, tri=2, score_items=2, ns=6)}
+RINGS = {2: Rings(p=8, pT=4, tri=2, score_items=3, ns=6), 4: Rings(p=2, pT=3, tri=2, score_items=2, ns=6)}
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,13 @@ class StageSchedule:
     """The software pipeline: iteration ``it`` issues stage s of item ``it + lag(s)``, so an
     item's chain (scores -> row extreme -> exp -> p^T -> p @ v -> acc update) is spread over
     6 iterations while every in-order engine queue holds other items' work."""
-    scores: int = 5     # q k^T of the item's blocks (TensorE -> PSUM banks)
-    extreme: int = 4    # negated row maxima and the running -m (VectorE)
-    exp: int = 3        # alpha and p = exp(s - m), s pre-scaled (ScalarE)
-    pT: int = 2         # p^T (TensorE transposes + an eviction, or the DMA-transpose flag)
-    pv: int = 0         # [o | l] = p @ [V | 1] (TensorE -> PSUM)
-    update: int = -1    # acc = alpha * acc + [o | l] (VectorE, reading PSUM)
+
+    scores: int = 5  # q k^T of the item's blocks (TensorE -> PSUM banks)
+    extreme: int = 4  # negated row maxima and the running -m (VectorE)
+    exp: int = 3  # alpha and p = exp(s - m), s pre-scaled (ScalarE)
+    pT: int = 2  # p^T (TensorE transposes + an eviction, or the DMA-transpose flag)
+    pv: int = 0  # [o | l] = p @ [V | 1] (TensorE -> PSUM)
+    update: int = -1  # acc = alpha * acc + [o | l] (VectorE, reading PSUM)
 
     def lags(self) -> tuple:
         return (self.scores, self.extreme, self.exp, self.pT, self.pv, self.update)
@@ -78,8 +82,11 @@ class StageSchedule:
         T.kernel_assert(rings.p > self.exp - self.pT, KERNEL, "p ring shorter than exp -> p^T")
         T.kernel_assert(rings.pT > self.pT - self.pv, KERNEL, "p^T ring shorter than p^T -> p @ v")
         T.kernel_assert(rings.ns > self.exp - self.update + 1, KERNEL, "step slots shorter than exp -> update")
-        T.kernel_assert(self.extreme >= self.exp and rings.tri > self.extreme - self.exp, KERNEL,
-                        "triangle ring shorter than extreme -> exp")
+        T.kernel_assert(
+            self.extreme >= self.exp and rings.tri > self.extreme - self.exp,
+            KERNEL,
+            "triangle ring shorter than extreme -> exp",
+        )
 
 
 # fp32: one item fewer of score banks in flight (RINGS[4].score_items), so scores run 4 ahead
@@ -89,19 +96,20 @@ SCHEDULES = {2: StageSchedule(), 4: StageSchedule(scores=4, extreme=4)}
 @dataclass(frozen=True)
 class AttentionPlan:
     """Static sizes of one call (validated before any instruction)."""
-    B: int              # batch
-    H: int              # heads
-    Sq: int             # query rows
-    Sk: int             # keys / values
-    D: int              # head dim (<= 128)
-    dtype: object       # q's dtype (inputs, p, output)
-    isz: int            # bytes per element
-    causal: bool        # key j masked for query i iff j > i
-    scale: float        # softmax scale (1/sqrt(D) by default)
-    n_kt: int           # 128-key tiles of K^T / V
-    resident: int       # bytes/partition of K^T + [V | 1]
-    group_tiles: int    # query tiles per group
-    rings: Rings        # per-item ring depths
+
+    B: int  # batch
+    H: int  # heads
+    Sq: int  # query rows
+    Sk: int  # keys / values
+    D: int  # head dim (<= 128)
+    dtype: object  # q's dtype (inputs, p, output)
+    isz: int  # bytes per element
+    causal: bool  # key j masked for query i iff j > i
+    scale: float  # softmax scale (1/sqrt(D) by default)
+    n_kt: int  # 128-key tiles of K^T / V
+    resident: int  # bytes/partition of K^T + [V | 1]
+    group_tiles: int  # query tiles per group
+    rings: Rings  # per-item ring depths
     schedule: StageSchedule  # pipeline lags
 
     @property
@@ -123,7 +131,7 @@ def resident_bytes(Sk: int, D: int, isz: int) -> int:
 def max_keys(D: int, isz: int) -> int:
     """The largest Sk whose K^T and [V | 1] fit next to the working set (the plan's own rule)."""
     budget = T.SBUF_BYTES - SBUF_WORK
-    lo, hi = 0, budget // isz + 1          # resident_bytes(hi) > budget
+    lo, hi = 0, budget // isz + 1  # resident_bytes(hi) > budget
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if resident_bytes(mid, D, isz) <= budget else (lo, mid)
@@ -141,8 +149,12 @@ def plan_attention(q: Any, k: Any, v: Any, causal: bool, softmax_scale: float | 
     check_same_dtype(KERNEL, {"q": q, "k": k, "v": v})
     for name, (b_, h_) in (("k", (Bk, Hk)), ("v", (Bv, Hv))):
         if (b_, h_) != (B, H):
-            fail(KERNEL, name, f"batch/heads ({b_}, {h_}) but q has ({B}, {H})",
-                 "q, k and v with the same B and H (no grouped-query broadcasting)")
+            fail(
+                KERNEL,
+                name,
+                f"batch/heads ({b_}, {h_}) but q has ({B}, {H})",
+                "q, k and v with the same B and H (no grouped-query broadcasting)",
+            )
     if (Dk, Dv) != (D, D):
         fail(KERNEL, "k, v", f"head dims q={D}, k={Dk}, v={Dv}", "one head dim D shared by q, k and v")
     if Sv != Sk:
@@ -155,8 +167,12 @@ def plan_attention(q: Any, k: Any, v: Any, causal: bool, softmax_scale: float | 
         scale = 1.0 / math.sqrt(D)
     else:
         if isinstance(softmax_scale, (bool, np.bool_)) or not isinstance(softmax_scale, numbers.Real):
-            fail(KERNEL, "softmax_scale", f"{softmax_scale!r} of type {type(softmax_scale).__name__}",
-                 "None (1/sqrt(D)) or a finite real number")
+            fail(
+                KERNEL,
+                "softmax_scale",
+                f"{softmax_scale!r} of type {type(softmax_scale).__name__}",
+                "None (1/sqrt(D)) or a finite real number",
+            )
         scale = float(softmax_scale)
         if not math.isfinite(scale):
             fail(KERNEL, "softmax_scale", scale, "None (1/sqrt(D)) or a finite real number")
@@ -164,13 +180,30 @@ def plan_attention(q: Any, k: Any, v: Any, causal: bool, softmax_scale: float | 
     resident = resident_bytes(Sk, D, isz)
     budget = T.SBUF_BYTES - SBUF_WORK
     if resident > budget:
-        fail(KERNEL, "k", f"Sk = {Sk}, D = {D}, {dname}: K^T and V need {resident} B per partition",
-             f"Sk * itemsize + ceil(Sk/128) * (D + 1) * itemsize <= {budget} B (resident in SBUF): "
-             f"Sk <= {max_keys(D, isz)} for D = {D} {dname}")
+        fail(
+            KERNEL,
+            "k",
+            f"Sk = {Sk}, D = {D}, {dname}: K^T and V need {resident} B per partition",
+            f"Sk * itemsize + ceil(Sk/128) * (D + 1) * itemsize <= {budget} B (resident in SBUF): "
+            f"Sk <= {max_keys(D, isz)} for D = {D} {dname}",
+        )
     SCHEDULES[isz].check(RINGS[isz])
-    return AttentionPlan(B=B, H=H, Sq=Sq, Sk=Sk, D=D, dtype=q.dtype, isz=isz, causal=bool(causal), scale=scale,
-                         n_kt=T.cdiv(Sk, TILE_K), resident=resident, group_tiles=GROUP_TILES[isz],
-                         rings=RINGS[isz], schedule=SCHEDULES[isz])
+    return AttentionPlan(
+        B=B,
+        H=H,
+        Sq=Sq,
+        Sk=Sk,
+        D=D,
+        dtype=q.dtype,
+        isz=isz,
+        causal=bool(causal),
+        scale=scale,
+        n_kt=T.cdiv(Sk, TILE_K),
+        resident=resident,
+        group_tiles=GROUP_TILES[isz],
+        rings=RINGS[isz],
+        schedule=SCHEDULES[isz],
+    )
 
 
 @nki.jit
@@ -255,9 +288,11 @@ def flash_attention(q, k, v, causal=False, softmax_scale=None):
 
 # ---- setup of one head: q loader, K^T, [V | 1] -------------------------------------------------
 
+
 @dataclass
 class _QLoader:
     """q rows of one group of query tiles into q_all (the full tiles in one DMA)."""
+
     q: Any
     b: Any
     h: Any
@@ -274,11 +309,12 @@ class _QLoader:
             i_p = nl.arange(TILE_Q)[:, None, None]
             i_t = nl.arange(nfull)[None, :, None]
             i_d = nl.arange(D)[None, None, :]
-            nisa.dma_copy(dst=self.q_all[:, 0:nfull, :],
-                          src=self.q[self.b, self.h, tiles[ts[0]][0] + i_t * TILE_Q + i_p, i_d])
+            nisa.dma_copy(
+                dst=self.q_all[:, 0:nfull, :], src=self.q[self.b, self.h, tiles[ts[0]][0] + i_t * TILE_Q + i_p, i_d]
+            )
         if nfull < len(ts):
             q0, qn = tiles[ts[-1]]
-            nisa.dma_copy(dst=self.q_all[0:qn, len(ts) - 1, :], src=self.q[self.b, self.h, q0:q0 + qn, :])
+            nisa.dma_copy(dst=self.q_all[0:qn, len(ts) - 1, :], src=self.q[self.b, self.h, q0 : q0 + qn, :])
 
 
 def _load_kT(k, kT, b, h, plan):
@@ -288,15 +324,15 @@ def _load_kT(k, kT, b, h, plan):
     n_full, rem = T.split(Sk, TILE_K)
     i_p = nl.arange(TILE_K)[:, None, None]
     i_d = nl.arange(D)[None, None, :]
-    for t0, nt in T.spans(n_full, K_LOAD_TILES):           # static: the last load may be short
+    for t0, nt in T.spans(n_full, K_LOAD_TILES):  # static: the last load may be short
         i_t = nl.arange(nt)[None, :, None]
         k_nat = nl.load(k[b, h, t0 * TILE_K + i_t * TILE_K + i_p, i_d])
         for c0, nc in T.spans(nt, CHUNKS):
             kT_ps = nl.ndarray((D, KEY_BLOCK), plan.dtype, buffer=nl.psum)
             for c in nl.static_range(nc):
-                kT_ps[:, c * TILE_K:(c + 1) * TILE_K] = nisa.nc_transpose(k_nat[:, c0 + c, :])
+                kT_ps[:, c * TILE_K : (c + 1) * TILE_K] = nisa.nc_transpose(k_nat[:, c0 + c, :])
             k0 = (t0 + c0) * TILE_K
-            kT[:, k0:k0 + nc * TILE_K] = nisa.tensor_copy(kT_ps[:, 0:nc * TILE_K], engine=nisa.vector_engine)
+            kT[:, k0 : k0 + nc * TILE_K] = nisa.tensor_copy(kT_ps[:, 0 : nc * TILE_K], engine=nisa.vector_engine)
     if rem:
         r0 = n_full * TILE_K
         k_rem = nl.load(k[b, h, r0:Sk, :])
@@ -310,7 +346,7 @@ def _load_v1(v, vt, b, h, plan):
     The first step's keys in one DMA (the first p @ v needs them soon), the other full tiles
     in a second, the partial tile alone."""
     D, Sk = plan.D, plan.Sk
-    vt[:, :, D:D + 1] = nisa.memset((TILE_K, plan.n_kt, 1), 1.0, plan.dtype, engine=nisa.vector_engine)
+    vt[:, :, D : D + 1] = nisa.memset((TILE_K, plan.n_kt, 1), 1.0, plan.dtype, engine=nisa.vector_engine)
     n_full, rem = T.split(Sk, TILE_K)
     first = min(n_full, STEP_BLOCKS * CHUNKS)
     i_p = nl.arange(TILE_K)[:, None, None]
@@ -328,7 +364,7 @@ def _one_head(q, k, v, out, plan, *, b, h):
     """All query tiles of one (b, h) as ONE static software pipeline (no fill / drain between
     groups).  A function, so its resident K^T / [V | 1] die with it."""
     ql = _QLoader(q=q, b=b, h=h, plan=plan)
-    ql.load(0)           # first on the DMA queue: the first q^T is the first thing TensorE needs
+    ql.load(0)  # first on the DMA queue: the first q^T is the first thing TensorE needs
     kT = nl.ndarray((plan.D, plan.Sk), plan.dtype, buffer=nl.sbuf)
     vt = nl.ndarray((TILE_K, plan.n_kt, plan.D + 1), plan.dtype, buffer=nl.sbuf)
     _load_kT(k, kT, b, h, plan)
@@ -338,40 +374,43 @@ def _one_head(q, k, v, out, plan, *, b, h):
 
 # ---- the static schedule (trace-time Python, no instruction) -----------------------------------
 
+
 @dataclass(frozen=True)
 class _Block:
-    kb0: int            # first key
-    w: int              # keys (<= 512)
-    masked: bool        # crosses the causal diagonal
+    kb0: int  # first key
+    w: int  # keys (<= 512)
+    masked: bool  # crosses the causal diagonal
 
 
 @dataclass(frozen=True)
 class _Tile:
     """Per-query-tile context; the on-chip state lives in the head's group tensors, indexed
     by ``slot``."""
-    t: int              # tile index in the head
-    tl: int             # index within its group
-    gi: int             # group
-    q0: int             # first query row
-    qn: int             # rows
-    slot: int           # state slot (STATE_SETS rotating sets of group_tiles slots)
-    qset: int           # q^T slot set (gi % STATE_SETS)
+
+    t: int  # tile index in the head
+    tl: int  # index within its group
+    gi: int  # group
+    q0: int  # first query row
+    qn: int  # rows
+    slot: int  # state slot (STATE_SETS rotating sets of group_tiles slots)
+    qset: int  # q^T slot set (gi % STATE_SETS)
 
 
 @dataclass(frozen=True)
 class _Item:
     """One (query tile, softmax step) of the pipeline, as a stage sees it."""
-    i: int              # index in the head's issue order
-    tile: _Tile         # its query tile
-    step: int           # softmax step of that tile
-    blocks: list        # the step's key blocks (_Block)
+
+    i: int  # index in the head's issue order
+    tile: _Tile  # its query tile
+    step: int  # softmax step of that tile
+    blocks: list  # the step's key blocks (_Block)
 
 
 def _key_steps(k_end: int, masked_last: bool) -> list:
     """Softmax steps of one query tile: up to STEP_BLOCKS key blocks of 512 each."""
     blocks = [_Block(kb0, min(KEY_BLOCK, k_end - kb0), False) for kb0 in range(0, k_end, KEY_BLOCK)]
     blocks[-1] = _Block(blocks[-1].kb0, blocks[-1].w, masked_last)
-    return [blocks[i:i + STEP_BLOCKS] for i in range(0, len(blocks), STEP_BLOCKS)]
+    return [blocks[i : i + STEP_BLOCKS] for i in range(0, len(blocks), STEP_BLOCKS)]
 
 
 def _interleave(n_steps: list) -> list:
@@ -388,15 +427,16 @@ def _every(a: int, b: int, n: int) -> bool:
 class _Program:
     """The head's static pipeline: items in issue order (None = bubble), per-tile contexts and
     key steps, and per-item choices (p^T by DMA, ring slots).  Built before any instruction."""
-    tiles: list = field(default_factory=list)       # _Tile per query tile
-    steps: list = field(default_factory=list)       # per tile: list of steps (lists of _Block)
-    items: list = field(default_factory=list)       # (tile, step) or None
-    g_first: list = field(default_factory=list)     # first item of each group
-    g_last: list = field(default_factory=list)      # last item of each group
-    dma: set = field(default_factory=set)           # items whose p^T is a DMA transpose (flag)
-    pe_slot: dict = field(default_factory=dict)     # item -> p^T ring slot (TensorE-made)
-    tri_slot: dict = field(default_factory=dict)    # item -> triangle ring slot
-    dve_evict: set = field(default_factory=set)     # items whose p^T eviction is VectorE
+
+    tiles: list = field(default_factory=list)  # _Tile per query tile
+    steps: list = field(default_factory=list)  # per tile: list of steps (lists of _Block)
+    items: list = field(default_factory=list)  # (tile, step) or None
+    g_first: list = field(default_factory=list)  # first item of each group
+    g_last: list = field(default_factory=list)  # last item of each group
+    dma: set = field(default_factory=set)  # items whose p^T is a DMA transpose (flag)
+    pe_slot: dict = field(default_factory=dict)  # item -> p^T ring slot (TensorE-made)
+    tri_slot: dict = field(default_factory=dict)  # item -> triangle ring slot
+    dve_evict: set = field(default_factory=set)  # items whose p^T eviction is VectorE
 
 
 def _program(plan: AttentionPlan) -> _Program:
@@ -412,27 +452,30 @@ def _program(plan: AttentionPlan) -> _Program:
         for tl, t in enumerate(ts):
             q0, qn = tiles[t]
             if plan.causal:
-                k_end = min(plan.Sk, q0 + qn)    # key j is masked for row i iff j > i
+                k_end = min(plan.Sk, q0 + qn)  # key j is masked for row i iff j > i
                 masked = k_end - 1 > q0
             else:
                 k_end, masked = plan.Sk, False
-            pg.tiles.append(_Tile(t=t, tl=tl, gi=gi, q0=q0, qn=qn, slot=(gi % STATE_SETS) * G + tl,
-                                  qset=gi % STATE_SETS))
+            pg.tiles.append(
+                _Tile(t=t, tl=tl, gi=gi, q0=q0, qn=qn, slot=(gi % STATE_SETS) * G + tl, qset=gi % STATE_SETS)
+            )
             pg.steps.append(_key_steps(k_end, masked))
         pg.g_first.append(len(pg.items))
         pg.items += [(ts[t], j) for t, j in _interleave([len(pg.steps[t]) for t in ts])]
         pg.g_last.append(len(pg.items) - 1)
     for gi in range(STATE_SETS, len(plan.groups)):
-        T.kernel_assert(pg.g_first[gi] - S.scores > pg.g_last[gi - STATE_SETS] - S.update, KERNEL,
-                        f"group {gi} reuses a state set still in use")
+        T.kernel_assert(
+            pg.g_first[gi] - S.scores > pg.g_last[gi - STATE_SETS] - S.update,
+            KERNEL,
+            f"group {gi} reuses a state set still in use",
+        )
     n_full_steps, n_evict = 0, 0
     for i, it in enumerate(pg.items):
         if it is None:
             continue
         t, j = it
         blocks = pg.steps[t][j]
-        full = (pg.tiles[t].qn == TILE_Q and len(blocks) == STEP_BLOCKS
-                and all(bl.w == KEY_BLOCK for bl in blocks))
+        full = pg.tiles[t].qn == TILE_Q and len(blocks) == STEP_BLOCKS and all(bl.w == KEY_BLOCK for bl in blocks)
         if USE_DMA_TRANSPOSE and plan.isz == 2 and full and i < len(pg.items) - 1:
             if _every(*DMA_T, n_full_steps):
                 pg.dma.add(i)
@@ -449,26 +492,28 @@ def _program(plan: AttentionPlan) -> _Program:
 
 # ---- the pipeline --------------------------------------------------------------------------------
 
+
 @dataclass
 class _State:
     """On-chip tensors of the head's pipeline (allocated once; slots indexed statically)."""
-    acc: object         # (128, slots, D+1) fp32: [o | l] accumulators per tile slot
-    ext: object         # (128, slots, ns, STEP_BLOCKS+2) fp32, all negated: -m entering the step
-                        # (col 0; the exp bias), -block maxima (1..STEP_BLOCKS), -masked-triangle max (last)
-    alpha: object       # (128, slots, ns) fp32: exp(m_prev - m)
-    p_ring: object      # (128, rings.p, 1024) input dtype: p of one step per slot
-    pT_ring: object     # (128 keys, rings.pT, 8 chunks, 128 queries) input dtype
-    tri_ring: object    # (128, rings.tri, 128) fp32: masked triangle copies
-    s_banks: list       # score_items * STEP_BLOCKS PSUM tiles (128, 512) fp32, in rotation
-    qT_all: object      # (D, STATE_SETS, group_tiles, 128) input dtype: q^T per tile
-    o_all: object       # (128, group_tiles, D) input dtype: normalised rows of a group
-    kT: object          # (D, Sk) resident
-    vt: object          # (128, n_kt, D+1) resident
+
+    acc: object  # (128, slots, D+1) fp32: [o | l] accumulators per tile slot
+    ext: object  # (128, slots, ns, STEP_BLOCKS+2) fp32, all negated: -m entering the step
+    # (col 0; the exp bias), -block maxima (1..STEP_BLOCKS), -masked-triangle max (last)
+    alpha: object  # (128, slots, ns) fp32: exp(m_prev - m)
+    p_ring: object  # (128, rings.p, 1024) input dtype: p of one step per slot
+    pT_ring: object  # (128 keys, rings.pT, 8 chunks, 128 queries) input dtype
+    tri_ring: object  # (128, rings.tri, 128) fp32: masked triangle copies
+    s_banks: list  # score_items * STEP_BLOCKS PSUM tiles (128, 512) fp32, in rotation
+    qT_all: object  # (D, STATE_SETS, group_tiles, 128) input dtype: q^T per tile
+    o_all: object  # (128, group_tiles, D) input dtype: normalised rows of a group
+    kT: object  # (D, Sk) resident
+    vt: object  # (128, n_kt, D+1) resident
     # results in flight between stages, keyed by item
-    scores: dict = field(default_factory=dict)      # item -> [(bank index, width)]
-    tri: dict = field(default_factory=dict)         # item -> (block, u)
-    pT_dma: dict = field(default_factory=dict)      # item -> DMA-transposed p^T tile (flag)
-    o_ps: dict = field(default_factory=dict)        # item -> [o | l] PSUM tile
+    scores: dict = field(default_factory=dict)  # item -> [(bank index, width)]
+    tri: dict = field(default_factory=dict)  # item -> (block, u)
+    pT_dma: dict = field(default_factory=dict)  # item -> DMA-transposed p^T tile (flag)
+    o_ps: dict = field(default_factory=dict)  # item -> [o | l] PSUM tile
 
 
 def _pipeline(ql, out, kT, vt, plan, *, b, h):
@@ -484,15 +529,24 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
         p_ring=nl.ndarray((TILE_Q, R.p, STEP_BLOCKS * KEY_BLOCK), dt, buffer=nl.sbuf),
         pT_ring=nl.ndarray((TILE_K, R.pT, STEP_BLOCKS * CHUNKS, TILE_Q), dt, buffer=nl.sbuf),
         tri_ring=nl.ndarray((TILE_Q, R.tri, TILE_K), nl.float32, buffer=nl.sbuf),
-        s_banks=[nl.ndarray((TILE_Q, KEY_BLOCK), nl.float32, buffer=nl.psum)
-                 for _ in range(R.score_items * STEP_BLOCKS)],
+        s_banks=[
+            nl.ndarray((TILE_Q, KEY_BLOCK), nl.float32, buffer=nl.psum) for _ in range(R.score_items * STEP_BLOCKS)
+        ],
         qT_all=nl.ndarray((D, STATE_SETS, G, TILE_Q), dt, buffer=nl.sbuf),
         o_all=nl.ndarray((TILE_Q, G, D), dt, buffer=nl.sbuf),
-        kT=kT, vt=vt)
+        kT=kT,
+        vt=vt,
+    )
     pg = _program(plan)
     S = plan.schedule
-    stages = ((_stage_scores, S.scores), (_stage_extreme, S.extreme), (_stage_exp, S.exp),
-              (_stage_pT, S.pT), (_stage_pv, S.pv), (_stage_update, S.update))
+    stages = (
+        (_stage_scores, S.scores),
+        (_stage_extreme, S.extreme),
+        (_stage_exp, S.exp),
+        (_stage_pT, S.pT),
+        (_stage_pv, S.pv),
+        (_stage_update, S.update),
+    )
     lo, hi = min(S.lags()), max(S.lags())
     n = len(pg.items)
     prologue = {pg.g_first[gi] - S.scores: gi for gi in range(len(plan.groups))}
@@ -504,11 +558,15 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
             gi = prologue[it]
             for t in plan.groups[gi]:
                 tc = pg.tiles[t]
-                st.qT_all[:, tc.qset, tc.tl, 0:tc.qn] = nisa.tensor_scalar(    # scale * q^T
-                    nisa.nc_transpose(ql.q_all[0:tc.qn, tc.tl, :]), nl.multiply, plan.scale, dtype=plan.dtype,
-                    engine=nisa.vector_engine)
+                st.qT_all[:, tc.qset, tc.tl, 0 : tc.qn] = nisa.tensor_scalar(  # scale * q^T
+                    nisa.nc_transpose(ql.q_all[0 : tc.qn, tc.tl, :]),
+                    nl.multiply,
+                    plan.scale,
+                    dtype=plan.dtype,
+                    engine=nisa.vector_engine,
+                )
             if gi + 1 < len(plan.groups):
-                ql.load(gi + 1)          # one group ahead (q is dead once its q^T is made)
+                ql.load(gi + 1)  # one group ahead (q is dead once its q^T is made)
         for fn, lag in stages:
             i = it + lag
             if 0 <= i < n and pg.items[i] is not None:
@@ -523,10 +581,11 @@ def _pipeline(ql, out, kT, vt, plan, *, b, h):
 def _normalise(st, plan, tc):
     """out rows of one tile = acc[:, :D] * reciprocal(max(l, 1e-30)) -> o_all (VectorE)."""
     D, qn, s = plan.D, tc.qn, tc.slot
-    l_safe = nisa.tensor_scalar(st.acc[0:qn, s, D:D + 1], nl.maximum, 1e-30, engine=nisa.vector_engine)
+    l_safe = nisa.tensor_scalar(st.acc[0:qn, s, D : D + 1], nl.maximum, 1e-30, engine=nisa.vector_engine)
     inv_l = nisa.reciprocal(l_safe)
-    st.o_all[0:qn, tc.tl, :] = nisa.tensor_scalar(st.acc[0:qn, s, 0:D], nl.multiply, inv_l, dtype=plan.dtype,
-                                                  engine=nisa.vector_engine)
+    st.o_all[0:qn, tc.tl, :] = nisa.tensor_scalar(
+        st.acc[0:qn, s, 0:D], nl.multiply, inv_l, dtype=plan.dtype, engine=nisa.vector_engine
+    )
 
 
 def _store(st, out, plan, *, b, h, ts, tiles):
@@ -540,7 +599,7 @@ def _store(st, out, plan, *, b, h, ts, tiles):
         nisa.dma_copy(dst=out[b, h, tiles[ts[0]].q0 + i_t * TILE_Q + i_p, i_d], src=st.o_all[:, 0:nfull, :])
     if nfull < len(ts):
         tc = tiles[ts[-1]]
-        nisa.dma_copy(dst=out[b, h, tc.q0:tc.q0 + tc.qn, :], src=st.o_all[0:tc.qn, len(ts) - 1, :])
+        nisa.dma_copy(dst=out[b, h, tc.q0 : tc.q0 + tc.qn, :], src=st.o_all[0 : tc.qn, len(ts) - 1, :])
 
 
 def _mask_pred(q0, qn, kb0, w):
@@ -568,8 +627,9 @@ def _stage_scores(st, pg, plan, item):
     i, tc, blocks = item.i, item.tile, item.blocks
     for g in nl.static_range(len(blocks)):
         bl = blocks[g]
-        _bank(st, plan, i, g)[0:tc.qn, 0:bl.w] = nisa.nc_matmul(st.qT_all[:, tc.qset, tc.tl, 0:tc.qn],
-                                                                st.kT[:, bl.kb0:bl.kb0 + bl.w])
+        _bank(st, plan, i, g)[0 : tc.qn, 0 : bl.w] = nisa.nc_matmul(
+            st.qT_all[:, tc.qset, tc.tl, 0 : tc.qn], st.kT[:, bl.kb0 : bl.kb0 + bl.w]
+        )
 
 
 def _stage_extreme(st, pg, plan, item):
@@ -586,21 +646,25 @@ def _stage_extreme(st, pg, plan, item):
     for g in nl.static_range(nb):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         if not bl.masked:
-            st.ext[0:qn, s_t, slot, 1 + g:2 + g] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:bl.w], axis=1,
-                                                                      negate=True, keepdims=True)
+            st.ext[0:qn, s_t, slot, 1 + g : 2 + g] = nisa.tensor_reduce(
+                nl.max, bank[0:qn, 0 : bl.w], axis=1, negate=True, keepdims=True
+            )
             continue
         u = _split(tc, bl)
         col = 1 + g
         if u:
-            st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, bank[0:qn, 0:u], axis=1,
-                                                                      negate=True, keepdims=True)
-            col, hi = nb + 1, nb + 2           # the triangle's max goes to the extra column
+            st.ext[0:qn, s_t, slot, col : col + 1] = nisa.tensor_reduce(
+                nl.max, bank[0:qn, 0:u], axis=1, negate=True, keepdims=True
+            )
+            col, hi = nb + 1, nb + 2  # the triangle's max goes to the extra column
         r, tw = pg.tri_slot[i], bl.w - u
-        st.tri_ring[0:qn, r, 0:tw] = nisa.tensor_copy(bank[0:qn, u:bl.w], engine=nisa.vector_engine)
-        st.tri_ring[0:qn, r, 0:tw] = nisa.affine_select(_mask_pred(tc.q0, qn, bl.kb0 + u, tw),
-                                                        st.tri_ring[0:qn, r, 0:tw], -MASK_FILL)
-        st.ext[0:qn, s_t, slot, col:col + 1] = nisa.tensor_reduce(nl.max, st.tri_ring[0:qn, r, 0:tw], axis=1,
-                                                                  negate=True, keepdims=True)
+        st.tri_ring[0:qn, r, 0:tw] = nisa.tensor_copy(bank[0:qn, u : bl.w], engine=nisa.vector_engine)
+        st.tri_ring[0:qn, r, 0:tw] = nisa.affine_select(
+            _mask_pred(tc.q0, qn, bl.kb0 + u, tw), st.tri_ring[0:qn, r, 0:tw], -MASK_FILL
+        )
+        st.ext[0:qn, s_t, slot, col : col + 1] = nisa.tensor_reduce(
+            nl.max, st.tri_ring[0:qn, r, 0:tw], axis=1, negate=True, keepdims=True
+        )
         st.tri[i] = (g, u)
     lo = 0 if j > 0 else 1
     st.ext[0:qn, s_t, nxt, 0:1] = nisa.tensor_reduce(nl.min, st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True)
@@ -613,23 +677,28 @@ def _stage_exp(st, pg, plan, item):
     i, tc, j, blocks = item.i, item.tile, item.step, item.blocks
     dt, qn, s_t = plan.dtype, tc.qn, tc.slot
     slot, nxt, r = j % plan.rings.ns, (j + 1) % plan.rings.ns, i % plan.rings.p
-    bias = st.ext[0:qn, s_t, nxt, 0:1]                  # -m_j
+    bias = st.ext[0:qn, s_t, nxt, 0:1]  # -m_j
     if j > 0:
-        st.alpha[0:qn, s_t, slot:slot + 1] = nisa.activation(nl.exp, st.ext[0:qn, s_t, slot, 0:1],   # -m_{j-1}
-                                                             bias=bias, scale=-1.0)
+        st.alpha[0:qn, s_t, slot : slot + 1] = nisa.activation(
+            nl.exp,
+            st.ext[0:qn, s_t, slot, 0:1],  # -m_{j-1}
+            bias=bias,
+            scale=-1.0,
+        )
     tri = st.tri.pop(i, None)
     for g in nl.static_range(len(blocks)):
         bl, bank = blocks[g], _bank(st, plan, i, g)
         c0 = g * KEY_BLOCK
         if not bl.masked:
-            st.p_ring[0:qn, r, c0:c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0:bl.w], bias=bias, dtype=dt)
+            st.p_ring[0:qn, r, c0 : c0 + bl.w] = nisa.activation(nl.exp, bank[0:qn, 0 : bl.w], bias=bias, dtype=dt)
             continue
         _, u = tri
         tw, rt = bl.w - u, pg.tri_slot[i]
         if u:
-            st.p_ring[0:qn, r, c0:c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias, dtype=dt)
-        st.p_ring[0:qn, r, c0 + u:c0 + bl.w] = nisa.activation(nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias,
-                                                               dtype=dt)
+            st.p_ring[0:qn, r, c0 : c0 + u] = nisa.activation(nl.exp, bank[0:qn, 0:u], bias=bias, dtype=dt)
+        st.p_ring[0:qn, r, c0 + u : c0 + bl.w] = nisa.activation(
+            nl.exp, st.tri_ring[0:qn, rt, 0:tw], bias=bias, dtype=dt
+        )
 
 
 def _stage_pT(st, pg, plan, item):
@@ -644,19 +713,22 @@ def _stage_pT(st, pg, plan, item):
         st.pT_dma[i] = nisa.dma_transpose(st.p_ring[0:qn, r, :].reshape((qn, nch, TILE_K)), axes=(2, 1, 0))
         return
     rt = pg.pe_slot[i]
-    chunks = [(g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
-              for g, bl in enumerate(blocks) for c in range(T.cdiv(bl.w, TILE_K))]
+    chunks = [
+        (g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
+        for g, bl in enumerate(blocks)
+        for c in range(T.cdiv(bl.w, TILE_K))
+    ]
     eng = nisa.vector_engine if i in pg.dve_evict else nisa.scalar_engine
-    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)         # chunks per PSUM bank: 8 (2-byte), 4 (fp32)
+    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)  # chunks per PSUM bank: 8 (2-byte), 4 (fp32)
     for b0, nb in T.spans(len(chunks), per):
         pT_ps = nl.ndarray((TILE_K, per, qn), dt, buffer=nl.psum)
         for c in nl.static_range(nb):
             c0, kc = chunks[b0 + c]
-            pT_ps[0:kc, c, :] = nisa.nc_transpose(st.p_ring[0:qn, r, c0:c0 + kc])
+            pT_ps[0:kc, c, :] = nisa.nc_transpose(st.p_ring[0:qn, r, c0 : c0 + kc])
         # every chunk but possibly the step's last is a full 128 keys
-        full = sum(1 for _, kc in chunks[b0:b0 + nb] if kc == TILE_K)
+        full = sum(1 for _, kc in chunks[b0 : b0 + nb] if kc == TILE_K)
         if full:
-            st.pT_ring[:, rt, b0:b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full, :], engine=eng)
+            st.pT_ring[:, rt, b0 : b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[:, 0:full, :], engine=eng)
         if full < nb:
             kc = chunks[b0 + nb - 1][1]
             st.pT_ring[0:kc, rt, b0 + full, 0:qn] = nisa.tensor_copy(pT_ps[0:kc, full, :], engine=eng)
@@ -693,6 +765,10 @@ def _stage_update(st, pg, plan, item):
         st.acc[0:qn, s_t, :] = nisa.activation(nl.copy, o_ps)
         return
     slot = j % plan.rings.ns
-    st.acc[0:qn, s_t, :] = nisa.scalar_tensor_tensor(data=st.acc[0:qn, s_t, :], op0=nl.multiply,
-                                                     operand0=st.alpha[0:qn, s_t, slot:slot + 1], op1=nl.add,
-                                                     operand1=o_ps)
+    st.acc[0:qn, s_t, :] = nisa.scalar_tensor_tensor(
+        data=st.acc[0:qn, s_t, :],
+        op0=nl.multiply,
+        operand0=st.alpha[0:qn, s_t, slot : slot + 1],
+        op1=nl.add,
+        operand1=o_ps,
+    )

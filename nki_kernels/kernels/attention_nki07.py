@@ -23,6 +23,7 @@ ScalarE (exp, alpha, the other evictions), GpSimd only for ``affine_select`` (SB
 0.1 kernel's ``USE_DMA_TRANSPOSE`` flag has no 0.7 counterpart: with it set, this kernel refuses
 to run (ValueError) rather than silently differ.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from nki_kernels.kernels.attention import (
     plan_attention,
 )
 
-nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the interpreter elsewhere
+nki, nl, nisa = resolve("0.7").modules  # the real `nki` on a device, the interpreter elsewhere
 
 
 @dataclass
@@ -56,27 +57,27 @@ class AttentionTiling(nl.NKIObject):  # type: ignore[name-defined]  # nl: the re
     Sk: int
     D: int
     scale: float
-    n_kt: int           # 128-key tiles of K^T / [V | 1]
-    group_tiles: int    # query tiles per group
-    ring_p: int         # p ring slots (one step each)
-    ring_pT: int        # p^T ring slots
-    ring_tri: int       # masked-triangle copies
-    score_items: int    # items whose score banks are live at once
-    ring_ns: int        # per-tile step slots of ext (-m, block maxima) / alpha
-    lags: tuple         # stage lags: scores, extreme, exp, pT, pv, update
-    groups: tuple       # per group: its tile indices
-    tiles: tuple        # per tile: (t, tl, gi, q0, qn, slot, qset)
-    steps: tuple        # per tile: its steps, each ((kb0, w, masked), ...)
-    items: tuple        # issue order: (tile, step) or None (a bubble)
-    pe_slot: tuple      # per item: p^T ring slot (-1 for bubbles)
-    tri_slot: tuple     # per item: triangle ring slot (-1 when unmasked)
-    dve_evict: tuple    # per item: whether VectorE (else ScalarE) evicts its p^T
-    pT_bank: int        # p^T chunks per PSUM bank: 8 (2-byte p), 4 (fp32)
-    pT_banks: tuple     # per item: per PSUM bank of its p^T, (first chunk, ((c0, kc), ...)):
-                        # chunk = its index in the step's p^T ring slot, c0 its first key, kc keys
+    n_kt: int  # 128-key tiles of K^T / [V | 1]
+    group_tiles: int  # query tiles per group
+    ring_p: int  # p ring slots (one step each)
+    ring_pT: int  # p^T ring slots
+    ring_tri: int  # masked-triangle copies
+    score_items: int  # items whose score banks are live at once
+    ring_ns: int  # per-tile step slots of ext (-m, block maxima) / alpha
+    lags: tuple  # stage lags: scores, extreme, exp, pT, pv, update
+    groups: tuple  # per group: its tile indices
+    tiles: tuple  # per tile: (t, tl, gi, q0, qn, slot, qset)
+    steps: tuple  # per tile: its steps, each ((kb0, w, masked), ...)
+    items: tuple  # issue order: (tile, step) or None (a bubble)
+    pe_slot: tuple  # per item: p^T ring slot (-1 for bubbles)
+    tri_slot: tuple  # per item: triangle ring slot (-1 when unmasked)
+    dve_evict: tuple  # per item: whether VectorE (else ScalarE) evicts its p^T
+    pT_bank: int  # p^T chunks per PSUM bank: 8 (2-byte p), 4 (fp32)
+    pT_banks: tuple  # per item: per PSUM bank of its p^T, (first chunk, ((c0, kc), ...)):
+    # chunk = its index in the step's p^T ring slot, c0 its first key, kc keys
     prologue_at: tuple  # per group: iteration that makes its q^T (and loads the next group's q)
     epilogue_at: tuple  # per group: iteration that stores it
-    done_at: tuple      # per tile: iteration that normalises it
+    done_at: tuple  # per tile: iteration that normalises it
 
 
 def _tiling(plan, pg) -> AttentionTiling:
@@ -86,39 +87,61 @@ def _tiling(plan, pg) -> AttentionTiling:
     for i in range(n):
         if pg.items[i] is not None:
             last[pg.items[i][0]] = i
-    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)      # the 0.1 kernel's p^T bank split
+    per = T.PSUM_BANK_BYTES // (TILE_Q * plan.isz)  # the 0.1 kernel's p^T bank split
     items, banks = [], []
     for i in range(n):
         it = pg.items[i]
         items.append(None if it is None else (it[0], it[1]))
         blocks = () if it is None else pg.steps[it[0]][it[1]]
-        chunks = tuple((g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
-                       for g, bl in enumerate(blocks) for c in range(T.cdiv(bl.w, TILE_K)))
-        banks.append(tuple((b0, chunks[b0:b0 + nb]) for b0, nb in T.spans(len(chunks), per)))
+        chunks = tuple(
+            (g * KEY_BLOCK + c * TILE_K, min(TILE_K, bl.w - c * TILE_K))
+            for g, bl in enumerate(blocks)
+            for c in range(T.cdiv(bl.w, TILE_K))
+        )
+        banks.append(tuple((b0, chunks[b0 : b0 + nb]) for b0, nb in T.spans(len(chunks), per)))
     return AttentionTiling(
-        B=plan.B, H=plan.H, Sq=plan.Sq, Sk=plan.Sk, D=plan.D, scale=plan.scale, n_kt=plan.n_kt,
-        group_tiles=plan.group_tiles, ring_p=R.p, ring_pT=R.pT, ring_tri=R.tri, score_items=R.score_items,
-        ring_ns=R.ns, lags=S.lags(), groups=tuple(tuple(g) for g in plan.groups),
+        B=plan.B,
+        H=plan.H,
+        Sq=plan.Sq,
+        Sk=plan.Sk,
+        D=plan.D,
+        scale=plan.scale,
+        n_kt=plan.n_kt,
+        group_tiles=plan.group_tiles,
+        ring_p=R.p,
+        ring_pT=R.pT,
+        ring_tri=R.tri,
+        score_items=R.score_items,
+        ring_ns=R.ns,
+        lags=S.lags(),
+        groups=tuple(tuple(g) for g in plan.groups),
         tiles=tuple((c.t, c.tl, c.gi, c.q0, c.qn, c.slot, c.qset) for c in pg.tiles),
         steps=tuple(tuple(tuple((bl.kb0, bl.w, bl.masked) for bl in step) for step in steps) for steps in pg.steps),
-        items=tuple(items), pe_slot=tuple(pg.pe_slot.get(i, -1) for i in range(n)),
+        items=tuple(items),
+        pe_slot=tuple(pg.pe_slot.get(i, -1) for i in range(n)),
         tri_slot=tuple(pg.tri_slot.get(i, -1) for i in range(n)),
-        dve_evict=tuple(i in pg.dve_evict for i in range(n)), pT_bank=per, pT_banks=tuple(banks),
+        dve_evict=tuple(i in pg.dve_evict for i in range(n)),
+        pT_bank=per,
+        pT_banks=tuple(banks),
         prologue_at=tuple(pg.g_first[gi] - S.scores for gi in range(len(plan.groups))),
         epilogue_at=tuple(pg.g_last[gi] - S.update for gi in range(len(plan.groups))),
-        done_at=tuple(last[c.t] - S.update for c in pg.tiles))
+        done_at=tuple(last[c.t] - S.update for c in pg.tiles),
+    )
 
 
 def _prepare(q, k, v, causal=False, softmax_scale=None):
     """attention.py's checks and plan (same ValueErrors) and its static program."""
     if attn01.USE_DMA_TRANSPOSE:
-        raise ValueError("flash_attention (NKI 0.7): attention.USE_DMA_TRANSPOSE is set, but the NKI 0.7 "
-                         "kernel has no DMA-transpose path; allowed: the default (False)")
+        raise ValueError(
+            "flash_attention (NKI 0.7): attention.USE_DMA_TRANSPOSE is set, but the NKI 0.7 "
+            "kernel has no DMA-transpose path; allowed: the default (False)"
+        )
     plan = plan_attention(host_spec(q), host_spec(k), host_spec(v), causal, softmax_scale)
     return (q, k, v, _tiling(plan, attn01._program(plan))), {}
 
 
 # ---- the kernel -------------------------------------------------------------------------------
+
 
 @nki.jit
 def attention_kernel(q, k, v, t):
@@ -148,7 +171,7 @@ def _load_q(q, q_all, b, h, t, gi):
         nisa.dma_copy(dst=q_all[:, 0:nfull, :], src=_rows(q, b, h, t.tiles[ts[0]][3], nfull, t.Sq, t.D))
     if nfull < len(ts):
         q0, qn = t.tiles[ts[-1]][3], t.tiles[ts[-1]][4]
-        nisa.dma_copy(dst=q_all[0:qn, len(ts) - 1, :], src=q[b, h, q0:q0 + qn, :])
+        nisa.dma_copy(dst=q_all[0:qn, len(ts) - 1, :], src=q[b, h, q0 : q0 + qn, :])
 
 
 def _load_kT(k, kT, b, h, t):
@@ -164,9 +187,9 @@ def _load_kT(k, kT, b, h, t):
             nc = min(CHUNKS, nt - c0)
             kT_ps = nl.ndarray((D, KEY_BLOCK), dtype=k.dtype, buffer=nl.psum)
             for c in range(nc):
-                nisa.nc_transpose(dst=kT_ps[:, c * TILE_K:(c + 1) * TILE_K], data=k_nat[:, c0 + c, :])
+                nisa.nc_transpose(dst=kT_ps[:, c * TILE_K : (c + 1) * TILE_K], data=k_nat[:, c0 + c, :])
             k0 = (t0 + c0) * TILE_K
-            nisa.tensor_copy(dst=kT[:, k0:k0 + nc * TILE_K], src=kT_ps[:, 0:nc * TILE_K], engine=nisa.engine.vector)
+            nisa.tensor_copy(dst=kT[:, k0 : k0 + nc * TILE_K], src=kT_ps[:, 0 : nc * TILE_K], engine=nisa.engine.vector)
     if rem:
         r0 = n_full * TILE_K
         k_rem = nl.ndarray((rem, D), dtype=k.dtype, buffer=nl.sbuf)
@@ -180,7 +203,7 @@ def _load_v1(v, vt, b, h, t):
     """[V | 1]: tile i holds keys i*128 + p on partition p; column D = 1.0.  The first step's
     keys in one DMA, the other full tiles in a second, the partial tile alone."""
     D, Sk = t.D, t.Sk
-    nisa.memset(dst=vt[:, :, D:D + 1], value=1.0, engine=nisa.engine.vector)
+    nisa.memset(dst=vt[:, :, D : D + 1], value=1.0, engine=nisa.engine.vector)
     n_full, rem = Sk // TILE_K, Sk % TILE_K
     first = min(n_full, STEP_BLOCKS * CHUNKS)
     for t0, t1 in ((0, first), (first, n_full)):
@@ -195,7 +218,7 @@ def _one_head(q, k, v, out, b, h, t):
     """All query tiles of one (b, h) as one static software pipeline; the head's resident
     K^T / [V | 1] die with this function."""
     q_all = nl.ndarray((TILE_Q, t.group_tiles, t.D), dtype=q.dtype, buffer=nl.sbuf)
-    _load_q(q, q_all, b, h, t, 0)    # first on the DMA queue: the first q^T is TensorE's first need
+    _load_q(q, q_all, b, h, t, 0)  # first on the DMA queue: the first q^T is TensorE's first need
     kT = nl.ndarray((t.D, t.Sk), dtype=k.dtype, buffer=nl.sbuf)
     vt = nl.ndarray((TILE_K, t.n_kt, t.D + 1), dtype=v.dtype, buffer=nl.sbuf)
     _load_kT(k, kT, b, h, t)
@@ -204,6 +227,7 @@ def _one_head(q, k, v, out, b, h, t):
 
 
 # ---- the pipeline -----------------------------------------------------------------------------
+
 
 class _State(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved API module
     """The head's on-chip tensors (allocated once; slots indexed statically) and the results
@@ -220,13 +244,12 @@ class _State(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resolved AP
         self.tri_ring = nl.ndarray((TILE_Q, t.ring_tri, TILE_K), dtype=nl.float32, buffer=nl.sbuf)
         self.s_banks = []
         for i in range(t.score_items * STEP_BLOCKS):
-            self.s_banks.append(nl.ndarray((TILE_Q, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum,
-                                           name=f"s_bank{i}"))
+            self.s_banks.append(nl.ndarray((TILE_Q, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum, name=f"s_bank{i}"))
         self.qT_all = nl.ndarray((D, STATE_SETS, G, TILE_Q), dtype=dt, buffer=nl.sbuf)
         self.o_all = nl.ndarray((TILE_Q, G, D), dtype=dt, buffer=nl.sbuf)
         self.kT, self.vt = kT, vt
-        self.tri = []       # item -> (block, u) of its masked block, set by the extreme stage
-        self.o_ps = []      # item -> its [o | l] PSUM tile, set by the p @ v stage
+        self.tri = []  # item -> (block, u) of its masked block, set by the extreme stage
+        self.o_ps = []  # item -> its [o | l] PSUM tile, set by the p @ v stage
         for _ in range(len(t.items)):
             self.tri.append(None)
             self.o_ps.append(None)
@@ -243,7 +266,7 @@ def _pipeline(q, q_all, out, kT, vt, b, h, t):
             if t.prologue_at[gi] == it:
                 _make_qT(st, q_all, t, gi)
                 if gi + 1 < len(t.groups):
-                    _load_q(q, q_all, b, h, t, gi + 1)   # one group ahead
+                    _load_q(q, q_all, b, h, t, gi + 1)  # one group ahead
         for s in range(len(stages)):
             i = it + t.lags[s]
             if 0 <= i < n and t.items[i] is not None:
@@ -264,20 +287,31 @@ def _make_qT(st, q_all, t, gi):
         tl, qn, qset = t.tiles[x][1], t.tiles[x][4], t.tiles[x][6]
         qT_ps = nl.ndarray((t.D, TILE_Q), dtype=q_all.dtype, buffer=nl.psum)
         nisa.nc_transpose(dst=qT_ps[:, 0:qn], data=q_all[0:qn, tl, :])
-        nisa.tensor_scalar(dst=st.qT_all[:, qset, tl, 0:qn], data=qT_ps[:, 0:qn], op0=nl.multiply,
-                           operand0=t.scale, engine=nisa.engine.vector)
+        nisa.tensor_scalar(
+            dst=st.qT_all[:, qset, tl, 0:qn],
+            data=qT_ps[:, 0:qn],
+            op0=nl.multiply,
+            operand0=t.scale,
+            engine=nisa.engine.vector,
+        )
 
 
 def _normalise(st, t, tile):
     """out rows of one tile = acc[:, :D] * reciprocal(max(l, 1e-30)) -> o_all (VectorE)."""
     D, tl, qn, s = t.D, tile[1], tile[4], tile[5]
     l_safe = nl.ndarray((TILE_Q, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=l_safe[0:qn, :], data=st.acc[0:qn, s, D:D + 1], op0=nl.maximum, operand0=1e-30,
-                       engine=nisa.engine.vector)
+    nisa.tensor_scalar(
+        dst=l_safe[0:qn, :], data=st.acc[0:qn, s, D : D + 1], op0=nl.maximum, operand0=1e-30, engine=nisa.engine.vector
+    )
     inv_l = nl.ndarray((TILE_Q, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.reciprocal(dst=inv_l[0:qn, :], data=l_safe[0:qn, :])
-    nisa.tensor_scalar(dst=st.o_all[0:qn, tl, :], data=st.acc[0:qn, s, 0:D], op0=nl.multiply,
-                       operand0=inv_l[0:qn, :], engine=nisa.engine.vector)
+    nisa.tensor_scalar(
+        dst=st.o_all[0:qn, tl, :],
+        data=st.acc[0:qn, s, 0:D],
+        op0=nl.multiply,
+        operand0=inv_l[0:qn, :],
+        engine=nisa.engine.vector,
+    )
 
 
 def _store(st, out, b, h, t, gi):
@@ -291,7 +325,7 @@ def _store(st, out, b, h, t, gi):
         nisa.dma_copy(dst=_rows(out, b, h, t.tiles[ts[0]][3], nfull, t.Sq, t.D), src=st.o_all[:, 0:nfull, :])
     if nfull < len(ts):
         q0, qn = t.tiles[ts[-1]][3], t.tiles[ts[-1]][4]
-        nisa.dma_copy(dst=out[b, h, q0:q0 + qn, :], src=st.o_all[0:qn, len(ts) - 1, :])
+        nisa.dma_copy(dst=out[b, h, q0 : q0 + qn, :], src=st.o_all[0:qn, len(ts) - 1, :])
 
 
 def _bank(st, t, i, g):
@@ -303,14 +337,25 @@ def _stage_scores(st, t, i, tile, j, blocks):
     tl, qn, qset = tile[1], tile[4], tile[6]
     for g in range(len(blocks)):
         kb0, w = blocks[g][0], blocks[g][1]
-        nisa.nc_matmul(dst=_bank(st, t, i, g)[0:qn, 0:w], stationary=st.qT_all[:, qset, tl, 0:qn],
-                       moving=st.kT[:, kb0:kb0 + w], accumulate=False)
+        nisa.nc_matmul(
+            dst=_bank(st, t, i, g)[0:qn, 0:w],
+            stationary=st.qT_all[:, qset, tl, 0:qn],
+            moving=st.kT[:, kb0 : kb0 + w],
+            accumulate=False,
+        )
 
 
 def _mask_triangle(dst, src, q0, k0, w, fill):
     """dst = src where query q0 + row >= key k0 + column, else ``fill`` (GpSimd, SBUF)."""
-    nisa.affine_select(dst=dst, pattern=[[-1, w]], channel_multiplier=1, on_true_tile=src,
-                       on_false_value=fill, cmp_op=nl.greater_equal, offset=q0 - k0)
+    nisa.affine_select(
+        dst=dst,
+        pattern=[[-1, w]],
+        channel_multiplier=1,
+        on_true_tile=src,
+        on_false_value=fill,
+        cmp_op=nl.greater_equal,
+        offset=q0 - k0,
+    )
 
 
 def _stage_extreme(st, t, i, tile, j, blocks):
@@ -326,25 +371,39 @@ def _stage_extreme(st, t, i, tile, j, blocks):
         kb0, w, masked = blocks[g]
         bank = _bank(st, t, i, g)
         if not masked:
-            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, 1 + g:2 + g], op=nl.maximum, data=bank[0:qn, 0:w],
-                               axis=1, negate=True, keepdims=True)
+            nisa.tensor_reduce(
+                dst=st.ext[0:qn, s_t, slot, 1 + g : 2 + g],
+                op=nl.maximum,
+                data=bank[0:qn, 0:w],
+                axis=1,
+                negate=True,
+                keepdims=True,
+            )
             continue
-        u = q0 - kb0                       # unmasked columns of the diagonal block
+        u = q0 - kb0  # unmasked columns of the diagonal block
         col = 1 + g
         if u:
-            nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=nl.maximum, data=bank[0:qn, 0:u],
-                               axis=1, negate=True, keepdims=True)
-            col, hi = nb + 1, nb + 2       # the triangle's max goes to the extra column
+            nisa.tensor_reduce(
+                dst=st.ext[0:qn, s_t, slot, col : col + 1],
+                op=nl.maximum,
+                data=bank[0:qn, 0:u],
+                axis=1,
+                negate=True,
+                keepdims=True,
+            )
+            col, hi = nb + 1, nb + 2  # the triangle's max goes to the extra column
         r, tw = t.tri_slot[i], w - u
         tri = st.tri_ring[0:qn, r, 0:tw]
         nisa.tensor_copy(dst=tri, src=bank[0:qn, u:w], engine=nisa.engine.vector)
         _mask_triangle(tri, tri, q0, kb0 + u, tw, -MASK_FILL)
-        nisa.tensor_reduce(dst=st.ext[0:qn, s_t, slot, col:col + 1], op=nl.maximum, data=tri, axis=1,
-                           negate=True, keepdims=True)
+        nisa.tensor_reduce(
+            dst=st.ext[0:qn, s_t, slot, col : col + 1], op=nl.maximum, data=tri, axis=1, negate=True, keepdims=True
+        )
         st.tri[i] = (g, u)
     lo = 0 if j > 0 else 1
-    nisa.tensor_reduce(dst=st.ext[0:qn, s_t, nxt, 0:1], op=nl.minimum, data=st.ext[0:qn, s_t, slot, lo:hi],
-                       axis=1, keepdims=True)
+    nisa.tensor_reduce(
+        dst=st.ext[0:qn, s_t, nxt, 0:1], op=nl.minimum, data=st.ext[0:qn, s_t, slot, lo:hi], axis=1, keepdims=True
+    )
 
 
 def _stage_exp(st, t, i, tile, j, blocks):
@@ -353,21 +412,30 @@ def _stage_exp(st, t, i, tile, j, blocks):
     masked SBUF copy."""
     qn, s_t = tile[4], tile[5]
     slot, nxt, r = j % t.ring_ns, (j + 1) % t.ring_ns, i % t.ring_p
-    bias = st.ext[0:qn, s_t, nxt, 0:1]                 # -m_j
+    bias = st.ext[0:qn, s_t, nxt, 0:1]  # -m_j
     if j > 0:
-        nisa.activation(dst=st.alpha[0:qn, s_t, slot:slot + 1], op=nl.exp, data=st.ext[0:qn, s_t, slot, 0:1],
-                        bias=bias, scale=-1.0)          # exp(-(-m_{j-1}) - m_j)
+        nisa.activation(
+            dst=st.alpha[0:qn, s_t, slot : slot + 1],
+            op=nl.exp,
+            data=st.ext[0:qn, s_t, slot, 0:1],
+            bias=bias,
+            scale=-1.0,
+        )  # exp(-(-m_{j-1}) - m_j)
     for g in range(len(blocks)):
         w, masked = blocks[g][1], blocks[g][2]
         bank, c0 = _bank(st, t, i, g), g * KEY_BLOCK
         if not masked:
-            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + w], op=nl.exp, data=bank[0:qn, 0:w], bias=bias)
+            nisa.activation(dst=st.p_ring[0:qn, r, c0 : c0 + w], op=nl.exp, data=bank[0:qn, 0:w], bias=bias)
             continue
         u = st.tri[i][1]
         if u:
-            nisa.activation(dst=st.p_ring[0:qn, r, c0:c0 + u], op=nl.exp, data=bank[0:qn, 0:u], bias=bias)
-        nisa.activation(dst=st.p_ring[0:qn, r, c0 + u:c0 + w], op=nl.exp,
-                        data=st.tri_ring[0:qn, t.tri_slot[i], 0:w - u], bias=bias)
+            nisa.activation(dst=st.p_ring[0:qn, r, c0 : c0 + u], op=nl.exp, data=bank[0:qn, 0:u], bias=bias)
+        nisa.activation(
+            dst=st.p_ring[0:qn, r, c0 + u : c0 + w],
+            op=nl.exp,
+            data=st.tri_ring[0:qn, t.tri_slot[i], 0 : w - u],
+            bias=bias,
+        )
 
 
 def _stage_pT(st, t, i, tile, j, blocks):
@@ -378,14 +446,14 @@ def _stage_pT(st, t, i, tile, j, blocks):
     eng = nisa.engine.vector if t.dve_evict[i] else nisa.engine.scalar
     for b0, chunks in t.pT_banks[i]:
         pT_ps = nl.ndarray((TILE_K, t.pT_bank, qn), dtype=st.p_ring.dtype, buffer=nl.psum)
-        full = 0                            # every chunk but possibly the step's last has 128 keys
+        full = 0  # every chunk but possibly the step's last has 128 keys
         for c in range(len(chunks)):
             c0, kc = chunks[c]
-            nisa.nc_transpose(dst=pT_ps[0:kc, c, :], data=st.p_ring[0:qn, r, c0:c0 + kc])
+            nisa.nc_transpose(dst=pT_ps[0:kc, c, :], data=st.p_ring[0:qn, r, c0 : c0 + kc])
             if kc == TILE_K:
                 full += 1
         if full:
-            nisa.tensor_copy(dst=st.pT_ring[:, rt, b0:b0 + full, 0:qn], src=pT_ps[:, 0:full, :], engine=eng)
+            nisa.tensor_copy(dst=st.pT_ring[:, rt, b0 : b0 + full, 0:qn], src=pT_ps[:, 0:full, :], engine=eng)
         if full < len(chunks):
             kc = chunks[len(chunks) - 1][1]
             nisa.tensor_copy(dst=st.pT_ring[0:kc, rt, b0 + full, 0:qn], src=pT_ps[0:kc, full, :], engine=eng)
@@ -402,8 +470,12 @@ def _stage_pv(st, t, i, tile, j, blocks):
         t0 = kb0 // TILE_K
         for c in range((w + TILE_K - 1) // TILE_K):
             kc = min(TILE_K, w - c * TILE_K)
-            nisa.nc_matmul(dst=o_ps, stationary=st.pT_ring[0:kc, t.pe_slot[i], g * CHUNKS + c, 0:qn],
-                           moving=st.vt[0:kc, t0 + c, :], accumulate=not first)
+            nisa.nc_matmul(
+                dst=o_ps,
+                stationary=st.pT_ring[0:kc, t.pe_slot[i], g * CHUNKS + c, 0:qn],
+                moving=st.vt[0:kc, t0 + c, :],
+                accumulate=not first,
+            )
             first = False
     st.o_ps[i] = o_ps
 
@@ -418,12 +490,21 @@ def _stage_update(st, t, i, tile, j, blocks):
         nisa.activation(dst=st.acc[0:qn, s_t, :], op=nl.copy, data=o_ps)
         return
     slot = j % t.ring_ns
-    nisa.scalar_tensor_tensor(dst=st.acc[0:qn, s_t, :], data=st.acc[0:qn, s_t, :], op0=nl.multiply,
-                              operand0=st.alpha[0:qn, s_t, slot:slot + 1], op1=nl.add, operand1=o_ps)
+    nisa.scalar_tensor_tensor(
+        dst=st.acc[0:qn, s_t, :],
+        data=st.acc[0:qn, s_t, :],
+        op0=nl.multiply,
+        operand0=st.alpha[0:qn, s_t, slot : slot + 1],
+        op1=nl.add,
+        operand1=o_ps,
+    )
 
 
 flash_attention = HostEntry(
-    _prepare, attention_kernel, "flash_attention",
+    _prepare,
+    attention_kernel,
+    "flash_attention",
     """softmax(q k^T * scale [+ causal mask]) v for q (B, H, Sq, D), k and v (B, H, Sk, D) in
     HBM -> (B, H, Sq, D) in q's dtype: the NKI 0.7 port of ``attention.flash_attention`` (same
-    plan, software pipeline, limits and numerics; see its docstring and attention_design.md).""")
+    plan, software pipeline, limits and numerics; see its docstring and attention_design.md).""",
+)

@@ -4,6 +4,7 @@ Entry point: :func:`fused_conv2d_maxpool` (``@nki.jit``).  The plan (:func:`plan
 pure Python, typed) proves the SBUF/PSUM budget before any instruction; the loop diagram
 and the budget table are in ``conv2d_design.md`` next to this file.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -17,34 +18,36 @@ from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtyp
 KERNEL = "fused_conv2d_maxpool"
 
 # -- tuning constants (ours; hardware limits come from kernels/tiling.py) ----------------
-MAX_POOL = 4                 # pool_size 1..4 (the interface's limit)
-WEIGHT_BUDGET = 112 * 1024   # bytes/partition of resident transposed weights (one C_out group)
-SBUF_RESERVE = 8 * 1024      # bytes/partition left to the compiler (alignment, spills, slack)
-X_TILE_TARGET = 32 * 1024    # input window bytes/partition per C_in tile: big DMAs, early start
-WINDOW_BUFFERS = 2           # input windows in flight (double buffering)
-STAGING_BUFFERS = 2          # output staging tiles in flight
-POOL_BUFFERS = 4             # pool > 1: fp32 pooled temporaries in flight
-WEIGHT_STAGING_BUFFERS = 2   # raw (untransposed) weight tiles in flight during the weight setup
+MAX_POOL = 4  # pool_size 1..4 (the interface's limit)
+WEIGHT_BUDGET = 112 * 1024  # bytes/partition of resident transposed weights (one C_out group)
+SBUF_RESERVE = 8 * 1024  # bytes/partition left to the compiler (alignment, spills, slack)
+X_TILE_TARGET = 32 * 1024  # input window bytes/partition per C_in tile: big DMAs, early start
+WINDOW_BUFFERS = 2  # input windows in flight (double buffering)
+STAGING_BUFFERS = 2  # output staging tiles in flight
+POOL_BUFFERS = 4  # pool > 1: fp32 pooled temporaries in flight
+WEIGHT_STAGING_BUFFERS = 2  # raw (untransposed) weight tiles in flight during the weight setup
 WEIGHT_PRELOAD_BUDGET = 32 * 1024  # all of a group's raw weights may be loaded up front if they fit
 
 
 # ---- the plan: one frozen dataclass per concern --------------------------------------------
 
+
 @dataclass(frozen=True)
 class ConvGeometry:
     """Shapes of one call (validated)."""
-    B: int          # images
-    C_in: int       # input channels
-    C_out: int      # output channels (filters)
-    H: int          # input rows
-    W: int          # input columns
-    KH: int         # filter rows
-    KW: int         # filter columns
-    pool: int       # pooling window = stride (1 = no pooling)
-    Hp: int         # pooled output rows = (H - KH + 1) // pool
-    Wp: int         # pooled output columns
-    dtype: str      # 'float32' | 'float16' | 'bfloat16' (X, W, bias and the output)
-    isz: int        # bytes per element
+
+    B: int  # images
+    C_in: int  # input channels
+    C_out: int  # output channels (filters)
+    H: int  # input rows
+    W: int  # input columns
+    KH: int  # filter rows
+    KW: int  # filter columns
+    pool: int  # pooling window = stride (1 = no pooling)
+    Hp: int  # pooled output rows = (H - KH + 1) // pool
+    Wp: int  # pooled output columns
+    dtype: str  # 'float32' | 'float16' | 'bfloat16' (X, W, bias and the output)
+    isz: int  # bytes per element
 
     @property
     def taps(self) -> int:
@@ -55,16 +58,17 @@ class ConvGeometry:
 class ChannelTiles:
     """How channels map onto TensorE: C_in on the contraction (partition) axis, C_out on the
     stationary free axis."""
-    ci_sizes: tuple     # partitions of each C_in tile: 128, ..., then the remainder
-    co_width: int       # output channels per C_out tile (stationary free size, <= 128); below
-                        # 128 only when one 128-wide tile's weights would not fit SBUF
-    co_sizes: tuple     # channels of each C_out tile (co_width, ..., remainder)
-    groups: tuple       # ((first C_out tile, number of tiles), ...): tiles whose transposed
-                        # weights are resident together; the input is streamed once per group
+
+    ci_sizes: tuple  # partitions of each C_in tile: 128, ..., then the remainder
+    co_width: int  # output channels per C_out tile (stationary free size, <= 128); below
+    # 128 only when one 128-wide tile's weights would not fit SBUF
+    co_sizes: tuple  # channels of each C_out tile (co_width, ..., remainder)
+    groups: tuple  # ((first C_out tile, number of tiles), ...): tiles whose transposed
+    # weights are resident together; the input is streamed once per group
     taps_per_bank: int  # weight transposes grouped into one 2 KiB PSUM bank
-    preload: bool       # every raw weight tile of a group is loaded before the first transpose
-                        # (distinct tiles: no DMA waits for a transpose, none queues behind the
-                        # input windows); else WEIGHT_STAGING_BUFFERS rotating tiles
+    preload: bool  # every raw weight tile of a group is loaded before the first transpose
+    # (distinct tiles: no DMA waits for a transpose, none queues behind the
+    # input windows); else WEIGHT_STAGING_BUFFERS rotating tiles
 
     @property
     def n_ci(self) -> int:
@@ -86,32 +90,38 @@ class ChannelTiles:
 @dataclass(frozen=True)
 class SpatialTiles:
     """How the conv output plane maps onto PSUM tiles and input windows."""
-    chunks: tuple       # ((first conv column, columns), ...): widths multiples of pool, <= cmax
-    nr: int             # conv rows per PSUM tile (multiple of pool; nr * chunk width <= 512 fp32)
-    G: int              # full row tiles per input window (row block)
-    n_blocks: int       # full row blocks (G row tiles each), run in an affine loop
-    tail_tiles: int     # full row tiles of the last, partial block (static code)
-    last_rows: int      # rows of the last, partial row tile (static code), 0 if none
+
+    chunks: tuple  # ((first conv column, columns), ...): widths multiples of pool, <= cmax
+    nr: int  # conv rows per PSUM tile (multiple of pool; nr * chunk width <= 512 fp32)
+    G: int  # full row tiles per input window (row block)
+    n_blocks: int  # full row blocks (G row tiles each), run in an affine loop
+    tail_tiles: int  # full row tiles of the last, partial block (static code)
+    last_rows: int  # rows of the last, partial row tile (static code), 0 if none
 
 
 @dataclass(frozen=True)
 class SbufBudget:
     """Bytes per partition the plan holds live at its peak (every term counted with its ring
     depth); ``total`` <= ``limit`` = SBUF_BYTES - SBUF_RESERVE is proven before any instruction."""
-    weights: int        # resident transposed weights of one C_out group
+
+    weights: int  # resident transposed weights of one C_out group
     weight_staging: int  # raw weight tiles during the setup (not live with the windows)
-    bias: int           # one column per C_out tile
-    windows: int        # input windows, WINDOW_BUFFERS deep
-    staging: int        # output staging tiles, STAGING_BUFFERS deep
-    pool_tmp: int       # pool > 1: fp32 column maxima and pooled tiles, POOL_BUFFERS deep
-    results: int        # one instruction result (<= one PSUM bank, 2 KiB) on its way into a
-                        # tile: the compiler writes in place, the interpreter holds a copy
-    limit: int          # SBUF_BYTES - SBUF_RESERVE
+    bias: int  # one column per C_out tile
+    windows: int  # input windows, WINDOW_BUFFERS deep
+    staging: int  # output staging tiles, STAGING_BUFFERS deep
+    pool_tmp: int  # pool > 1: fp32 column maxima and pooled tiles, POOL_BUFFERS deep
+    results: int  # one instruction result (<= one PSUM bank, 2 KiB) on its way into a
+    # tile: the compiler writes in place, the interpreter holds a copy
+    limit: int  # SBUF_BYTES - SBUF_RESERVE
 
     @property
     def total(self) -> int:
-        return (self.bias + self.weights + self.results
-                + max(self.weight_staging, self.windows + self.staging + self.pool_tmp))
+        return (
+            self.bias
+            + self.weights
+            + self.results
+            + max(self.weight_staging, self.windows + self.staging + self.pool_tmp)
+        )
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,7 @@ class ConvPlan:
 
 # ---- planning (pure Python, before any instruction) ------------------------------------------
 
+
 def _geometry(X, W, bias, pool_size) -> ConvGeometry:
     B, C_in, H, W_in = check_rank(KERNEL, "X", X, 4, "(B, C_in, H, W)")
     C_out, C_in_w, KH, KW = check_rank(KERNEL, "W", W, 4, "(C_out, C_in, KH, KW)")
@@ -133,26 +144,48 @@ def _geometry(X, W, bias, pool_size) -> ConvGeometry:
     check_float(KERNEL, "bias", bias)
     check_same_dtype(KERNEL, {"X": X, "W": W, "bias": bias})
     if C_in_w != C_in:
-        fail(KERNEL, "W", f"W.shape[1] = {C_in_w} input channels but X.shape[1] = {C_in}",
-             "W of shape (C_out, C_in, KH, KW) with C_in equal to X.shape[1]")
+        fail(
+            KERNEL,
+            "W",
+            f"W.shape[1] = {C_in_w} input channels but X.shape[1] = {C_in}",
+            "W of shape (C_out, C_in, KH, KW) with C_in equal to X.shape[1]",
+        )
     if n_bias != C_out:
-        fail(KERNEL, "bias", f"{n_bias} values for C_out = {C_out} output channels",
-             "bias of shape (C_out,) with C_out equal to W.shape[0]")
+        fail(
+            KERNEL,
+            "bias",
+            f"{n_bias} values for C_out = {C_out} output channels",
+            "bias of shape (C_out,) with C_out equal to W.shape[0]",
+        )
     if isinstance(pool_size, bool) or not isinstance(pool_size, numbers.Integral):
-        fail(KERNEL, "pool_size", f"{pool_size!r} of type {type(pool_size).__name__}",
-             f"an int in 1..{MAX_POOL}")
+        fail(KERNEL, "pool_size", f"{pool_size!r} of type {type(pool_size).__name__}", f"an int in 1..{MAX_POOL}")
     p = int(pool_size)
     if not 1 <= p <= MAX_POOL:
         fail(KERNEL, "pool_size", p, f"an int in 1..{MAX_POOL}")
     if KH > H or KW > W_in:
-        fail(KERNEL, "W", f"a {KH}x{KW} filter for a {H}x{W_in} image",
-             "KH <= H and KW <= W (no padding: pad the input before calling)")
+        fail(
+            KERNEL,
+            "W",
+            f"a {KH}x{KW} filter for a {H}x{W_in} image",
+            "KH <= H and KW <= W (no padding: pad the input before calling)",
+        )
     H_out, W_out = H - KH + 1, W_in - KW + 1
     if H_out // p < 1 or W_out // p < 1:
-        fail(KERNEL, "pool_size", f"{p} for a {H_out}x{W_out} conv output",
-             "pool_size <= min(H - KH + 1, W - KW + 1)")
-    return ConvGeometry(B=B, C_in=C_in, C_out=C_out, H=H, W=W_in, KH=KH, KW=KW, pool=p,
-                        Hp=H_out // p, Wp=W_out // p, dtype=dname, isz=T.itemsize(dname))
+        fail(KERNEL, "pool_size", f"{p} for a {H_out}x{W_out} conv output", "pool_size <= min(H - KH + 1, W - KW + 1)")
+    return ConvGeometry(
+        B=B,
+        C_in=C_in,
+        C_out=C_out,
+        H=H,
+        W=W_in,
+        KH=KH,
+        KW=KW,
+        pool=p,
+        Hp=H_out // p,
+        Wp=W_out // p,
+        dtype=dname,
+        isz=T.itemsize(dname),
+    )
 
 
 def _weight_staging(geo: ConvGeometry, g: int) -> tuple:
@@ -166,9 +199,14 @@ def _weight_staging(geo: ConvGeometry, g: int) -> tuple:
 def _channel_tiles(geo: ConvGeometry, m: int, g: int) -> ChannelTiles:
     co_sizes = T.tile_sizes(geo.C_out, m)
     groups = tuple((t0, min(g, len(co_sizes) - t0)) for t0 in range(0, len(co_sizes), g))
-    return ChannelTiles(ci_sizes=T.tile_sizes(geo.C_in, T.PMAX), co_width=m, co_sizes=co_sizes,
-                        groups=groups, taps_per_bank=max(1, T.PSUM_BANK_BYTES // (m * geo.isz)),
-                        preload=_weight_staging(geo, g)[0])
+    return ChannelTiles(
+        ci_sizes=T.tile_sizes(geo.C_in, T.PMAX),
+        co_width=m,
+        co_sizes=co_sizes,
+        groups=groups,
+        taps_per_bank=max(1, T.PSUM_BANK_BYTES // (m * geo.isz)),
+        preload=_weight_staging(geo, g)[0],
+    )
 
 
 def _window_bytes(geo: ConvGeometry, n_ci: int, rows: int, cw: int) -> int:
@@ -181,9 +219,9 @@ def _spatial(geo: ConvGeometry, n_ci: int, cmax: int, free: int):
     largest row block (<= X_TILE_TARGET per C_in tile) whose windows + staging fit ``free``
     bytes; None if even one row tile does not fit."""
     p = geo.pool
-    Hu, Wu = geo.Hp * p, geo.Wp * p                     # conv rows/cols that reach the output
+    Hu, Wu = geo.Hp * p, geo.Wp * p  # conv rows/cols that reach the output
     n_cc = T.cdiv(Wu, cmax)
-    cw = T.round_up(T.cdiv(Wu, n_cc), p)               # balanced chunks, multiples of p
+    cw = T.round_up(T.cdiv(Wu, n_cc), p)  # balanced chunks, multiples of p
     chunks = T.spans(Wu, cw)
     nr_max = min((T.PSUM_FMAX // cw) // p * p, Hu)
     nr = T.round_up(T.cdiv(Hu, T.cdiv(Hu, nr_max)), p)  # balanced row tiles, multiples of p
@@ -192,8 +230,10 @@ def _spatial(geo: ConvGeometry, n_ci: int, cmax: int, free: int):
     pool_tmp = POOL_BUFFERS * (nr * (cw // p) + (nr // p) * (cw // p)) * 4 if p > 1 else 0
 
     def parts(G):
-        return (WINDOW_BUFFERS * _window_bytes(geo, n_ci, G * nr, cw),
-                STAGING_BUFFERS * (G * nr // p) * (cw // p) * geo.isz)
+        return (
+            WINDOW_BUFFERS * _window_bytes(geo, n_ci, G * nr, cw),
+            STAGING_BUFFERS * (G * nr // p) * (cw // p) * geo.isz,
+        )
 
     def need(G):
         return sum(parts(G)) + pool_tmp
@@ -201,10 +241,9 @@ def _spatial(geo: ConvGeometry, n_ci: int, cmax: int, free: int):
     if need(1) > free:
         return None
     G = 1
-    while (G < n_rt and _window_bytes(geo, 1, (G + 1) * nr, cw) <= X_TILE_TARGET
-           and need(G + 1) <= free):
+    while G < n_rt and _window_bytes(geo, 1, (G + 1) * nr, cw) <= X_TILE_TARGET and need(G + 1) <= free:
         G += 1
-    G = T.cdiv(n_rt, T.cdiv(n_rt, G))                  # balance the blocks
+    G = T.cdiv(n_rt, T.cdiv(n_rt, G))  # balance the blocks
     n_blocks, tail_tiles = T.split(n_rt_full, G)
     sp = SpatialTiles(chunks=chunks, nr=nr, G=G, n_blocks=n_blocks, tail_tiles=tail_tiles, last_rows=last_rows)
     windows, staging = parts(G)
@@ -259,25 +298,42 @@ def plan_conv(X: Any, W: Any, bias: Any, pool_size: Any) -> ConvPlan:
                     continue
                 sp, windows, staging, pool_tmp = got
                 ch = _channel_tiles(geo, m, g)
-                budget = SbufBudget(weights=weights, weight_staging=raw, bias=bias_b, windows=windows,
-                                    staging=staging, pool_tmp=pool_tmp, results=T.PSUM_BANK_BYTES, limit=limit)
+                budget = SbufBudget(
+                    weights=weights,
+                    weight_staging=raw,
+                    bias=bias_b,
+                    windows=windows,
+                    staging=staging,
+                    pool_tmp=pool_tmp,
+                    results=T.PSUM_BANK_BYTES,
+                    limit=limit,
+                )
                 T.kernel_assert(budget.total <= limit, KERNEL, f"SBUF plan {budget} over {limit} B")
                 return ConvPlan(geo=geo, ch=ch, sp=sp, sbuf=budget)
     # nothing fits: name the limit (one output channel per tile and a p-column chunk)
     min_w = n_ci * geo.taps * geo.isz
     if min_w > WEIGHT_BUDGET:
-        fail(KERNEL, "W", f"shape {(geo.C_out, geo.C_in, geo.KH, geo.KW)} {geo.dtype}: even one output channel "
-             f"needs {min_w} B of resident weights per partition",
-             f"ceil(C_in/128) * KH*KW * itemsize <= {WEIGHT_BUDGET} B (C_in <= "
-             f"{WEIGHT_BUDGET // (geo.taps * geo.isz) * T.PMAX} for a {geo.KH}x{geo.KW} {geo.dtype} filter)")
-    fail(KERNEL, "X", f"shape {(geo.B, geo.C_in, geo.H, geo.W)} with a {geo.KH}x{geo.KW} filter ({geo.dtype}): "
-         f"the smallest input window (all {n_ci} C_in tiles, {geo.pool + geo.KH - 1} rows x "
-         f"{2 * geo.pool + geo.KW - 1} columns, x{WINDOW_BUFFERS}) does not fit the "
-         f"{limit} B per partition left after the weights",
-         "fewer input channels or a smaller filter")
+        fail(
+            KERNEL,
+            "W",
+            f"shape {(geo.C_out, geo.C_in, geo.KH, geo.KW)} {geo.dtype}: even one output channel "
+            f"needs {min_w} B of resident weights per partition",
+            f"ceil(C_in/128) * KH*KW * itemsize <= {WEIGHT_BUDGET} B (C_in <= "
+            f"{WEIGHT_BUDGET // (geo.taps * geo.isz) * T.PMAX} for a {geo.KH}x{geo.KW} {geo.dtype} filter)",
+        )
+    fail(
+        KERNEL,
+        "X",
+        f"shape {(geo.B, geo.C_in, geo.H, geo.W)} with a {geo.KH}x{geo.KW} filter ({geo.dtype}): "
+        f"the smallest input window (all {n_ci} C_in tiles, {geo.pool + geo.KH - 1} rows x "
+        f"{2 * geo.pool + geo.KW - 1} columns, x{WINDOW_BUFFERS}) does not fit the "
+        f"{limit} B per partition left after the weights",
+        "fewer input channels or a smaller filter",
+    )
 
 
 # ---- the kernel ----------------------------------------------------------------------------
+
 
 @nki.jit
 def fused_conv2d_maxpool(X, W, bias, pool_size=1):
@@ -383,7 +439,7 @@ def _load_bias(bias, plan):
     bias_sb = nl.ndarray((ch.co_width, len(ch.co_sizes)), dtype=bias.dtype, buffer=nl.sbuf)
     for j in nl.static_range(len(ch.co_sizes)):
         c0, cs = j * ch.co_width, ch.co_sizes[j]
-        nisa.dma_copy(dst=bias_sb[0:cs, j:j + 1], src=bias[c0:c0 + cs])
+        nisa.dma_copy(dst=bias_sb[0:cs, j : j + 1], src=bias[c0 : c0 + cs])
     return bias_sb
 
 
@@ -396,11 +452,23 @@ def _conv_group(X, W, out, bias_sb, plan, *, t0, n_tiles):
     for b in nl.affine_range(geo.B):
         if sp.n_blocks:
             for blk in nl.affine_range(sp.n_blocks):
-                _conv_block(X, out, wT, bias_sb, plan, b=b, t0=t0, n_co=n_tiles, r0=blk * blk_rows,
-                            n_rt=sp.G, last_rows=0)
+                _conv_block(
+                    X, out, wT, bias_sb, plan, b=b, t0=t0, n_co=n_tiles, r0=blk * blk_rows, n_rt=sp.G, last_rows=0
+                )
         if sp.tail_tiles or sp.last_rows:
-            _conv_block(X, out, wT, bias_sb, plan, b=b, t0=t0, n_co=n_tiles, r0=sp.n_blocks * blk_rows,
-                        n_rt=sp.tail_tiles, last_rows=sp.last_rows)
+            _conv_block(
+                X,
+                out,
+                wT,
+                bias_sb,
+                plan,
+                b=b,
+                t0=t0,
+                n_co=n_tiles,
+                r0=sp.n_blocks * blk_rows,
+                n_rt=sp.tail_tiles,
+                last_rows=sp.last_rows,
+            )
 
 
 def _prepare_weights(W, plan, t0, n_tiles):
@@ -408,7 +476,7 @@ def _prepare_weights(W, plan, t0, n_tiles):
     the resident stationary layout wT (C_in tile, n_ci, KH*KW, group C_out).  With
     ch.preload every raw tile is loaded first (one named tile each); else raw tiles rotate."""
     geo, ch = plan.geo, plan.ch
-    width = sum(ch.co_sizes[t0:t0 + n_tiles])
+    width = sum(ch.co_sizes[t0 : t0 + n_tiles])
     wT = nl.ndarray((ch.kp, ch.n_ci, geo.taps, width), dtype=W.dtype, buffer=nl.sbuf)
     raws = {}
     if ch.preload:
@@ -428,7 +496,7 @@ def _load_raw_weights(W, plan, co_tile, ci, name):
     co0, cs_o = co_tile * ch.co_width, ch.co_sizes[co_tile]
     ci0, cs_i = ci * T.PMAX, ch.ci_sizes[ci]
     raw = nl.ndarray((cs_o, cs_i, plan.geo.KH, plan.geo.KW), dtype=W.dtype, buffer=nl.sbuf, name=name)
-    nisa.dma_copy(dst=raw, src=W[co0:co0 + cs_o, ci0:ci0 + cs_i, :, :])
+    nisa.dma_copy(dst=raw, src=W[co0 : co0 + cs_o, ci0 : ci0 + cs_i, :, :])
     return raw
 
 
@@ -443,7 +511,7 @@ def _transpose_weights(wT, raw, plan, jt, ci):
         for j in nl.static_range(gn):
             kh, kw = divmod(g0 + j, geo.KW)
             pt[:, j, :] = nisa.nc_transpose(raw[:, :, kh, kw])
-        wT[0:cs_i, ci, g0:g0 + gn, jt * m:jt * m + cs_o] = nisa.tensor_copy(pt)
+        wT[0:cs_i, ci, g0 : g0 + gn, jt * m : jt * m + cs_o] = nisa.tensor_copy(pt)
 
 
 def _conv_block(X, out, wT, bias_sb, plan, *, b, t0, n_co, r0, n_rt, last_rows):
@@ -457,7 +525,7 @@ def _conv_block(X, out, wT, bias_sb, plan, *, b, t0, n_co, r0, n_rt, last_rows):
     # C_in tiles before the next: the first PSUM tile waits for ~nr+KH-1 rows, not the whole
     # window, which matters for the first block (later blocks are prefetched anyway).
     cuts = sorted({0, rin} | {min(rin, k * sp.nr + geo.KH - 1) for k in (1, 4)})
-    n_full = sum(1 for s in ch.co_sizes[t0:t0 + n_co] if s == ch.co_width)
+    n_full = sum(1 for s in ch.co_sizes[t0 : t0 + n_co] if s == ch.co_width)
     co_rem = ch.co_sizes[t0 + n_co - 1] if n_full < n_co else 0
     for c0, cw in sp.chunks:
         win = cw + geo.KW - 1
@@ -465,12 +533,16 @@ def _conv_block(X, out, wT, bias_sb, plan, *, b, t0, n_co, r0, n_rt, last_rows):
         for ra, rb in zip(cuts[:-1], cuts[1:], strict=True):
             if ch.n_ci_full:
                 for ci in nl.affine_range(ch.n_ci_full):
-                    nisa.dma_copy(dst=x_sb[:, ci, ra:rb, :],
-                                  src=X[b, ci * T.PMAX:(ci + 1) * T.PMAX, r0 + ra:r0 + rb, c0:c0 + win])
+                    nisa.dma_copy(
+                        dst=x_sb[:, ci, ra:rb, :],
+                        src=X[b, ci * T.PMAX : (ci + 1) * T.PMAX, r0 + ra : r0 + rb, c0 : c0 + win],
+                    )
             if ch.ci_rem:
                 c = ch.n_ci_full
-                nisa.dma_copy(dst=x_sb[0:ch.ci_rem, c, ra:rb, :],
-                              src=X[b, c * T.PMAX:geo.C_in, r0 + ra:r0 + rb, c0:c0 + win])
+                nisa.dma_copy(
+                    dst=x_sb[0 : ch.ci_rem, c, ra:rb, :],
+                    src=X[b, c * T.PMAX : geo.C_in, r0 + ra : r0 + rb, c0 : c0 + win],
+                )
         tile = dict(b=b, r0=r0, c0=c0, cw=cw, n_rt=n_rt, last_rows=last_rows)
         if n_full:
             for co in nl.affine_range(n_full):
@@ -484,7 +556,7 @@ def _co_tile(out, wT, bias_sb, x_sb, plan, *, t0, co, cs_o, b, r0, c0, cw, n_rt,
     geo, ch, sp = plan.geo, plan.ch, plan.sp
     p = geo.pool
     rows_p = (n_rt * sp.nr + last_rows) // p
-    bcol = bias_sb[0:cs_o, t0 + co:t0 + co + 1]
+    bcol = bias_sb[0:cs_o, t0 + co : t0 + co + 1]
     o_sb = nl.ndarray((cs_o, rows_p, cw // p), dtype=_out_dtype(plan), buffer=nl.sbuf)
     psum_tile = dict(o_sb=o_sb, wT=wT, bcol=bcol, x_sb=x_sb, plan=plan, co=co, cs_o=cs_o, cw=cw)
     if n_rt:
@@ -493,7 +565,7 @@ def _co_tile(out, wT, bias_sb, x_sb, plan, *, t0, co, cs_o, b, r0, c0, cw, n_rt,
     if last_rows:
         _psum_tile(rr=n_rt * sp.nr, nrows=last_rows, **psum_tile)
     co0 = (t0 + co) * ch.co_width
-    nisa.dma_copy(dst=out[b, co0:co0 + cs_o, r0 // p:r0 // p + rows_p, c0 // p:c0 // p + cw // p], src=o_sb)
+    nisa.dma_copy(dst=out[b, co0 : co0 + cs_o, r0 // p : r0 // p + rows_p, c0 // p : c0 // p + cw // p], src=o_sb)
 
 
 def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
@@ -508,16 +580,20 @@ def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
         for ci in nl.affine_range(ch.n_ci_full):
             for kh in nl.affine_range(geo.KH):
                 for kw in nl.affine_range(geo.KW):
-                    ps += nisa.nc_matmul(wT[:, ci, kh * geo.KW + kw, cols:cols + cs_o],
-                                         x_sb[:, ci, rr + kh:rr + kh + nrows, kw:kw + cw])
+                    ps += nisa.nc_matmul(
+                        wT[:, ci, kh * geo.KW + kw, cols : cols + cs_o],
+                        x_sb[:, ci, rr + kh : rr + kh + nrows, kw : kw + cw],
+                    )
     if ch.ci_rem:
         k, c = ch.ci_rem, ch.n_ci_full
         for kh in nl.affine_range(geo.KH):
             for kw in nl.affine_range(geo.KW):
-                ps += nisa.nc_matmul(wT[0:k, c, kh * geo.KW + kw, cols:cols + cs_o],
-                                     x_sb[0:k, c, rr + kh:rr + kh + nrows, kw:kw + cw])
+                ps += nisa.nc_matmul(
+                    wT[0:k, c, kh * geo.KW + kw, cols : cols + cs_o],
+                    x_sb[0:k, c, rr + kh : rr + kh + nrows, kw : kw + cw],
+                )
     if p == 1:
-        o_sb[:, rr:rr + nrows, :] = nisa.activation(op=nl.copy, data=ps, bias=bcol, dtype=_out_dtype(plan))
+        o_sb[:, rr : rr + nrows, :] = nisa.activation(op=nl.copy, data=ps, bias=bcol, dtype=_out_dtype(plan))
         return
     # max-pool straight out of PSUM (VectorE, fp32), then the bias on the p*p-times smaller
     # result (ScalarE, one rounding): max(x) + b == max(x + b) for a per-channel b.
@@ -527,4 +603,4 @@ def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
     # (2, 4) at once nor non-consecutive axes).
     cols = nisa.tensor_reduce(nl.max, ps.reshape((cs_o, nrows, cw // p, p)), axis=3, dtype=nl.float32)
     mx = nisa.tensor_reduce(nl.max, cols.reshape((cs_o, nrows // p, p, cw // p)), axis=2, dtype=nl.float32)
-    o_sb[:, rr // p:(rr + nrows) // p, :] = nisa.activation(op=nl.copy, data=mx, bias=bcol, dtype=_out_dtype(plan))
+    o_sb[:, rr // p : (rr + nrows) // p, :] = nisa.activation(op=nl.copy, data=mx, bias=bcol, dtype=_out_dtype(plan))

@@ -8,6 +8,7 @@ Tiling is decided on the host from the shapes alone by :func:`plan_matmul` (a pu
 static plan: every loop bound and tile size is a compile-time int), so partial tiles on every
 axis (M, N, K of any size >= 1) are handled by static peeled code, never by clamping.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,20 +18,20 @@ from nki_kernels.kernels import tiling as T
 from nki_kernels.kernels._checks import check_float, check_rank, check_same_dtype, fail
 
 # ---- hardware tile limits (trn2; nl.tile_size via kernels/tiling.py) -----------------------
-TILE_K = T.PMAX                # 128: contraction tile = partition dim
-TILE_M = T.STATIONARY_FMAX     # 128: stationary free size (output rows per tile)
-TILE_N = T.MOVING_FMAX         # 512: moving free size = one 2 KiB fp32 PSUM bank
+TILE_K = T.PMAX  # 128: contraction tile = partition dim
+TILE_M = T.STATIONARY_FMAX  # 128: stationary free size (output rows per tile)
+TILE_N = T.MOVING_FMAX  # 512: moving free size = one 2 KiB fp32 PSUM bank
 # ---- tuning constants (ours) --------------------------------------------------------------
-GROUP_TILES = T.PSUM_BANKS // 2   # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
-SBUF_RESERVE = 20 * 1024   # bytes/partition left to the compiler (alignment, spills, slack)
-SBUF_BUDGET = T.SBUF_BYTES - SBUF_RESERVE   # bytes/partition the plan may use (192,504 on trn2)
-RUN_BYTES = 2048           # contiguous bytes per partition row a DMA should move (trn2-hardware §2)
-K_PARTS = 2                # resident blocks are split along K into this many SBUF tiles (pipeline fill)
+GROUP_TILES = T.PSUM_BANKS // 2  # PSUM accumulators per output tile group; 2 groups in flight = 8 banks
+SBUF_RESERVE = 20 * 1024  # bytes/partition left to the compiler (alignment, spills, slack)
+SBUF_BUDGET = T.SBUF_BYTES - SBUF_RESERVE  # bytes/partition the plan may use (192,504 on trn2)
+RUN_BYTES = 2048  # contiguous bytes per partition row a DMA should move (trn2-hardware §2)
+K_PARTS = 2  # resident blocks are split along K into this many SBUF tiles (pipeline fill)
 # first-order numbers for choosing blocks (trn2-hardware.md §1.2, §1.3)
-PE_FLOPS = 78.64e12        # TensorE bf16/fp16 peak per NeuronCore (fp32: 1/4)
-DMA_BYTES_PER_S = 368e9    # practical DMA bandwidth per NeuronCore (16 engines x 23 B/ns)
-DMA_BUSY_MAX = 0.75        # keep the DMA queues at most this busy in steady state
-DMA_BIAS = 0.05            # weight of DMA time in the block choice: prefer less HBM traffic
+PE_FLOPS = 78.64e12  # TensorE bf16/fp16 peak per NeuronCore (fp32: 1/4)
+DMA_BYTES_PER_S = 368e9  # practical DMA bandwidth per NeuronCore (16 engines x 23 B/ns)
+DMA_BUSY_MAX = 0.75  # keep the DMA queues at most this busy in steady state
+DMA_BIAS = 0.05  # weight of DMA time in the block choice: prefer less HBM traffic
 
 
 _cdiv, _roundup = T.cdiv, T.round_up
@@ -53,6 +54,7 @@ class MatmulPlan:
     sbuf_bytes     planned SBUF bytes per partition (double-buffered working set)
     hbm_read_bytes / hbm_write_bytes   HBM traffic the plan implies
     """
+
     M: int
     N: int
     K: int
@@ -81,7 +83,7 @@ def _working_set(kc, bm, bn, gm, gn, isz, transpose_lhs):
     """SBUF bytes per partition, every tile double-buffered (allocated inside its loop)."""
     ws = 2 * (kc * bm * isz + kc * bn * isz + gm * gn * TILE_N * isz)
     if transpose_lhs:
-        ws += 2 * kc * TILE_K * isz          # row-major lhs staging tile (rows, K chunk)
+        ws += 2 * kc * TILE_K * isz  # row-major lhs staging tile (rows, K chunk)
     return ws
 
 
@@ -120,8 +122,9 @@ def _estimate_us(M, N, K, itemsize, bm, bn, kc, n_parts, reads):
     return fill + max(t_pe, t_dma / DMA_BUSY_MAX) + DMA_BIAS * t_dma
 
 
-def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = False,
-                sbuf_budget: int | None = None) -> MatmulPlan:
+def plan_matmul(
+    M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = False, sbuf_budget: int | None = None
+) -> MatmulPlan:
     """Choose block sizes for an (M, K) x (K, N) matmul with ``itemsize``-byte inputs.
 
     Candidates, all within ``sbuf_budget`` bytes per partition with every tile double-buffered:
@@ -137,7 +140,7 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
         sbuf_budget = SBUF_BUDGET
     kt = _cdiv(K, TILE_K)
     mp, np_ = _roundup(M, TILE_M), _roundup(N, TILE_N)
-    pref_gn = max(1, RUN_BYTES // (TILE_N * itemsize))          # 2 for 2-byte, 1 for fp32
+    pref_gn = max(1, RUN_BYTES // (TILE_N * itemsize))  # 2 for 2-byte, 1 for fp32
     best = None
     for gn in sorted({min(pref_gn, _cdiv(N, TILE_N)), 1}, reverse=True):
         gm = min(GROUP_TILES // gn, _cdiv(M, TILE_M))
@@ -147,7 +150,7 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
         bm_max = min(mp, max(0, spare) // (2 * kt * itemsize) // TILE_M * TILE_M)
         bm_try = TILE_M
         while bm_try <= bm_max:
-            bm = min(mp, _roundup(_cdiv(M, _cdiv(M, bm_try)), TILE_M))     # balanced m-blocks
+            bm = min(mp, _roundup(_cdiv(M, _cdiv(M, bm_try)), TILE_M))  # balanced m-blocks
             reads = (M * K + _cdiv(M, bm) * K * N) * itemsize
             t = _estimate_us(M, N, K, itemsize, bm, bn, kt, K_PARTS, reads)
             if best is None or t < best[0] - 1e-9 or (abs(t - best[0]) <= 1e-9 and bm * bn > best[2] * best[3]):
@@ -158,7 +161,7 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
         fixed = _working_set(0, bm, bn, gm, gn, itemsize, transpose_lhs)
         per_k = _working_set(1, bm, bn, gm, gn, itemsize, transpose_lhs) - fixed
         kc = min(kt, (sbuf_budget - fixed) // per_k)
-        if 1 <= kc < kt:                         # (kc == kt is a resident plan with less traffic)
+        if 1 <= kc < kt:  # (kc == kt is a resident plan with less traffic)
             reads = (_cdiv(N, bn) * M * K + _cdiv(M, bm) * K * N) * itemsize
             t = _estimate_us(M, N, K, itemsize, bm, bn, kc, 1, reads)
             if best is None or t < best[0] - 1e-9:
@@ -175,19 +178,33 @@ def plan_matmul(M: int, N: int, K: int, itemsize: int, transpose_lhs: bool = Fal
     # a group's matmuls take k_tiles * 512 * (4 for fp32) TensorE cycles @2.4 GHz per tile, its
     # ScalarE eviction 512 cycles @1.2 GHz: below that, share evictions with VectorE
     split = kt * (4 if itemsize == 4 else 1) < 2
-    return MatmulPlan(M=M, N=N, K=K, itemsize=itemsize, transpose_lhs=transpose_lhs, k_tiles=kt,
-                      chunk_tiles=kc, block_m=bm, block_n=bn, group_m=gm, group_n=gn,
-                      m_blocks=m_blocks, n_blocks=n_blocks,
-                      k_parts=_split_k(0, K if resident else kc * TILE_K, K_PARTS if resident else 1),
-                      evict_split=split,
-                      sbuf_bytes=_working_set(kc, bm, bn, gm, gn, itemsize, transpose_lhs),
-                      hbm_read_bytes=reads, hbm_write_bytes=M * N * itemsize)
+    return MatmulPlan(
+        M=M,
+        N=N,
+        K=K,
+        itemsize=itemsize,
+        transpose_lhs=transpose_lhs,
+        k_tiles=kt,
+        chunk_tiles=kc,
+        block_m=bm,
+        block_n=bn,
+        group_m=gm,
+        group_n=gn,
+        m_blocks=m_blocks,
+        n_blocks=n_blocks,
+        k_parts=_split_k(0, K if resident else kc * TILE_K, K_PARTS if resident else 1),
+        evict_split=split,
+        sbuf_bytes=_working_set(kc, bm, bn, gm, gn, itemsize, transpose_lhs),
+        hbm_read_bytes=reads,
+        hbm_write_bytes=M * N * itemsize,
+    )
 
 
 _tile_sizes = T.tile_sizes
 
 
 # ---- loads ------------------------------------------------------------------------------------
+
 
 def _k_major_src(src, k0, k_full, c0, cols):
     """HBM access pattern of ``k_full`` whole K tiles as (partition, tile, column):
@@ -199,7 +216,7 @@ def _k_major_src(src, k0, k_full, c0, cols):
 def _load_partial_k(dst, src, *, k0, k_full, k_rem, c0, cols):
     """The last, partial K tile (k_rem < 128 rows) of a K part into dst[0:k_rem, k_full, :]."""
     r = k0 + k_full * TILE_K
-    nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r:r + k_rem, c0:c0 + cols])
+    nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r : r + k_rem, c0 : c0 + cols])
 
 
 def _transpose_tiles(dst, stage, *, t0, ntiles, ksz, m_off, msz):
@@ -208,8 +225,8 @@ def _transpose_tiles(dst, stage, *, t0, ntiles, ksz, m_off, msz):
     tp = nl.ndarray((TILE_K, 4, TILE_M), stage.dtype, buffer=nl.psum)
     for q in nl.affine_range(ntiles):
         c = (t0 + q) * TILE_K
-        tp[0:ksz, q, 0:msz] = nisa.nc_transpose(stage[0:msz, c:c + ksz])
-    dst[0:ksz, t0:t0 + ntiles, m_off:m_off + msz] = nisa.tensor_copy(tp[0:ksz, 0:ntiles, 0:msz])
+        tp[0:ksz, q, 0:msz] = nisa.nc_transpose(stage[0:msz, c : c + ksz])
+    dst[0:ksz, t0 : t0 + ntiles, m_off : m_off + msz] = nisa.tensor_copy(tp[0:ksz, 0:ntiles, 0:msz])
 
 
 def _transpose_rows(dst, lhs, *, m0, m_off, msz, k0, k_full, k_rem):
@@ -217,7 +234,7 @@ def _transpose_rows(dst, lhs, *, m0, m_off, msz, k0, k_full, k_rem):
     kcols = k_full * TILE_K + k_rem
     stage = nl.ndarray((TILE_M, kcols), lhs.dtype, buffer=nl.sbuf)
     r = m0 + m_off
-    nisa.dma_copy(dst=stage[0:msz, 0:kcols], src=lhs[r:r + msz, k0:k0 + kcols])
+    nisa.dma_copy(dst=stage[0:msz, 0:kcols], src=lhs[r : r + msz, k0 : k0 + kcols])
     n4, r4 = divmod(k_full, 4)
     if n4:
         for q in nl.affine_range(n4):
@@ -240,6 +257,7 @@ def _load_lhs_transposed(dst, lhs, *, m0, rows, k0, k_full, k_rem):
 
 # ---- one PSUM group of output tiles -------------------------------------------------------------
 
+
 def _new_accumulators(m_sizes, n_sizes):
     """Up to GROUP_TILES zeroed fp32 PSUM tiles (one bank each), row-major over (m tile, n tile).
 
@@ -255,10 +273,10 @@ def _matmul_step(accs, lhsT_sb, rhs_sb, *, t, ksz, m_sizes, m_off, n_sizes, n_of
     i = 0
     for j, msz in enumerate(m_sizes):
         m = m_off + j * TILE_M
-        stationary = lhsT_sb[0:ksz, t, m:m + msz]
+        stationary = lhsT_sb[0:ksz, t, m : m + msz]
         for q, nsz in enumerate(n_sizes):
             n = n_off + q * TILE_N
-            accs[i][...] += nisa.nc_matmul(stationary, rhs_sb[0:ksz, t, n:n + nsz])
+            accs[i][...] += nisa.nc_matmul(stationary, rhs_sb[0:ksz, t, n : n + nsz])
             i += 1
 
 
@@ -290,17 +308,17 @@ def _evict_and_store(out, accs, *, m_sizes, n_sizes, r0, c0, split):
     for j, msz in enumerate(m_sizes):
         for q, nsz in enumerate(n_sizes):
             eng = nisa.vector_engine if split and i % 2 == 0 else nisa.scalar_engine
-            res[0:msz, j, q * TILE_N:q * TILE_N + nsz] = nisa.tensor_copy(accs[i], dtype=out.dtype, engine=eng)
+            res[0:msz, j, q * TILE_N : q * TILE_N + nsz] = nisa.tensor_copy(accs[i], dtype=out.dtype, engine=eng)
             i += 1
     m_full = sum(1 for msz in m_sizes if msz == TILE_M)
     if m_full == 1:
-        nisa.dma_copy(dst=out[r0:r0 + TILE_M, c0:c0 + cols], src=res[:, 0, 0:cols])
+        nisa.dma_copy(dst=out[r0 : r0 + TILE_M, c0 : c0 + cols], src=res[:, 0, 0:cols])
     elif m_full > 1:
         nisa.dma_copy(dst=_row_tiles_dst(out, r0, m_full, c0, cols), src=res[:, 0:m_full, 0:cols])
     if m_full < len(m_sizes):
         mr = m_sizes[-1]
         r = r0 + m_full * TILE_M
-        nisa.dma_copy(dst=out[r:r + mr, c0:c0 + cols], src=res[0:mr, m_full, 0:cols])
+        nisa.dma_copy(dst=out[r : r + mr, c0 : c0 + cols], src=res[0:mr, m_full, 0:cols])
 
 
 def _group(out, parts, *, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
@@ -324,26 +342,50 @@ def _block_groups(out, parts, *, m0, rows, n0, cols, gm, gn, split):
         for g_n in nl.affine_range(n_ng):
             if n_mg:
                 for g_m in nl.affine_range(n_mg):
-                    _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=full_n,
-                           n_off=g_n * gn * TILE_N, **fixed)
+                    _group(
+                        out,
+                        parts,
+                        m_sizes=full_m,
+                        m_off=g_m * gm * TILE_M,
+                        n_sizes=full_n,
+                        n_off=g_n * gn * TILE_N,
+                        **fixed,
+                    )
             if tail_m:
-                _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=full_n,
-                       n_off=g_n * gn * TILE_N, **fixed)
+                _group(
+                    out,
+                    parts,
+                    m_sizes=tail_m,
+                    m_off=n_mg * gm * TILE_M,
+                    n_sizes=full_n,
+                    n_off=g_n * gn * TILE_N,
+                    **fixed,
+                )
     if tail_n:
         if n_mg:
             for g_m in nl.affine_range(n_mg):
-                _group(out, parts, m_sizes=full_m, m_off=g_m * gm * TILE_M, n_sizes=tail_n,
-                       n_off=n_ng * gn * TILE_N, **fixed)
+                _group(
+                    out,
+                    parts,
+                    m_sizes=full_m,
+                    m_off=g_m * gm * TILE_M,
+                    n_sizes=tail_n,
+                    n_off=n_ng * gn * TILE_N,
+                    **fixed,
+                )
         if tail_m:
-            _group(out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=tail_n,
-                   n_off=n_ng * gn * TILE_N, **fixed)
+            _group(
+                out, parts, m_sizes=tail_m, m_off=n_mg * gm * TILE_M, n_sizes=tail_n, n_off=n_ng * gn * TILE_N, **fixed
+            )
 
 
 def _part_tiles(k_parts, cols, dtype, role):
     """One K-major SBUF tile (128, K tiles of the part, cols) per K part, each named
     ``<role>_k<part>`` (its own buffer rotation)."""
-    return tuple(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf, name=f"{role}_k{i}")
-                 for i, (_, kf, kr) in enumerate(k_parts))
+    return tuple(
+        nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype, buffer=nl.sbuf, name=f"{role}_k{i}")
+        for i, (_, kf, kr) in enumerate(k_parts)
+    )
 
 
 def _load_part(dst, src, *, k0, kf, kr, c0, cols):
@@ -374,13 +416,24 @@ def _zip_parts(lhsT_tiles, rhs_tiles, k_parts):
 
 # ---- chunked mode (K too large to keep resident) -----------------------------------------------
 
+
 def _chunk(accs, a, rhs, *, transpose_lhs, k0, k_full, k_rem, m0, rows, n0, cols, m_sizes, n_sizes):
     """Load one K chunk of both operands and accumulate the block's (single) group over it."""
     k_parts = ((k0, k_full, k_rem),)
     lhsT_tiles = _part_tiles(k_parts, rows, rhs.dtype, "lhsT")
     rhs_tiles = _part_tiles(k_parts, cols, rhs.dtype, "rhs")
-    _load_blocks(k_parts, lhsT_tiles=lhsT_tiles, a=a, transpose_lhs=transpose_lhs, m0=m0, rows=rows,
-                 rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
+    _load_blocks(
+        k_parts,
+        lhsT_tiles=lhsT_tiles,
+        a=a,
+        transpose_lhs=transpose_lhs,
+        m0=m0,
+        rows=rows,
+        rhs_tiles=rhs_tiles,
+        rhs=rhs,
+        n0=n0,
+        cols=cols,
+    )
     _accumulate(accs, _zip_parts(lhsT_tiles, rhs_tiles, k_parts), m_sizes, 0, n_sizes, 0)
 
 
@@ -402,18 +455,38 @@ def _chunked_block(out, a, rhs, *, transpose_lhs, plan, m0, rows, n0, cols):
 
 # ---- driver -------------------------------------------------------------------------------------
 
+
 def _resident_blocks(out, a, rhs, plan, transpose_lhs):
     """Resident mode: per m-block one lhsT block (all of K) kept across the n-blocks."""
     for mb in nl.static_range(len(plan.m_blocks)):
         m0, rows = plan.m_blocks[mb]
-        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype, "lhsT")   # loaded with the first rhs block
+        lhsT_tiles = _part_tiles(plan.k_parts, rows, rhs.dtype, "lhsT")  # loaded with the first rhs block
         for nb in nl.static_range(len(plan.n_blocks)):
             n0, cols = plan.n_blocks[nb]
             rhs_tiles = _part_tiles(plan.k_parts, cols, rhs.dtype, "rhs")
-            _load_blocks(plan.k_parts, lhsT_tiles=lhsT_tiles if nb == 0 else None, a=a,
-                         transpose_lhs=transpose_lhs, m0=m0, rows=rows, rhs_tiles=rhs_tiles, rhs=rhs, n0=n0, cols=cols)
-            _block_groups(out, _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts), m0=m0, rows=rows, n0=n0, cols=cols,
-                          gm=plan.group_m, gn=plan.group_n, split=plan.evict_split)
+            _load_blocks(
+                plan.k_parts,
+                lhsT_tiles=lhsT_tiles if nb == 0 else None,
+                a=a,
+                transpose_lhs=transpose_lhs,
+                m0=m0,
+                rows=rows,
+                rhs_tiles=rhs_tiles,
+                rhs=rhs,
+                n0=n0,
+                cols=cols,
+            )
+            _block_groups(
+                out,
+                _zip_parts(lhsT_tiles, rhs_tiles, plan.k_parts),
+                m0=m0,
+                rows=rows,
+                n0=n0,
+                cols=cols,
+                gm=plan.group_m,
+                gn=plan.group_n,
+                split=plan.evict_split,
+            )
 
 
 def _chunked_blocks(out, a, rhs, plan, transpose_lhs):
@@ -441,8 +514,12 @@ def _check_args(kernel, lhs_name, lhs, rhs, lhs_layout):
     k = d0 if lhs_layout == "(K, M)" else d1
     m = d1 if lhs_layout == "(K, M)" else d0
     if k2 != k:
-        fail(kernel, "rhs", f"shape {(k2, n)} with K={k2} but {lhs_name} {tuple(lhs.shape)} has K={k}",
-             f"rhs.shape[0] == {lhs_name}.shape[{0 if lhs_layout == '(K, M)' else 1}]")
+        fail(
+            kernel,
+            "rhs",
+            f"shape {(k2, n)} with K={k2} but {lhs_name} {tuple(lhs.shape)} has K={k}",
+            f"rhs.shape[0] == {lhs_name}.shape[{0 if lhs_layout == '(K, M)' else 1}]",
+        )
     return m, n, k, T.itemsize(name)
 
 

@@ -22,6 +22,7 @@ oracle and the test shapes.  What is NKI 0.7 here:
 Engines: TensorE (nc_matmul, nc_transpose), ScalarE/VectorE (tensor_copy eviction), DMA.  No
 construct outside the documented 0.6 API; nothing hardware-unproven (no flag needed).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from nki_kernels.backend import resolve
 from nki_kernels.kernels._nki07 import HostEntry, host_spec
 from nki_kernels.kernels.matmul import TILE_K, TILE_M, TILE_N, _check_args, plan_matmul
 
-nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the interpreter elsewhere
+nki, nl, nisa = resolve("0.7").modules  # the real `nki` on a device, the interpreter elsewhere
 
 
 @dataclass
@@ -45,17 +46,27 @@ class MatmulTiling(nl.NKIObject):  # type: ignore[name-defined]  # nl: the resol
     chunk_tiles: int
     group_m: int
     group_n: int
-    m_blocks: tuple       # ((m0, rows), ...)
-    n_blocks: tuple       # ((n0, cols), ...)
-    k_parts: tuple        # ((k0, full K tiles, partial rows), ...)
+    m_blocks: tuple  # ((m0, rows), ...)
+    n_blocks: tuple  # ((n0, cols), ...)
+    k_parts: tuple  # ((k0, full K tiles, partial rows), ...)
     evict_split: bool
 
 
 def _tiling(plan, transpose_lhs: bool) -> MatmulTiling:
-    return MatmulTiling(M=plan.M, N=plan.N, K=plan.K, transpose_lhs=transpose_lhs,
-                        resident=plan.resident, chunk_tiles=plan.chunk_tiles, group_m=plan.group_m,
-                        group_n=plan.group_n, m_blocks=plan.m_blocks, n_blocks=plan.n_blocks,
-                        k_parts=plan.k_parts, evict_split=plan.evict_split)
+    return MatmulTiling(
+        M=plan.M,
+        N=plan.N,
+        K=plan.K,
+        transpose_lhs=transpose_lhs,
+        resident=plan.resident,
+        chunk_tiles=plan.chunk_tiles,
+        group_m=plan.group_m,
+        group_n=plan.group_n,
+        m_blocks=plan.m_blocks,
+        n_blocks=plan.n_blocks,
+        k_parts=plan.k_parts,
+        evict_split=plan.evict_split,
+    )
 
 
 def _tile_sizes(total, tile):
@@ -68,6 +79,7 @@ def _tile_sizes(total, tile):
 
 
 # ---- loads ------------------------------------------------------------------------------------
+
 
 def _k_major(src, k0, k_full, c0, cols):
     """``k_full`` whole K tiles of ``src`` (K rows x W cols, HBM) as (partition, tile, column):
@@ -82,7 +94,7 @@ def _load_k_part(dst, src, k0, k_full, k_rem, c0, cols):
         nisa.dma_copy(dst=dst[:, 0:k_full, 0:cols], src=_k_major(src, k0, k_full, c0, cols))
     if k_rem:
         r = k0 + k_full * TILE_K
-        nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r:r + k_rem, c0:c0 + cols])
+        nisa.dma_copy(dst=dst[0:k_rem, k_full, 0:cols], src=src[r : r + k_rem, c0 : c0 + cols])
 
 
 def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
@@ -91,8 +103,8 @@ def _transpose_tiles(dst, stage, t0, ntiles, ksz, m_off, msz):
     tp = nl.ndarray((TILE_K, 4, TILE_M), dtype=stage.dtype, buffer=nl.psum)
     for q in range(ntiles):
         c = (t0 + q) * TILE_K
-        nisa.nc_transpose(dst=tp[0:ksz, q, 0:msz], data=stage[0:msz, c:c + ksz])
-    nisa.tensor_copy(dst=dst[0:ksz, t0:t0 + ntiles, m_off:m_off + msz], src=tp[0:ksz, 0:ntiles, 0:msz])
+        nisa.nc_transpose(dst=tp[0:ksz, q, 0:msz], data=stage[0:msz, c : c + ksz])
+    nisa.tensor_copy(dst=dst[0:ksz, t0 : t0 + ntiles, m_off : m_off + msz], src=tp[0:ksz, 0:ntiles, 0:msz])
 
 
 def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
@@ -100,7 +112,7 @@ def _transpose_rows(dst, lhs, m0, m_off, msz, k0, k_full, k_rem):
     kcols = k_full * TILE_K + k_rem
     stage = nl.ndarray((TILE_M, kcols), dtype=lhs.dtype, buffer=nl.sbuf)
     r = m0 + m_off
-    nisa.dma_copy(dst=stage[0:msz, 0:kcols], src=lhs[r:r + msz, k0:k0 + kcols])
+    nisa.dma_copy(dst=stage[0:msz, 0:kcols], src=lhs[r : r + msz, k0 : k0 + kcols])
     n4, r4 = k_full // 4, k_full % 4
     for q in range(n4):
         _transpose_tiles(dst, stage, q * 4, 4, TILE_K, m_off, msz)
@@ -129,8 +141,9 @@ def _part_tiles(k_parts, cols, dtype, operand):
     tiles = []
     for i in range(len(k_parts)):
         kf, kr = k_parts[i][1], k_parts[i][2]
-        tiles.append(nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype=dtype, buffer=nl.sbuf,
-                                name=f"{operand}_k{i}"))
+        tiles.append(
+            nl.ndarray((TILE_K, kf + (1 if kr else 0), cols), dtype=dtype, buffer=nl.sbuf, name=f"{operand}_k{i}")
+        )
     return tiles
 
 
@@ -145,6 +158,7 @@ def _load_blocks(k_parts, lhs_tiles, a, transpose_lhs, m0, rows, rhs_tiles, rhs,
 
 
 # ---- one PSUM group of output tiles -------------------------------------------------------------
+
 
 def _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off, first):
     """accs[j, q] (+)= lhsT[:, t, m tile j].T @ rhs[:, t, n tile q] over every K tile of
@@ -162,8 +176,12 @@ def _accumulate(accs, parts, m_sizes, m_off, n_sizes, n_off, first):
                 m = m_off + j * TILE_M
                 for q in range(len(n_sizes)):
                     n = n_off + q * TILE_N
-                    nisa.nc_matmul(dst=accs[i], stationary=lhs_sb[0:ksz, t, m:m + m_sizes[j]],
-                                   moving=rhs_sb[0:ksz, t, n:n + n_sizes[q]], accumulate=not first)
+                    nisa.nc_matmul(
+                        dst=accs[i],
+                        stationary=lhs_sb[0:ksz, t, m : m + m_sizes[j]],
+                        moving=rhs_sb[0:ksz, t, n : n + n_sizes[q]],
+                        accumulate=not first,
+                    )
                     i += 1
             first = False
     return first
@@ -190,7 +208,7 @@ def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
             m_full += 1
         for q in range(len(n_sizes)):
             eng = nisa.engine.vector if split and i % 2 == 0 else nisa.engine.scalar
-            nisa.tensor_copy(dst=res[0:msz, j, q * TILE_N:q * TILE_N + n_sizes[q]], src=accs[i], engine=eng)
+            nisa.tensor_copy(dst=res[0:msz, j, q * TILE_N : q * TILE_N + n_sizes[q]], src=accs[i], engine=eng)
             i += 1
     if m_full:
         w = out.shape[1]
@@ -199,7 +217,7 @@ def _evict_and_store(out, accs, m_sizes, n_sizes, r0, c0, split):
     if m_full < len(m_sizes):
         mr = m_sizes[-1]
         r = r0 + m_full * TILE_M
-        nisa.dma_copy(dst=out[r:r + mr, c0:c0 + cols], src=res[0:mr, m_full, 0:cols])
+        nisa.dma_copy(dst=out[r : r + mr, c0 : c0 + cols], src=res[0:mr, m_full, 0:cols])
 
 
 def _group(out, parts, m_sizes, m_off, n_sizes, n_off, m0, n0, split):
@@ -238,15 +256,17 @@ def _block_groups(out, parts, m0, rows, n0, cols, gm, gn, split):
 
 # ---- drivers --------------------------------------------------------------------------------------
 
+
 def _resident_blocks(out, a, rhs, t):
     """Per m-block one lhsT block (all of K) kept across the n-blocks."""
     for m0, rows in t.m_blocks:
-        lhs_tiles = _part_tiles(t.k_parts, rows, rhs.dtype, "lhsT")   # loaded with the first rhs block
+        lhs_tiles = _part_tiles(t.k_parts, rows, rhs.dtype, "lhsT")  # loaded with the first rhs block
         for nb in range(len(t.n_blocks)):
             n0, cols = t.n_blocks[nb]
             rhs_tiles = _part_tiles(t.k_parts, cols, rhs.dtype, "rhs")
-            _load_blocks(t.k_parts, lhs_tiles if nb == 0 else None, a, t.transpose_lhs, m0, rows,
-                         rhs_tiles, rhs, n0, cols)
+            _load_blocks(
+                t.k_parts, lhs_tiles if nb == 0 else None, a, t.transpose_lhs, m0, rows, rhs_tiles, rhs, n0, cols
+            )
             parts = []
             for i in range(len(t.k_parts)):
                 parts.append((lhs_tiles[i], rhs_tiles[i], t.k_parts[i][1], t.k_parts[i][2]))
@@ -295,9 +315,17 @@ def _prepare(kernel, lhs_name, lhs, rhs, lhs_layout):
     return (lhs, rhs, _tiling(plan, transpose)), {}
 
 
-matmul = HostEntry(lambda lhsT, rhs: _prepare("matmul", "lhsT", lhsT, rhs, "(K, M)"), matmul_kernel, "matmul",
-                   """C = lhsT.T @ rhs (lhsT (K, M), rhs (K, N) in HBM) in rhs.dtype: the NKI 0.7 port of
-    ``matmul.matmul`` (same plan, layout, limits and numerics; see its docstring).""")
-matmul_mk = HostEntry(lambda lhs, rhs: _prepare("matmul_mk", "lhs", lhs, rhs, "(M, K)"), matmul_kernel,
-                      "matmul_mk", """C = lhs @ rhs for row-major lhs (M, K): the NKI 0.7 port of
-    ``matmul.matmul_mk`` (lhsT blocks built on chip with TensorE transposes).""")
+matmul = HostEntry(
+    lambda lhsT, rhs: _prepare("matmul", "lhsT", lhsT, rhs, "(K, M)"),
+    matmul_kernel,
+    "matmul",
+    """C = lhsT.T @ rhs (lhsT (K, M), rhs (K, N) in HBM) in rhs.dtype: the NKI 0.7 port of
+    ``matmul.matmul`` (same plan, layout, limits and numerics; see its docstring).""",
+)
+matmul_mk = HostEntry(
+    lambda lhs, rhs: _prepare("matmul_mk", "lhs", lhs, rhs, "(M, K)"),
+    matmul_kernel,
+    "matmul_mk",
+    """C = lhs @ rhs for row-major lhs (M, K): the NKI 0.7 port of
+    ``matmul.matmul_mk`` (lhsT blocks built on chip with TensorE transposes).""",
+)

@@ -23,6 +23,7 @@ It also holds the dtype vocabulary every module shares (:func:`dtype_name`, :fun
 
 ``python -m nki_kernels.kernels.registry [--set NAME] [--kernels LIST] [--json]`` lists a set.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,7 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 DTYPE_TAG: Mapping[str, str] = MappingProxyType({"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"})
 ITEMSIZE: Mapping[str, int] = MappingProxyType({"float32": 4, "float16": 2, "bfloat16": 2})
 
-HW_SETS: tuple[str, ...] = ("quick", "cs149", "full")   # hardware sets, each containing the previous
+HW_SETS: tuple[str, ...] = ("quick", "cs149", "full")  # hardware sets, each containing the previous
 SET_NAMES: tuple[str, ...] = ("cs149", "verify-quick", "verify", "headline", "hw-quick", "hw-cs149", "hw-full")
 
 # One trn2 device's HBM (trn2-hardware.md, "HBM": 96 GiB, 4 stacks): a kernel whose inputs and
@@ -52,13 +53,15 @@ HBM_BYTES = 96 * 2**30
 # in microseconds, ``performance_requirements_by_dtype_size`` of stanford-cs149/asst4-trainium2
 # ``part2/test_harness.py`` @67a1f8bf; the harness applies them with and without max-pool, on
 # B=1, 256 -> 256 channels, 3x3, 224x224 (graded) and 32x16 (extra credit) images.
-CS149_THRESHOLDS_US: Mapping[tuple[str, int], tuple[float, float]] = MappingProxyType({
-    ("float32", 224): (4964.0, 4596.0),
-    ("float16", 224): (1365.0, 1002.0),
-    ("float32", 32): (110.0, 110.0),
-    ("float16", 32): (84.0, 84.0),
-})
-CS149_IMAGES: Mapping[int, int] = MappingProxyType({224: 224, 32: 16})   # height -> width in the harness
+CS149_THRESHOLDS_US: Mapping[tuple[str, int], tuple[float, float]] = MappingProxyType(
+    {
+        ("float32", 224): (4964.0, 4596.0),
+        ("float16", 224): (1365.0, 1002.0),
+        ("float32", 32): (110.0, 110.0),
+        ("float16", 32): (84.0, 84.0),
+    }
+)
+CS149_IMAGES: Mapping[int, int] = MappingProxyType({224: 224, 32: 16})  # height -> width in the harness
 CS149_SOURCE = "stanford-cs149/asst4-trainium2 part2/test_harness.py @67a1f8bf"
 
 
@@ -85,9 +88,9 @@ def dtype_name(d: Any) -> str:
             d = str(d)
     s = d.strip()
     if s.startswith("torch."):
-        s = s[len("torch."):]
+        s = s[len("torch.") :]
     if s.startswith("dtype(") and s.endswith(")"):
-        s = s[len("dtype("):-1].strip("'\"")
+        s = s[len("dtype(") : -1].strip("'\"")
     return s
 
 
@@ -152,8 +155,10 @@ class Case:
         """Canonical name: sizes and dtype (results folders and ``--case`` use it)."""
         p, tag = self.p, DTYPE_TAG.get(self.dtype, self.dtype)
         if self.kernel == "conv2d":
-            return (f"b{p['B']}_ci{p['C_in']}_co{p['C_out']}_h{p['H']}_w{p['W']}_k{p['K']}_p{p['pool_size']}"
-                    f"{'' if p['bias'] else '_nobias'}_{tag}")
+            return (
+                f"b{p['B']}_ci{p['C_in']}_co{p['C_out']}_h{p['H']}_w{p['W']}_k{p['K']}_p{p['pool_size']}"
+                f"{'' if p['bias'] else '_nobias'}_{tag}"
+            )
         if self.kernel == "matmul":
             return f"k{p['K']}_m{p['M']}_n{p['N']}_{tag}"
         seq = f"s{p['Sq']}" if p["Sq"] == p["Sk"] else f"q{p['Sq']}_k{p['Sk']}"
@@ -167,8 +172,10 @@ class Case:
         """Human-readable sizes (verify's shape column), with the label when there is one."""
         p = self.p
         if self.kernel == "conv2d":
-            text = (f"B{p['B']} {p['C_in']}->{p['C_out']} {p['H']}x{p['W']} k{p['K']} pool{p['pool_size']}"
-                    f"{'' if p['bias'] else ' no bias'}")
+            text = (
+                f"B{p['B']} {p['C_in']}->{p['C_out']} {p['H']}x{p['W']} k{p['K']} pool{p['pool_size']}"
+                f"{'' if p['bias'] else ' no bias'}"
+            )
         elif self.kernel == "matmul":
             text = f"K{p['K']} M{p['M']} N{p['N']}"
         else:
@@ -207,17 +214,27 @@ class Case:
         return self.flops() <= 4e9
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "name": self.name, "params": self.p, "dtype": self.dtype,
-                "level": self.level, "correctness": self.correctness, "bench": self.bench,
-                "threshold_us": list(self.threshold_us) if self.threshold_us else None,
-                "flops": self.flops()}
+        return {
+            "kernel": self.kernel,
+            "name": self.name,
+            "params": self.p,
+            "dtype": self.dtype,
+            "level": self.level,
+            "correctness": self.correctness,
+            "bench": self.bench,
+            "threshold_us": list(self.threshold_us) if self.threshold_us else None,
+            "flops": self.flops(),
+        }
 
 
 # ------------------------------------------------------------------------------- per-kernel facts
 def _conv_shapes(p: Mapping[str, Any]) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], dict[str, Any]]:
     ho, wo = (p["H"] - p["K"] + 1) // p["pool_size"], (p["W"] - p["K"] + 1) // p["pool_size"]
-    return (((p["B"], p["C_in"], p["H"], p["W"]), (p["C_out"], p["C_in"], p["K"], p["K"]), (p["C_out"],)),
-            (p["B"], p["C_out"], max(ho, 0), max(wo, 0)), {"pool_size": p["pool_size"]})
+    return (
+        ((p["B"], p["C_in"], p["H"], p["W"]), (p["C_out"], p["C_in"], p["K"], p["K"]), (p["C_out"],)),
+        (p["B"], p["C_out"], max(ho, 0), max(wo, 0)),
+        {"pool_size": p["pool_size"]},
+    )
 
 
 def _matmul_shapes(p: Mapping[str, Any]) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], dict[str, Any]]:
@@ -249,6 +266,7 @@ def _normal_inputs(shapes: Callable[[Mapping[str, Any]], Any]) -> Callable[..., 
         arg_shapes, _, kw = shapes(p)
         dt = np_dtype(dtype)
         return tuple(rng.standard_normal(s, dtype=np.float32).astype(dt) for s in arg_shapes), kw
+
     return make
 
 
@@ -277,21 +295,21 @@ def _plan_attention(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> No
 class KernelSpec:
     """Everything the project states about one kernel (see the module docstring)."""
 
-    name: str                      # "conv2d": the hardware job's and the tests' name
-    title: str                     # verify's kernel column
-    cli_name: str                  # ``nki-kernels profile`` argument
-    entry_01: str                  # module:function of the NKI 0.1 kernel
-    entry_07: str                  # module:function of the NKI 0.7 kernel
-    oracle: str                    # module:function of the float64 NumPy reference
-    params: tuple[str, ...]        # a Case's parameter names, in order
-    cli_params: tuple[str, ...]    # what ``profile --shape`` holds, in order
-    cli_dims: str                  # help text of ``--shape``
-    default_dtype: str             # ``profile`` without ``--dtype``
-    default_key: str               # the headline case ``profile`` estimates without ``--shape``
-    tolerance_table: str           # the name of the table in nki_kernels/tolerances.py
-    shapes_of: Callable[[Mapping[str, Any]], Any]   # params -> (arg shapes, output shape, kwargs)
+    name: str  # "conv2d": the hardware job's and the tests' name
+    title: str  # verify's kernel column
+    cli_name: str  # ``nki-kernels profile`` argument
+    entry_01: str  # module:function of the NKI 0.1 kernel
+    entry_07: str  # module:function of the NKI 0.7 kernel
+    oracle: str  # module:function of the float64 NumPy reference
+    params: tuple[str, ...]  # a Case's parameter names, in order
+    cli_params: tuple[str, ...]  # what ``profile --shape`` holds, in order
+    cli_dims: str  # help text of ``--shape``
+    default_dtype: str  # ``profile`` without ``--dtype``
+    default_key: str  # the headline case ``profile`` estimates without ``--shape``
+    tolerance_table: str  # the name of the table in nki_kernels/tolerances.py
+    shapes_of: Callable[[Mapping[str, Any]], Any]  # params -> (arg shapes, output shape, kwargs)
     inputs_of: Callable[..., Any]  # (params, dtype, rng) -> (args, kwargs)
-    plan_of: Callable[..., None]   # (case, arg stand-ins, kwargs) -> None or ValueError
+    plan_of: Callable[..., None]  # (case, arg stand-ins, kwargs) -> None or ValueError
     shape_sets: Mapping[str, tuple[Case, ...]]
     cs149_thresholds_us: Mapping[tuple[str, int], tuple[float, float]] | None = None
 
@@ -314,18 +332,22 @@ class KernelSpec:
         missing = [n for n in self.params if n not in params]
         extra = [n for n in params if n not in self.params]
         if missing or extra:
-            raise ValueError(f"{self.name}: parameters {', '.join(self.params)} expected"
-                             + (f"; missing {', '.join(missing)}" if missing else "")
-                             + (f"; unknown {', '.join(extra)}" if extra else ""))
+            raise ValueError(
+                f"{self.name}: parameters {', '.join(self.params)} expected"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
         return Case(self.name, tuple((n, params[n]) for n in self.params), dtype_name(dtype))
 
-    def case_from_cli(self, values: Iterable[int], dtype: str | None = None, *, pool: int | None = None,
-                      causal: bool = False) -> Case:
+    def case_from_cli(
+        self, values: Iterable[int], dtype: str | None = None, *, pool: int | None = None, causal: bool = False
+    ) -> Case:
         """The Case of ``profile KERNEL --shape v1,v2,...`` (``cli_params`` order)."""
         values = tuple(values)
         if len(values) != len(self.cli_params):
-            raise ShapeError(f"{self.cli_name} takes {len(self.cli_params)} values ({self.cli_dims}), "
-                             f"got {len(values)}")
+            raise ShapeError(
+                f"{self.cli_name} takes {len(self.cli_params)} values ({self.cli_dims}), got {len(values)}"
+            )
         named: dict[str, Any] = dict(zip(self.cli_params, values, strict=True))
         if self.name == "conv2d":
             named.update(pool_size=1 if pool is None else pool, bias=True)
@@ -396,8 +418,10 @@ class KernelSpec:
             raise ShapeError(f"{what}: dtype {case.dtype!r}; allowed: {', '.join(DTYPES)}")
         need = self.hbm_bytes(case)
         if need > HBM_BYTES:
-            raise ShapeError(f"{what}: inputs and output need {need / 2**30:,.1f} GiB of HBM; one trn2 device "
-                             f"has {HBM_BYTES // 2**30} GiB")
+            raise ShapeError(
+                f"{what}: inputs and output need {need / 2**30:,.1f} GiB of HBM; one trn2 device "
+                f"has {HBM_BYTES // 2**30} GiB"
+            )
         from nki_kernels.kernels._nki07 import HostSpec  # .shape and .dtype without the data
 
         args, _, kw = self.arg_shapes(case)
@@ -417,10 +441,28 @@ def resolve_target(target: str) -> Any:
 
 
 # ------------------------------------------------------------------------------- the shapes
-def _conv(B: int, C_in: int, C_out: int, H: int, W: int, K: int = 3, pool: int = 1, bias: bool = True,
-          dtype: str = "float32", **meta: Any) -> Case:
-    params = (("B", B), ("C_in", C_in), ("C_out", C_out), ("H", H), ("W", W), ("K", K),
-              ("pool_size", pool), ("bias", bias))
+def _conv(
+    B: int,
+    C_in: int,
+    C_out: int,
+    H: int,
+    W: int,
+    K: int = 3,
+    pool: int = 1,
+    bias: bool = True,
+    dtype: str = "float32",
+    **meta: Any,
+) -> Case:
+    params = (
+        ("B", B),
+        ("C_in", C_in),
+        ("C_out", C_out),
+        ("H", H),
+        ("W", W),
+        ("K", K),
+        ("pool_size", pool),
+        ("bias", bias),
+    )
     return Case("conv2d", params, dtype, **meta)
 
 
@@ -439,15 +481,28 @@ def _cs149_conv() -> tuple[Case, ...]:
     FP32 and FP16, pool 1 and 2, on 224x224 (graded) and 32x16 (extra credit)."""
     lv = "cs149"
     cases = [_conv(4, ci, co, 32, 16, bias=False, level=lv) for ci in (128, 256) for co in (128, 256)]
-    cases += [_conv(4, 256, 256, 224, 224, bias=False, level=lv), _conv(4, 256, 256, 224, 224, bias=True, level=lv),
-              _conv(4, 256, 256, 224, 224, pool=2, bias=True, level=lv)]
-    cases += [_conv(1, 256, 256, h, w, pool=pool, dtype=dt, correctness=False, bench=True, level=lv)
-              for h, w in CS149_IMAGES.items() for dt in ("float32", "float16") for pool in (1, 2)]
+    cases += [
+        _conv(4, 256, 256, 224, 224, bias=False, level=lv),
+        _conv(4, 256, 256, 224, 224, bias=True, level=lv),
+        _conv(4, 256, 256, 224, 224, pool=2, bias=True, level=lv),
+    ]
+    cases += [
+        _conv(1, 256, 256, h, w, pool=pool, dtype=dt, correctness=False, bench=True, level=lv)
+        for h, w in CS149_IMAGES.items()
+        for dt in ("float32", "float16")
+        for pool in (1, 2)
+    ]
     return tuple(cases)
 
 
-def _sets(*, hardware: Iterable[Case], verify_quick: tuple[Case, ...], verify: tuple[Case, ...],
-          headline: tuple[Case, ...], cs149: tuple[Case, ...] = ()) -> Mapping[str, tuple[Case, ...]]:
+def _sets(
+    *,
+    hardware: Iterable[Case],
+    verify_quick: tuple[Case, ...],
+    verify: tuple[Case, ...],
+    headline: tuple[Case, ...],
+    cs149: tuple[Case, ...] = (),
+) -> Mapping[str, tuple[Case, ...]]:
     """The named sets of one kernel; the hardware sets nest by each case's ``level``."""
     hw = tuple(hardware)
     out = {"cs149": cs149, "verify-quick": verify_quick, "verify": verify, "headline": headline}
@@ -465,14 +520,21 @@ _CONV_VERIFY = (
     _conv(1, 129, 130, 12, 600, 3, 1, dtype="bfloat16", label="partial tiles, wide rows"),
 )
 CONV2D = KernelSpec(
-    name="conv2d", title="conv2d+bias+maxpool", cli_name="conv",
+    name="conv2d",
+    title="conv2d+bias+maxpool",
+    cli_name="conv",
     entry_01="nki_kernels.kernels.conv2d:fused_conv2d_maxpool",
     entry_07="nki_kernels.kernels.conv2d_nki07:fused_conv2d_maxpool",
     oracle="nki_kernels.oracles:conv2d_maxpool_ref",
     params=("B", "C_in", "C_out", "H", "W", "K", "pool_size", "bias"),
-    cli_params=("B", "C_in", "C_out", "H", "W", "K"), cli_dims="B,C_in,C_out,H,W,K", default_dtype="float16",
+    cli_params=("B", "C_in", "C_out", "H", "W", "K"),
+    cli_dims="B,C_in,C_out,H,W,K",
+    default_dtype="float16",
     default_key="conv224_fp16_p1",
-    tolerance_table="TOLERANCE", shapes_of=_conv_shapes, inputs_of=_conv_inputs, plan_of=_plan_conv,
+    tolerance_table="TOLERANCE",
+    shapes_of=_conv_shapes,
+    inputs_of=_conv_inputs,
+    plan_of=_plan_conv,
     cs149_thresholds_us=CS149_THRESHOLDS_US,
     shape_sets=_sets(
         hardware=[
@@ -499,16 +561,27 @@ CONV2D = KernelSpec(
     ),
 )
 
-_MATMUL_VERIFY = (_matmul(512, 256, 1024, "float32"), _matmul(1000, 300, 700, "bfloat16"),
-                  _matmul(129, 1, 513, "float16"))
+_MATMUL_VERIFY = (
+    _matmul(512, 256, 1024, "float32"),
+    _matmul(1000, 300, 700, "bfloat16"),
+    _matmul(129, 1, 513, "float16"),
+)
 MATMUL = KernelSpec(
-    name="matmul", title="matmul", cli_name="matmul",
+    name="matmul",
+    title="matmul",
+    cli_name="matmul",
     entry_01="nki_kernels.kernels.matmul:matmul",
     entry_07="nki_kernels.kernels.matmul_nki07:matmul",
     oracle="nki_kernels.oracles:matmul_ref",
-    params=("K", "M", "N"), cli_params=("K", "M", "N"), cli_dims="K,M,N (lhsT is K x M, rhs K x N)",
-    default_dtype="bfloat16", default_key="matmul2048_bf16", tolerance_table="TOLERANCE",
-    shapes_of=_matmul_shapes, inputs_of=_normal_inputs(_matmul_shapes), plan_of=_plan_matmul,
+    params=("K", "M", "N"),
+    cli_params=("K", "M", "N"),
+    cli_dims="K,M,N (lhsT is K x M, rhs K x N)",
+    default_dtype="bfloat16",
+    default_key="matmul2048_bf16",
+    tolerance_table="TOLERANCE",
+    shapes_of=_matmul_shapes,
+    inputs_of=_normal_inputs(_matmul_shapes),
+    plan_of=_plan_matmul,
     shape_sets=_sets(
         hardware=[
             _matmul(128, 128, 512, "float32", bench=True, level="quick"),
@@ -526,17 +599,27 @@ MATMUL = KernelSpec(
     ),
 )
 
-_ATTENTION_VERIFY = (_attention(1, 2, 512, 64, False, "float32"), _attention(1, 1, 1000, 128, True, "bfloat16"),
-                     _attention(2, 1, 129, 32, True, "float16"))
+_ATTENTION_VERIFY = (
+    _attention(1, 2, 512, 64, False, "float32"),
+    _attention(1, 1, 1000, 128, True, "bfloat16"),
+    _attention(2, 1, 129, 32, True, "float16"),
+)
 ATTENTION = KernelSpec(
-    name="attention", title="flash_attention", cli_name="attention",
+    name="attention",
+    title="flash_attention",
+    cli_name="attention",
     entry_01="nki_kernels.kernels.attention:flash_attention",
     entry_07="nki_kernels.kernels.attention_nki07:flash_attention",
     oracle="nki_kernels.oracles:attention_ref",
-    params=("B", "H", "Sq", "Sk", "D", "causal"), cli_params=("B", "H", "S", "D"),
-    cli_dims="B,H,S,D (q, k, v are B x H x S x D)", default_dtype="bfloat16", default_key="attn4096_bf16",
+    params=("B", "H", "Sq", "Sk", "D", "causal"),
+    cli_params=("B", "H", "S", "D"),
+    cli_dims="B,H,S,D (q, k, v are B x H x S x D)",
+    default_dtype="bfloat16",
+    default_key="attn4096_bf16",
     tolerance_table="TOLERANCE",
-    shapes_of=_attention_shapes, inputs_of=_normal_inputs(_attention_shapes), plan_of=_plan_attention,
+    shapes_of=_attention_shapes,
+    inputs_of=_normal_inputs(_attention_shapes),
+    plan_of=_plan_attention,
     shape_sets=_sets(
         hardware=[
             _attention(1, 1, 128, 64, False, "float32", bench=True, level="quick"),
@@ -583,8 +666,13 @@ def parse_kernels(spec: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def select(kernels: str | Iterable[str] | None = None, shapes: str = "quick", *,
-           correctness: bool | None = None, bench: bool | None = None) -> list[Case]:
+def select(
+    kernels: str | Iterable[str] | None = None,
+    shapes: str = "quick",
+    *,
+    correctness: bool | None = None,
+    bench: bool | None = None,
+) -> list[Case]:
     """Hardware cases of the given kernels in hardware set ``shapes`` (quick | cs149 | full);
     ``correctness`` / ``bench`` = True keep only cases with that role."""
     if shapes not in HW_SETS:
@@ -620,8 +708,9 @@ def get_case(kernel: str, name: str) -> Case:
 
 # ------------------------------------------------------------------------------- listing
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nki_kernels.kernels.registry",
-                                 description="List a shape set of the kernel registry.")
+    ap = argparse.ArgumentParser(
+        prog="python -m nki_kernels.kernels.registry", description="List a shape set of the kernel registry."
+    )
     ap.add_argument("--set", default="hw-quick", choices=SET_NAMES, help="shape set (default hw-quick)")
     ap.add_argument("--kernels", default="all", help="comma-separated kernel names or 'all'")
     ap.add_argument("--bench-only", action="store_true", help="only benchmarked (hardware) cases")

@@ -35,6 +35,7 @@ Every construct follows the NKI 0.6 API reference (aws-neuron-sdk 81ce03ae,
 The first six are the building blocks of every public NKI 0.7 kernel; the last four are what
 the 0.7 kernels here add, and public hardware-run code does not show in that form.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,10 +45,10 @@ import numpy as np
 from nki_kernels.backend import resolve
 from nki_kernels.kernels._nki07 import HostEntry
 
-nki, nl, nisa = resolve("0.7").modules   # the real `nki` on a device, the interpreter elsewhere
+nki, nl, nisa = resolve("0.7").modules  # the real `nki` on a device, the interpreter elsewhere
 
-P = 128   # partitions (nl.tile_size.pmax on trn2)
-F = 64    # free size of the small tiles
+P = 128  # partitions (nl.tile_size.pmax on trn2)
+F = 64  # free size of the small tiles
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,11 @@ class Construct:
     """One smoke-test item: a jitted kernel, its seeded inputs and the NumPy reference."""
 
     name: str
-    used_by: str          # which kernels rely on the construct
-    flag: str | None      # kernel flag that avoids it, None when nothing does
+    used_by: str  # which kernels rely on the construct
+    flag: str | None  # kernel flag that avoids it, None when nothing does
     kernel: object
-    shapes: tuple         # input shapes (float32 standard normals, seed 0)
-    reference: object     # NumPy function of the inputs
+    shapes: tuple  # input shapes (float32 standard normals, seed 0)
+    reference: object  # NumPy function of the inputs
     dtype: str = "float32"
     positive: tuple = ()  # indices of inputs drawn as 1 + |normal| (divisors)
 
@@ -86,8 +87,8 @@ def matmul_accumulate(lhs_t, rhs):
     for k in range(2):
         a = nl.ndarray((P, P), dtype=lhs_t.dtype, buffer=nl.sbuf)
         b = nl.ndarray((P, F), dtype=rhs.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=lhs_t[k * P:(k + 1) * P, :])
-        nisa.dma_copy(dst=b, src=rhs[k * P:(k + 1) * P, :])
+        nisa.dma_copy(dst=a, src=lhs_t[k * P : (k + 1) * P, :])
+        nisa.dma_copy(dst=b, src=rhs[k * P : (k + 1) * P, :])
         nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=k > 0)
     res = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=acc)
@@ -129,10 +130,11 @@ def exp_bias_row_sum(x, neg_shift):
     nisa.dma_copy(dst=b, src=neg_shift)
     e = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
     s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=e, op=nl.exp, data=t, bias=b, reduce_op=nl.add, reduce_res=s,
-                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.activation(
+        dst=e, op=nl.exp, data=t, bias=b, reduce_op=nl.add, reduce_res=s, reduce_cmd=nisa.reduce_cmd.reset_reduce
+    )
     nisa.dma_copy(dst=out[:, 0:F], src=e)
-    nisa.dma_copy(dst=out[:, F:F + 1], src=s)
+    nisa.dma_copy(dst=out[:, F : F + 1], src=s)
     return out
 
 
@@ -166,14 +168,15 @@ def nkiobject_argument(x, cfg):
     out = nl.ndarray((cfg.rows, F), dtype=x.dtype, buffer=nl.shared_hbm)
     for r0, n in cfg.spans:
         t = nl.ndarray((n, F), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x[r0:r0 + n, :])
-        nisa.dma_copy(dst=out[r0:r0 + n, :], src=t)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + n, :])
+        nisa.dma_copy(dst=out[r0 : r0 + n, :], src=t)
     return out
 
 
 # passed the way the kernels pass their plans: a host entry adds the object
-_nkiobject_kernel = HostEntry(lambda x: ((x, _Cfg(rows=P, spans=((0, 64), (64, 40), (104, 24)))), {}),
-                              nkiobject_argument, "nkiobject_argument")
+_nkiobject_kernel = HostEntry(
+    lambda x: ((x, _Cfg(rows=P, spans=((0, 64), (64, 40), (104, 24)))), {}), nkiobject_argument, "nkiobject_argument"
+)
 
 
 @nki.jit
@@ -187,7 +190,7 @@ def matmul_3d_moving(w, x):
     nisa.dma_copy(dst=wt, src=w)
     nisa.dma_copy(dst=xt, src=x)
     ps = nl.ndarray((M, R, Q), dtype=nl.float32, buffer=nl.psum)
-    nisa.nc_matmul(dst=ps, stationary=wt, moving=xt[:, 1:1 + R, 2:2 + Q], accumulate=False)
+    nisa.nc_matmul(dst=ps, stationary=wt, moving=xt[:, 1 : 1 + R, 2 : 2 + Q], accumulate=False)
     res = nl.ndarray((M, R, Q), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=ps)
     nisa.dma_copy(dst=out, src=res)
@@ -206,11 +209,11 @@ def psum_ap_max_pool(w, x):
     ps = nl.ndarray((P, R, Q), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul(dst=ps, stationary=wt, moving=xt, accumulate=False)
     cols = nl.ndarray((P, R, Q // 2), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_reduce(dst=cols, op=nl.maximum, axis=3,
-                       data=ps.ap(pattern=[[R * Q, P], [Q, R], [2, Q // 2], [1, 2]]))
+    nisa.tensor_reduce(dst=cols, op=nl.maximum, axis=3, data=ps.ap(pattern=[[R * Q, P], [Q, R], [2, Q // 2], [1, 2]]))
     mx = nl.ndarray((P, R // 2, Q // 2), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_reduce(dst=mx, op=nl.maximum, axis=3,
-                       data=cols.ap(pattern=[[R * (Q // 2), P], [Q, R // 2], [1, Q // 2], [Q // 2, 2]]))
+    nisa.tensor_reduce(
+        dst=mx, op=nl.maximum, axis=3, data=cols.ap(pattern=[[R * (Q // 2), P], [Q, R // 2], [1, Q // 2], [Q // 2, 2]])
+    )
     nisa.dma_copy(dst=out, src=mx)
     return out
 
@@ -222,8 +225,15 @@ def causal_affine_select(x):
     t = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     m = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.affine_select(dst=m, pattern=[[-1, P]], channel_multiplier=1, on_true_tile=t, on_false_value=-100.0,
-                       cmp_op=nl.greater_equal, offset=0)
+    nisa.affine_select(
+        dst=m,
+        pattern=[[-1, P]],
+        channel_multiplier=1,
+        on_true_tile=t,
+        on_false_value=-100.0,
+        cmp_op=nl.greater_equal,
+        offset=0,
+    )
     nisa.dma_copy(dst=out, src=m)
     return out
 
@@ -243,23 +253,46 @@ def _recip_ref(x, d):
 
 
 CONSTRUCTS = [
-    Construct("dma_shared_hbm_out", "conv2d, matmul, attention", None, dma_shared_hbm_out,
-              ((P, 512),), lambda x: x),
-    Construct("matmul_accumulate", "conv2d, matmul, attention", None, matmul_accumulate,
-              ((2 * P, P), (2 * P, F)), lambda a, b: a.T.astype(np.float64) @ b),
-    Construct("tensor_engine_transpose", "attention", None, tensor_engine_transpose,
-              ((P, P),), lambda x: x.T),
-    Construct("row_max", "attention", None, row_max, ((P, F),),
-              lambda x: x.max(axis=1, keepdims=True)),
+    Construct("dma_shared_hbm_out", "conv2d, matmul, attention", None, dma_shared_hbm_out, ((P, 512),), lambda x: x),
+    Construct(
+        "matmul_accumulate",
+        "conv2d, matmul, attention",
+        None,
+        matmul_accumulate,
+        ((2 * P, P), (2 * P, F)),
+        lambda a, b: a.T.astype(np.float64) @ b,
+    ),
+    Construct("tensor_engine_transpose", "attention", None, tensor_engine_transpose, ((P, P),), lambda x: x.T),
+    Construct("row_max", "attention", None, row_max, ((P, F),), lambda x: x.max(axis=1, keepdims=True)),
     Construct("exp_bias_row_sum", "attention", None, exp_bias_row_sum, ((P, F), (P, 1)), _exp_ref),
-    Construct("reciprocal_multiply", "attention", None, reciprocal_multiply, ((P, F), (P, 1)), _recip_ref,
-              positive=(1,)),
-    Construct("nkiobject_argument", "conv2d, matmul, attention (their plans)", None, _nkiobject_kernel,
-              ((P, F),), lambda x: x),
-    Construct("matmul_3d_moving", "conv2d", None, matmul_3d_moving, ((64, P), (64, 6, 12)),
-              lambda w, x: np.einsum("cm,crq->mrq", w.astype(np.float64), x[:, 1:5, 2:12])),
-    Construct("psum_ap_max_pool", "conv2d (pool_size > 1)", "pool_size=1", psum_ap_max_pool,
-              ((64, P), (64, 8 * 16)), _pool_ref),
-    Construct("causal_affine_select", "attention (causal=True)", "causal=False", causal_affine_select,
-              ((P, P),), lambda x: np.where(np.tril(np.ones((P, P), bool)), x, -100.0)),
+    Construct(
+        "reciprocal_multiply", "attention", None, reciprocal_multiply, ((P, F), (P, 1)), _recip_ref, positive=(1,)
+    ),
+    Construct(
+        "nkiobject_argument", "conv2d, matmul, attention (their plans)", None, _nkiobject_kernel, ((P, F),), lambda x: x
+    ),
+    Construct(
+        "matmul_3d_moving",
+        "conv2d",
+        None,
+        matmul_3d_moving,
+        ((64, P), (64, 6, 12)),
+        lambda w, x: np.einsum("cm,crq->mrq", w.astype(np.float64), x[:, 1:5, 2:12]),
+    ),
+    Construct(
+        "psum_ap_max_pool",
+        "conv2d (pool_size > 1)",
+        "pool_size=1",
+        psum_ap_max_pool,
+        ((64, P), (64, 8 * 16)),
+        _pool_ref,
+    ),
+    Construct(
+        "causal_affine_select",
+        "attention (causal=True)",
+        "causal=False",
+        causal_affine_select,
+        ((P, P),),
+        lambda x: np.where(np.tril(np.ones((P, P), bool)), x, -100.0),
+    ),
 ]

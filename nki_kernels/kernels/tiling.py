@@ -16,6 +16,7 @@ uses, not a private copy:
 
 Pure Python: no instruction is issued here.
 """
+
 from __future__ import annotations
 
 from typing import Any

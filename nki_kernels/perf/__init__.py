@@ -10,9 +10,24 @@ No Trainium is involved: all numbers are estimates from trn2-hardware.md §4 con
 from the leave-one-out calibration on the public trn2 measurements (``est.band_text``;
 ``nki_kernels.perf.calibration``, ``nki_kernels.perf.accuracy``, docs/cost-model.md).
 """
+
 from .hardware import TRN1, TRN2, Const, HardwareSpec, get_hardware, load_hardware
 from .model import ESTIMATE_LABEL, Estimate, estimate, estimate_trace, trace_of
 from .schedule import ModelOptions, Scheduler, schedule
 
-__all__ = ["estimate", "estimate_trace", "trace_of", "Estimate", "ModelOptions", "Scheduler", "schedule",
-           "HardwareSpec", "Const", "TRN2", "TRN1", "get_hardware", "load_hardware", "ESTIMATE_LABEL"]
+__all__ = [
+    "estimate",
+    "estimate_trace",
+    "trace_of",
+    "Estimate",
+    "ModelOptions",
+    "Scheduler",
+    "schedule",
+    "HardwareSpec",
+    "Const",
+    "TRN2",
+    "TRN1",
+    "get_hardware",
+    "load_hardware",
+    "ESTIMATE_LABEL",
+]

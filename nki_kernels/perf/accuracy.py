@@ -86,7 +86,7 @@ def class_bands_from_loo(loo_results: Sequence[PointResult]) -> dict:
 
 
 def op_class(est: Estimate) -> str:
-    """"tensor" (TensorE busy for at least 60 % of the makespan), "dma-vector" (no matmul and TensorE
+    """ "tensor" (TensorE busy for at least 60 % of the makespan), "dma-vector" (no matmul and TensorE
     busy under 15 %: DMA-, VectorE- or overhead-bound), else "mixed"."""
     span = est.makespan_us
     pe = est.engine_busy_us.get("PE", 0.0) / span if span > 0 else 0.0
@@ -101,13 +101,14 @@ def domain_warnings(est: Estimate) -> list:
     """Why an estimate is outside what the calibration validates ([] when it is inside)."""
     out = list(getattr(est, "domain", None) or [])
     if est.hardware != "trn2":
-        out.append(f"hardware {est.hardware}: the calibration is trn2 only (the trn1 cross-check in "
-                   "docs/cost-model.md is off by up to 2-3x on small-DMA kernels)")
+        out.append(
+            f"hardware {est.hardware}: the calibration is trn2 only (the trn1 cross-check in "
+            "docs/cost-model.md is off by up to 2-3x on small-DMA kernels)"
+        )
     if str(est.mm_dtype).startswith("float8"):
         out.append("FP8 matmuls: no public FP8 latency is in the calibration set")
     if est.uncosted_ops:
-        out.append("ops without a cost rule (costed as generic elementwise): "
-                   + ", ".join(sorted(est.uncosted_ops)))
+        out.append("ops without a cost rule (costed as generic elementwise): " + ", ".join(sorted(est.uncosted_ops)))
     return out
 
 
@@ -131,7 +132,7 @@ def band_us(est: Estimate) -> tuple:
 
 
 def band_text(est: Estimate) -> str:
-    """"est. 820.0 us, typical error ±12 % (tensor-bound class)" -- the wording every report uses;
+    """ "est. 820.0 us, typical error ±12 % (tensor-bound class)" -- the wording every report uses;
     "..., typical error ±40 % (OUTSIDE the validated domain)" when it is widened."""
     t = typical_error(est)
     where = "OUTSIDE the validated domain" if domain_warnings(est) else f"{op_class(est)} class"
@@ -153,8 +154,10 @@ def sanity_warnings(est: Estimate) -> list:
     out = []
     ceiling = MFU_CEILING.get(mfu_class(est))
     if ceiling is not None and est.mfu > ceiling:
-        out.append(f"WARNING: estimated MFU {100 * est.mfu:.1f} % is above the best public trn2 measurement "
-                   f"for {mfu_class(est)} kernels ({100 * ceiling:.0f} %); the estimate is probably optimistic")
+        out.append(
+            f"WARNING: estimated MFU {100 * est.mfu:.1f} % is above the best public trn2 measurement "
+            f"for {mfu_class(est)} kernels ({100 * ceiling:.0f} %); the estimate is probably optimistic"
+        )
     return out
 
 
@@ -167,7 +170,14 @@ def record(est: Estimate) -> dict:
     """The band as JSON fields (for records and trace metadata)."""
     lo, hi = band_us(est)
     cb = class_band(est)
-    return {"op_class": op_class(est), "typical_error": typical_error(est), "band_us": [lo, hi],
-            "band_text": band_text(est), "leave_one_out_median_error": cb.median,
-            "leave_one_out_worst_ratio": cb.worst, "outside_validated_domain": domain_warnings(est),
-            "band_note": band_note(est), "warnings": warnings(est)}
+    return {
+        "op_class": op_class(est),
+        "typical_error": typical_error(est),
+        "band_us": [lo, hi],
+        "band_text": band_text(est),
+        "leave_one_out_median_error": cb.median,
+        "leave_one_out_worst_ratio": cb.worst,
+        "outside_validated_domain": domain_warnings(est),
+        "band_note": band_note(est),
+        "warnings": warnings(est),
+    }

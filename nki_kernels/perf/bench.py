@@ -2,6 +2,7 @@
 next to the physical limit (trn2-hardware.md §5), the kernel registry's goal and, for the conv, the
 CS149 reference latency.  A kernel whose module is not importable yet is reported as such.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,7 +33,7 @@ def _arr(shape: tuple[int, ...], dtype: str, seed: int, scale: float = 1.0) -> n
 class BenchCase:
     key: str
     label: str
-    kernel: str                  # "module:function"
+    kernel: str  # "module:function"
     make_args: Callable[[], tuple[tuple, dict]]
     dtype: str
     goal: str
@@ -41,33 +42,48 @@ class BenchCase:
     reference_us: float | None = None
     reference_note: str = ""
     lesson: dict = field(default_factory=dict)
-    goal_value: float | None = None   # the registry goal's number (the causal ratio is judged in run_bench)
+    goal_value: float | None = None  # the registry goal's number (the causal ratio is judged in run_bench)
 
 
 def _bench_case(case: registry.Case) -> BenchCase:
     """A headline case of the kernel registry as a row of the table."""
     spec, p, dt, goal = registry.get(case.kernel), case.p, case.dtype, case.goal
     assert goal is not None, f"headline case {case.key} has no goal"
-    check = {"latency_us": lambda e, g=goal.value: e.latency_us <= g,
-             "mfu_pct": lambda e, g=goal.value: 100 * e.mfu >= g}.get(goal.kind)
-    row: dict[str, Any] = {"key": case.key, "kernel": spec.entry_01, "make_args": lambda: spec.make_inputs(case),
-                           "dtype": dt, "goal": goal.text, "check": check, "goal_value": goal.value}
+    check = {
+        "latency_us": lambda e, g=goal.value: e.latency_us <= g,
+        "mfu_pct": lambda e, g=goal.value: 100 * e.mfu >= g,
+    }.get(goal.kind)
+    row: dict[str, Any] = {
+        "key": case.key,
+        "kernel": spec.entry_01,
+        "make_args": lambda: spec.make_inputs(case),
+        "dtype": dt,
+        "goal": goal.text,
+        "check": check,
+        "goal_value": goal.value,
+    }
     if case.kernel == "conv2d":
         B, C_in, C_out, H, W, K, pool = (p[n] for n in ("B", "C_in", "C_out", "H", "W", "K", "pool_size"))
         thresholds = case.cs149_thresholds_us
-        return BenchCase(label=f"conv B{B} {C_in}->{C_out} {K}x{K} {H}x{W} pool {pool} {dt}",
-                         limits=L.conv_limits(B, C_in, C_out, H, W, K, pool, dt),
-                         reference_us=thresholds[1] if thresholds else None,
-                         reference_note="CS149 reference (trn2 hardware, §3 #14-16)" if thresholds else "",
-                         lesson={"conv_fusion": L.conv_unfused_traffic(B, C_in, C_out, H, W, K, pool, dt)}, **row)
+        return BenchCase(
+            label=f"conv B{B} {C_in}->{C_out} {K}x{K} {H}x{W} pool {pool} {dt}",
+            limits=L.conv_limits(B, C_in, C_out, H, W, K, pool, dt),
+            reference_us=thresholds[1] if thresholds else None,
+            reference_note="CS149 reference (trn2 hardware, §3 #14-16)" if thresholds else "",
+            lesson={"conv_fusion": L.conv_unfused_traffic(B, C_in, C_out, H, W, K, pool, dt)},
+            **row,
+        )
     if case.kernel == "matmul":
         K, M, N = p["K"], p["M"], p["N"]
         size = f"{K}^3" if K == M == N else f"{M}x{K}x{N}"
         return BenchCase(label=f"matmul {size} {dt}", limits=L.matmul_limits(M, K, N, dt), **row)
     B, H, S, D, causal = p["B"], p["H"], p["Sq"], p["D"], p["causal"]
-    return BenchCase(label=f"attention B{B} H{H} S{S} D{D} {'causal' if causal else 'non-causal'} {dt}",
-                     limits=L.attention_limits(B, H, S, D, causal, dt),
-                     lesson={"attention_naive": L.attention_naive_traffic(B, H, S, D, causal, dt)}, **row)
+    return BenchCase(
+        label=f"attention B{B} H{H} S{S} D{D} {'causal' if causal else 'non-causal'} {dt}",
+        limits=L.attention_limits(B, H, S, D, causal, dt),
+        lesson={"attention_naive": L.attention_naive_traffic(B, H, S, D, causal, dt)},
+        **row,
+    )
 
 
 def cases() -> list[BenchCase]:
@@ -88,9 +104,9 @@ def _load(path):
 @dataclass
 class BenchRow:
     case: BenchCase
-    status: str                  # "ok" | "unavailable" | "error"
+    status: str  # "ok" | "unavailable" | "error"
     message: str = ""
-    est: Any = None              # the Estimate when status == "ok"
+    est: Any = None  # the Estimate when status == "ok"
     seconds: float = 0.0
     goal_met: bool | None = None
 
@@ -126,8 +142,12 @@ def run_bench(
             est.write_chrome_trace(f"{trace_dir}/{c.key}.trace.json")
         rows.append(row)
         if progress:
-            print(f"      {accuracy.band_text(est)} ({ESTIMATE_LABEL}) in {row.seconds:.1f} s "
-                  f"({est.n_events} instructions)", file=progress, flush=True)
+            print(
+                f"      {accuracy.band_text(est)} ({ESTIMATE_LABEL}) in {row.seconds:.1f} s "
+                f"({est.n_events} instructions)",
+                file=progress,
+                flush=True,
+            )
     # causal <= the registry's ratio x non-causal
     by = {r.case.key: r for r in rows}
     for suffix in ("", "_nki07"):
@@ -140,9 +160,12 @@ def run_bench(
 
 
 def render(rows: Sequence[BenchRow]) -> str:
-    out = [BANNER, "",
-           f"{'kernel':52s} {'estimate us':>12s} {'band':>5s} {'MFU est':>8s} {'limit us':>9s} {'bound':>13s} "
-           f"{'ref us':>7s} {'goal':>20s} {'met':>4s}"]
+    out = [
+        BANNER,
+        "",
+        f"{'kernel':52s} {'estimate us':>12s} {'band':>5s} {'MFU est':>8s} {'limit us':>9s} {'bound':>13s} "
+        f"{'ref us':>7s} {'goal':>20s} {'met':>4s}",
+    ]
     warnings: list[str] = []
     for r in rows:
         c = r.case
@@ -150,26 +173,33 @@ def render(rows: Sequence[BenchRow]) -> str:
         bound = c.limits["bound_by"].replace("_us", "")
         ref = f"{c.reference_us:7.0f}" if c.reference_us else f"{'-':>7s}"
         if r.status != "ok":
-            out.append(f"{c.label:52s} {'-':>12s} {'-':>5s} {'-':>8s} {lim} {bound:>13s} {ref} {c.goal:>20s} {'-':>4s}"
-                       f"   {r.message}")
+            out.append(
+                f"{c.label:52s} {'-':>12s} {'-':>5s} {'-':>8s} {lim} {bound:>13s} {ref} {c.goal:>20s} {'-':>4s}"
+                f"   {r.message}"
+            )
             continue
         e = r.est
         mfu = f"{100 * e.mfu:7.1f}%" if e.matmul_flops else f"{'-':>8s}"
         met = {True: "yes", False: "NO", None: "-"}[r.goal_met]
         band = f"\u00b1{100 * accuracy.typical_error(e):.0f}%"
-        out.append(f"{c.label:52s} {e.latency_us:12.1f} {band:>5s} {mfu} {lim} {bound:>13s} {ref} {c.goal:>20s} "
-                   f"{met:>4s}" + (f"   {r.message}" if r.message else ""))
+        out.append(
+            f"{c.label:52s} {e.latency_us:12.1f} {band:>5s} {mfu} {lim} {bound:>13s} {ref} {c.goal:>20s} "
+            f"{met:>4s}" + (f"   {r.message}" if r.message else "")
+        )
         warnings.extend(f"  {c.label}: {w}" for w in accuracy.warnings(e))
     out.append("")
     classes = ", ".join(
         f"{k} \u00b1{100 * b.typical:.0f} % (worst {b.worst:.2f}x)" for k, b in accuracy.CLASS_BANDS.items()
     )
-    out.append(f"estimate = cost-model estimate incl. floor T0; band = the leave-one-out error of the estimate's "
-               f"op class on the public trn2 calibration set ({classes}), widened outside the validated domain; "
-               "limit = §5 physical lower bound (no T0); ref = CS149 reference latency measured on trn2.")
+    out.append(
+        f"estimate = cost-model estimate incl. floor T0; band = the leave-one-out error of the estimate's "
+        f"op class on the public trn2 calibration set ({classes}), widened outside the validated domain; "
+        "limit = §5 physical lower bound (no T0); ref = CS149 reference latency measured on trn2."
+    )
     if warnings:
-        out.append("Warnings (outside the validated domain; estimates above the best public measurement of "
-                   "their op class):")
+        out.append(
+            "Warnings (outside the validated domain; estimates above the best public measurement of their op class):"
+        )
         out.extend(warnings)
     # seed lessons
     lines = []
@@ -179,23 +209,31 @@ def render(rows: Sequence[BenchRow]) -> str:
             f = c.lesson["conv_fusion"]
             est_txt = ""
             if r.status == "ok":
-                est_txt = (f"; fused {r.est.latency_us:,.0f} us vs unfused >= "
-                           f"{r.est.latency_us + f['extra_time_lower_bound_us']:,.0f} us "
-                           "(estimate + analytical extra passes)")
+                est_txt = (
+                    f"; fused {r.est.latency_us:,.0f} us vs unfused >= "
+                    f"{r.est.latency_us + f['extra_time_lower_bound_us']:,.0f} us "
+                    "(estimate + analytical extra passes)"
+                )
                 est_txt += f"; fused kernel's modelled HBM traffic {r.est.hbm_bytes / 1e6:.1f} MB"
-            lines.append(f"  {c.label}: HBM fused {f['fused_hbm_bytes'] / 1e6:.1f} MB vs conv->bias->pool "
-                         f"{f['unfused_hbm_bytes'] / 1e6:.1f} MB (analytical){est_txt}")
+            lines.append(
+                f"  {c.label}: HBM fused {f['fused_hbm_bytes'] / 1e6:.1f} MB vs conv->bias->pool "
+                f"{f['unfused_hbm_bytes'] / 1e6:.1f} MB (analytical){est_txt}"
+            )
         if "attention_naive" in c.lesson:
             a = c.lesson["attention_naive"]
             est_txt = ""
             if r.status == "ok":
-                est_txt = f"; blocked kernel's modelled HBM traffic {r.est.hbm_bytes / 1e6:.1f} MB, " \
-                          f"peak SBUF {r.est.peak_sbuf_bytes_per_partition / 1024:.1f} KiB/partition"
-            lines.append(f"  {c.label}: HBM blocked {a['blocked_hbm_bytes'] / 1e6:.1f} MB vs naive SxS "
-                         f"{a['naive_hbm_bytes'] / 1e6:.1f} MB "
-                         f"(+{a['naive_extra_time_lower_bound_us']:.0f} us of DMA at least); on-chip per partition "
-                         f"blocked {a['blocked_sbuf_bytes_per_partition'] / 1024:.1f} KiB "
-                         f"vs naive {a['naive_sbuf_bytes_per_partition'] / 1024:.1f} KiB (analytical){est_txt}")
+                est_txt = (
+                    f"; blocked kernel's modelled HBM traffic {r.est.hbm_bytes / 1e6:.1f} MB, "
+                    f"peak SBUF {r.est.peak_sbuf_bytes_per_partition / 1024:.1f} KiB/partition"
+                )
+            lines.append(
+                f"  {c.label}: HBM blocked {a['blocked_hbm_bytes'] / 1e6:.1f} MB vs naive SxS "
+                f"{a['naive_hbm_bytes'] / 1e6:.1f} MB "
+                f"(+{a['naive_extra_time_lower_bound_us']:.0f} us of DMA at least); on-chip per partition "
+                f"blocked {a['blocked_sbuf_bytes_per_partition'] / 1024:.1f} KiB "
+                f"vs naive {a['naive_sbuf_bytes_per_partition'] / 1024:.1f} KiB (analytical){est_txt}"
+            )
     if lines:
         out.append("Seed lesson (fusion / blocking), analytical traffic next to the estimates:")
         out.extend(lines)
@@ -205,9 +243,18 @@ def render(rows: Sequence[BenchRow]) -> str:
 def bench_records(rows: Iterable[BenchRow]) -> list:
     recs = []
     for r in rows:
-        rec = {"key": r.case.key, "label": r.case.label, "status": r.status, "message": r.message,
-               "goal": r.case.goal, "goal_met": r.goal_met, "limits": r.case.limits,
-               "reference_us": r.case.reference_us, "lesson": r.case.lesson, "seconds": r.seconds}
+        rec = {
+            "key": r.case.key,
+            "label": r.case.label,
+            "status": r.status,
+            "message": r.message,
+            "goal": r.case.goal,
+            "goal_met": r.goal_met,
+            "limits": r.case.limits,
+            "reference_us": r.case.reference_us,
+            "lesson": r.case.lesson,
+            "seconds": r.seconds,
+        }
         if r.est is not None:
             rec["estimate"] = r.est.to_record()
         recs.append(rec)

@@ -7,6 +7,7 @@ are these) (CS149 part 1: vector add tiled/stream,
 1024x1024 TensorE transpose; nki-autotune's tiny kernels: a reduction, a masked count, an
 elementwise add), not their code.  Used by ``nki_kernels.perf.calibration``.
 """
+
 from __future__ import annotations
 
 from nki_kernels.backend import nisa, nki, nl
@@ -23,10 +24,10 @@ def vector_add_tiled(a_vec, b_vec, row_chunk=128):
     for m in nl.affine_range(n // row_chunk):
         a_t = nl.ndarray((row_chunk, 1), dtype=a_vec.dtype, buffer=nl.sbuf)
         b_t = nl.ndarray((row_chunk, 1), dtype=b_vec.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a_t, src=a_vec[m * row_chunk:(m + 1) * row_chunk])
-        nisa.dma_copy(dst=b_t, src=b_vec[m * row_chunk:(m + 1) * row_chunk])
+        nisa.dma_copy(dst=a_t, src=a_vec[m * row_chunk : (m + 1) * row_chunk])
+        nisa.dma_copy(dst=b_t, src=b_vec[m * row_chunk : (m + 1) * row_chunk])
         s = nisa.tensor_scalar(a_t, nl.add, b_t)
-        nisa.dma_copy(dst=out[m * row_chunk:(m + 1) * row_chunk], src=s)
+        nisa.dma_copy(dst=out[m * row_chunk : (m + 1) * row_chunk], src=s)
     return out
 
 
@@ -41,10 +42,10 @@ def vector_add_stream(a_vec, b_vec, free_dim=2):
     for m in nl.affine_range(n // (PMAX * free_dim)):
         a_t = nl.ndarray((PMAX, free_dim), dtype=a_vec.dtype, buffer=nl.sbuf)
         b_t = nl.ndarray((PMAX, free_dim), dtype=b_vec.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a_t, src=a2[:, m * free_dim:(m + 1) * free_dim])
-        nisa.dma_copy(dst=b_t, src=b2[:, m * free_dim:(m + 1) * free_dim])
+        nisa.dma_copy(dst=a_t, src=a2[:, m * free_dim : (m + 1) * free_dim])
+        nisa.dma_copy(dst=b_t, src=b2[:, m * free_dim : (m + 1) * free_dim])
         s = nisa.tensor_tensor(a_t, b_t, op=nl.add)
-        nisa.dma_copy(dst=out[:, m * free_dim:(m + 1) * free_dim], src=s)
+        nisa.dma_copy(dst=out[:, m * free_dim : (m + 1) * free_dim], src=s)
     return out
 
 
@@ -57,10 +58,10 @@ def transpose_2d(a):
     for i in nl.affine_range(M // PMAX):
         for j in nl.affine_range(N // PMAX):
             blk = nl.ndarray((PMAX, PMAX), dtype=a.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=blk, src=a[i * PMAX:(i + 1) * PMAX, j * PMAX:(j + 1) * PMAX])
+            nisa.dma_copy(dst=blk, src=a[i * PMAX : (i + 1) * PMAX, j * PMAX : (j + 1) * PMAX])
             t_ps = nisa.nc_transpose(blk)
             t_sb = nisa.tensor_copy(t_ps)
-            nisa.dma_copy(dst=out[j * PMAX:(j + 1) * PMAX, i * PMAX:(i + 1) * PMAX], src=t_sb)
+            nisa.dma_copy(dst=out[j * PMAX : (j + 1) * PMAX, i * PMAX : (i + 1) * PMAX], src=t_sb)
     return out
 
 
@@ -103,10 +104,10 @@ def add_2d(a, b):
     for r in nl.affine_range(R // PMAX):
         a_t = nl.ndarray((PMAX, C), dtype=a.dtype, buffer=nl.sbuf)
         b_t = nl.ndarray((PMAX, C), dtype=b.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a_t, src=a[r * PMAX:(r + 1) * PMAX, :])
-        nisa.dma_copy(dst=b_t, src=b[r * PMAX:(r + 1) * PMAX, :])
+        nisa.dma_copy(dst=a_t, src=a[r * PMAX : (r + 1) * PMAX, :])
+        nisa.dma_copy(dst=b_t, src=b[r * PMAX : (r + 1) * PMAX, :])
         s = nisa.tensor_tensor(a_t, b_t, op=nl.add)
-        nisa.dma_copy(dst=out[r * PMAX:(r + 1) * PMAX, :], src=s)
+        nisa.dma_copy(dst=out[r * PMAX : (r + 1) * PMAX, :], src=s)
     return out
 
 
@@ -123,15 +124,16 @@ def dma_only(x):
 # ---- CS149 2024 (trn1) structure: nl.load / nl.add / nl.store, (M // TILE_M, 128, FREE_DIM)
 #      view for the stream kernel.  Used only for the trn1 cross-check (§3.2), never fitted.
 
+
 @nki.jit
 def vector_add_tiled_v1(a_vec, b_vec, row_chunk=128):
     """#29: (n,) + (n,) in chunks of row_chunk partitions x 1 element, NKI language ops."""
     out = nl.ndarray(a_vec.shape, dtype=a_vec.dtype, buffer=nl.hbm)
     n = a_vec.shape[0]
     for m in nl.affine_range(n // row_chunk):
-        a_t = nl.load(a_vec[m * row_chunk:(m + 1) * row_chunk])
-        b_t = nl.load(b_vec[m * row_chunk:(m + 1) * row_chunk])
-        nl.store(out[m * row_chunk:(m + 1) * row_chunk], value=nl.add(a_t, b_t))
+        a_t = nl.load(a_vec[m * row_chunk : (m + 1) * row_chunk])
+        b_t = nl.load(b_vec[m * row_chunk : (m + 1) * row_chunk])
+        nl.store(out[m * row_chunk : (m + 1) * row_chunk], value=nl.add(a_t, b_t))
     return out
 
 

@@ -108,59 +108,207 @@ def _T1024() -> tuple:
     return (_f32(1024, 1024, seed=3),), {}
 
 
-
 # ---- §3.1: DMA-, VectorE- and overhead-bound kernels -------------------------------------------
 POINTS_31 = [
-    Point("1", "vector_add_tiled n=25600 ROW_CHUNK=1 (25600 iters; run as 256 iters x 100)", 37318,
-          "XG writeup (NCL p99)", "benchmark",
-          _one("vector_add_tiled", lambda: ((_f32(256, seed=1), _f32(256, seed=2)), {"row_chunk": 1}), 100),
-          note="uniform loop: 1/100 of the iterations, makespan scaled x100 (python -m "
-               "nki_kernels.perf.calibration --full runs all 25,600)", family="va-tiled"),
-    Point("2", "vector_add_tiled n=25600 ROW_CHUNK=128 (200 iters)", 378, "XG writeup (NCL p99)", "benchmark",
-          _one("vector_add_tiled", lambda: (_VA_25600(), {"row_chunk": 128})), family="va-tiled"),
-    Point("3", "vector_add_stream n=25600 FREE_DIM=2 (100 iters)", 186, "XG writeup (NCL p99)", "benchmark",
-          _one("vector_add_stream", lambda: (_VA_25600(), {"free_dim": 2})), family="va-stream"),
-    Point("4", "vector_add_stream n=25600 FREE_DIM=200 (1 iter)", 15, "XG writeup (NCL)", "benchmark",
-          _one("vector_add_stream", lambda: (_VA_25600(), {"free_dim": 200})), family="va-stream"),
-    Point("5", "vector_add_stream n=256000 FREE_DIM=2000 (3 DMAs x 1 MB)", (28.9 + 28.4 + 28) / 3,
-          "CZ/RC/XG profile total_time", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})), family="va-stream-big"),
-    Point("6", "vector_add_stream n=256000 FREE_DIM=1000 (6 DMAs x 0.5 MB)", (26.4 + 27.9 + 26) / 3,
-          "CZ/RC/XG profile total_time", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})), family="va-stream-big"),
-    Point("7", "matrix_transpose 1024x1024 fp32 (our kernel; measured code not public)", 86, "XG writeup (NCL)",
-          "benchmark", _one("transpose_2d", _T1024)),
-    Point("8", "matrix_transpose 1024x1024 fp32, 64 TensorE transposes", (46.5 + 46.9) / 2,
-          "CZ/RC profile total_time", "profile", _one("transpose_2d", _T1024)),
-    Point("22a", "find_nonzero_with_count 1x64 fp32 (our nonzero_count)", 14.28, "AK nakb", "benchmark",
-          _one("nonzero_count", lambda: ((_f32(1, 64, seed=4),), {}))),
-    Point("22b", "find_nonzero_with_count 1x128 fp32 (our nonzero_count)", 12.62, "AK nakb", "benchmark",
-          _one("nonzero_count", lambda: ((_f32(1, 128, seed=4),), {}))),
-    Point("22c", "find_nonzero_with_count 1x256 fp32 (our nonzero_count)", 15.28, "AK nakb", "benchmark",
-          _one("nonzero_count", lambda: ((_f32(1, 256, seed=4),), {}))),
-    Point("23a", "cascaded_max 1x1x256 fp32 (our row_max)", 14.36, "AK nakb", "benchmark",
-          _one("row_max", lambda: ((_f32(1, 256, seed=5),), {"parts": 128}))),
-    Point("23b", "cascaded_max 1x1x3168 fp32 (our row_max)", 15.34, "AK nakb", "benchmark",
-          _one("row_max", lambda: ((_f32(1, 3168, seed=5),), {"parts": 96}))),
-    Point("23c", "cascaded_max 1x1x16000 fp32 (our row_max)", 17.45, "AK nakb", "benchmark",
-          _one("row_max", lambda: ((_f32(1, 16000, seed=5),), {"parts": 128}))),
-    Point("24", "elementwise add 512x256 fp32 (our add_2d)", 19.12, "AK nakb", "benchmark",
-          _one("add_2d", lambda: ((_f32(512, 256, seed=6), _f32(512, 256, seed=7)), {}))),
+    Point(
+        "1",
+        "vector_add_tiled n=25600 ROW_CHUNK=1 (25600 iters; run as 256 iters x 100)",
+        37318,
+        "XG writeup (NCL p99)",
+        "benchmark",
+        _one("vector_add_tiled", lambda: ((_f32(256, seed=1), _f32(256, seed=2)), {"row_chunk": 1}), 100),
+        note="uniform loop: 1/100 of the iterations, makespan scaled x100 (python -m "
+        "nki_kernels.perf.calibration --full runs all 25,600)",
+        family="va-tiled",
+    ),
+    Point(
+        "2",
+        "vector_add_tiled n=25600 ROW_CHUNK=128 (200 iters)",
+        378,
+        "XG writeup (NCL p99)",
+        "benchmark",
+        _one("vector_add_tiled", lambda: (_VA_25600(), {"row_chunk": 128})),
+        family="va-tiled",
+    ),
+    Point(
+        "3",
+        "vector_add_stream n=25600 FREE_DIM=2 (100 iters)",
+        186,
+        "XG writeup (NCL p99)",
+        "benchmark",
+        _one("vector_add_stream", lambda: (_VA_25600(), {"free_dim": 2})),
+        family="va-stream",
+    ),
+    Point(
+        "4",
+        "vector_add_stream n=25600 FREE_DIM=200 (1 iter)",
+        15,
+        "XG writeup (NCL)",
+        "benchmark",
+        _one("vector_add_stream", lambda: (_VA_25600(), {"free_dim": 200})),
+        family="va-stream",
+    ),
+    Point(
+        "5",
+        "vector_add_stream n=256000 FREE_DIM=2000 (3 DMAs x 1 MB)",
+        (28.9 + 28.4 + 28) / 3,
+        "CZ/RC/XG profile total_time",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})),
+        family="va-stream-big",
+    ),
+    Point(
+        "6",
+        "vector_add_stream n=256000 FREE_DIM=1000 (6 DMAs x 0.5 MB)",
+        (26.4 + 27.9 + 26) / 3,
+        "CZ/RC/XG profile total_time",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})),
+        family="va-stream-big",
+    ),
+    Point(
+        "7",
+        "matrix_transpose 1024x1024 fp32 (our kernel; measured code not public)",
+        86,
+        "XG writeup (NCL)",
+        "benchmark",
+        _one("transpose_2d", _T1024),
+    ),
+    Point(
+        "8",
+        "matrix_transpose 1024x1024 fp32, 64 TensorE transposes",
+        (46.5 + 46.9) / 2,
+        "CZ/RC profile total_time",
+        "profile",
+        _one("transpose_2d", _T1024),
+    ),
+    Point(
+        "22a",
+        "find_nonzero_with_count 1x64 fp32 (our nonzero_count)",
+        14.28,
+        "AK nakb",
+        "benchmark",
+        _one("nonzero_count", lambda: ((_f32(1, 64, seed=4),), {})),
+    ),
+    Point(
+        "22b",
+        "find_nonzero_with_count 1x128 fp32 (our nonzero_count)",
+        12.62,
+        "AK nakb",
+        "benchmark",
+        _one("nonzero_count", lambda: ((_f32(1, 128, seed=4),), {})),
+    ),
+    Point(
+        "22c",
+        "find_nonzero_with_count 1x256 fp32 (our nonzero_count)",
+        15.28,
+        "AK nakb",
+        "benchmark",
+        _one("nonzero_count", lambda: ((_f32(1, 256, seed=4),), {})),
+    ),
+    Point(
+        "23a",
+        "cascaded_max 1x1x256 fp32 (our row_max)",
+        14.36,
+        "AK nakb",
+        "benchmark",
+        _one("row_max", lambda: ((_f32(1, 256, seed=5),), {"parts": 128})),
+    ),
+    Point(
+        "23b",
+        "cascaded_max 1x1x3168 fp32 (our row_max)",
+        15.34,
+        "AK nakb",
+        "benchmark",
+        _one("row_max", lambda: ((_f32(1, 3168, seed=5),), {"parts": 96})),
+    ),
+    Point(
+        "23c",
+        "cascaded_max 1x1x16000 fp32 (our row_max)",
+        17.45,
+        "AK nakb",
+        "benchmark",
+        _one("row_max", lambda: ((_f32(1, 16000, seed=5),), {"parts": 128})),
+    ),
+    Point(
+        "24",
+        "elementwise add 512x256 fp32 (our add_2d)",
+        19.12,
+        "AK nakb",
+        "benchmark",
+        _one("add_2d", lambda: ((_f32(512, 256, seed=6), _f32(512, 256, seed=7)), {})),
+    ),
     # profile sub-metrics: reported, gated only by the 2x bound
-    Point("5.dma", "#5 DMA active time", 9.45, "CZ profile dma_active_time", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})), "busy:DMA", False),
-    Point("5.dve", "#5 VectorE active time", 3.65, "CZ profile", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})), "busy:DVE", False),
-    Point("6.dma", "#6 DMA active time", 9.3, "CZ profile", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})), "busy:DMA", False),
-    Point("6.dve", "#6 VectorE active time (2 tensor_tensor)", 3.8, "CZ profile", "profile",
-          _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})), "busy:DVE", False),
-    Point("8.pe", "#8 TensorE active time", 16.1, "CZ profile tensor_engine_active_time", "profile",
-          _one("transpose_2d", _T1024), "busy:PE", False),
-    Point("8.dma", "#8 DMA active time", 27.9, "CZ profile dma_active_time", "profile",
-          _one("transpose_2d", _T1024), "busy:DMA", False),
-    Point("27", "one DMA of 32 KiB over 4 partitions (one engine), data time", 1.416, "DO (1,416 ns)", "profile",
-          _one("dma_only", lambda: ((_f32(4, 2048, seed=8),), {})), "dma_data", False),
+    Point(
+        "5.dma",
+        "#5 DMA active time",
+        9.45,
+        "CZ profile dma_active_time",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})),
+        "busy:DMA",
+        False,
+    ),
+    Point(
+        "5.dve",
+        "#5 VectorE active time",
+        3.65,
+        "CZ profile",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 2000})),
+        "busy:DVE",
+        False,
+    ),
+    Point(
+        "6.dma",
+        "#6 DMA active time",
+        9.3,
+        "CZ profile",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})),
+        "busy:DMA",
+        False,
+    ),
+    Point(
+        "6.dve",
+        "#6 VectorE active time (2 tensor_tensor)",
+        3.8,
+        "CZ profile",
+        "profile",
+        _one("vector_add_stream", lambda: (_VA_256000(), {"free_dim": 1000})),
+        "busy:DVE",
+        False,
+    ),
+    Point(
+        "8.pe",
+        "#8 TensorE active time",
+        16.1,
+        "CZ profile tensor_engine_active_time",
+        "profile",
+        _one("transpose_2d", _T1024),
+        "busy:PE",
+        False,
+    ),
+    Point(
+        "8.dma",
+        "#8 DMA active time",
+        27.9,
+        "CZ profile dma_active_time",
+        "profile",
+        _one("transpose_2d", _T1024),
+        "busy:DMA",
+        False,
+    ),
+    Point(
+        "27",
+        "one DMA of 32 KiB over 4 partitions (one engine), data time",
+        1.416,
+        "DO (1,416 ns)",
+        "profile",
+        _one("dma_only", lambda: ((_f32(4, 2048, seed=8),), {})),
+        "dma_data",
+        False,
+    ),
 ]
 
 # ---- §3.1b: TensorE-heavy kernels ---------------------------------------------------------------
@@ -180,6 +328,7 @@ def _TUT_BY_M() -> tuple:
 def _TUT_BY_N() -> tuple:
     return (_zeros((_TUT_K, _TUT_M), "fp32"), _zeros((_TUT_K, _TUT_N // 8), "fp32")), {}
 
+
 _TUT = [
     ("tut1", "tut_tiled", _TUT_BY_M, 16, 39894.938, 34820, "v2", "tiled: both tiles loaded before every matmul"),
     ("tut2", "tut_hoisted", _TUT_BY_M, 16, 28197.982, 28160, "v3", "loads hoisted to the m / (m, n) loops"),
@@ -188,30 +337,68 @@ _TUT = [
 ]
 POINTS_TUT = []
 for _pid, _k, _mk, _sc, _ns, _pe, _img, _what in _TUT:
-    POINTS_TUT.append(Point(_pid, f"tutorial fp32 matmul 4096x8192x8192, {_what}", _ns, f"AWS tutorial {_img}-full.png",
-                            "benchmark", _one(_k, _mk, _sc), family="tut",
-                            note=f"device-profile total of a DGE build; traced on 1/{_sc} of the outer loop"))
-    POINTS_TUT.append(Point(f"{_pid}.pe", f"{_pid} TensorE active time", _pe, f"AWS tutorial {_img}-pe.png",
-                            "benchmark", _one(_k, _mk, _sc), "busy:PE", False))
-POINTS_TUT.append(Point("tut4.dve", "tut4 VectorE active time", 2990, "AWS tutorial v5-vec.png", "benchmark",
-                        _one("tut_kblocked", _TUT_BY_N, 8), "busy:DVE", False))
+    POINTS_TUT.append(
+        Point(
+            _pid,
+            f"tutorial fp32 matmul 4096x8192x8192, {_what}",
+            _ns,
+            f"AWS tutorial {_img}-full.png",
+            "benchmark",
+            _one(_k, _mk, _sc),
+            family="tut",
+            note=f"device-profile total of a DGE build; traced on 1/{_sc} of the outer loop",
+        )
+    )
+    POINTS_TUT.append(
+        Point(
+            f"{_pid}.pe",
+            f"{_pid} TensorE active time",
+            _pe,
+            f"AWS tutorial {_img}-pe.png",
+            "benchmark",
+            _one(_k, _mk, _sc),
+            "busy:PE",
+            False,
+        )
+    )
+POINTS_TUT.append(
+    Point(
+        "tut4.dve",
+        "tut4 VectorE active time",
+        2990,
+        "AWS tutorial v5-vec.png",
+        "benchmark",
+        _one("tut_kblocked", _TUT_BY_N, 8),
+        "busy:DVE",
+        False,
+    )
+)
 
 # allenkchau/trainium-kernel-fusion d709ddf: nki.benchmark (warmup 5, iters 20) p50 on a trn2.3xlarge.
 # NEURON_LOGICAL_NC_CONFIG=2 (benchmarks/full_*_study.py setdefault); its neuron-profile JSON
 # (profiling/artifacts/*/json_reports) shows all work on one physical core of the logical pair (the
 # other runs ~30 sync instructions, no FLOPs): one point = one NeuronCore's work + the launch floor.
 ATTN_P50 = {  # (dtype, S) -> (unfused p50 us, fused p50 us); latency_throughput_20260307T073830Z.csv
-    ("fp32", 512): (52.0, 31.0), ("fp32", 1024): (107.0, 69.0), ("fp32", 2048): (274.0, 215.0),
-    ("fp32", 4096): (1137.0, 839.0), ("bf16", 512): (48.0, 28.0), ("bf16", 1024): (96.0, 60.0),
-    ("bf16", 2048): (260.0, 188.0), ("bf16", 4096): (1035.0, 684.0),
+    ("fp32", 512): (52.0, 31.0),
+    ("fp32", 1024): (107.0, 69.0),
+    ("fp32", 2048): (274.0, 215.0),
+    ("fp32", 4096): (1137.0, 839.0),
+    ("bf16", 512): (48.0, 28.0),
+    ("bf16", 1024): (96.0, 60.0),
+    ("bf16", 2048): (260.0, 188.0),
+    ("bf16", 4096): (1035.0, 684.0),
 }
 MLP_P50 = {  # (dtype, (M, K, N)) -> (gemm+bias and gelu as two launches, fused nl.gelu, fused polynomial)
     # mlp_latency_throughput_20260310T172309Z.csv (its "baseline" is the sum of the two launches' p50)
-    ("fp32", (128, 128, 512)): (37.0, 21.0, 26.0), ("fp32", (256, 512, 1024)): (59.0, 40.0, 53.0),
-    ("fp32", (512, 1024, 2048)): (182.0, 150.0, 159.0), ("fp32", (1024, 2048, 4096)): (1173.0, 1074.0, 1297.0),
+    ("fp32", (128, 128, 512)): (37.0, 21.0, 26.0),
+    ("fp32", (256, 512, 1024)): (59.0, 40.0, 53.0),
+    ("fp32", (512, 1024, 2048)): (182.0, 150.0, 159.0),
+    ("fp32", (1024, 2048, 4096)): (1173.0, 1074.0, 1297.0),
     ("fp32", (2048, 4096, 4096)): (4085.0, 4187.0, 4620.0),
-    ("bf16", (128, 128, 512)): (34.0, 19.0, 23.0), ("bf16", (256, 512, 1024)): (48.0, 28.0, 40.0),
-    ("bf16", (512, 1024, 2048)): (82.0, 56.0, 96.0), ("bf16", (1024, 2048, 4096)): (340.0, 288.0, 403.0),
+    ("bf16", (128, 128, 512)): (34.0, 19.0, 23.0),
+    ("bf16", (256, 512, 1024)): (48.0, 28.0, 40.0),
+    ("bf16", (512, 1024, 2048)): (82.0, 56.0, 96.0),
+    ("bf16", (1024, 2048, 4096)): (340.0, 288.0, 403.0),
     ("bf16", (2048, 4096, 4096)): (1687.0, 1554.0, 1919.0),
 }
 
@@ -239,58 +426,129 @@ for (_dt, _S), (_u, _f) in ATTN_P50.items():
     _fam = f"att.{_dt}.{_S}"
     for _tag, _k, _v in (("u", "attn_unfused", _u), ("f", "attn_fused", _f)):
         _kind = "fused" if _tag == "f" else "unfused"
-        POINTS_KF.append(Point(f"{_fam}.{_tag}", f"attention d=128 S={_S} {_dt} {_kind}",
-                               _v, "trainium-kernel-fusion latency_throughput (p50)", "benchmark",
-                               _one(_k, _attn_args(_dt, _S)), family=_fam))
+        POINTS_KF.append(
+            Point(
+                f"{_fam}.{_tag}",
+                f"attention d=128 S={_S} {_dt} {_kind}",
+                _v,
+                "trainium-kernel-fusion latency_throughput (p50)",
+                "benchmark",
+                _one(_k, _attn_args(_dt, _S)),
+                family=_fam,
+            )
+        )
 for (_dt, (_M, _K, _N)), (_b, _a, _p) in MLP_P50.items():
     _fam = f"mlp.{_dt}.{_M}x{_K}x{_N}"
     _sc = _MLP_SCALE.get((_M, _K, _N), 1)
     _ab = _mlp_args(_dt, _M // _sc, _K, _N)
-    POINTS_KF.append(Point(f"{_fam}.b", f"GEMM+bias then GELU (2 launches) {_M}x{_K}x{_N} {_dt}", _b,
-                           "trainium-kernel-fusion mlp_latency_throughput (p50, summed)", "benchmark",
-                           (Launch("gemm_bias", _ab, _sc), Launch("gelu_pass", _gelu_args(_dt, _M // _sc, _N), _sc)),
-                           family=_fam))
-    POINTS_KF.append(Point(f"{_fam}.a", f"GEMM+bias+nl.gelu {_M}x{_K}x{_N} {_dt}", _a,
-                           "trainium-kernel-fusion mlp_latency_throughput (p50)", "benchmark",
-                           _one("mlp_fused_act", _ab, _sc), family=_fam))
-    POINTS_KF.append(Point(f"{_fam}.p", f"GEMM+bias+polynomial GELU {_M}x{_K}x{_N} {_dt}", _p,
-                           "trainium-kernel-fusion mlp_latency_throughput (p50)", "benchmark",
-                           _one("mlp_fused_poly", _ab, _sc), family=_fam))
+    POINTS_KF.append(
+        Point(
+            f"{_fam}.b",
+            f"GEMM+bias then GELU (2 launches) {_M}x{_K}x{_N} {_dt}",
+            _b,
+            "trainium-kernel-fusion mlp_latency_throughput (p50, summed)",
+            "benchmark",
+            (Launch("gemm_bias", _ab, _sc), Launch("gelu_pass", _gelu_args(_dt, _M // _sc, _N), _sc)),
+            family=_fam,
+        )
+    )
+    POINTS_KF.append(
+        Point(
+            f"{_fam}.a",
+            f"GEMM+bias+nl.gelu {_M}x{_K}x{_N} {_dt}",
+            _a,
+            "trainium-kernel-fusion mlp_latency_throughput (p50)",
+            "benchmark",
+            _one("mlp_fused_act", _ab, _sc),
+            family=_fam,
+        )
+    )
+    POINTS_KF.append(
+        Point(
+            f"{_fam}.p",
+            f"GEMM+bias+polynomial GELU {_M}x{_K}x{_N} {_dt}",
+            _p,
+            "trainium-kernel-fusion mlp_latency_throughput (p50)",
+            "benchmark",
+            _one("mlp_fused_poly", _ab, _sc),
+            family=_fam,
+        )
+    )
 
 POINTS = POINTS_31 + POINTS_TUT + POINTS_KF
 
 # trn1 (NeuronCore-v2) rows of §3.2: a CROSS-CHECK of the TRN1 description (never fitted,
 # never gated; the trn1 constants are documented overrides or carried over from trn2).
 TRN1_POINTS = [
-    Point("29a", "trn1 vector_add_tiled n=25600 ROW_CHUNK=1 (run as 256 iters x 100)", 27404, "RP solution.md (trn1)",
-          "benchmark",
-          _one("vector_add_tiled_v1", lambda: ((_f32(256, seed=1), _f32(256, seed=2)), {"row_chunk": 1}), 100),
-          gated=False),
-    Point("29b", "trn1 vector_add_tiled n=25600 ROW_CHUNK=128", 206, "RP", "benchmark",
-          _one("vector_add_tiled_v1", lambda: (_VA_25600(), {"row_chunk": 128})), gated=False),
-    Point("30a", "trn1 vector_add_stream n=25600 FREE_DIM=2", 53, "RP", "benchmark",
-          _one("vector_add_stream_v1", lambda: (_VA_25600(), {"free_dim": 2})), gated=False),
-    Point("30b", "trn1 vector_add_stream n=25600 FREE_DIM=200", 19, "RP", "benchmark",
-          _one("vector_add_stream_v1", lambda: (_VA_25600(), {"free_dim": 200})), gated=False),
-    Point("31a", "trn1 vector_add_stream n=256000 FREE_DIM=2000 (profile)", 34, "RP", "profile",
-          _one("vector_add_stream_v1", lambda: (_VA_256000(), {"free_dim": 2000})), gated=False),
-    Point("31b", "trn1 vector_add_stream n=256000 FREE_DIM=1000 (profile)", 29, "RP", "profile",
-          _one("vector_add_stream_v1", lambda: (_VA_256000(), {"free_dim": 1000})), gated=False),
+    Point(
+        "29a",
+        "trn1 vector_add_tiled n=25600 ROW_CHUNK=1 (run as 256 iters x 100)",
+        27404,
+        "RP solution.md (trn1)",
+        "benchmark",
+        _one("vector_add_tiled_v1", lambda: ((_f32(256, seed=1), _f32(256, seed=2)), {"row_chunk": 1}), 100),
+        gated=False,
+    ),
+    Point(
+        "29b",
+        "trn1 vector_add_tiled n=25600 ROW_CHUNK=128",
+        206,
+        "RP",
+        "benchmark",
+        _one("vector_add_tiled_v1", lambda: (_VA_25600(), {"row_chunk": 128})),
+        gated=False,
+    ),
+    Point(
+        "30a",
+        "trn1 vector_add_stream n=25600 FREE_DIM=2",
+        53,
+        "RP",
+        "benchmark",
+        _one("vector_add_stream_v1", lambda: (_VA_25600(), {"free_dim": 2})),
+        gated=False,
+    ),
+    Point(
+        "30b",
+        "trn1 vector_add_stream n=25600 FREE_DIM=200",
+        19,
+        "RP",
+        "benchmark",
+        _one("vector_add_stream_v1", lambda: (_VA_25600(), {"free_dim": 200})),
+        gated=False,
+    ),
+    Point(
+        "31a",
+        "trn1 vector_add_stream n=256000 FREE_DIM=2000 (profile)",
+        34,
+        "RP",
+        "profile",
+        _one("vector_add_stream_v1", lambda: (_VA_256000(), {"free_dim": 2000})),
+        gated=False,
+    ),
+    Point(
+        "31b",
+        "trn1 vector_add_stream n=256000 FREE_DIM=1000 (profile)",
+        29,
+        "RP",
+        "profile",
+        _one("vector_add_stream_v1", lambda: (_VA_256000(), {"free_dim": 1000})),
+        gated=False,
+    ),
 ]
 
 EXCLUDED = {
     "9": "a target (<700 us), not a measurement",
     "14-16": "CS149 conv reference latencies: used in the bench table next to our conv estimate, "
-             "not as calibration (different code, and thresholds may include a 1.2x factor, §6.9)",
+    "not as calibration (different code, and thresholds may include a 1.2x factor, §6.9)",
     "25": "router_topk: the nki-library kernel also does a top-k and its layout is not described in §3; "
-          "a bare matmul would not be the measured kernel",
+    "a bare matmul would not be the measured kernel",
     "26": "rotational_topk: multi-pass algorithm not described in §3",
     "28": "FP8 double_row matmul: an old CI upper bound, not a measurement",
     "kf-p99": "trainium-kernel-fusion p99 columns: the p50 is used (p99 within 1-3 % of it)",
     "kf-0307T0736": "trainium-kernel-fusion latency_throughput_20260307T073617Z.csv: an earlier run of the same "
-                    "sweep (§3.1b names the 073830Z file)",
+    "sweep (§3.1b names the 073830Z file)",
     "kf-profiles": "trainium-kernel-fusion neuron-profile JSON (S=512/1024): used to check mechanisms (per-instruction "
-                   "timings, throttle windows, engine placement), not as latency points (profile capture adds ~6 us)",
+    "timings, throttle windows, engine placement), not as latency points (profile capture adds ~6 us)",
 }
 
 # Public trn2/trn1 measurements of matmul/conv/attention kernels seen while building this set and kept
@@ -300,7 +558,7 @@ HELD_OUT_SEEN = {
     "trn2-hardware.md §3.1 #28": "FP8 double_row matmul CI bound (nki-samples)",
     "trn2-hardware.md §3.2 #34-35": "Mamba layer and conv1d (trn1-era)",
     "trn2-hardware.md §3.3 (issue text)": "hand-tuned bf16 2048^3 matmul MFU ~89-91 % (used only as the sanity "
-                                          "ceiling, accuracy.MFU_CEILING)",
+    "ceiling, accuracy.MFU_CEILING)",
     "aws-neuron-sdk @4eba310f matrix_multiplication.rst": "the removed matmul tutorial performance table (MT)",
     "trainium-kernel-fusion hw_design_summary_*.json": "derived roofline/SBUF design figures (not measurements)",
 }
@@ -419,8 +677,12 @@ def _estimate(tr, p: Point, lc: Launch, hw: HardwareSpec, choice: dict) -> _Summ
         e = estimate_trace(tr, hw=hw, options=opts, kernel_name=p.kernel, deps=_DEPS_CACHE[dk])
         sched: Any = e.schedule
         first = sched.dma[min(sched.dma)] if sched.dma else None
-        est = _EST_CACHE[ck] = _Summary(e.makespan_us, dict(e.engine_busy_us), op_class(e),
-                                        (first.data_end - first.data_start) / 1e3 if first else 0.0)
+        est = _EST_CACHE[ck] = _Summary(
+            e.makespan_us,
+            dict(e.engine_busy_us),
+            op_class(e),
+            (first.data_end - first.data_start) / 1e3 if first else 0.0,
+        )
     return est
 
 
@@ -522,8 +784,10 @@ def rank_pairs(results: Iterable[PointResult]) -> dict:
 
 
 def _fmt_stats(s: dict) -> str:
-    return (f"n={s['n_gated']:2d}  median {100 * s['median_abs_error']:5.1f}%  p68 {100 * s['p68_abs_error']:5.1f}%  "
-            f"worst {s['worst_ratio']:.2f}x (#{s['worst']})")
+    return (
+        f"n={s['n_gated']:2d}  median {100 * s['median_abs_error']:5.1f}%  p68 {100 * s['p68_abs_error']:5.1f}%  "
+        f"worst {s['worst_ratio']:.2f}x (#{s['worst']})"
+    )
 
 
 def table(results: Sequence[PointResult], loo: list | None = None) -> str:
@@ -531,23 +795,31 @@ def table(results: Sequence[PointResult], loo: list | None = None) -> str:
     per-op-class errors and the rank check, in-sample and leave-one-out."""
     s = stats(results)
     by_loo = {r.point.pid: r for r in (loo or [])}
-    lines = ["Calibration of the cost model on public trn2 measurements (ESTIMATES vs hardware)",
-             f"{'#':22s} {'mode':9s} {'class':10s} {'measured us':>11s} {'in-sample':>11s} {'error':>8s} "
-             f"{'held out':>11s} {'LOO err':>8s}  what"]
+    lines = [
+        "Calibration of the cost model on public trn2 measurements (ESTIMATES vs hardware)",
+        f"{'#':22s} {'mode':9s} {'class':10s} {'measured us':>11s} {'in-sample':>11s} {'error':>8s} "
+        f"{'held out':>11s} {'LOO err':>8s}  what",
+    ]
     for r in results:
         tag = "" if r.point.gated else "  (sub-metric, 2x bound only)"
         lo = by_loo.get(r.point.pid)
         lo_txt = f"{lo.estimate:11.3f} {100 * lo.error:+7.1f}%" if lo else f"{'':11s} {'':8s}"
-        lines.append(f"{r.point.pid:22s} {r.point.mode:9s} {r.op_class:10s} {r.point.measured:11.3f} "
-                     f"{r.estimate:11.3f} {100 * r.error:+7.1f}% {lo_txt}  {r.point.what}{tag}")
-    lines.append(f"in-sample: gated points {s['n_gated']}; median |error| {100 * s['median_abs_error']:.1f}%; "
-                 f"worst #{s['worst']} off by {s['worst_ratio']:.2f}x; mean |log error| {s['mean_abs_log_error']:.3f}")
+        lines.append(
+            f"{r.point.pid:22s} {r.point.mode:9s} {r.op_class:10s} {r.point.measured:11.3f} "
+            f"{r.estimate:11.3f} {100 * r.error:+7.1f}% {lo_txt}  {r.point.what}{tag}"
+        )
+    lines.append(
+        f"in-sample: gated points {s['n_gated']}; median |error| {100 * s['median_abs_error']:.1f}%; "
+        f"worst #{s['worst']} off by {s['worst_ratio']:.2f}x; mean |log error| {s['mean_abs_log_error']:.3f}"
+    )
     if loo:
         ls = stats(loo)
-        lines.append(f"leave-one-out (each gated point predicted by a fit without it): median |error| "
-                     f"{100 * ls['median_abs_error']:.1f}% (gate {100 * GATE_MEDIAN:.0f}%); worst #{ls['worst']} "
-                     f"off by {ls['worst_ratio']:.2f}x (gate {GATE_MAX_RATIO:.1f}x); mean |log error| "
-                     f"{ls['mean_abs_log_error']:.3f}  <- the model's expected accuracy")
+        lines.append(
+            f"leave-one-out (each gated point predicted by a fit without it): median |error| "
+            f"{100 * ls['median_abs_error']:.1f}% (gate {100 * GATE_MEDIAN:.0f}%); worst #{ls['worst']} "
+            f"off by {ls['worst_ratio']:.2f}x (gate {GATE_MAX_RATIO:.1f}x); mean |log error| "
+            f"{ls['mean_abs_log_error']:.3f}  <- the model's expected accuracy"
+        )
     lines.append("")
     lines.append("per op class (class from the estimate: accuracy.op_class)")
     ins_c, loo_c = class_stats(results), class_stats(loo or [])
@@ -557,13 +829,17 @@ def table(results: Sequence[PointResult], loo: list | None = None) -> str:
             lines.append(f"  {cls:10s} in-sample {_fmt_stats(ins_c[cls])}{lo_txt}")
     rp = rank_pairs(results)
     lines.append("")
-    lines.append(f"rank check (variants of one kernel; ties under {100 * RANK_TIE:.0f}% not counted): in-sample "
-                 f"{rp['right']}/{rp['total']} pairs ordered as measured ({rp['ties']} ties)"
-                 + (f"; wrong: {', '.join(f'{a}<>{b}' for a, b in rp['wrong'])}" if rp["wrong"] else ""))
+    lines.append(
+        f"rank check (variants of one kernel; ties under {100 * RANK_TIE:.0f}% not counted): in-sample "
+        f"{rp['right']}/{rp['total']} pairs ordered as measured ({rp['ties']} ties)"
+        + (f"; wrong: {', '.join(f'{a}<>{b}' for a, b in rp['wrong'])}" if rp["wrong"] else "")
+    )
     if loo:
         rl = rank_pairs(loo)
-        lines.append(f"                                                 leave-one-out {rl['right']}/{rl['total']}"
-                     + (f"; wrong: {', '.join(f'{a}<>{b}' for a, b in rl['wrong'])}" if rl["wrong"] else ""))
+        lines.append(
+            f"                                                 leave-one-out {rl['right']}/{rl['total']}"
+            + (f"; wrong: {', '.join(f'{a}<>{b}' for a, b in rl['wrong'])}" if rl["wrong"] else "")
+        )
     lines.append("excluded: " + "; ".join(f"#{k}: {v}" for k, v in EXCLUDED.items()))
     return "\n".join(lines)
 
@@ -602,8 +878,13 @@ def _fit_floors(points, raw, hw: HardwareSpec, start: dict):
         return floors, sub_term
     meas = np.array([points[i].measured for i in gated])
     base = np.array([vals[i] for i in gated])
-    nlaunch = {m: np.array([len(points[i].launches) if (points[i].mode == m and points[i].metric == "latency") else 0
-                            for i in gated], dtype=float) for m in FLOOR_KEYS}
+    nlaunch = {
+        m: np.array(
+            [len(points[i].launches) if (points[i].mode == m and points[i].metric == "latency") else 0 for i in gated],
+            dtype=float,
+        )
+        for m in FLOOR_KEYS
+    }
 
     def losses(grid_mode, grid):
         est = np.broadcast_to(base, (len(grid), len(base))).copy()
@@ -736,11 +1017,16 @@ def trn1_cross_check(progress: Callable[[int, int, Launch], object] | None = Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nki_kernels.perf.calibration",
-                                 description="In-sample and leave-one-out errors of the cost model (ESTIMATES) "
-                                             "on the public trn2 measurements of trn2-hardware.md §3.1/§3.1b")
-    ap.add_argument("--fit", action="store_true", help="search the tag-F constants within their ranges and print "
-                                                        "the values (does not edit files)")
+    ap = argparse.ArgumentParser(
+        prog="python -m nki_kernels.perf.calibration",
+        description="In-sample and leave-one-out errors of the cost model (ESTIMATES) "
+        "on the public trn2 measurements of trn2-hardware.md §3.1/§3.1b",
+    )
+    ap.add_argument(
+        "--fit",
+        action="store_true",
+        help="search the tag-F constants within their ranges and print the values (does not edit files)",
+    )
     ap.add_argument("--full", action="store_true", help="run #1 at its full 25,600 iterations (slow)")
     ap.add_argument("--no-loo", action="store_true", help="in-sample only (skips the leave-one-out refits)")
     a = ap.parse_args(argv)
@@ -770,11 +1056,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         loo = leave_one_out(traces, hw, fitter=_Fitter(traces, hw), start=start)
         print(f"leave-one-out fits in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     print(table(insample, loo))
-    print("\ntrn1 cross-check (§3.2, TRN1 description: documented overrides, DMA/floor constants carried over "
-          "from trn2; NOT fitted, NOT gated):")
+    print(
+        "\ntrn1 cross-check (§3.2, TRN1 description: documented overrides, DMA/floor constants carried over "
+        "from trn2; NOT fitted, NOT gated):"
+    )
     for r in trn1_cross_check():
-        print(f"  #{r.point.pid:4s} {r.point.mode:9s} measured {r.point.measured:10.1f} us  estimate "
-              f"{r.estimate:10.1f} us  {100 * r.error:+6.1f}%  {r.point.what}")
+        print(
+            f"  #{r.point.pid:4s} {r.point.mode:9s} measured {r.point.measured:10.1f} us  estimate "
+            f"{r.estimate:10.1f} us  {100 * r.error:+6.1f}%  {r.point.what}"
+        )
     return 0
 
 

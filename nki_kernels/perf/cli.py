@@ -5,6 +5,7 @@ printed is labelled as an estimate of the cost model.  Every bad argument is a u
 (exit 2, one line saying what is allowed) before any work; output file names encode every
 parameter that changes the result, so two different runs never write the same file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,9 @@ from .model import ESTIMATE_LABEL
 
 @dataclass(frozen=True)
 class KernelSpec:
-    target: str              # module:function
-    dims: str                # what --shape holds
-    ndims: tuple             # allowed numbers of --shape values
+    target: str  # module:function
+    dims: str  # what --shape holds
+    ndims: tuple  # allowed numbers of --shape values
     default_shape: str = ""  # "" = --shape required
     default_dtype: str = "bfloat16"
 
@@ -37,9 +38,16 @@ class KernelSpec:
 # The project's kernels come from the kernel registry (default shape: its headline case for
 # `profile`); the calibration kernels are the cost model's own.
 _KERNELS = {
-    **{s.cli_name: KernelSpec(s.entry_01, s.cli_dims, (len(s.cli_params),),
-                              ",".join(map(str, s.cli_values(s.default_case()))), s.default_dtype)
-       for s in registry.SPECS},
+    **{
+        s.cli_name: KernelSpec(
+            s.entry_01,
+            s.cli_dims,
+            (len(s.cli_params),),
+            ",".join(map(str, s.cli_values(s.default_case()))),
+            s.default_dtype,
+        )
+        for s in registry.SPECS
+    },
     "vector_add_tiled": KernelSpec("nki_kernels.perf.calib_kernels:vector_add_tiled", "N[,row_chunk]", (1, 2)),
     "vector_add_stream": KernelSpec("nki_kernels.perf.calib_kernels:vector_add_stream", "N[,free_dim]", (1, 2)),
     "transpose_2d": KernelSpec("nki_kernels.perf.calib_kernels:transpose_2d", "rows,cols", (2,)),
@@ -69,7 +77,8 @@ def parse_shape(text: str, spec: KernelSpec, kernel: str) -> tuple:
 
 def _check_hw(hw: str) -> str:
     from .hardware import get_hardware
-    if hw.lower().endswith(".json") or os.sep in hw or "/" in hw:   # a file, not a name
+
+    if hw.lower().endswith(".json") or os.sep in hw or "/" in hw:  # a file, not a name
         if not os.path.exists(hw):
             raise UsageError(f"--hw {hw!r}: no such file (a hardware description is trn2, trn1 or a JSON file)")
         if not os.path.isfile(hw):
@@ -80,8 +89,9 @@ def _check_hw(hw: str) -> str:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsageError(f"--hw {hw!r}: not a JSON hardware description ({exc})") from None
         if not isinstance(desc, dict):
-            raise UsageError(f"--hw {hw!r}: expected a JSON object with name, base and constants, "
-                             f"got a JSON {type(desc).__name__}")
+            raise UsageError(
+                f"--hw {hw!r}: expected a JSON object with name, base and constants, got a JSON {type(desc).__name__}"
+            )
     try:
         get_hardware(hw)
     except (ValueError, OSError, KeyError, TypeError, AttributeError) as exc:
@@ -131,23 +141,28 @@ def _check_fits(name, shapes, dtype, pool, causal) -> None:
         try:
             case = spec.case_from_cli(shapes[0], dtype, pool=pool, causal=causal)
             spec.check_feasible(case)
-        except registry.ShapeError as exc:   # names the case (kernel and every size) and the limit
+        except registry.ShapeError as exc:  # names the case (kernel and every size) and the limit
             raise UsageError(str(exc)) from None
         total = spec.hbm_bytes(case)
     else:
         ins, outs = _tensor_shapes(name, shapes)
         total = sum(math.prod(s) for s in ins + outs) * registry.ITEMSIZE[dtype]
         if total > registry.HBM_BYTES:
-            raise UsageError(f"{where}: the kernel's inputs and outputs need {total / 2**30:,.1f} GiB, more than "
-                             f"the {registry.HBM_BYTES // 2**30} GiB of HBM of a trn2 device")
+            raise UsageError(
+                f"{where}: the kernel's inputs and outputs need {total / 2**30:,.1f} GiB, more than "
+                f"the {registry.HBM_BYTES // 2**30} GiB of HBM of a trn2 device"
+            )
     mem = _host_memory()
     if mem is not None and total * _HOST_COPIES > mem:
-        raise UsageError(f"{where}: the interpreter needs about {total * _HOST_COPIES / 2**30:,.1f} GiB of memory "
-                         f"for these tensors, this machine has {mem / 2**30:,.1f} GiB")
+        raise UsageError(
+            f"{where}: the interpreter needs about {total * _HOST_COPIES / 2**30:,.1f} GiB of memory "
+            f"for these tensors, this machine has {mem / 2**30:,.1f} GiB"
+        )
 
 
 def _make_inputs(name: str, shape: tuple[int, ...], dtype: str, pool: int, causal: bool) -> tuple[tuple, dict]:
     from .bench import _arr
+
     if name in {s.cli_name for s in registry.SPECS}:
         spec = registry.get(name)
         return spec.make_inputs(spec.case_from_cli(shape, dtype, pool=pool, causal=causal))
@@ -165,17 +180,19 @@ def _make_inputs(name: str, shape: tuple[int, ...], dtype: str, pool: int, causa
 def _make_custom_inputs(shapes, dtype):
     """One array per --shape, each with its own seed, for a module:function / file.py:kernel target."""
     from .bench import _arr
+
     return tuple(_arr(s, dtype, i + 1) for i, s in enumerate(shapes)), {}
 
 
 def _load(path):
     from .bench import _load as load
+
     return load(path)
 
 
 def profile_stem(kernel: str, shape: tuple, dtype: str, pool: int, causal: bool, mode: str, hw: str) -> str:
     """File stem naming every parameter that changes the estimate."""
-    shapes = shape if shape and isinstance(shape[0], tuple) else (shape,)     # one shape, or one per argument
+    shapes = shape if shape and isinstance(shape[0], tuple) else (shape,)  # one shape, or one per argument
     dims = "+".join("x".join(map(str, s)) for s in shapes)
     name = kernel.replace(".py:", ":").replace(":", "_").replace("/", "_").replace(os.sep, "_")
     parts = [name, dims, _SHORT[dtype]]
@@ -197,8 +214,10 @@ def _profile_args(a):
     elif ":" in a.kernel and all(a.kernel.rsplit(":", 1)):
         spec, target = _CUSTOM, a.kernel
     else:
-        raise UsageError(f"unknown kernel {a.kernel!r}; allowed: {', '.join(_KERNELS)}, path/to/file.py:kernel "
-                         "or package.module:kernel")
+        raise UsageError(
+            f"unknown kernel {a.kernel!r}; allowed: {', '.join(_KERNELS)}, path/to/file.py:kernel "
+            "or package.module:kernel"
+        )
     texts = a.shape or ([spec.default_shape] if spec.default_shape else [])
     if not texts:
         raise UsageError(f"profile {a.kernel}: --shape is required ({spec.dims})")
@@ -224,8 +243,10 @@ def _profile_args(a):
             if required or optional:
                 if not len(required) <= len(shapes) <= len(required) + len(optional):
                     names = ", ".join(required + [f"[{o}]" for o in optional])
-                    raise UsageError(f"{target} takes {len(required)} array argument(s) ({names}); give one --shape "
-                                     f"per argument, got {len(shapes)}")
+                    raise UsageError(
+                        f"{target} takes {len(required)} array argument(s) ({names}); give one --shape "
+                        f"per argument, got {len(shapes)}"
+                    )
         _check_out_dir(a.out)
     except BaseException:
         if loaded is not None:
@@ -245,6 +266,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
 
 def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
     from .model import estimate
+
     if loaded is not None:
         kern = loaded.kernel
         args, kwargs = _make_custom_inputs(shapes, dtype)
@@ -255,11 +277,15 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
             raise UsageError(f"kernel {target!r} cannot be imported: {exc}") from None
         args, kwargs = _make_inputs(a.kernel, shapes[0], dtype, pool, causal)
     shape_text = " ".join(",".join(map(str, s)) for s in shapes)
-    label = f"{a.kernel} {shape_text} {dtype}" + (f" pool {pool}" if a.kernel == "conv" else "") + \
-        (" causal" if causal else "")
+    label = (
+        f"{a.kernel} {shape_text} {dtype}"
+        + (f" pool {pool}" if a.kernel == "conv" else "")
+        + (" causal" if causal else "")
+    )
     print(f"tracing {target} ({label}) on the interpreter ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
     from nki_kernels.sim import SimError
+
     try:
         with Progress(f"profile {a.kernel}"):
             est = estimate(kern, *args, numerics=a.numerics, mode=a.mode, hw=a.hw, **kwargs)
@@ -271,8 +297,7 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
     except ValueError as exc:
         # The kernel's own argument checks (sizes it does not support): a usage error.
         raise UsageError(f"{a.kernel} rejected --shape {shape_text} / --dtype {dtype}: {exc}") from None
-    print(f"traced + scheduled {est.n_events} instructions in {time.perf_counter() - t:.1f} s",
-          file=sys.stderr)
+    print(f"traced + scheduled {est.n_events} instructions in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     print(est.summary(top=a.top))
     stem_shape = tuple(shapes) if len(shapes) > 1 else shapes[0]
     stem = os.path.join(a.out, profile_stem(a.kernel, stem_shape, dtype, pool, causal, a.mode, a.hw))
@@ -286,6 +311,7 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
 # ------------------------------------------------------------------ bench
 def _case_keys() -> list:
     from .bench import cases
+
     return [c.key for c in cases()]
 
 
@@ -295,17 +321,20 @@ def _check_only(only) -> list | None:
     keys = _case_keys()
     for s in only:
         if not any(s in k for k in keys):
-            raise UsageError(f"--only {s!r} matches no bench case; each value is a substring of one of: "
-                             f"{', '.join(keys)}")
+            raise UsageError(
+                f"--only {s!r} matches no bench case; each value is a substring of one of: {', '.join(keys)}"
+            )
     return sorted(set(only))
 
 
 def _check_bench_hw(hw: str) -> str:
     from .bench import run_bench
+
     _check_hw(hw)
     if hw != "trn2" and "hw" not in inspect.signature(run_bench).parameters:
-        raise UsageError(f"--hw {hw!r}: bench estimates trn2 only (its cases are trn2 kernels); "
-                         "use profile --hw for another target")
+        raise UsageError(
+            f"--hw {hw!r}: bench estimates trn2 only (its cases are trn2 kernels); use profile --hw for another target"
+        )
     return hw
 
 
@@ -316,6 +345,7 @@ def bench_suffix(mode: str, hw: str, only: Sequence[str] | None) -> str:
 
 def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
     from .bench import run_bench
+
     kw = {"hw": hw} if "hw" in inspect.signature(run_bench).parameters else {}
     with Progress("bench"):
         return run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
@@ -323,11 +353,15 @@ def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
 
 def _write_bench_record(rows, out, mode, hw, only) -> str:
     from .bench import bench_records
+
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"bench_{bench_suffix(mode, hw, only)}.json")
-    rec = {"label": ESTIMATE_LABEL, "params": {"mode": mode, "hw": hw, "only": only},
-           "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "rows": bench_records(rows)}
+    rec = {
+        "label": ESTIMATE_LABEL,
+        "params": {"mode": mode, "hw": hw, "only": only},
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "rows": bench_records(rows),
+    }
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(rec, f, indent=1, default=str)
@@ -337,6 +371,7 @@ def _write_bench_record(rows, out, mode, hw, only) -> str:
 
 def cmd_bench(a: argparse.Namespace) -> int:
     from .bench import render
+
     only = _check_only(a.only)
     _check_bench_hw(a.hw)
     _check_out_dir(a.out)
@@ -357,11 +392,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ roofline
 def _point(label, est):
     from .roofline import point_of
+
     return point_of(label, est)
 
 
 def _plot(pts, path, hw) -> int:
     from .roofline import plot_roofline
+
     try:
         plot_roofline(pts, path, hw=hw)
     except RuntimeError as exc:  # matplotlib missing
@@ -421,8 +458,10 @@ def _check_plot_path(path: str) -> str:
     if not ext:
         path = path + ".png"
     elif ext.lower() not in _PLOT_SUFFIXES:
-        raise UsageError(f"-o {path!r}: the suffix {ext!r} is not an image format written here; allowed: "
-                         f"{', '.join(_PLOT_SUFFIXES)} (none: .png)")
+        raise UsageError(
+            f"-o {path!r}: the suffix {ext!r} is not an image format written here; allowed: "
+            f"{', '.join(_PLOT_SUFFIXES)} (none: .png)"
+        )
     return writable_file(path, "-o")
 
 
@@ -461,15 +500,18 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     """Plot the bench kernels (a fresh bench record, or records given with --from) on the roofline."""
     only = _check_only(a.only)
     _check_hw(a.hw)
-    output = _check_plot_path(a.output) if a.output is not None else \
-        os.path.join(a.out, f"roofline_{bench_suffix(a.mode, a.hw, only)}.png")
-    if a.records is None or a.output is None:      # --out holds the bench records or the plot
+    output = (
+        _check_plot_path(a.output)
+        if a.output is not None
+        else os.path.join(a.out, f"roofline_{bench_suffix(a.mode, a.hw, only)}.png")
+    )
+    if a.records is None or a.output is None:  # --out holds the bench records or the plot
         _check_out_dir(a.out)
     pts: list = []
     if a.records is not None:
         if not a.records:
             raise UsageError("--from needs at least one JSON record (bench_*.json or a profile record)")
-        records = [(p, _read_record(p)) for p in a.records]      # every file checked before plotting
+        records = [(p, _read_record(p)) for p in a.records]  # every file checked before plotting
         for p, rec in records:
             pts += _points_of_record(rec, p, only)
         if not pts:
@@ -477,8 +519,11 @@ def cmd_roofline(a: argparse.Namespace) -> int:
     else:
         path, d = (None, None) if a.rerun else fresh_bench_record(a.out, a.mode, a.hw, only)
         if path and d is not None:
-            print(f"reusing {path} (written {d.get('created_utc', '?')}, newer than every source file; "
-                  "--rerun recomputes)", file=sys.stderr)
+            print(
+                f"reusing {path} (written {d.get('created_utc', '?')}, newer than every source file; "
+                "--rerun recomputes)",
+                file=sys.stderr,
+            )
             pts = _points_of_record(d, path, only)
         else:
             _check_bench_hw(a.hw)
@@ -493,19 +538,25 @@ def cmd_roofline(a: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ parser
 def _common(p):
-    p.add_argument("--mode", choices=("benchmark", "profile"), default="benchmark",
-                   help="benchmark = nki.benchmark latency (HW-DGE); profile = neuron-profile total_time")
+    p.add_argument(
+        "--mode",
+        choices=("benchmark", "profile"),
+        default="benchmark",
+        help="benchmark = nki.benchmark latency (HW-DGE); profile = neuron-profile total_time",
+    )
     p.add_argument("--hw", default="trn2", help="trn2 | trn1 | path to a JSON hardware description")
 
 
 def _guard(func):
     """Run a subcommand; a UsageError becomes one line on stderr and exit code 2."""
+
     def run(a):
         try:
             return func(a)
         except UsageError as exc:
             print(f"nki-kernels {a.cmd}: {exc}", file=sys.stderr)
             return 2
+
     run.__name__ = func.__name__
     return run
 
@@ -513,42 +564,65 @@ def _guard(func):
 def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     shapes = "; ".join(f"{k}: {v.dims}, default {v.default_shape}" for k, v in list(_KERNELS.items())[:3])
     p = subparsers.add_parser(
-        "profile", help="cost-model ESTIMATE of one kernel: summary + Chrome trace",
+        "profile",
+        help="cost-model ESTIMATE of one kernel: summary + Chrome trace",
         description="Estimate one kernel with the cost model (an ESTIMATE, not a measurement). "
-                    f"Shapes: {shapes}; calibration kernels and module:function need --shape.")
-    p.add_argument("kernel", help=f"{' | '.join(_KERNELS)} | path/to/file.py:kernel | package.module:kernel "
-                                  "(your own @nki.jit kernel, NKI 0.1 or 0.7: the file's imports pick the alias)")
-    p.add_argument("--shape", action="append", default=None,
-                   help="comma-separated sizes; default: the README headline shape "
-                        f"({shapes}); for path/to/file.py:kernel or module:kernel one --shape per array argument")
-    p.add_argument("--dtype", default=None, choices=DTYPES,
-                   help="default: float16 for conv (CS149), bfloat16 otherwise")
+        f"Shapes: {shapes}; calibration kernels and module:function need --shape.",
+    )
+    p.add_argument(
+        "kernel",
+        help=f"{' | '.join(_KERNELS)} | path/to/file.py:kernel | package.module:kernel "
+        "(your own @nki.jit kernel, NKI 0.1 or 0.7: the file's imports pick the alias)",
+    )
+    p.add_argument(
+        "--shape",
+        action="append",
+        default=None,
+        help="comma-separated sizes; default: the README headline shape "
+        f"({shapes}); for path/to/file.py:kernel or module:kernel one --shape per array argument",
+    )
+    p.add_argument(
+        "--dtype", default=None, choices=DTYPES, help="default: float16 for conv (CS149), bfloat16 otherwise"
+    )
     p.add_argument("--pool", type=int_at_least(1), default=None, help="conv only: pool size >= 1 (default 1)")
     p.add_argument("--causal", action="store_true", help="attention only: causal mask")
     p.add_argument("--numerics", action="store_true", help="also compute the outputs (slower)")
     p.add_argument("--top", type=int_at_least(0), default=8, help="kernel lines to list (>= 0)")
-    p.add_argument("--out", default="perf-out", help="directory for the trace and JSON record; file names "
-                                                     "encode kernel, shape, dtype, pool/causal, mode, hw")
+    p.add_argument(
+        "--out",
+        default="perf-out",
+        help="directory for the trace and JSON record; file names encode kernel, shape, dtype, pool/causal, mode, hw",
+    )
     _common(p)
     p.set_defaults(func=_guard(cmd_profile))
 
     b = subparsers.add_parser("bench", help="headline table of cost-model ESTIMATES vs physical limits")
-    b.add_argument("--only", nargs="+", metavar="KEY", help="substrings of case keys (conv224, conv32x16, "
-                                                            "matmul, attn); unknown ones are rejected")
+    b.add_argument(
+        "--only",
+        nargs="+",
+        metavar="KEY",
+        help="substrings of case keys (conv224, conv32x16, matmul, attn); unknown ones are rejected",
+    )
     b.add_argument("--numerics", action="store_true", help="also compute outputs (much slower)")
-    b.add_argument("--traces", action="store_true",
-                   help="write a Chrome trace per kernel into <out>/traces_<mode>_<hw>[_only-...]/")
+    b.add_argument(
+        "--traces",
+        action="store_true",
+        help="write a Chrome trace per kernel into <out>/traces_<mode>_<hw>[_only-...]/",
+    )
     b.add_argument("--roofline", action="store_true", help="also write roofline_<mode>_<hw>.png (needs matplotlib)")
     b.add_argument("--out", default="perf-out", help="directory for bench_<mode>_<hw>[_only-...].json")
     _common(b)
     b.set_defaults(func=_guard(cmd_bench))
 
     r = subparsers.add_parser(
-        "roofline", help="roofline PNG of the bench kernels (ESTIMATES; needs matplotlib)",
+        "roofline",
+        help="roofline PNG of the bench kernels (ESTIMATES; needs matplotlib)",
         description="Reuses a bench record in --out that is newer than every source file (same --mode, "
-                    "--hw, --only), else runs the bench first; --from plots given records instead.")
-    r.add_argument("--from", dest="records", nargs="*", metavar="JSON",
-                   help="JSON records (bench_*.json or profile records)")
+        "--hw, --only), else runs the bench first; --from plots given records instead.",
+    )
+    r.add_argument(
+        "--from", dest="records", nargs="*", metavar="JSON", help="JSON records (bench_*.json or profile records)"
+    )
     r.add_argument("--only", nargs="+", metavar="KEY", help="substrings of bench case keys")
     r.add_argument("--rerun", action="store_true", help="recompute the bench even if a fresh record exists")
     r.add_argument("--out", default="perf-out", help="directory of the bench records (default perf-out)")
@@ -560,6 +634,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m nki_kernels.perf.cli``: the same subcommands and checks as ``nki-kernels``."""
     from nki_kernels.cli import main as cli_main
+
     return cli_main(argv)
 
 

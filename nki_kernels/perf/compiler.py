@@ -194,6 +194,8 @@ def sbuf_spill(peak_sbuf_bytes_per_partition: int, hw: HardwareSpec) -> str:
     """A warning when the kernel's live SBUF exceeds what the allocator can use (else "")."""
     usable = hw.v("sbuf_usable_bytes_per_partition")
     if peak_sbuf_bytes_per_partition > usable:
-        return (f"SBUF over-subscribed: {peak_sbuf_bytes_per_partition / 1024:.1f} KiB per partition live at the peak "
-                f"> {usable / 1024:.1f} KiB usable; the compiler may spill to HBM (not modelled)")
+        return (
+            f"SBUF over-subscribed: {peak_sbuf_bytes_per_partition / 1024:.1f} KiB per partition live at the peak "
+            f"> {usable / 1024:.1f} KiB usable; the compiler may spill to HBM (not modelled)"
+        )
     return ""

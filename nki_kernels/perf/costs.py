@@ -5,6 +5,7 @@ engine clock by :func:`compute_cost_ns`); DMA ops return a :class:`DmaCost`.  Op
 not in the table are costed with the generic elementwise rule and counted in
 ``Estimate.uncosted_ops`` so the report can say so.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,6 +68,7 @@ def _min_ii(hw, cycles):
 
 # ---- compute op classes (cycles) ------------------------------------------------------
 
+
 def cost_copy_like(ev: Event, hw: HardwareSpec, engine: str = "") -> float:
     """tensor_scalar, tensor_copy, activation, memset: max(64, N/s) (§4.2)."""
     n: float = _n(ev)
@@ -80,8 +82,7 @@ def cost_tensor_tensor(ev: Event, hw: HardwareSpec) -> float:
     n = _n(ev)
     cpe = hw.v("tt_cycles_per_elem")
     func = _func(ev)
-    fast = _psum_side(ev) or (_all_two_byte(ev) and not _strided(ev)
-                              and any(k in func for k in ("add", "mul", "sub")))
+    fast = _psum_side(ev) or (_all_two_byte(ev) and not _strided(ev) and any(k in func for k in ("add", "mul", "sub")))
     cyc = cpe * n / (2.0 if fast else 1.0)
     if _strided(ev) and not fast:
         cyc *= hw.v("strided_factor")
@@ -104,6 +105,7 @@ def cost_act_reduce(ev: Event, hw: HardwareSpec) -> float:
 def _per_elem(key):
     def f(ev, hw):
         return _min_ii(hw, hw.v(key) * _n(ev))
+
     f.__doc__ = f"max(64, {key} * N)"
     return f
 
@@ -202,7 +204,7 @@ def compute_cost_ns(ev: Event, hw: HardwareSpec, engine: str | None = None) -> t
     fn = COMPUTE_COSTS.get(ev.op)
     p = ev.payload
     if ev.op == "activation" and type(p) is Elementwise and p.reduce:
-        fn = cost_act_reduce      # nisa.activation_reduce recorded as an activation with reduce
+        fn = cost_act_reduce  # nisa.activation_reduce recorded as an activation with reduce
     known = fn is not None
     f = fn or cost_generic
     cyc = f(ev, hw, eng) if f is cost_copy_like else f(ev, hw)
@@ -218,13 +220,14 @@ def compute_cost_ns(ev: Event, hw: HardwareSpec, engine: str | None = None) -> t
 
 # ---- DMA -------------------------------------------------------------------------------
 
+
 @dataclass
 class DmaCost:
-    rings: int            # DMA engines used
-    descriptors: int      # contiguous runs (HBM side x partition rows)
-    desc_bytes: float     # bytes per descriptor
-    ring_ns: float        # data-movement time on each ring used
-    issue_ns: float       # DGE (or static trigger) time on the issuing queue
+    rings: int  # DMA engines used
+    descriptors: int  # contiguous runs (HBM side x partition rows)
+    desc_bytes: float  # bytes per descriptor
+    ring_ns: float  # data-movement time on each ring used
+    issue_ns: float  # DGE (or static trigger) time on the issuing queue
     hbm_read: int
     hbm_write: int
 
@@ -247,8 +250,11 @@ def dma_cost(ev: Event, hw: HardwareSpec, dma_mode: str) -> DmaCost:
     per_ring_desc = math.ceil(desc / rings)
     bw = hw.v("dma_ring_bytes_per_ns")
     if ev.op == "dma_transpose":
-        bw *= hw.v("dma_transpose_eff_hbm") if (src in HBM_BUFFERS or dst in HBM_BUFFERS) \
+        bw *= (
+            hw.v("dma_transpose_eff_hbm")
+            if (src in HBM_BUFFERS or dst in HBM_BUFFERS)
             else hw.v("dma_transpose_eff_sbuf")
+        )
     # Each DMA engine it uses has a control path and a data path, pipelined across the DMAs
     # queued on the engine: control = a fixed per-transfer overhead (descriptor setup and
     # synchronisation, DB "Why large contiguous DMA payloads are required"; larger when a DGE

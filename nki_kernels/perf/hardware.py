@@ -16,6 +16,7 @@ description needs no code changes.  Users can load their own with
 
 Every time the model prints is an ESTIMATE, not a hardware measurement.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ TAGS = {"D": "documented", "M": "measured (public)", "E": "estimated", "F": "fit
 class Const:
     value: float
     unit: str
-    tag: str                      # D | M | E | F
+    tag: str  # D | M | E | F
     source: str
     range: tuple | None = None  # allowed tuning range (lo, hi), if the constant may be fitted
     note: str = ""
@@ -66,38 +67,71 @@ _TRN2 = {
     "pe_fp32_factor": _c(4, "x", "D", "A2/ISA §1.2 FP32 matmul at 1/4 of BF16"),
     "pe_fp8_double_row_factor": _c(0.5, "x", "D", "A2 §1.2 FP8 double_row 2x BF16 rate"),
     "pe_ls_divisor": _c(4, "x", "E", "A1 §4.2 LoadStationary up to 4x faster than MM (we use 4)"),
-    "pe_transpose_fp32_factor": _c(2, "x", "M", "A2 §4.2 FP32 transpose mode; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): fp32 128x128 "
-                                   "transposes issue every 109-110 ns unthrottled = 2 x 128 cycles at 2.4 GHz"),
+    "pe_transpose_fp32_factor": _c(
+        2,
+        "x",
+        "M",
+        "A2 §4.2 FP32 transpose mode; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): fp32 128x128 "
+        "transposes issue every 109-110 ns unthrottled = 2 x 128 cycles at 2.4 GHz",
+    ),
     "pe_result_latency_cycles": _c(64, "cycles", "D", "A1/PG §1.4 MM_INIT_LATENCY (v2 figure)"),
-    "pe_instr_overhead_cycles": _c(6, "cycles", "M",
-                                   "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back MATMUL instructions issue every 516-518 cycles for 512 bf16 "
-                                   "columns and 262-269 for 128 fp32-pass columns (+4..13); AWS kernel-optimization "
-                                   "tutorial v3/v5: 28.16 ms TensorE active for 65,536 fp32 MATMULs of 1024 cycles "
-                                   "(+7 per instruction).  Charged per hardware instruction (costs.pe_instructions)"),
-    "pe_throttle_window_ns": _c(3413, "ns", "M",
-                                "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): the 'ham' utilisation-limit records change only on a 3413 ns grid (4096 "
-                                "cycles of the 1.2 GHz profiler clock); PX: '~3 us' window"),
-    "pe_throttle_util": _c(0.45, "fraction", "M",
-                           "PX: limit re-engages below 50 % utilisation over a ~3 us window; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): windows with "
-                           "TensorE busy 0.39-0.43 of the time were followed by a 50 % limit, 0.46-0.47 were not"),
-    "pe_throttle_speed": _c(0.5, "fraction", "D",
-                            "PX: a burst starts at ~50% of maximum utilisation; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports) 'ham' k=4/n=8 records and "
-                            "matmul issue intervals doubled inside them; CZ avg_util_limit 0.5"),
+    "pe_instr_overhead_cycles": _c(
+        6,
+        "cycles",
+        "M",
+        "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back MATMUL instructions issue every 516-518 cycles for 512 bf16 "
+        "columns and 262-269 for 128 fp32-pass columns (+4..13); AWS kernel-optimization "
+        "tutorial v3/v5: 28.16 ms TensorE active for 65,536 fp32 MATMULs of 1024 cycles "
+        "(+7 per instruction).  Charged per hardware instruction (costs.pe_instructions)",
+    ),
+    "pe_throttle_window_ns": _c(
+        3413,
+        "ns",
+        "M",
+        "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): the 'ham' utilisation-limit records change only on a 3413 ns grid (4096 "
+        "cycles of the 1.2 GHz profiler clock); PX: '~3 us' window",
+    ),
+    "pe_throttle_util": _c(
+        0.45,
+        "fraction",
+        "M",
+        "PX: limit re-engages below 50 % utilisation over a ~3 us window; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): windows with "
+        "TensorE busy 0.39-0.43 of the time were followed by a 50 % limit, 0.46-0.47 were not",
+    ),
+    "pe_throttle_speed": _c(
+        0.5,
+        "fraction",
+        "D",
+        "PX: a burst starts at ~50% of maximum utilisation; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports) 'ham' k=4/n=8 records and "
+        "matmul issue intervals doubled inside them; CZ avg_util_limit 0.5",
+    ),
     # VectorE / ScalarE / GpSimdE (§1.4, §2, §4.2)
     "min_ii_cycles": _c(64, "cycles", "D", "ISA/A1 §1.4 MIN_II"),
     "dep_bubble_cycles": _c(100, "cycles", "D", "A1 §1.4 static overhead of dependent back-to-back instrs"),
-    "engine_instr_overhead_cycles": _c(60, "cycles", "M",
-                                       "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back independent VectorE/ScalarE instructions of N=128/512 "
-                                       "elements issue every N+59..60 cycles (COPY, TENSOR_REDUCE, CAST); §6.11 "
-                                       "'~60-cycle access bubble' (A1/PG, v2)"),
-    "act_func_extra_cycles": _c(150, "cycles", "M",
-                                "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): ScalarE ACTIVATE (exp with a bias vector) of 512 fp32 elements issues every "
-                                "~600 ns = N+208 cycles at 1.2 GHz, against N+60 for a ScalarE COPY"),
+    "engine_instr_overhead_cycles": _c(
+        60,
+        "cycles",
+        "M",
+        "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): back-to-back independent VectorE/ScalarE instructions of N=128/512 "
+        "elements issue every N+59..60 cycles (COPY, TENSOR_REDUCE, CAST); §6.11 "
+        "'~60-cycle access bubble' (A1/PG, v2)",
+    ),
+    "act_func_extra_cycles": _c(
+        150,
+        "cycles",
+        "M",
+        "trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): ScalarE ACTIVATE (exp with a bias vector) of 512 fp32 elements issues every "
+        "~600 ns = N+208 cycles at 1.2 GHz, against N+60 for a ScalarE COPY",
+    ),
     "dve_perf_mode_fast": _c(4, "x", "D", "A2 §2 VectorE perf mode 4x (bf16/fp16, SBUF->SBUF, unit stride)"),
     "dve_perf_mode_half": _c(2, "x", "D", "A2 §2 VectorE perf mode 2x (strided or one side PSUM; tensor_tensor bf16)"),
-    "tt_cycles_per_elem": _c(1.75, "cycles/elem", "M",
-                             "CZ/RC #5/#6 VectorE active 3.65-3.8 us for 3 (6) fp32 tensor_tensor of 128x2000 (1000) "
-                             "at 0.96 GHz = 1.75-1.82 cycles/elem (ISA docstring says 2N, §4.3 step 2)"),
+    "tt_cycles_per_elem": _c(
+        1.75,
+        "cycles/elem",
+        "M",
+        "CZ/RC #5/#6 VectorE active 3.65-3.8 us for 3 (6) fp32 tensor_tensor of 128x2000 (1000) "
+        "at 0.96 GHz = 1.75-1.82 cycles/elem (ISA docstring says 2N, §4.3 step 2)",
+    ),
     "strided_factor": _c(2, "x", "D", "A1 §2 inner-most stride >16 B halves engine access"),
     "reduce_cycles_per_elem": _c(1, "cycles/elem", "D", "ISA §4.2 tensor_reduce N"),
     "act_reduce_extra_cycles": _c(64, "cycles", "D", "ISA §4.2 activation_reduce +64"),
@@ -112,56 +146,116 @@ _TRN2 = {
     "dma_rings": _c(16, "engines", "D", "A2/DO §1.1 16 DMA engines per NC"),
     "dma_partitions_per_ring": _c(8, "partitions", "D", "§2 DMA engines take 8 partitions each"),
     "dma_ring_bytes_per_ns": _c(23, "B/ns", "D", "DB/DO §1.3 23 B/ns per engine; M: DO 32 KiB in 1,416 ns"),
-    "dma_desc_ns": _c(15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor on a DMA engine's control path (pipelined with data)"),
-    "dma_max_inflight": _c(16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"),
-    "dma_latency_ns": _c(500 + 4 * 800 / 6, "ns", "F", "§4.2 L issue-to-data + completion semaphore; fitted to every "
-                         "DMA-carrying point (trainium-kernel-fusion profile: first packet ~1.2 us after its DGE instruction)",
-                         range=(500, 1300), prior=900,
-                         note="range: DO serial floor ~0.85 us (E) .. DB semaphore-to-start 1.3 us (D)"),
-    "dge_queues": _c(3, "queues", "M", "A2 §DGE / DG: two hardware DGE instances per NeuronCore-v3 (SyncE, ScalarE "
-                     "sequencers) + software DGE on GpSimd; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): NKI 0.1 kernels issue DMAs from all three"),
-    "dge_queues_serial": _c(1, "queues", "M", "AWS kernel-optimization tutorial (81ce03ae, NKI 0.7 build) v2-dma.png: "
-                            "'Hardware Dynamic Dma Packet Count 0', every DMA software-DGE (GpSimd busy throughout "
-                            "v2-full.png); 39.89 ms for 66,560 DMAs = 599 ns per DMA on one queue.  XG's CS149 ladder "
-                            "(skip_middle_end_transformations builds): 486 / 613 / 587 ns per DMA (#1-#3)"),
+    "dma_desc_ns": _c(
+        15, "ns", "E", "§4.2 c_d 5-25 ns per descriptor on a DMA engine's control path (pipelined with data)"
+    ),
+    "dma_max_inflight": _c(
+        16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"
+    ),
+    "dma_latency_ns": _c(
+        500 + 4 * 800 / 6,
+        "ns",
+        "F",
+        "§4.2 L issue-to-data + completion semaphore; fitted to every "
+        "DMA-carrying point (trainium-kernel-fusion profile: first packet ~1.2 us after its DGE instruction)",
+        range=(500, 1300),
+        prior=900,
+        note="range: DO serial floor ~0.85 us (E) .. DB semaphore-to-start 1.3 us (D)",
+    ),
+    "dge_queues": _c(
+        3,
+        "queues",
+        "M",
+        "A2 §DGE / DG: two hardware DGE instances per NeuronCore-v3 (SyncE, ScalarE "
+        "sequencers) + software DGE on GpSimd; M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): NKI 0.1 kernels issue DMAs from all three",
+    ),
+    "dge_queues_serial": _c(
+        1,
+        "queues",
+        "M",
+        "AWS kernel-optimization tutorial (81ce03ae, NKI 0.7 build) v2-dma.png: "
+        "'Hardware Dynamic Dma Packet Count 0', every DMA software-DGE (GpSimd busy throughout "
+        "v2-full.png); 39.89 ms for 66,560 DMAs = 599 ns per DMA on one queue.  XG's CS149 ladder "
+        "(skip_middle_end_transformations builds): 486 / 613 / 587 ns per DMA (#1-#3)",
+    ),
     "dge_exec_ns": _c(600, "ns", "D", "DG / A2: each hardware-DGE DMA instruction takes about 600 ns to execute"),
-    "dge_issue_ns": _c(550, "ns", "M", "occupancy of a DGE queue per DMA. DG: ~600 ns per hardware-DGE DMA instruction; "
-                       "M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): DMA_DIRECT2D instructions on the Sync/Scalar queues take 517-605 ns, software-DGE "
-                       "ones on GpSimd follow each other every ~580 ns; the tutorial's v2 599 ns per DMA"),
-    "dma_fixed_hwdge_ns": _c(200, "ns", "F", "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
-                             "overhead on the DMA engines it uses (per engine, DGE-generated descriptors). Bound: the "
-                             "trainium-kernel-fusion profiles show 4 KiB packets at ~24 B/ns with ~0-15 ns each, and the bf16 "
-                             "2048x4096x4096 GEMM p50 allows <= ~0 ns above its 1 KiB rows' data time",
-                             range=(0, 600), prior=450),
-    "dma_fixed_static_ns": _c(0, "ns", "E", "as dma_fixed_hwdge_ns for pre-computed (static) descriptors (--disable-dge, trn1): "
-                              "nothing to generate at run time, so only dma_desc_ns per descriptor remains (our reading of "
-                              "DG 'none'); only #8 is sensitive to it, so it is not fitted"),
+    "dge_issue_ns": _c(
+        550,
+        "ns",
+        "M",
+        "occupancy of a DGE queue per DMA. DG: ~600 ns per hardware-DGE DMA instruction; "
+        "M: trainium-kernel-fusion d709ddf neuron-profile JSON (profiling/artifacts/*/json_reports): DMA_DIRECT2D instructions on the Sync/Scalar queues take 517-605 ns, software-DGE "
+        "ones on GpSimd follow each other every ~580 ns; the tutorial's v2 599 ns per DMA",
+    ),
+    "dma_fixed_hwdge_ns": _c(
+        200,
+        "ns",
+        "F",
+        "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
+        "overhead on the DMA engines it uses (per engine, DGE-generated descriptors). Bound: the "
+        "trainium-kernel-fusion profiles show 4 KiB packets at ~24 B/ns with ~0-15 ns each, and the bf16 "
+        "2048x4096x4096 GEMM p50 allows <= ~0 ns above its 1 KiB rows' data time",
+        range=(0, 600),
+        prior=450,
+    ),
+    "dma_fixed_static_ns": _c(
+        0,
+        "ns",
+        "E",
+        "as dma_fixed_hwdge_ns for pre-computed (static) descriptors (--disable-dge, trn1): "
+        "nothing to generate at run time, so only dma_desc_ns per descriptor remains (our reading of "
+        "DG 'none'); only #8 is sensitive to it, so it is not fitted",
+    ),
     "static_issue_ns": _c(50, "ns", "M", "CZ sync_engine_active_time / sync_engine_instruction_count = 5.8 us / 117"),
     "dma_transpose_eff_hbm": _c(0.9, "fraction", "D", "A2 §2 DMA transpose HBM->SBUF <=90%"),
     "dma_transpose_eff_sbuf": _c(0.5, "fraction", "D", "A2 §2 DMA transpose SBUF->SBUF <=50%"),
     "dma_bw_gbps": _c(368, "GB/s", "D", "DB/DO §1.3 16 x 23 B/ns (practical DMA cap per NC)"),
     "hbm_bw_gbps": _c(716, "GB/s", "M", "CZ §1.3 profiler MBU denominator per NC"),
     # kernel floor (§1.4, §4.2): launch + I/O + semaphores, per measurement mode
-    "floor_benchmark_us": _c(11.6, "us", "F", "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to every benchmark-mode point "
-                             "(trainium-kernel-fusion profile preamble ~13 us before the first instruction, LNC=2)",
-                             range=(10, 15.3), prior=13.0),
-    "floor_profile_us": _c(14.2, "us", "F", "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
-                           range=(10, 16), prior=13.2),
+    "floor_benchmark_us": _c(
+        11.6,
+        "us",
+        "F",
+        "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to every benchmark-mode point "
+        "(trainium-kernel-fusion profile preamble ~13 us before the first instruction, LNC=2)",
+        range=(10, 15.3),
+        prior=13.0,
+    ),
+    "floor_profile_us": _c(
+        14.2,
+        "us",
+        "F",
+        "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
+        range=(10, 16),
+        prior=13.2,
+    ),
     # memories (§1.3)
     "sbuf_bytes_per_partition": _c(229376, "B", "D", "A2 §1.3 224 KiB per partition (28 MiB)"),
     "sbuf_usable_bytes_per_partition": _c(212984, "B", "D", "KLR tile_size.total_available_sbuf_size"),
-    "multibuffer_budget_bytes": _c(65536, "B/partition", "E",
-                                   "SBUF per partition the compiler spends on the rotating copies of one tile "
-                                   "allocated in an affine_range loop (middle end on): depth = budget / tile bytes, "
-                                   "between ModelOptions.affine_buffers and multibuffer_max_depth"),
-    "multibuffer_max_depth": _c(8, "copies", "E",
-                                "deepest rotation of one tile; trainium-kernel-fusion GEMM bf16 2048x4096x4096 "
-                                "(DMA-bound at ~23 B/ns per engine, 1.74 us per load in flight) needs >= 6"),
-    "load_reuse_budget_bytes": _c(196608, "B/partition", "E",
-                                  "reuse distance up to which a repeated nl.load is served from SBUF (compiler."
-                                  "redundant_loads): the 24 MiB the allocator treats as SBUF (AK) / 128. Bound by "
-                                  "trainium-kernel-fusion GEMM p50s: 132 KiB/partition reused (bf16 1024x2048x4096 at "
-                                  "76 % MFU), 260 KiB not (2048x4096x4096 DMA-bound)"),
+    "multibuffer_budget_bytes": _c(
+        65536,
+        "B/partition",
+        "E",
+        "SBUF per partition the compiler spends on the rotating copies of one tile "
+        "allocated in an affine_range loop (middle end on): depth = budget / tile bytes, "
+        "between ModelOptions.affine_buffers and multibuffer_max_depth",
+    ),
+    "multibuffer_max_depth": _c(
+        8,
+        "copies",
+        "E",
+        "deepest rotation of one tile; trainium-kernel-fusion GEMM bf16 2048x4096x4096 "
+        "(DMA-bound at ~23 B/ns per engine, 1.74 us per load in flight) needs >= 6",
+    ),
+    "load_reuse_budget_bytes": _c(
+        196608,
+        "B/partition",
+        "E",
+        "reuse distance up to which a repeated nl.load is served from SBUF (compiler."
+        "redundant_loads): the 24 MiB the allocator treats as SBUF (AK) / 128. Bound by "
+        "trainium-kernel-fusion GEMM p50s: 132 KiB/partition reused (bf16 1024x2048x4096 at "
+        "76 % MFU), 260 KiB not (2048x4096x4096 DMA-bound)",
+    ),
     "psum_bytes_per_partition": _c(16384, "B", "D", "A1/A2 §1.3 8 banks x 2 KiB"),
     "psum_banks": _c(8, "banks", "D", "A1/A2 §1.3"),
     "partitions": _c(128, "partitions", "D", "A2 §1.3"),
@@ -171,6 +265,7 @@ _TRN2 = {
 @dataclass(frozen=True)
 class HardwareSpec:
     """A named set of constants; read a value with ``spec.v("pe_clock_ghz")`` or ``spec["..."]``."""
+
     name: str
     description: str
     constants: dict = field(default_factory=dict)
@@ -179,8 +274,9 @@ class HardwareSpec:
         try:
             return self.constants[key]
         except KeyError:
-            raise KeyError(f"hardware {self.name!r} has no constant {key!r}; "
-                           f"known: {', '.join(sorted(self.constants))}") from None
+            raise KeyError(
+                f"hardware {self.name!r} has no constant {key!r}; known: {', '.join(sorted(self.constants))}"
+            ) from None
 
     def v(self, key: str) -> float:
         try:
@@ -218,11 +314,22 @@ class HardwareSpec:
         return self.v("floor_profile_us" if mode == "profile" else "floor_benchmark_us")
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "constants": {k: {"value": c.value, "unit": c.unit, "tag": c.tag, "source": c.source,
-                                  "range": list(c.range) if c.range else None, "note": c.note,
-                                  "prior": c.prior}
-                              for k, c in sorted(self.constants.items())}}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "constants": {
+                k: {
+                    "value": c.value,
+                    "unit": c.unit,
+                    "tag": c.tag,
+                    "source": c.source,
+                    "range": list(c.range) if c.range else None,
+                    "note": c.note,
+                    "prior": c.prior,
+                }
+                for k, c in sorted(self.constants.items())
+            },
+        }
 
 
 TRN2 = HardwareSpec("trn2", "Trainium2 NeuronCore-v3 (one physical core)", dict(_TRN2))
@@ -239,9 +346,17 @@ _TRN1_OVERRIDES = {
     "dve_perf_mode_half": {"value": 1, "tag": "D", "source": "A2 §2 perf mode is new in v3"},
     "pe_transpose_fp32_factor": {"value": 1, "tag": "E", "source": "A2 transpose mode is v3-only"},
     "dma_ring_bytes_per_ns": {"value": 17, "tag": "D", "source": "§4.3 trn1 17 B/ns (DO table)"},
-    "dge_queues": {"value": 0, "tag": "D", "source": "A2 §DGE: hardware DGE is new in NeuronCore-v3; v2 DMAs use pre-computed (static) descriptors"},
+    "dge_queues": {
+        "value": 0,
+        "tag": "D",
+        "source": "A2 §DGE: hardware DGE is new in NeuronCore-v3; v2 DMAs use pre-computed (static) descriptors",
+    },
     "dma_bw_gbps": {"value": 272, "tag": "E", "source": "16 x 17 B/ns"},
-    "hbm_bw_gbps": {"value": 410, "tag": "E", "source": "trn1 chip 820 GB/s / 2 NCs (not in trn2-hardware.md; estimate)"},
+    "hbm_bw_gbps": {
+        "value": 410,
+        "tag": "E",
+        "source": "trn1 chip 820 GB/s / 2 NCs (not in trn2-hardware.md; estimate)",
+    },
     "sbuf_bytes_per_partition": {"value": 196608, "tag": "D", "source": "A2 §1.3 v2 192 KiB per partition"},
     "sbuf_usable_bytes_per_partition": {"value": 180224, "tag": "D", "source": "KLR trn1 total_available_sbuf_size"},
 }
@@ -259,24 +374,38 @@ def spec_from_dict(d: dict, base: HardwareSpec | None = None) -> HardwareSpec:
         if not isinstance(spec, dict):
             spec = {"value": spec}
         old = consts.get(k)
-        consts[k] = _c(spec["value"], spec.get("unit", old.unit if old else ""),
-                       spec.get("tag", "E"), spec.get("source", "user-provided"),
-                       spec.get("range"), spec.get("note", ""), spec.get("prior"))
+        consts[k] = _c(
+            spec["value"],
+            spec.get("unit", old.unit if old else ""),
+            spec.get("tag", "E"),
+            spec.get("source", "user-provided"),
+            spec.get("range"),
+            spec.get("note", ""),
+            spec.get("prior"),
+        )
     missing = sorted(set(_TRN2) - set(consts))
     if missing:
-        raise ValueError(f"hardware description {d.get('name')!r} lacks constants: {', '.join(missing)} "
-                         "(give \"base\": \"trn2\" to inherit them)")
+        raise ValueError(
+            f"hardware description {d.get('name')!r} lacks constants: {', '.join(missing)} "
+            '(give "base": "trn2" to inherit them)'
+        )
     return HardwareSpec(d.get("name", "custom"), d.get("description", ""), consts)
 
 
-TRN1 = spec_from_dict({"name": "trn1", "description": "Trainium1 NeuronCore-v2 (cross-check only; DMA/floor constants carried from trn2)",
-                       "constants": _TRN1_OVERRIDES}, base=TRN2)
+TRN1 = spec_from_dict(
+    {
+        "name": "trn1",
+        "description": "Trainium1 NeuronCore-v2 (cross-check only; DMA/floor constants carried from trn2)",
+        "constants": _TRN1_OVERRIDES,
+    },
+    base=TRN2,
+)
 
 _REGISTRY = {"trn2": TRN2, "trn1": TRN1}
 
 
 def get_hardware(name_or_path: HardwareSpec | str = "trn2") -> HardwareSpec:
-    """"trn2" | "trn1" | a HardwareSpec | a path to a JSON description."""
+    """ "trn2" | "trn1" | a HardwareSpec | a path to a JSON description."""
     if isinstance(name_or_path, HardwareSpec):
         return name_or_path
     key = str(name_or_path).lower()

@@ -3,6 +3,7 @@ and the analytical "seed lesson" comparisons (fused vs unfused conv; blocked vs 
 
 These are arithmetic on the hardware description, not estimates of a kernel.
 """
+
 from __future__ import annotations
 
 from .hardware import HardwareSpec, get_hardware
@@ -13,9 +14,13 @@ ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "float8
 def _bounds(flops, hbm_bytes, dtype, hw, extra: dict | None = None) -> dict:
     hw = get_hardware(hw)
     compute = flops / hw.pe_peak_flops(dtype) * 1e6
-    d = {"flops": flops, "min_hbm_bytes": hbm_bytes, "compute_us": compute,
-         "hbm_us_dma_cap": hbm_bytes / (hw.v("dma_bw_gbps") * 1e9) * 1e6,
-         "hbm_us_hbm": hbm_bytes / (hw.v("hbm_bw_gbps") * 1e9) * 1e6}
+    d = {
+        "flops": flops,
+        "min_hbm_bytes": hbm_bytes,
+        "compute_us": compute,
+        "hbm_us_dma_cap": hbm_bytes / (hw.v("dma_bw_gbps") * 1e9) * 1e6,
+        "hbm_us_hbm": hbm_bytes / (hw.v("hbm_bw_gbps") * 1e9) * 1e6,
+    }
     if extra:
         d.update(extra)
     d["limit_us"] = max(v for k, v in d.items() if k.endswith("_us"))
@@ -66,8 +71,13 @@ def conv_unfused_traffic(
     launches = 2 if pool > 1 else 1
     extra_bytes = unfused - fused
     extra_us = extra_bytes / (hw.v("dma_bw_gbps") * 1e9) * 1e6 + launches * hw.v("floor_benchmark_us")
-    return {"fused_hbm_bytes": fused, "unfused_hbm_bytes": unfused, "extra_hbm_bytes": extra_bytes,
-            "extra_kernel_launches": launches, "extra_time_lower_bound_us": extra_us}
+    return {
+        "fused_hbm_bytes": fused,
+        "unfused_hbm_bytes": unfused,
+        "extra_hbm_bytes": extra_bytes,
+        "extra_kernel_launches": launches,
+        "extra_time_lower_bound_us": extra_us,
+    }
 
 
 def attention_naive_traffic(
@@ -82,8 +92,12 @@ def attention_naive_traffic(
     it = ITEMSIZE[dtype]
     qkvo = 4 * B * H * S * D * it
     ss = B * H * S * S
-    naive = qkvo + ss * 4 * 2 + ss * it * 2          # write+read scores, write+read probabilities
-    return {"blocked_hbm_bytes": qkvo, "naive_hbm_bytes": naive, "extra_hbm_bytes": naive - qkvo,
-            "naive_sbuf_bytes_per_partition": S * 4 + S * it,
-            "blocked_sbuf_bytes_per_partition": block_k * 4 + block_k * it + 2 * 4 + D * 4,
-            "naive_extra_time_lower_bound_us": (naive - qkvo) / (hw.v("dma_bw_gbps") * 1e9) * 1e6}
+    naive = qkvo + ss * 4 * 2 + ss * it * 2  # write+read scores, write+read probabilities
+    return {
+        "blocked_hbm_bytes": qkvo,
+        "naive_hbm_bytes": naive,
+        "extra_hbm_bytes": naive - qkvo,
+        "naive_sbuf_bytes_per_partition": S * 4 + S * it,
+        "blocked_sbuf_bytes_per_partition": block_k * 4 + block_k * it + 2 * 4 + D * 4,
+        "naive_extra_time_lower_bound_us": (naive - qkvo) / (hw.v("dma_bw_gbps") * 1e9) * 1e6,
+    }

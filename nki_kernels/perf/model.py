@@ -4,6 +4,7 @@ Every number here is an ESTIMATE of the cost model (trn2-hardware.md §4), not a
 measurement.  The calibration error on the public trn2 measurements is in
 docs/cost-model.md and ``nki_kernels.perf.calibration``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,34 +28,35 @@ ENGINE_NAMES = {"PE": "TensorE", "ACT": "ScalarE", "DVE": "VectorE", "POOL": "Gp
 @dataclass
 class Estimate:
     """Result of :func:`estimate`.  All times are estimates in microseconds."""
+
     kernel_name: str
     hardware: str
     mode: str
-    latency_us: float               # floor T0 + makespan
+    latency_us: float  # floor T0 + makespan
     makespan_us: float
     floor_us: float
-    flops: int                      # useful FLOPs: matmul + elementwise (not transposes)
+    flops: int  # useful FLOPs: matmul + elementwise (not transposes)
     matmul_flops: int
     transpose_flops: int
-    mm_dtype: str                   # operand dtype with the most matmul FLOPs ("" if none)
-    peak_flops: float               # TensorE peak for mm_dtype (FLOP/s)
-    mfu: float                      # matmul_flops / (latency * peak)
+    mm_dtype: str  # operand dtype with the most matmul FLOPs ("" if none)
+    peak_flops: float  # TensorE peak for mm_dtype (FLOP/s)
+    mfu: float  # matmul_flops / (latency * peak)
     hbm_bytes: int
     hbm_read_bytes: int
     hbm_write_bytes: int
     dma_count: int
     dma_bytes: int
-    arithmetic_intensity: float     # flops / hbm_bytes
-    engine_busy_us: dict            # engine -> busy us (DMA: time any transfer active)
-    engine_util: dict               # engine -> busy / makespan
+    arithmetic_intensity: float  # flops / hbm_bytes
+    engine_busy_us: dict  # engine -> busy us (DMA: time any transfer active)
+    engine_util: dict  # engine -> busy / makespan
     instruction_count: dict
     critical_engine: str
-    top_lines: list                 # [(location, busy_us, count, engines)]
+    top_lines: list  # [(location, busy_us, count, engines)]
     uncosted_ops: dict
     throttled_us: float
     exposed_load_stationary_us: float
-    window: int = 0                 # list-scheduling window used (ModelOptions.window)
-    domain: list = field(default_factory=list)   # why the kernel is outside the validated domain
+    window: int = 0  # list-scheduling window used (ModelOptions.window)
+    domain: list = field(default_factory=list)  # why the kernel is outside the validated domain
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     trace_seconds: float = 0.0
@@ -68,52 +70,62 @@ class Estimate:
     # ---- uncertainty (nki_kernels.perf.accuracy: leave-one-out calibration error) --------
     @property
     def op_class(self) -> str:
-        """"dma-vector", "mixed" or "tensor" (accuracy.op_class): selects the band."""
+        """ "dma-vector", "mixed" or "tensor" (accuracy.op_class): selects the band."""
         from .accuracy import op_class
+
         return op_class(self)
 
     @property
     def typical_error(self) -> float:
         """Half-width of the band: the op class's leave-one-out error, widened outside the domain."""
         from .accuracy import typical_error
+
         return typical_error(self)
 
     @property
     def band_us(self) -> tuple:
         from .accuracy import band_us
+
         return band_us(self)
 
     @property
     def band_text(self) -> str:
-        """"est. 820.0 us, typical error ±12 % (tensor class)" — use it wherever the latency is printed."""
+        """ "est. 820.0 us, typical error ±12 % (tensor class)" — use it wherever the latency is printed."""
         from .accuracy import band_text
+
         return band_text(self)
 
     @property
     def warnings(self) -> list:
         """Outside-the-validated-domain warnings, then the sanity gate (MFU above the best public figure)."""
         from .accuracy import warnings
+
         return warnings(self)
 
     # ---- outputs ------------------------------------------------------------------------
     def summary(self, top: int = 5) -> str:
         from .report import summary_text
+
         return summary_text(self, top=top)
 
     def to_record(self) -> dict:
         from .report import json_record
+
         return json_record(self)
 
     def write_json(self, path: str) -> str:
         from .report import write_json_record
+
         return write_json_record(self, path)
 
     def chrome_trace(self) -> dict:
         from .chrome_trace import to_chrome_trace
+
         return to_chrome_trace(self)
 
     def write_chrome_trace(self, path: str) -> str:
         from .chrome_trace import write_chrome_trace
+
         return write_chrome_trace(self, path)
 
     def __str__(self) -> str:
@@ -121,8 +133,12 @@ class Estimate:
 
 
 def _kernel_name(kernel) -> str:
-    for obj in (kernel, getattr(kernel, "kernel", None), getattr(kernel, "func", None),
-                getattr(kernel, "__wrapped__", None)):
+    for obj in (
+        kernel,
+        getattr(kernel, "kernel", None),
+        getattr(kernel, "func", None),
+        getattr(kernel, "__wrapped__", None),
+    ):
         name = getattr(obj, "__name__", None)
         if name:
             return name
@@ -143,8 +159,14 @@ def estimate_trace(
     opts = options or ModelOptions()
     events = list(trace.events)
     t0 = time.perf_counter()
-    sched = schedule(events, hw, opts, alloc_origins=getattr(trace, "alloc_origins", None), deps=deps,
-                     alloc_names=getattr(trace, "alloc_names", None))
+    sched = schedule(
+        events,
+        hw,
+        opts,
+        alloc_origins=getattr(trace, "alloc_origins", None),
+        deps=deps,
+        alloc_names=getattr(trace, "alloc_names", None),
+    )
     sched_s = time.perf_counter() - t0
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
     makespan_us = sched.makespan_ns / 1e3
@@ -156,7 +178,7 @@ def estimate_trace(
     counts: dict = {}
     by_line: dict = {}
     for i, ev in enumerate(events):
-        if i in sched.elided:           # removed by the compiler (a repeated load / transpose)
+        if i in sched.elided:  # removed by the compiler (a repeated load / transpose)
             continue
         eng = sched.engine_of[i]
         counts[eng] = counts.get(eng, 0) + 1
@@ -185,10 +207,12 @@ def estimate_trace(
         rec[1] += 1
         rec[2].add(eng)
     mm_dtype = max(mm_flops_by_dt, key=lambda k: mm_flops_by_dt[k]) if mm_flops_by_dt else ""
-    domain = [f"affine_range loop at {site} runs {trips} iterations of tiny instructions ({per} per "
-              "iteration, <= 64 elements per partition): the compiler may vectorise them into a few large "
-              "ones (affine_range docstring); not modelled"
-              for site, trips, per in vectorisable_loops(events)]
+    domain = [
+        f"affine_range loop at {site} runs {trips} iterations of tiny instructions ({per} per "
+        "iteration, <= 64 elements per partition): the compiler may vectorise them into a few large "
+        "ones (affine_range docstring); not modelled"
+        for site, trips, per in vectorisable_loops(events)
+    ]
     spill = sbuf_spill(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0, hw)
     if spill:
         domain.append(spill)
@@ -199,22 +223,44 @@ def estimate_trace(
     busy_us["DMA issue"] = sched.issue_busy_ns / 1e3
     util = {e: (v / makespan_us if makespan_us > 0 else 0.0) for e, v in busy_us.items()}
     critical = max(busy_us, key=lambda k: busy_us[k]) if busy_us else ""
-    top = sorted(((loc, v[0] / 1e3, v[1], "/".join(sorted(v[2]))) for loc, v in by_line.items()),
-                 key=lambda r: -r[1])
+    top = sorted(((loc, v[0] / 1e3, v[1], "/".join(sorted(v[2]))) for loc, v in by_line.items()), key=lambda r: -r[1])
     return Estimate(
         kernel_name=kernel_name or getattr(trace, "kernel_name", "") or "kernel",
-        hardware=hw.name, mode=opts.mode, latency_us=latency, makespan_us=makespan_us,
-        floor_us=floor, flops=flops, matmul_flops=mm_flops, transpose_flops=tr_flops,
-        mm_dtype=mm_dtype, peak_flops=peak, mfu=mfu, hbm_bytes=hbm, hbm_read_bytes=hbm_r,
-        hbm_write_bytes=hbm_w, dma_count=dma_count, dma_bytes=dma_bytes,
+        hardware=hw.name,
+        mode=opts.mode,
+        latency_us=latency,
+        makespan_us=makespan_us,
+        floor_us=floor,
+        flops=flops,
+        matmul_flops=mm_flops,
+        transpose_flops=tr_flops,
+        mm_dtype=mm_dtype,
+        peak_flops=peak,
+        mfu=mfu,
+        hbm_bytes=hbm,
+        hbm_read_bytes=hbm_r,
+        hbm_write_bytes=hbm_w,
+        dma_count=dma_count,
+        dma_bytes=dma_bytes,
         arithmetic_intensity=(flops / hbm if hbm else float("inf") if flops else 0.0),
-        engine_busy_us=busy_us, engine_util=util, instruction_count=counts,
-        critical_engine=critical, top_lines=top, uncosted_ops=dict(sched.uncosted_ops),
-        throttled_us=sched.throttled_ns / 1e3, exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
+        engine_busy_us=busy_us,
+        engine_util=util,
+        instruction_count=counts,
+        critical_engine=critical,
+        top_lines=top,
+        uncosted_ops=dict(sched.uncosted_ops),
+        throttled_us=sched.throttled_ns / 1e3,
+        exposed_load_stationary_us=sched.exposed_ls_ns / 1e3,
         peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
         peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
-        schedule_seconds=sched_s, n_events=len(events), window=opts.window, domain=domain,
-        trace=trace if keep else None, schedule=sched if keep else None, hw=hw)
+        schedule_seconds=sched_s,
+        n_events=len(events),
+        window=opts.window,
+        domain=domain,
+        trace=trace if keep else None,
+        schedule=sched if keep else None,
+        hw=hw,
+    )
 
 
 def trace_of(
@@ -224,18 +270,22 @@ def trace_of(
     try:
         from nki_kernels.sim import trace_kernel
     except ImportError as exc:  # pragma: no cover - only before the interpreter exists
-        raise RuntimeError("nki_kernels.sim.trace_kernel is not available; the cost model needs "
-                           "the interpreter to produce an instruction trace") from exc
+        raise RuntimeError(
+            "nki_kernels.sim.trace_kernel is not available; the cost model needs "
+            "the interpreter to produce an instruction trace"
+        ) from exc
     opts = sim_options
     if opts is None:
         from nki_kernels.sim.options import default_options
+
         opts = default_options()
     if not getattr(opts, "trace", True):
         opts = opts.replace(trace=True)
     if not numerics:
         opts = opts.replace(trace_only=True)
-    if _is_nki07(kernel):   # an NKI 0.7 kernel: the interpreter's 0.7 front end, same trace format
+    if _is_nki07(kernel):  # an NKI 0.7 kernel: the interpreter's 0.7 front end, same trace format
         from nki_kernels.sim.nki07 import trace as trace07
+
         return trace07(kernel, *args, options=opts, **kwargs)
     return trace_kernel(kernel, *args, options=opts, **kwargs)
 
@@ -255,6 +305,7 @@ def _is_nki07(kernel) -> bool:
     if getattr(kernel, "nki_api", None) == "0.7":
         return True
     from nki_kernels.sim.nki07 import Kernel as Kernel07
+
     return isinstance(kernel, Kernel07)
 
 

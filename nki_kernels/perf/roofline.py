@@ -1,4 +1,5 @@
 """Roofline plot of estimated kernel runs against the NeuronCore roofline (matplotlib optional)."""
+
 from __future__ import annotations
 
 import os
@@ -15,21 +16,31 @@ if TYPE_CHECKING:
 def _require_matplotlib():
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         return plt
     except ImportError as exc:
-        raise RuntimeError("the roofline plot needs matplotlib, an optional extra: "
-                           "pip install 'nki-kernels[plot]' (or pip install matplotlib)") from exc
+        raise RuntimeError(
+            "the roofline plot needs matplotlib, an optional extra: "
+            "pip install 'nki-kernels[plot]' (or pip install matplotlib)"
+        ) from exc
 
 
 def point_of(label: str, est: Estimate | dict) -> dict:
     """A roofline point from an Estimate (or a dict with flops, hbm_bytes, latency_us, mm_dtype)."""
     g = (lambda k: est[k]) if isinstance(est, dict) else (lambda k: getattr(est, k))
     flops, hbm, lat = g("flops"), g("hbm_bytes"), g("latency_us")
-    return {"label": label, "flops": flops, "hbm_bytes": hbm, "latency_us": lat,
-            "dtype": g("mm_dtype") or "", "ai": flops / hbm if hbm else float("nan"),
-            "flops_per_s": flops / (lat * 1e-6) if lat else 0.0}
+    return {
+        "label": label,
+        "flops": flops,
+        "hbm_bytes": hbm,
+        "latency_us": lat,
+        "dtype": g("mm_dtype") or "",
+        "ai": flops / hbm if hbm else float("nan"),
+        "flops_per_s": flops / (lat * 1e-6) if lat else 0.0,
+    }
 
 
 def spread_labels(ys: Sequence[float], gap: float, lo: float = 0.0, hi: float = 1.0) -> list:
@@ -79,11 +90,23 @@ def roofline_figure(
     styles = {"bfloat16": "-", "float32": "--", "float8": ":"}
     for dt, ls in styles.items():
         peak = hw.pe_peak_flops(dt)
-        ax.plot(grid, [min(peak, hbm * x) / 1e12 for x in grid], ls, color="black", lw=1.2,
-                label=f"roof {dt} {peak / 1e12:.1f} TF/s, HBM {hw.v('hbm_bw_gbps'):.0f} GB/s")
+        ax.plot(
+            grid,
+            [min(peak, hbm * x) / 1e12 for x in grid],
+            ls,
+            color="black",
+            lw=1.2,
+            label=f"roof {dt} {peak / 1e12:.1f} TF/s, HBM {hw.v('hbm_bw_gbps'):.0f} GB/s",
+        )
     peak = hw.pe_peak_flops("bfloat16")
-    ax.plot(grid, [min(peak, dma * x) / 1e12 for x in grid], "-", color="grey", lw=0.8,
-            label=f"DMA cap {hw.v('dma_bw_gbps'):.0f} GB/s")
+    ax.plot(
+        grid,
+        [min(peak, dma * x) / 1e12 for x in grid],
+        "-",
+        color="grey",
+        lw=0.8,
+        label=f"DMA cap {hw.v('dma_bw_gbps'):.0f} GB/s",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
@@ -99,7 +122,7 @@ def roofline_figure(
     if ys:
         ymin, ymax = ax.get_ylim()
         ax.set_ylim(min(ymin, min(ys) / 2), max(ymax, max(ys) * 2))
-    fig.canvas.draw()                               # fixes the transforms used below
+    fig.canvas.draw()  # fixes the transforms used below
     height_px = ax.get_window_extent().height
     fontsize = 7.0
     line = 1.6 * fontsize * fig.dpi / 72 / height_px  # one text line, in axes fraction
@@ -111,12 +134,20 @@ def roofline_figure(
     pos = spread_labels(wanted, line)
     texts = []
     for k, (p, y, ty) in enumerate(zip(pts, ys, pos, strict=True)):
-        texts.append(ax.annotate(
-            f"{p['label']}  {p['latency_us']:,.1f} us (est.)", xy=(p["ai"], y), xycoords="data",
-            xytext=(1.04, ty), textcoords="axes fraction", va="center", ha="left", fontsize=fontsize,
-            annotation_clip=False,
-            arrowprops={"arrowstyle": "-", "lw": 0.6, "color": colors[k % len(colors)],
-                        "shrinkA": 0, "shrinkB": 3}))
+        texts.append(
+            ax.annotate(
+                f"{p['label']}  {p['latency_us']:,.1f} us (est.)",
+                xy=(p["ai"], y),
+                xycoords="data",
+                xytext=(1.04, ty),
+                textcoords="axes fraction",
+                va="center",
+                ha="left",
+                fontsize=fontsize,
+                annotation_clip=False,
+                arrowprops={"arrowstyle": "-", "lw": 0.6, "color": colors[k % len(colors)], "shrinkA": 0, "shrinkB": 3},
+            )
+        )
     return fig, ax, texts
 
 
@@ -126,5 +157,6 @@ def plot_roofline(points: Sequence[dict], path: str, hw: HardwareSpec | str = "t
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path)
     import matplotlib.pyplot as plt
+
     plt.close(fig)
     return path

@@ -16,6 +16,7 @@ makes ``import neuronxcc.nki`` resolve to them, ``install_nki_alias()`` makes ``
 the NKI 0.7 front end (both reversible; also context managers) so unmodified code runs.
 Architecture: docs/architecture.md.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,11 +66,18 @@ class install_neuronxcc_alias(ModuleAlias):
         root.__doc__ = "nki_kernels.sim alias of neuronxcc (interpreter, not the Neuron compiler)"
         root.nki = nki
         root.__nki_kernels_sim__ = True
-        return {"neuronxcc": root, "neuronxcc.nki": nki, "neuronxcc.nki.language": language,
-                "neuronxcc.nki.language.constants": language_constants,
-                "neuronxcc.nki.isa": isa, "neuronxcc.nki.isa.constants": isa.constants,
-                "neuronxcc.nki.typing": typing, "neuronxcc.nki.compiler": compiler,
-                "neuronxcc.nki.compiler.sbuf": compiler.sbuf, "neuronxcc.nki.compiler.psum": compiler.psum}
+        return {
+            "neuronxcc": root,
+            "neuronxcc.nki": nki,
+            "neuronxcc.nki.language": language,
+            "neuronxcc.nki.language.constants": language_constants,
+            "neuronxcc.nki.isa": isa,
+            "neuronxcc.nki.isa.constants": isa.constants,
+            "neuronxcc.nki.typing": typing,
+            "neuronxcc.nki.compiler": compiler,
+            "neuronxcc.nki.compiler.sbuf": compiler.sbuf,
+            "neuronxcc.nki.compiler.psum": compiler.psum,
+        }
 
     def _install_extra(self) -> None:
         self._prev_options = None

@@ -7,6 +7,7 @@ in ``sys.modules`` under those names before is restored by ``uninstall()`` (or o
 ``with`` block).  Subclasses name the modules (``modules()``) and may add side effects
 (``_install_extra`` / ``_uninstall_extra``).
 """
+
 from __future__ import annotations
 
 import sys

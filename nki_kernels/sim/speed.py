@@ -9,6 +9,7 @@ The benchmark kernels are compiled under the file name ``<sim-bench kernel>``: t
 treats every frame in its own package as its own (it looks for the user's line outside it), and
 a kernel of a user's is outside it.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -43,7 +44,9 @@ def _user_kernels(src: str, **names) -> dict:
 def small_op_overhead(n=2000):
     """µs per instruction for tensor_scalar / tensor_tensor / tensor_copy on a (128, 4) tile."""
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
-    k = jit(_user_kernels("""
+    k = jit(
+        _user_kernels(
+            """
         def k(a):
             out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
             t = nl.load(a)
@@ -53,7 +56,12 @@ def small_op_overhead(n=2000):
                 t = nisa.tensor_copy(v)
             nl.store(out, t)
             return out
-        """, nl=nl, nisa=nisa, n=n)["k"])
+        """,
+            nl=nl,
+            nisa=nisa,
+            n=n,
+        )["k"]
+    )
 
     sim = _best(lambda: simulate_kernel(k, x))
 
@@ -63,6 +71,7 @@ def small_op_overhead(n=2000):
             u = t * np.float32(1.0001)
             v = np.maximum(u, t)
             t = v.copy()
+
     ref = _best(bare)
     instr = 3 * n + 2
     return sim / instr * 1e6, ref / (3 * n) * 1e6
@@ -74,7 +83,9 @@ def matmul_loop(iters=1000):
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 512)).astype(np.float32)
 
-    k = jit(_user_kernels("""
+    k = jit(
+        _user_kernels(
+            """
         def k(lhsT, rhs):
             out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
             s = nl.load(lhsT)
@@ -84,7 +95,12 @@ def matmul_loop(iters=1000):
                 acc += nisa.nc_matmul(s, m)
             nl.store(out, nisa.tensor_copy(acc))
             return out
-        """, nl=nl, nisa=nisa, iters=iters)["k"])
+        """,
+            nl=nl,
+            nisa=nisa,
+            iters=iters,
+        )["k"]
+    )
 
     sim = _best(lambda: simulate_kernel(k, a, b), repeat=2)
 
@@ -92,6 +108,7 @@ def matmul_loop(iters=1000):
         acc = np.zeros((128, 512), np.float32)
         for _ in range(iters):
             acc += a.T @ b
+
     ref = _best(bare, repeat=2)
     return sim, ref
 
@@ -100,7 +117,9 @@ def small_op_overhead_07(n=2000):
     """The same small-tile loop written against NKI 0.7 (dst-first ISA calls into preallocated tiles)."""
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
 
-    k = nki7.jit(_user_kernels("""
+    k = nki7.jit(
+        _user_kernels(
+            """
         def k(a):
             out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
             t = nl.load(a)
@@ -112,7 +131,12 @@ def small_op_overhead_07(n=2000):
                 nisa.tensor_copy(t, v)
             nl.store(out, t)
             return out
-        """, nl=nl7, nisa=nisa7, n=n)["k"])
+        """,
+            nl=nl7,
+            nisa=nisa7,
+            n=n,
+        )["k"]
+    )
 
     sim = _best(lambda: nki7.simulate(k)(x))
     return sim / (3 * n + 2) * 1e6
@@ -124,7 +148,9 @@ def matmul_loop_07(iters=1000):
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 512)).astype(np.float32)
 
-    k = nki7.jit(_user_kernels("""
+    k = nki7.jit(
+        _user_kernels(
+            """
         def k(lhsT, rhs):
             out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
             s = nl.load(lhsT)
@@ -136,24 +162,37 @@ def matmul_loop_07(iters=1000):
             nisa.tensor_copy(res, acc)
             nl.store(out, res)
             return out
-        """, nl=nl7, nisa=nisa7, iters=iters)["k"])
+        """,
+            nl=nl7,
+            nisa=nisa7,
+            iters=iters,
+        )["k"]
+    )
 
     return _best(lambda: nki7.simulate(k)(a, b), repeat=2)
 
 
 def main(iters=1000) -> int:
-    print("nki_kernels.sim interpreter speed (measured CPU time of this process on this machine, best of 5; "
-          "not a Trainium figure)")
+    print(
+        "nki_kernels.sim interpreter speed (measured CPU time of this process on this machine, best of 5; "
+        "not a Trainium figure)"
+    )
     per, bare = small_op_overhead()
-    print(f"  small-tile instruction (128x4 fp32): {per:.1f} us per instruction "
-          f"(bare NumPy for the same math: {bare:.1f} us; overhead {per - bare:.1f} us)  goal < 25 us")
+    print(
+        f"  small-tile instruction (128x4 fp32): {per:.1f} us per instruction "
+        f"(bare NumPy for the same math: {bare:.1f} us; overhead {per - bare:.1f} us)  goal < 25 us"
+    )
     sim, ref = matmul_loop(iters)
-    print(f"  {iters} x nc_matmul 128x128x512 fp32 into PSUM: {sim:.3f} s vs bare NumPy {ref:.3f} s "
-          f"-> ratio {sim / ref:.2f}x  goal <= 3x")
+    print(
+        f"  {iters} x nc_matmul 128x128x512 fp32 into PSUM: {sim:.3f} s vs bare NumPy {ref:.3f} s "
+        f"-> ratio {sim / ref:.2f}x  goal <= 3x"
+    )
     per7 = small_op_overhead_07()
     sim7 = matmul_loop_07(iters)
-    print(f"  NKI 0.7 front end (import nki), same kernels: small-tile {per7:.1f} us per instruction "
-          f"({per7 / per:.2f}x the 0.1 front end); matmul loop {sim7:.3f} s ({sim7 / sim:.2f}x)  goal <= 1.5x")
+    print(
+        f"  NKI 0.7 front end (import nki), same kernels: small-tile {per7:.1f} us per instruction "
+        f"({per7 / per:.2f}x the 0.1 front end); matmul loop {sim7:.3f} s ({sim7 / sim:.2f}x)  goal <= 1.5x"
+    )
     return 0
 
 

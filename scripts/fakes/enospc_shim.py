@@ -3,6 +3,7 @@ in ``FAKE_ENOSPC_ON`` (comma-separated: ``step-start``, ``step-end``, ``finish``
 ``nki_kernels.hw.manifest.Manifest`` methods, and only in the thread running them, a file opened
 for writing is created and then ``OSError(ENOSPC)`` is raised, as a full disk does.  Used by
 scripts/fakes/venv/bin/python: ``enospc_shim.py -m nki_kernels.hw.run ARGS...``."""
+
 import builtins
 import errno
 import functools
@@ -17,7 +18,7 @@ _active = threading.local()
 
 def _full_disk_open(file, mode="r", *args, **kwargs):
     if getattr(_active, "on", False) and any(c in mode for c in "wax+"):
-        _open(file, mode, *args, **kwargs).close()      # the file appears, its content cannot
+        _open(file, mode, *args, **kwargs).close()  # the file appears, its content cannot
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
     return _open(file, mode, *args, **kwargs)
 
@@ -30,6 +31,7 @@ def _full_during(method):
             return method(*args, **kwargs)
         finally:
             _active.on = False
+
     return wrapped
 
 

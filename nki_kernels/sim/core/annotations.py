@@ -1,5 +1,6 @@
 """Kernel-parameter annotations (``nt.tensor[128, 512]``, ``nt.mutable_tensor``, ``nt.scalar``): no
 runtime effect in the interpreter; both front ends' ``typing`` namespaces instantiate them."""
+
 from __future__ import annotations
 
 

@@ -6,6 +6,7 @@ no module adds state to a run at run time.  NKI calls of either front end find t
 :func:`enter` (E019 outside a kernel), which also runs the run's per-call hook (the LNC lockstep
 scheduler of an NKI 0.7 launch, chosen by the runner).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,13 @@ def current(api: str | None = None) -> RunContext:
     """The run of this thread; with ``api``, E019 when there is none (an NKI call outside a kernel)."""
     ctx = getattr(_local, "ctx", None)
     if ctx is None and api is not None:
-        raise SimRuntimeError("E019", api, None, "calling NKI API outside of NKI kernels is not supported",
-                              "Call it inside an @nki.jit kernel run by nki.simulate_kernel(kernel, *args)")
+        raise SimRuntimeError(
+            "E019",
+            api,
+            None,
+            "calling NKI API outside of NKI kernels is not supported",
+            "Call it inside an @nki.jit kernel run by nki.simulate_kernel(kernel, *args)",
+        )
     return ctx
 
 
@@ -62,46 +68,52 @@ def enter(api: str, instruction: bool = True) -> RunContext:
     ctx.site = (f.f_code.co_filename, f.f_lineno)
     sc = ctx.scopes
     if sc is not None and id(f.f_code) not in sc.quiet:
-        sc.on_call(ctx, f)    # the front end's source rules for this line (NKI 0.1: nki01/scopes.py)
+        sc.on_call(ctx, f)  # the front end's source rules for this line (NKI 0.1: nki01/scopes.py)
     return ctx
 
 
-enter_landing = enter     # an assignment / `+=` (named for the reader: it may land a pending result)
+enter_landing = enter  # an assignment / `+=` (named for the reader: it may land a pending result)
 
 
 class RunContext:
     """The state of one kernel run (every field declared)."""
 
     __slots__ = (
-        "options",          # SimOptions of the run
-        "memory",           # Memory: live SBUF/PSUM bytes, capacity policy
-        "trace",            # Trace: the recorded events
-        "program_id",       # SPMD / LNC instance index tuple of the running instance
-        "grid",             # launch grid
-        "loops",            # enclosing loops (tuple of trace.LoopFrame), outermost first
+        "options",  # SimOptions of the run
+        "memory",  # Memory: live SBUF/PSUM bytes, capacity policy
+        "trace",  # Trace: the recorded events
+        "program_id",  # SPMD / LNC instance index tuple of the running instance
+        "grid",  # launch grid
+        "loops",  # enclosing loops (tuple of trace.LoopFrame), outermost first
         "skip_middle_end",  # compiler flag: affine_range behaves as sequential_range (never shuffled)
-        "hbm_registry",     # HBM allocations of instance 0, handed to later instances in order
-        "hbm_cursor",       # position of the running instance in hbm_registry
-        "shuffle_rng",      # random.Random of SimOptions.shuffle_affine_seed (None: no shuffling)
-        "rand_rng",         # numpy Generator of nl.rand (seeded 0 at the start of a run, nl.random_seed)
-        "vector_acc",       # VectorE accumulator registers (select_reduce, range_select, ...), fp32 per partition
-        "act_acc",          # ScalarE activation accumulator registers (activation reduce_cmd), fp32 per partition
-        "pending",          # results waiting for their destination (ops.Result), in program order
-        "call_hook",        # called at every NKI call (the LNC lockstep scheduler) or None
-        "n_instructions",   # instructions executed so far (counted also without a trace)
-        "api",              # the NKI call being executed (for messages)
-        "site",             # (file, line) of that call in the user's code
-        "alloc_count",      # allocation id counter
-        "loop_count",       # loop id counter (one id per entry into a loop statement)
-        "warned",           # (key, file, line) of the warnings already given
-        "tensor_cls",       # the class of new tensors (the front end's Tensor subclass)
-        "direct",           # the front end's direct-allocation state (nki01/allocation.py) or None
-        "scopes",           # the front end's per-call source checker (on_call(ctx, frame)) or None
-        "races",            # races.RaceLog of the run (iteration races, E029) or None
+        "hbm_registry",  # HBM allocations of instance 0, handed to later instances in order
+        "hbm_cursor",  # position of the running instance in hbm_registry
+        "shuffle_rng",  # random.Random of SimOptions.shuffle_affine_seed (None: no shuffling)
+        "rand_rng",  # numpy Generator of nl.rand (seeded 0 at the start of a run, nl.random_seed)
+        "vector_acc",  # VectorE accumulator registers (select_reduce, range_select, ...), fp32 per partition
+        "act_acc",  # ScalarE activation accumulator registers (activation reduce_cmd), fp32 per partition
+        "pending",  # results waiting for their destination (ops.Result), in program order
+        "call_hook",  # called at every NKI call (the LNC lockstep scheduler) or None
+        "n_instructions",  # instructions executed so far (counted also without a trace)
+        "api",  # the NKI call being executed (for messages)
+        "site",  # (file, line) of that call in the user's code
+        "alloc_count",  # allocation id counter
+        "loop_count",  # loop id counter (one id per entry into a loop statement)
+        "warned",  # (key, file, line) of the warnings already given
+        "tensor_cls",  # the class of new tensors (the front end's Tensor subclass)
+        "direct",  # the front end's direct-allocation state (nki01/allocation.py) or None
+        "scopes",  # the front end's per-call source checker (on_call(ctx, frame)) or None
+        "races",  # races.RaceLog of the run (iteration races, E029) or None
     )
 
-    def __init__(self, options: SimOptions, kernel_name: str = "", grid: tuple = (),
-                 capacity_policy: str = "error", tensor_cls: type | None = None):
+    def __init__(
+        self,
+        options: SimOptions,
+        kernel_name: str = "",
+        grid: tuple = (),
+        capacity_policy: str = "error",
+        tensor_cls: type | None = None,
+    ):
         self.options = options
         self.memory = Memory(options, capacity_policy)
         self.trace = Trace(kernel_name=kernel_name, grid=grid)
@@ -111,8 +123,9 @@ class RunContext:
         self.skip_middle_end = False
         self.hbm_registry: list = []
         self.hbm_cursor = 0
-        self.shuffle_rng = random.Random(options.shuffle_affine_seed) \
-            if options.shuffle_affine_seed is not None else None
+        self.shuffle_rng = (
+            random.Random(options.shuffle_affine_seed) if options.shuffle_affine_seed is not None else None
+        )
         self.rand_rng = np.random.default_rng(0)
         self.vector_acc = np.zeros(limits.PMAX, dtype=np.float32)
         self.act_acc = np.zeros(limits.PMAX, dtype=np.float32)
@@ -132,9 +145,26 @@ class RunContext:
         _last_run = self
 
     # -- trace -------------------------------------------------------------------------
-    def record(self, op, api, engine, partitions=0, free_elems=0, in_shapes=(), out_shape=(),
-               in_dtypes=(), out_dtype="", nbytes=0, flops=0, reads=(), writes=(), payload=None,
-               result=None, where=None, seq=None) -> Event | None:
+    def record(
+        self,
+        op,
+        api,
+        engine,
+        partitions=0,
+        free_elems=0,
+        in_shapes=(),
+        out_shape=(),
+        in_dtypes=(),
+        out_dtype="",
+        nbytes=0,
+        flops=0,
+        reads=(),
+        writes=(),
+        payload=None,
+        result=None,
+        where=None,
+        seq=None,
+    ) -> Event | None:
         """THE instruction-recording path: every instruction the interpreter executes passes
         here exactly once (capacity check, block liveness, trace event), after its operands were
         validated and its result landed.  ``result``: the instruction's fresh result allocation, if
@@ -155,9 +185,27 @@ class RunContext:
         if direct is not None and direct.active:
             direct.instruction(reads, writes, (where[0], where[1]))
         events = self.trace.events
-        ev = Event(len(events) if seq is None else seq, op, api, engine, partitions, free_elems, tuple(in_shapes),
-                   tuple(out_shape), tuple(in_dtypes), out_dtype, nbytes, flops, tuple(reads), tuple(writes), payload,
-                   where[0], where[1], where[2], where[3])
+        ev = Event(
+            len(events) if seq is None else seq,
+            op,
+            api,
+            engine,
+            partitions,
+            free_elems,
+            tuple(in_shapes),
+            tuple(out_shape),
+            tuple(in_dtypes),
+            out_dtype,
+            nbytes,
+            flops,
+            tuple(reads),
+            tuple(writes),
+            payload,
+            where[0],
+            where[1],
+            where[2],
+            where[3],
+        )
         if seq is None:
             events.append(ev)
         else:
@@ -215,9 +263,14 @@ def unproven(key, message: str) -> None:
     if ctx is None:
         return
     if ctx.options.strict:
-        raise SimValueError("E024", "strict", None, message,
-                            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
-                            "without strict to get a warning")
+        raise SimValueError(
+            "E024",
+            "strict",
+            None,
+            message,
+            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
+            "without strict to get a warning",
+        )
     ctx.warn_once(key, message)
 
 

@@ -3,6 +3,7 @@
 
 DMA never touches PSUM; shapes pair row-major by element count (``dma_copy``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ from .vector import copy_result
 
 
 def _oob(x, api):
-    if isinstance(x, str):                  # a member name
+    if isinstance(x, str):  # a member name
         m = getattr(OobMode, x, None)
         if m is not None:
             return m
@@ -51,9 +52,19 @@ def _oob(x, api):
 
 
 @op
-def dma_copy(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dst_rmw_op: OpArg = None,
-             oob_mode: EnumArg = None, dge_mode: EnumArg = None, engine: EngineArg = None, priority: EnumArg = None,
-             name: str | None = None) -> Tensor | None:
+def dma_copy(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    *,
+    mask: MaskArg = None,
+    dst_rmw_op: OpArg = None,
+    oob_mode: EnumArg = None,
+    dge_mode: EnumArg = None,
+    engine: EngineArg = None,
+    priority: EnumArg = None,
+    name: str | None = None,
+) -> Tensor | None:
     """Copy src -> dst (HBM or SBUF, never PSUM); shapes pair row-major by element count.  ``dst_rmw_op``
     (2.26, only ``add``): dst = dst + src; ``oob_mode`` (2.26): out-of-bounds indirect indices raise
     (``error``) or are skipped; with ``dge_mode=hwdge`` the dtypes must match (no cast on the hardware
@@ -61,20 +72,31 @@ def dma_copy(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, ds
     api = "dma_copy"
     for arg, t in (("dst", dst), ("src", src)):
         if not isinstance(t, Tensor):
-            raise SimTypeError("E010", api, arg, f"expected a tensor, got {type(t).__name__}",
-                               "Call nisa.dma_copy(dst=..., src=...)")
+            raise SimTypeError(
+                "E010", api, arg, f"expected a tensor, got {type(t).__name__}", "Call nisa.dma_copy(dst=..., src=...)"
+            )
     rmw = None
     if dst_rmw_op is not None:
         rmw = opcode(dst_rmw_op, api, "dst_rmw_op")
         if rmw != "add":
-            raise NKISyntaxError("E021", api, "dst_rmw_op", f"{rmw} is not supported in 'dma_copy'",
-                                 "Only np.add / nl.add read-modify-write is supported")
+            raise NKISyntaxError(
+                "E021",
+                api,
+                "dst_rmw_op",
+                f"{rmw} is not supported in 'dma_copy'",
+                "Only np.add / nl.add read-modify-write is supported",
+            )
     dm = enum_arg(dge_mode, DgeMode, api, "dge_mode")
     oob = _oob(oob_mode, api)
     if dm is DgeMode.hwdge and dst.dtype != src.dtype:
-        raise SimTypeError("E009", api, "dst", f"with dge_mode=hwdge src and dst dtypes must match (got "
-                           f"{dt.name_of(src.dtype)} -> {dt.name_of(dst.dtype)})",
-                           "Reinterpret with .view(dtype), or use dge_mode.swdge/none to cast")
+        raise SimTypeError(
+            "E009",
+            api,
+            "dst",
+            f"with dge_mode=hwdge src and dst dtypes must match (got "
+            f"{dt.name_of(src.dtype)} -> {dt.name_of(dst.dtype)})",
+            "Reinterpret with .view(dtype), or use dge_mode.swdge/none to cast",
+        )
     if dst.alloc.buffer in ON_CHIP:
         tile(dst, api, "dst", buffers=(SBUF,), engine_access=False)
     if src.alloc.buffer in ON_CHIP:
@@ -87,9 +109,20 @@ _DMA_T_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
 @op
-def dma_transpose(ctx: RunContext, dst: Dst, src: Tensor, axes: tuple | None = None, *, mask: MaskArg = None,
-                  dtype: DTypeArg = None, dge_mode: EnumArg = None, oob_mode: EnumArg = None, priority: EnumArg = None,
-                  name: str | None = None, spec: str = "0.1") -> Tensor | None:
+def dma_transpose(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    axes: tuple | None = None,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    dge_mode: EnumArg = None,
+    oob_mode: EnumArg = None,
+    priority: EnumArg = None,
+    name: str | None = None,
+    spec: str = "0.1",
+) -> Tensor | None:
     """Transpose on the DMA engine; permutations (1,0), (2,1,0), (3,1,2,0) (SDK 2.26 isa).  ``spec``:
     which documented ``dge_mode`` rule applies -- "0.1": unknown or hwdge (2.27 isa dma_transpose),
     "0.6": also swdge (NKI 0.6 isa ``dma_transpose``: unknown/hwdge or unknown/swdge).  With a
@@ -107,42 +140,81 @@ def dma_transpose(ctx: RunContext, dst: Dst, src: Tensor, axes: tuple | None = N
     nd = src.ndim
     axes = tuple(axes) if axes is not None else _DMA_T_AXES.get(nd, tuple(reversed(range(nd))))
     if axes not in _DMA_T_AXES.values() or len(axes) != nd:
-        raise SimValueError("E020", api, "axes", f"unsupported permutation {axes} for a {nd}-D source",
-                            "Allowed: (1,0) for 2-D, (2,1,0) for 3-D, (3,1,2,0) for 4-D (SDK 2.26 isa dma_transpose)")
+        raise SimValueError(
+            "E020",
+            api,
+            "axes",
+            f"unsupported permutation {axes} for a {nd}-D source",
+            "Allowed: (1,0) for 2-D, (2,1,0) for 3-D, (3,1,2,0) for 4-D (SDK 2.26 isa dma_transpose)",
+        )
     dm = enum_arg(dge_mode, DgeMode, api, "dge_mode")
     allowed = (DgeMode.unknown, DgeMode.hwdge) if spec == "0.1" else (DgeMode.unknown, DgeMode.hwdge, DgeMode.swdge)
     if dm is not None and dm not in allowed:
-        raise SimValueError("E020", api, "dge_mode", f"the only valid dge_modes of dma_transpose are "
-                            f"{'/'.join(m.name for m in allowed)} "
-                            f"({'2.27 isa dma_transpose docstring' if spec == '0.1' else 'NKI 0.6 isa dma_transpose'})",
-                            "Leave dge_mode unset")
+        raise SimValueError(
+            "E020",
+            api,
+            "dge_mode",
+            f"the only valid dge_modes of dma_transpose are "
+            f"{'/'.join(m.name for m in allowed)} "
+            f"({'2.27 isa dma_transpose docstring' if spec == '0.1' else 'NKI 0.6 isa dma_transpose'})",
+            "Leave dge_mode unset",
+        )
     if dm is DgeMode.hwdge and spec == "0.1":
         # 2.27 isa dma_transpose: a hardware-DGE transpose needs src.shape[0] == 16,
         # src.shape[-1] % 128 == 0 and a 2-byte dtype
         if src.shape[0] != 16 or src.shape[-1] % 128 or src.itemsize != 2:
-            raise SimValueError("E020", api, "src", f"a hwdge dma_transpose needs src.shape[0] == 16, "
-                                f"src.shape[-1] % 128 == 0 and a 2-byte dtype; got {src.shape} "
-                                f"{dt.name_of(src.dtype)} (2.27 isa dma_transpose)",
-                                "Use dge_mode unset, or a (16, 128*k) bf16/fp16 source")
+            raise SimValueError(
+                "E020",
+                api,
+                "src",
+                f"a hwdge dma_transpose needs src.shape[0] == 16, "
+                f"src.shape[-1] % 128 == 0 and a 2-byte dtype; got {src.shape} "
+                f"{dt.name_of(src.dtype)} (2.27 isa dma_transpose)",
+                "Use dge_mode unset, or a (16, 128*k) bf16/fp16 source",
+            )
     want = tuple(src.shape[a] for a in axes)
     if isinstance(dst, Tensor) and dst._shape != want:
-        raise SimValueError("E011", api, "dst", f"dst.shape {dst.shape} must equal the transposed src shape "
-                            f"{want} exactly, including rank (NKI 0.4)", "Allocate dst with the permuted shape")
+        raise SimValueError(
+            "E011",
+            api,
+            "dst",
+            f"dst.shape {dst.shape} must equal the transposed src shape {want} exactly, including rank (NKI 0.4)",
+            "Allocate dst with the permuted shape",
+        )
     if nd == 3 and src.alloc.buffer is SBUF:
         # nki-samples keeps DMA transposes off on trn2 "until we stabilized it" (spec Corrections 12)
-        unproven("dma_transpose_3d", "a 3-D SBUF->SBUF dma_transpose is hardware-unproven (nki-samples disable "
-                 "DMA transposes on trn2 until stabilized); transpose on TensorE (nc_transpose) instead")
+        unproven(
+            "dma_transpose_3d",
+            "a 3-D SBUF->SBUF dma_transpose is hardware-unproven (nki-samples disable "
+            "DMA transposes on trn2 until stabilized); transpose on TensorE (nc_transpose) instead",
+        )
     v = np.ascontiguousarray(np.transpose(src.read_f32(), axes))
     d = src.dtype if dtype is None else dt.canonical(dtype, op=api)
-    res = dma_result(v.shape, v, src, api="nisa.dma_transpose", op="dma_transpose", transpose=True,
-                     mask=mask_of(mask, v.shape, api), dtype=d)
+    res = dma_result(
+        v.shape,
+        v,
+        src,
+        api="nisa.dma_transpose",
+        op="dma_transpose",
+        transpose=True,
+        mask=mask_of(mask, v.shape, api),
+        dtype=d,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def dma_compute(ctx: RunContext, dst: Dst, srcs: Sequence[Tensor], reduce_op: OpArg,
-                scales: Sequence[float] | None = None, unique_indices: bool = True, oob_mode: EnumArg = None, *,
-                name: str | None = None) -> Tensor | None:
+def dma_compute(
+    ctx: RunContext,
+    dst: Dst,
+    srcs: Sequence[Tensor],
+    reduce_op: OpArg,
+    scales: Sequence[float] | None = None,
+    unique_indices: bool = True,
+    oob_mode: EnumArg = None,
+    *,
+    name: str | None = None,
+) -> Tensor | None:
     """``dst = reduce_op(srcs[0]*scales[0], srcs[1]*scales[1], ...)`` on the DMA engines (NKI 0.6 isa
     ``dma_compute``)."""
     api = "dma_compute"
@@ -166,9 +238,11 @@ def dma_compute(ctx: RunContext, dst: Dst, srcs: Sequence[Tensor], reduce_op: Op
 
 # ---- nl.load / nl.store ---------------------------------------------------------------------
 
+
 @op
-def load(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-         api: str = "nl.load") -> Tensor | None:
+def load(
+    ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None, api: str = "nl.load"
+) -> Tensor | None:
     """HBM -> SBUF tile (optionally cast); a new tile for ``dst`` None/PENDING.  On-chip tiles are at
     least 2-D: a 1-element or 1-D HBM tensor loads as (1, 1) / (N, 1) (known-issues doc "Tile on
     SBUF/PSUM must have at least 2 dimensions")."""
@@ -186,7 +260,7 @@ def load(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dtype:
         if shape != src.shape:
             v = np.ascontiguousarray(v).reshape(shape)
     res = dma_result(shape, v, src, api=api, mask=None if m is None or m is True else m, dtype=d)
-    res.origin = True       # the tile of nl.load is an allocation of the kernel's (its line, capacity now)
+    res.origin = True  # the tile of nl.load is an allocation of the kernel's (its line, capacity now)
     return emit(ctx, dst, res)
 
 
@@ -211,14 +285,19 @@ def _no_dynamic(api: str, src: Tensor) -> None:
     """ERR err_indirect_indices_are_not_supported_with_nki_api (SDK 2.26 nki.errors.rst): nl.load_transpose2d
     and (in NKI 0.1) nisa.dma_transpose take no runtime (indirect) indices."""
     if isinstance(src, Tensor) and src.dynamic:
-        raise NKISyntaxError("E014", api, "src", f"{api} does not support dynamic (indirect) indices: "
-                             f"`{src.name}` is indexed with a runtime index tile",
-                             "Gather with nl.load(src[idx_tile[...], i_f]) first, then transpose on chip "
-                             "(nl.transpose / nisa.nc_transpose)")
+        raise NKISyntaxError(
+            "E014",
+            api,
+            "src",
+            f"{api} does not support dynamic (indirect) indices: `{src.name}` is indexed with a runtime index tile",
+            "Gather with nl.load(src[idx_tile[...], i_f]) first, then transpose on chip "
+            "(nl.transpose / nisa.nc_transpose)",
+        )
 
 
-def load_transpose2d(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
-                     dtype: DTypeArg = None) -> Tensor | None:
+def load_transpose2d(
+    ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None
+) -> Tensor | None:
     """2-D HBM [N, M] -> SBUF [M, N] (M <= 128) via a transposing DMA."""
     api = "load_transpose2d"
     _no_dynamic(api, src)
@@ -227,13 +306,22 @@ def load_transpose2d(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = 
         raise SimValueError("E020", api, "src", f"expects a 2-D access, got shape {src.shape}")
     n, m_ = src.shape
     if m_ > limits.PMAX:
-        raise partition_error(api, "src", m_,
-                              "The transposed tile's partition axis is src's last axis: keep it <= 128")
+        raise partition_error(api, "src", m_, "The transposed tile's partition axis is src's last axis: keep it <= 128")
     d = src.dtype if dtype is None else dt.canonical(dtype, op=api)
-    m = mask_of(mask, (m_, n), api)     # mask= is on the result tile
-    v = np.ascontiguousarray(src.read(None if m is None or m is True or m is False else m.T).T) \
-        if m is not False else np.zeros((m_, n), np.float32)
-    res = dma_result((m_, n), v, src, api="nl.load_transpose2d", op="dma_transpose",
-                     mask=None if m is None or m is True else m, dtype=d)
+    m = mask_of(mask, (m_, n), api)  # mask= is on the result tile
+    v = (
+        np.ascontiguousarray(src.read(None if m is None or m is True or m is False else m.T).T)
+        if m is not False
+        else np.zeros((m_, n), np.float32)
+    )
+    res = dma_result(
+        (m_, n),
+        v,
+        src,
+        api="nl.load_transpose2d",
+        op="dma_transpose",
+        mask=None if m is None or m is True else m,
+        dtype=d,
+    )
     res.origin = True
     return emit(ctx, dst, res)

@@ -6,6 +6,7 @@ away (1-8-10) in "hw" precision.  Compute is always fp32 (VectorE/ScalarE/GpSimd
 inputs to fp32; TensorE accumulates in fp32); a result is rounded once, where it is
 written.
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -29,6 +30,7 @@ bool_ = np.dtype(np.bool_)
 
 class _TF32:
     """Marker for nl.tfloat32 (stored as float32)."""
+
     name = "tfloat32"
     itemsize = 4
     kind = "f"
@@ -48,11 +50,23 @@ ALL = FLOATS + INTS + (bool_, tfloat32)
 _LOW_PRECISION = (bfloat16, float8_e4m3, float8_e5m2)
 
 _BY_NAME = {
-    "float32": float32, "fp32": float32, "float16": float16, "fp16": float16,
-    "bfloat16": bfloat16, "bf16": bfloat16, "float8_e4m3": float8_e4m3,
-    "float8_e5m2": float8_e5m2, "tfloat32": tfloat32,
-    "int8": int8, "uint8": uint8, "int16": int16, "uint16": uint16, "int32": int32,
-    "uint32": uint32, "bool": bool_, "bool_": bool_,
+    "float32": float32,
+    "fp32": float32,
+    "float16": float16,
+    "fp16": float16,
+    "bfloat16": bfloat16,
+    "bf16": bfloat16,
+    "float8_e4m3": float8_e4m3,
+    "float8_e5m2": float8_e5m2,
+    "tfloat32": tfloat32,
+    "int8": int8,
+    "uint8": uint8,
+    "int16": int16,
+    "uint16": uint16,
+    "int32": int32,
+    "uint32": uint32,
+    "bool": bool_,
+    "bool_": bool_,
 }
 
 
@@ -100,11 +114,17 @@ def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
             d = None
         if d is not None:
             if d == np.float64:
-                raise SimValueError("E018", op, arg, "Unsupported dtype 'float64': NKI has no 64-bit types",
-                                    "Convert inputs with .astype(np.float32) before calling the kernel")
+                raise SimValueError(
+                    "E018",
+                    op,
+                    arg,
+                    "Unsupported dtype 'float64': NKI has no 64-bit types",
+                    "Convert inputs with .astype(np.float32) before calling the kernel",
+                )
             if d == np.int64 or d == np.uint64:
-                raise SimValueError("E018", op, arg, f"Unsupported dtype '{d}': NKI has no 64-bit types",
-                                    "Use int32/uint32")
+                raise SimValueError(
+                    "E018", op, arg, f"Unsupported dtype '{d}': NKI has no 64-bit types", "Use int32/uint32"
+                )
             if d.kind == "V" and d.itemsize == 4:
                 return tfloat32
             for a in FLOATS + INTS + (bool_,):
@@ -174,8 +194,11 @@ def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
 # Poison: the value of memory nobody wrote.  Floats get a quiet NaN with a recognisable payload,
 # so that the first read of never-written memory can be told apart from a NaN a kernel computed
 # (poison provenance); fp8 has no room for a payload (plain NaN, not detected).
-_POISON_BITS = {np.dtype(np.float32): (np.uint32, 0x7FC0DEAD), np.dtype(np.float16): (np.uint16, 0x7EAD),
-                bfloat16: (np.uint16, 0x7FAD)}
+_POISON_BITS = {
+    np.dtype(np.float32): (np.uint32, 0x7FC0DEAD),
+    np.dtype(np.float16): (np.uint16, 0x7EAD),
+    bfloat16: (np.uint16, 0x7FAD),
+}
 
 
 def poison_fill(shape, nki_dtype, storage: np.dtype) -> np.ndarray:

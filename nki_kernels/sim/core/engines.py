@@ -13,6 +13,7 @@ for rsqrt", Scalar on trn2 only for (multiply, add), (multiply, None), (add, Non
 only on Vector; ``tensor_reduce`` and ``scalar_tensor_tensor`` run on Vector and have no
 ``engine`` parameter.
 """
+
 from __future__ import annotations
 
 from .errors import NKISyntaxError, SimValueError
@@ -26,15 +27,32 @@ _V, _VGS, _GS, _VS, _G = (VECTOR,), (VECTOR, GPSIMD, SCALAR), (GPSIMD, SCALAR), 
 # op name -> (engines that run it, legal as a reduction op)            [tbl-aluop, 2.26]
 ALU_OPS: dict[str, tuple[tuple[str, ...], bool]] = {
     # bitvec
-    "invert": (_V, False), "bitwise_and": (_V, True), "bitwise_or": (_V, True), "bitwise_xor": (_V, True),
-    "left_shift": (_V, False), "right_shift": (_V, False),
+    "invert": (_V, False),
+    "bitwise_and": (_V, True),
+    "bitwise_or": (_V, True),
+    "bitwise_xor": (_V, True),
+    "left_shift": (_V, False),
+    "right_shift": (_V, False),
     # arithmetic
-    "add": (_VGS, True), "subtract": (_V, True), "multiply": (_VGS, True),
-    "maximum": (_V, True), "minimum": (_V, True),
-    "equal": (_V, False), "not_equal": (_V, False), "greater_equal": (_V, False), "greater": (_V, False),
-    "less_equal": (_V, False), "less": (_V, False),
-    "logical_not": (_V, False), "logical_and": (_V, True), "logical_or": (_V, True), "logical_xor": (_V, True),
-    "rsqrt": (_GS, False), "reciprocal": (_VS, False), "abs": (_VS, False), "power": (_G, False),
+    "add": (_VGS, True),
+    "subtract": (_V, True),
+    "multiply": (_VGS, True),
+    "maximum": (_V, True),
+    "minimum": (_V, True),
+    "equal": (_V, False),
+    "not_equal": (_V, False),
+    "greater_equal": (_V, False),
+    "greater": (_V, False),
+    "less_equal": (_V, False),
+    "less": (_V, False),
+    "logical_not": (_V, False),
+    "logical_and": (_V, True),
+    "logical_or": (_V, True),
+    "logical_xor": (_V, True),
+    "rsqrt": (_GS, False),
+    "reciprocal": (_VS, False),
+    "abs": (_VS, False),
+    "power": (_G, False),
 }
 ALIASES = {"max": "maximum", "min": "minimum"}
 BITVEC = frozenset(("invert", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"))
@@ -70,10 +88,14 @@ def alu_op(api: str, arg: str, name: str) -> str:
         return name
     n = canonical(name)
     if n not in ALU_OPS:
-        raise NKISyntaxError("E021", api, arg,
-                             f"{name} is not supported in '{api}': not an ISA ALU op (SDK 2.26 tbl-aluop)",
-                             "Use an op of the table, e.g. nl.multiply by a reciprocal instead of divide; "
-                             "nl.divide is an nl.* op, not an instruction op")
+        raise NKISyntaxError(
+            "E021",
+            api,
+            arg,
+            f"{name} is not supported in '{api}': not an ISA ALU op (SDK 2.26 tbl-aluop)",
+            "Use an op of the table, e.g. nl.multiply by a reciprocal instead of divide; "
+            "nl.divide is an nl.* op, not an instruction op",
+        )
     return n
 
 
@@ -86,11 +108,16 @@ def check(api: str, arg: str, name: str, engine: str, *, integer: bool = False) 
     if engine in engines:
         return
     if integer and engine == GPSIMD and n in ("add", "multiply", "subtract") and api == "tensor_tensor":
-        return          # tensor_tensor doc: integer add/multiply/subtract run on GpSimd
-    raise SimValueError("E025", api, arg, f"'{n}' does not run on the {ENGINE_NAME[engine]} Engine "
-                        f"(SDK 2.26 tbl-aluop: {_legal(n)})",
-                        f"Use engine={'/'.join('nisa.' + ENGINE_NAME[e].lower() + '_engine' for e in engines)}"
-                        " or leave engine unset", got=ENGINE_NAME[engine], limit=_legal(n))
+        return  # tensor_tensor doc: integer add/multiply/subtract run on GpSimd
+    raise SimValueError(
+        "E025",
+        api,
+        arg,
+        f"'{n}' does not run on the {ENGINE_NAME[engine]} Engine (SDK 2.26 tbl-aluop: {_legal(n)})",
+        f"Use engine={'/'.join('nisa.' + ENGINE_NAME[e].lower() + '_engine' for e in engines)} or leave engine unset",
+        got=ENGINE_NAME[engine],
+        limit=_legal(n),
+    )
 
 
 def check_reduce(api: str, arg: str, name: str) -> str:
@@ -98,9 +125,13 @@ def check_reduce(api: str, arg: str, name: str) -> str:
     n = alu_op(api, arg, name)
     if not ALU_OPS[n][1]:
         legal = ", ".join(k for k, v in ALU_OPS.items() if v[1])
-        raise NKISyntaxError("E021", api, arg,
-                             f"{n} is not supported in '{api}': not a legal reduction op (SDK 2.26 tbl-aluop)",
-                             f"Legal reduction ops: {legal}")
+        raise NKISyntaxError(
+            "E021",
+            api,
+            arg,
+            f"{n} is not supported in '{api}': not a legal reduction op (SDK 2.26 tbl-aluop)",
+            f"Legal reduction ops: {legal}",
+        )
     return n
 
 
@@ -124,9 +155,12 @@ def pick(names, allowed, preferred: str) -> str:
 def no_engine_parameter(api: str, kw: dict) -> None:
     """E025 for ``engine=`` on an instruction whose 2.26 signature has no engine parameter."""
     if "engine" in kw:
-        raise SimValueError("E025", api, "engine",
-                            f"nisa.{api} has no engine parameter in SDK 2.26 (it always runs on the Vector "
-                            "Engine)" if api in ("tensor_reduce", "scalar_tensor_tensor") else
-                            f"nisa.{api} has no engine parameter in SDK 2.26",
-                            "Remove engine=; only tensor_tensor, tensor_scalar, tensor_copy, nc_transpose and "
-                            "memset take one")
+        raise SimValueError(
+            "E025",
+            api,
+            "engine",
+            f"nisa.{api} has no engine parameter in SDK 2.26 (it always runs on the Vector Engine)"
+            if api in ("tensor_reduce", "scalar_tensor_tensor")
+            else f"nisa.{api} has no engine parameter in SDK 2.26",
+            "Remove engine=; only tensor_tensor, tensor_scalar, tensor_copy, nc_transpose and memset take one",
+        )

@@ -5,6 +5,7 @@ a superset of SDK 2.26's (49ee15c5 ``general/nki/api/nki/isa/__init__.py``: no `
 ``nc_version.gen4``, no ``dma_engine``); ``reduce_cmd.load_reduce`` from the 2.27 docstrings
 (337e6041).  Enum arguments are normalised by :func:`enum_arg`.
 """
+
 from __future__ import annotations
 
 import enum
@@ -48,7 +49,7 @@ class reduce_cmd(enum.IntEnum):
     reset = 1
     reduce = 2
     reset_reduce = 3
-    load_reduce = 4     # 2.27 docstrings (337e6041): load imm1 into the accumulators, then reduce
+    load_reduce = 4  # 2.27 docstrings (337e6041): load imm1 into the accumulators, then reduce
 
 
 class matmul_perf_mode(str, enum.Enum):
@@ -63,6 +64,7 @@ class dma_engine(enum.IntEnum):
 
 class constants:
     """``nki.isa.constants``: the enums again (``from nki.isa import constants``)."""
+
     engine, reduce_cmd, dge_mode, oob_mode = engine, reduce_cmd, dge_mode, oob_mode
     matmul_perf_mode, nc_version, dma_engine = matmul_perf_mode, nc_version, dma_engine
 
@@ -83,8 +85,13 @@ def enum_arg(x, cls, api: str, arg: str):
             return cls(int(x))
         except ValueError:
             pass
-    raise NKISyntaxError("E021", api, arg, f"expected a nki.isa.{cls.__name__} member, got {x!r}",
-                         f"Use nisa.{cls.__name__}.<name> ({', '.join(m.name for m in cls)})")
+    raise NKISyntaxError(
+        "E021",
+        api,
+        arg,
+        f"expected a nki.isa.{cls.__name__} member, got {x!r}",
+        f"Use nisa.{cls.__name__}.<name> ({', '.join(m.name for m in cls)})",
+    )
 
 
 def engine_of(e, default: Engine, api: str) -> Engine:

@@ -11,6 +11,7 @@ The classes subclass the builtin exception the real toolchain raises (ValueError
 TypeError, IndexError, RuntimeError, NotImplementedError), so ``except ValueError`` code
 written for real NKI keeps working.  The README has the table of codes.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,14 +58,26 @@ class SimError(Exception):
 
     The code must be in :data:`CODES` and the instance of the class listed there (checked here,
     so every raise site agrees with the table and the README's error-code table)."""
+
     code = "E000"
 
-    def __init__(self, code: str, op: str, arg: str | None, what: str, fix: str | None = None,
-                 got=None, limit=None, where: tuple[str, int] | None = None):
+    def __init__(
+        self,
+        code: str,
+        op: str,
+        arg: str | None,
+        what: str,
+        fix: str | None = None,
+        got=None,
+        limit=None,
+        where: tuple[str, int] | None = None,
+    ):
         entry = CODES.get(code)
         if entry is None or not isinstance(self, entry[0]):
-            raise RuntimeError(f"nki_kernels.sim internal error: {type(self).__name__}({code!r}) does not match "
-                               f"the error-code table ({entry[0].__name__ if entry else 'unknown code'})")
+            raise RuntimeError(
+                f"nki_kernels.sim internal error: {type(self).__name__}({code!r}) does not match "
+                f"the error-code table ({entry[0].__name__ if entry else 'unknown code'})"
+            )
         self.code, self.op, self.arg = code, op, arg
         file, line = where if where is not None else user_location()
         self.where = f"{os.path.basename(file)}:{line}"
@@ -148,28 +161,43 @@ class SimWarning(UserWarning):
     """Non-fatal findings: `+=` outside PSUM accumulation, deprecated block dims, ..."""
 
 
-def partition_error(api: str, arg, n: int, fix: str = "Split the partition axis into tiles of "
-                    "nl.tile_size.pmax (128)") -> SimValueError:
+def partition_error(
+    api: str, arg, n: int, fix: str = "Split the partition axis into tiles of nl.tile_size.pmax (128)"
+) -> SimValueError:
     """E001 with NKI's own wording (spec §3 err_num_partition_exceed_arch_limit)."""
-    return SimValueError("E001", api, arg, f"number of partitions {n} exceed architecture limitation of 128",
-                         fix, got=n, limit=128)
+    return SimValueError(
+        "E001", api, arg, f"number of partitions {n} exceed architecture limitation of 128", fix, got=n, limit=128
+    )
 
 
 def psum_bank_error(api: str, arg, what: str, per_partition: int) -> SimValueError:
     """E004: a PSUM tile must fit one 2 KiB bank per partition (spec §12)."""
-    return SimValueError("E004", api, arg, f"{what} does not fit one 2 KiB PSUM bank per partition "
-                         f"({per_partition} B per partition)",
-                         "Use at most 512 fp32 (nl.tile_size.psum_fmax) per partition per PSUM tile",
-                         got=per_partition, limit=2048)
+    return SimValueError(
+        "E004",
+        api,
+        arg,
+        f"{what} does not fit one 2 KiB PSUM bank per partition ({per_partition} B per partition)",
+        "Use at most 512 fp32 (nl.tile_size.psum_fmax) per partition per PSUM tile",
+        got=per_partition,
+        limit=2048,
+    )
 
 
 def not_implemented(api: str) -> SimNotImplementedError:
     return SimNotImplementedError(
-        "E100", api, None, f"{api} is not implemented in nki_kernels.sim",
-        "Open an issue or avoid this API; see README 'API coverage' for what is supported")
+        "E100",
+        api,
+        None,
+        f"{api} is not implemented in nki_kernels.sim",
+        "Open an issue or avoid this API; see README 'API coverage' for what is supported",
+    )
 
 
 def needs_device(api: str) -> SimRuntimeError:
     return SimRuntimeError(
-        "E099", api, None, f"{api} needs a Neuron device (Trainium) and the Neuron SDK",
-        "Use nki.simulate_kernel(kernel, *args) here, or run scripts/run_hw.sh on a trn2 instance")
+        "E099",
+        api,
+        None,
+        f"{api} needs a Neuron device (Trainium) and the Neuron SDK",
+        "Use nki.simulate_kernel(kernel, *args) here, or run scripts/run_hw.sh on a trn2 instance",
+    )

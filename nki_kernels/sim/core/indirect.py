@@ -16,6 +16,7 @@ the real simulator does (``test_indirect_load_oob_err_negative``: "index 66048 i
 for axis 0 with size 65536"); ``skip`` leaves the destination points of out-of-bounds indices
 unwritten (``test_indirect_load_oob_skip`` / ``test_indirect_store_oob_skip``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,6 +36,7 @@ class IndirectTensor(Tensor):
     """An advanced view whose indices on some axes came from index tiles.
 
     ``index_tiles``: the tiles the addresses were read from (the DMA reads them too)."""
+
     __slots__ = ("index_tiles", "from_mgrid")
     dynamic = True
 
@@ -50,7 +52,7 @@ class IndirectTensor(Tensor):
 
     def _resolve(self, mask):
         m = None if mask is None or isinstance(mask, bool) else np.broadcast_to(mask, self._shape)
-        vm = self._mask       # a predicate attached to the view itself (tile[pred])
+        vm = self._mask  # a predicate attached to the view itself (tile[pred])
         if vm is not None and not isinstance(vm, bool):
             m = vm if m is None else (m & vm)
         idx = []
@@ -78,17 +80,30 @@ class IndirectTensor(Tensor):
 def _index_values(t: Tensor, api: str, axis: int, rank: int) -> np.ndarray:
     """Integer values of an index tile, with trailing unit axes up to ``rank`` (partition-aligned)."""
     if t.buffer not in ON_CHIP:
-        raise SimTypeError("E007", api, "index",
-                           f"an index tensor must be an SBUF tile, got a tensor in '{t.buffer}'",
-                           "Load the indices first: idx = nl.load(idx_tensor) (2.26 nl.load docs: "
-                           "'indices have to be in SBUF')")
+        raise SimTypeError(
+            "E007",
+            api,
+            "index",
+            f"an index tensor must be an SBUF tile, got a tensor in '{t.buffer}'",
+            "Load the indices first: idx = nl.load(idx_tensor) (2.26 nl.load docs: 'indices have to be in SBUF')",
+        )
     if not _dt.is_int(t.dtype):
-        raise SimTypeError("E009", api, "index", f"index tile dtype {_dt.name_of(t.dtype)} is not an integer type",
-                           "Use int32/uint32 (e.g. nisa.iota(expr, dtype=nl.int32))")
+        raise SimTypeError(
+            "E009",
+            api,
+            "index",
+            f"index tile dtype {_dt.name_of(t.dtype)} is not an integer type",
+            "Use int32/uint32 (e.g. nisa.iota(expr, dtype=nl.int32))",
+        )
     v = np.asarray(t.read()).astype(np.int64)
     if v.ndim > rank:
-        raise SimValueError("E011", api, "index", f"index tile of shape {t.shape} has more axes than the "
-                            f"indexed tensor ({rank})", "Use a (P, 1) index tile")
+        raise SimValueError(
+            "E011",
+            api,
+            "index",
+            f"index tile of shape {t.shape} has more axes than the indexed tensor ({rank})",
+            "Use a (P, 1) index tile",
+        )
     return v.reshape(v.shape + (1,) * (rank - v.ndim))
 
 
@@ -104,11 +119,15 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
                 # ERR err_indirect_indices_free_dim (SDK 2.26 nki.errors.rst): "Dynamic indexing for load/store
                 # only supports the indirect indexing to be on the partition or block dimension" -- never on the
                 # innermost (free) axis of the access
-                raise NKISyntaxError("E014", api, base.name,
-                                     f"an index tile on axis {axis} of `{base.name}`: dynamic (indirect) indices "
-                                     "are supported only on the partition dimension (axis 0)",
-                                     "Gather rows instead: index axis 0 with the tile and the free axes with "
-                                     "nl.arange, then rearrange on chip")
+                raise NKISyntaxError(
+                    "E014",
+                    api,
+                    base.name,
+                    f"an index tile on axis {axis} of `{base.name}`: dynamic (indirect) indices "
+                    "are supported only on the partition dimension (axis 0)",
+                    "Gather rows instead: index axis 0 with the tile and the free axes with "
+                    "nl.arange, then rearrange on chip",
+                )
             parts.append(_index_values(k, api, axis, rank))
             tiles.append(k)
         else:
@@ -124,20 +143,31 @@ def check_load_store(api: str, t: object) -> None:
     """ERR err_indirect_indices_free_dim / KI "Indexing" (SDK 2.26): nl.load / nl.store take indirect indices
     built with nl.arange; "nl.mgrid won't work" (nisa.dma_copy's own examples use mgrid: not checked there)."""
     if isinstance(t, IndirectTensor) and t.from_mgrid:
-        raise NKISyntaxError("E014", api, t.name, "an indirect (runtime-indexed) access built with nl.mgrid fields: "
-                             "indirect load/store indexing needs nl.arange",
-                             "Build the other indices with nl.arange(n)[:, None] / nl.arange(n)[None, :]")
+        raise NKISyntaxError(
+            "E014",
+            api,
+            t.name,
+            "an indirect (runtime-indexed) access built with nl.mgrid fields: "
+            "indirect load/store indexing needs nl.arange",
+            "Build the other indices with nl.arange(n)[:, None] / nl.arange(n)[None, :]",
+        )
 
 
 def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
     """The DMA mask after ``oob_mode`` (2.26 dma_copy): ``skip`` drops out-of-bounds points."""
     mode = "error" if oob_mode is None else getattr(oob_mode, "name", oob_mode)
     if mode not in ("error", "skip"):
-        raise SimValueError("E011", api, "oob_mode", f"unknown oob_mode {oob_mode!r}",
-                            "Use nisa.oob_mode.error or nisa.oob_mode.skip")
+        raise SimValueError(
+            "E011", api, "oob_mode", f"unknown oob_mode {oob_mode!r}", "Use nisa.oob_mode.error or nisa.oob_mode.skip"
+        )
     if mode == "skip" and rmw is not None:
-        raise SimValueError("E011", api, "oob_mode", "dst_rmw_op allows only oob_mode=oob_mode.error "
-                            "(2.26 dma_copy docs)", "Drop oob_mode=skip or the read-modify-write")
+        raise SimValueError(
+            "E011",
+            api,
+            "oob_mode",
+            "dst_rmw_op allows only oob_mode=oob_mode.error (2.26 dma_copy docs)",
+            "Drop oob_mode=skip or the read-modify-write",
+        )
     if mode == "error" or m is False:
         return m
     for t in (dst, src):
@@ -151,9 +181,18 @@ def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
 # gathers
 # ---------------------------------------------------------------------------------------
 
+
 @op
-def gather_flattened(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, mask: MaskArg = None,
-                     dtype: DTypeArg = None, api: str = "nl.gather_flattened") -> Tensor | None:
+def gather_flattened(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    indices: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nl.gather_flattened",
+) -> Tensor | None:
     """``nl.gather_flattened``: per partition, ``out[p, j...] = data[p].ravel()[indices[p, j...]]``.
 
     2.26 language docs: data and indices 2-4-D, indices uint32, output shaped like indices;
@@ -165,8 +204,13 @@ def gather_flattened(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *
         if not 2 <= t.ndim <= 4:
             raise SimValueError("E011", aname, arg, f"{arg} must be 2-, 3- or 4-dimensional, got shape {t.shape}")
     if not _dt.is_int(indices.dtype):
-        raise SimTypeError("E009", aname, "indices", f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
-                           "Cast the indices to nl.uint32")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "indices",
+            f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
+            "Cast the indices to nl.uint32",
+        )
     _ops.same_partitions(aname, data=data, indices=indices)
     P = data.shape[0]
     flat = data.read().reshape(P, -1)
@@ -178,24 +222,47 @@ def gather_flattened(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *
         p, j = (int(v) for v in np.argwhere(bad)[0])
         raise _ops_oob(aname, idx[p, j], flat.shape[1])
     r = np.take_along_axis(flat, np.where(sel, idx, 0), axis=1).reshape(indices.shape)
-    res = compute_result(np.ascontiguousarray(r), _dt.canonical(dtype, op=aname) if dtype is not None else data.dtype,
-                         op="gather_flattened", api=api, engine=POOL, inputs=(data, indices), mask=m, func="gather")
+    res = compute_result(
+        np.ascontiguousarray(r),
+        _dt.canonical(dtype, op=aname) if dtype is not None else data.dtype,
+        op="gather_flattened",
+        api=api,
+        engine=POOL,
+        inputs=(data, indices),
+        mask=m,
+        func="gather",
+    )
     return emit(ctx, dst, res)
 
 
 def _ops_oob(api, value, n):
-    return SimIndexError("E008", api, "indices", f"index {value} is out of bounds for a flattened free size of {n} "
-                         "(garbage on hardware)", "Keep every index below the data tile's free size",
-                         got=value, limit=n - 1)
+    return SimIndexError(
+        "E008",
+        api,
+        "indices",
+        f"index {value} is out of bounds for a flattened free size of {n} (garbage on hardware)",
+        "Keep every index below the data tile's free size",
+        got=value,
+        limit=n - 1,
+    )
 
 
 _LOCAL_GATHER_ELEMS = (1, 2, 4, 8, 16, 32)
 
 
 @op
-def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, num_elem_per_idx: int = 1,
-                 num_valid_indices: int | None = None, *, mask: MaskArg = None, api: str = "nisa.local_gather",
-                 name: str | None = None) -> Tensor | None:
+def local_gather(
+    ctx: RunContext,
+    dst: Dst,
+    src_buffer: Tensor,
+    index: Tensor,
+    num_elem_per_idx: int = 1,
+    num_valid_indices: int | None = None,
+    *,
+    mask: MaskArg = None,
+    api: str = "nisa.local_gather",
+    name: str | None = None,
+) -> Tensor | None:
     """``nisa.local_gather`` on GpSimd: each 16-partition group gathers from itself.
 
     2.26 isa docs: per core (16 partitions), the indices of its ``index`` slice flattened
@@ -208,26 +275,50 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
     _ops.tile(index, aname, "index", buffers=("sbuf",))
     P = src_buffer.shape[0]
     if index.shape[0] != P:
-        raise SimValueError("E002", aname, "index", f"src_buffer and index must have the same number of partitions; "
-                            f"got {P} and {index.shape[0]}",
-                            "Replicate the 16-partition index block to all partitions")
+        raise SimValueError(
+            "E002",
+            aname,
+            "index",
+            f"src_buffer and index must have the same number of partitions; got {P} and {index.shape[0]}",
+            "Replicate the 16-partition index block to all partitions",
+        )
     if P % 16:
         # ISA local_gather (SDK 2.26 isa docstring): the partition count must be a multiple of 16 (GpSimd cores)
-        raise SimValueError("E011", aname, "src_buffer", f"local_gather needs a multiple of 16 partitions, got {P}",
-                            "Use 16, 32, ..., 128 partitions (pad the tile)", got=P, limit="a multiple of 16")
+        raise SimValueError(
+            "E011",
+            aname,
+            "src_buffer",
+            f"local_gather needs a multiple of 16 partitions, got {P}",
+            "Use 16, 32, ..., 128 partitions (pad the tile)",
+            got=P,
+            limit="a multiple of 16",
+        )
     if index.dtype != _dt.uint16:
-        raise SimTypeError("E009", aname, "index", f"indices must be uint16, got {_dt.name_of(index.dtype)}",
-                           "Cast the index tile to nl.uint16")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "index",
+            f"indices must be uint16, got {_dt.name_of(index.dtype)}",
+            "Cast the index tile to nl.uint16",
+        )
     if int(num_elem_per_idx) not in _LOCAL_GATHER_ELEMS:
-        raise SimValueError("E011", aname, "num_elem_per_idx", f"num_elem_per_idx must be one of "
-                            f"{_LOCAL_GATHER_ELEMS}, got {num_elem_per_idx}")
+        raise SimValueError(
+            "E011",
+            aname,
+            "num_elem_per_idx",
+            f"num_elem_per_idx must be one of {_LOCAL_GATHER_ELEMS}, got {num_elem_per_idx}",
+        )
     k = int(num_elem_per_idx)
     cores = P // 16
     per_core = index.size // cores
     nv = per_core if num_valid_indices is None else int(num_valid_indices)
     if not 0 < nv <= per_core or nv > 4096:
-        raise SimValueError("E011", aname, "num_valid_indices", f"num_valid_indices must be in 1..{min(per_core, 4096)}"
-                            f" (the indices of one 16-partition slice), got {nv}")
+        raise SimValueError(
+            "E011",
+            aname,
+            "num_valid_indices",
+            f"num_valid_indices must be in 1..{min(per_core, 4096)} (the indices of one 16-partition slice), got {nv}",
+        )
     src = src_buffer.read().reshape(P, -1)
     idx = np.asarray(index.read()).astype(np.int64).reshape(P, -1)
     n_free = src.shape[1]
@@ -243,8 +334,16 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
         # (P, F, 16, k): index column, partition of the 16-group, element -- the shape the
         # 2.26 example annotates (tensor[128, 4, 16, 4] for a (128, 4) index, k = 4)
         out = out.reshape(P, index.shape[1], 16, k)
-    res = compute_result(out, src_buffer.dtype, op="local_gather", api=api, engine=POOL, inputs=(src_buffer, index),
-                         mask=mask_array(mask, out.shape, aname), func="gather")
+    res = compute_result(
+        out,
+        src_buffer.dtype,
+        op="local_gather",
+        api=api,
+        engine=POOL,
+        inputs=(src_buffer, index),
+        mask=mask_array(mask, out.shape, aname),
+        func="gather",
+    )
     return emit(ctx, dst, res)
 
 
@@ -252,18 +351,32 @@ def local_gather(ctx: RunContext, dst: Dst, src_buffer: Tensor, index: Tensor, n
 # on-chip copies through runtime offsets
 # ---------------------------------------------------------------------------------------
 
+
 @op
-def tensor_copy_dynamic_src(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
-                            dtype: DTypeArg = None, engine: object = None,
-                            api: str = "nisa.tensor_copy_dynamic_src", name: str | None = None) -> Tensor | None:
+def tensor_copy_dynamic_src(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    engine: object = None,
+    api: str = "nisa.tensor_copy_dynamic_src",
+    name: str | None = None,
+) -> Tensor | None:
     """Copy an SBUF/PSUM tile whose free-axis offset is read from a tile at run time (SDK 2.26 isa
     ``tensor_copy_dynamic_src``; golden values ``nki/test/test_nki_isa_tensor_copy_dynamic.py`` at 49ee15c5:
     ``np.take`` of the offset columns).  The source is ``src[i_p, offsets[...] + i_f]`` (an indirect view);
     the offsets' tile is read too.  Vector, Scalar or GpSimd Engine (default VectorE)."""
     aname = "tensor_copy_dynamic_src"
     if not isinstance(src, Tensor):
-        raise SimTypeError("E010", aname, "src", f"expected a tile, got {type(src).__name__}",
-                           "Pass src[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+        raise SimTypeError(
+            "E010",
+            aname,
+            "src",
+            f"expected a tile, got {type(src).__name__}",
+            "Pass src[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile",
+        )
     _ops.tile(src, aname, "src", engine_access=False)
     eng = engine_for(engine, DVE, aname, ("src", src))
     res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
@@ -273,8 +386,9 @@ def tensor_copy_dynamic_src(ctx: RunContext, dst: Dst, src: Tensor, *, mask: Mas
 
 
 @op
-def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api: str = "nisa.nc_n_gather",
-                name: str | None = None) -> Tensor | None:
+def nc_n_gather(
+    ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api: str = "nisa.nc_n_gather", name: str | None = None
+) -> Tensor | None:
     """NKI 0.6 isa ``nc_n_gather`` (aws-neuron-sdk 81ce03ae ``nki/api/nki/isa/__init__.py``): per partition,
     ``dst[p, j...] = data[p].ravel()[indices[p, j...]]`` on GpSimdE.  All three tiles in SBUF; ``indices``
     uint32; ``dst`` has ``data``'s dtype and as many elements per partition as ``indices``; index values in
@@ -283,18 +397,33 @@ def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api
     _ops.tile(data, aname, "data", buffers=(SBUF,))
     _ops.tile(indices, aname, "indices", buffers=(SBUF,))
     if indices.dtype != _dt.uint32:
-        raise SimTypeError("E009", aname, "indices", f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
-                           "Cast the indices to nl.uint32")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "indices",
+            f"indices must be uint32, got {_dt.name_of(indices.dtype)}",
+            "Cast the indices to nl.uint32",
+        )
     _ops.same_partitions(aname, data=data, indices=indices)
     P = data.shape[0]
     if isinstance(dst, Tensor):
         _ops.tile(dst, aname, "dst", buffers=(SBUF,))
         if dst.dtype != data.dtype:
-            raise SimTypeError("E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must equal data dtype "
-                               f"{_dt.name_of(data.dtype)}", "Allocate dst with data.dtype")
+            raise SimTypeError(
+                "E009",
+                aname,
+                "dst",
+                f"dst dtype {_dt.name_of(dst.dtype)} must equal data dtype {_dt.name_of(data.dtype)}",
+                "Allocate dst with data.dtype",
+            )
         if dst.shape[0] != P or _ops.free_size(dst.shape) != _ops.free_size(indices.shape):
-            raise SimValueError("E011", aname, "dst", f"dst {tuple(dst.shape)} must have {P} partitions and "
-                                f"{_ops.free_size(indices.shape)} elements per partition (as indices)")
+            raise SimValueError(
+                "E011",
+                aname,
+                "dst",
+                f"dst {tuple(dst.shape)} must have {P} partitions and "
+                f"{_ops.free_size(indices.shape)} elements per partition (as indices)",
+            )
     flat = data.read().reshape(P, -1)
     idx = np.asarray(indices.read()).astype(np.int64).reshape(P, -1)
     bad = (idx < 0) | (idx >= flat.shape[1])
@@ -302,23 +431,43 @@ def nc_n_gather(ctx: RunContext, dst: Dst, data: Tensor, indices: Tensor, *, api
         p, j = (int(v) for v in np.argwhere(bad)[0])
         raise _ops_oob(aname, idx[p, j], flat.shape[1])
     r = np.take_along_axis(flat, idx, axis=1).reshape(indices.shape)
-    res = compute_result(np.ascontiguousarray(r), data.dtype, op="gather_flattened", api=api, engine=POOL,
-                         inputs=(data, indices), func="gather")
+    res = compute_result(
+        np.ascontiguousarray(r),
+        data.dtype,
+        op="gather_flattened",
+        api=api,
+        engine=POOL,
+        inputs=(data, indices),
+        func="gather",
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def tensor_copy_dynamic_dst(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
-                            dtype: DTypeArg = None, engine: object = None,
-                            api: str = "nisa.tensor_copy_dynamic_dst", name: str | None = None) -> Tensor | None:
+def tensor_copy_dynamic_dst(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    engine: object = None,
+    api: str = "nisa.tensor_copy_dynamic_dst",
+    name: str | None = None,
+) -> Tensor | None:
     """Copy an SBUF/PSUM tile to a destination whose free-axis offset is read from a tile at run time (SDK 2.26
     isa ``tensor_copy_dynamic_dst``): ``dst`` is ``t[i_p, offsets[...] + i_f]`` (an indirect view); same
     partitions and elements per partition as ``src``.  Vector, Scalar or GpSimd Engine (default VectorE)."""
     aname = "tensor_copy_dynamic_dst"
     _ops.tile(src, aname, "src")
     if not isinstance(dst, Tensor):
-        raise SimTypeError("E010", aname, "dst", f"expected a destination tile, got {type(dst).__name__}",
-                           "Pass dst=t[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile")
+        raise SimTypeError(
+            "E010",
+            aname,
+            "dst",
+            f"expected a destination tile, got {type(dst).__name__}",
+            "Pass dst=t[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile",
+        )
     _ops.tile(dst, aname, "dst", engine_access=False)
     eng = engine_for(engine, DVE, aname, ("src", src))
     res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)

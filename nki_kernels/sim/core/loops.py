@@ -2,6 +2,7 @@
 §11; NKI 0.6 C1).  Each iteration pushes a :class:`~.trace.LoopFrame` on ``RunContext.loops`` (kind,
 a loop id per entry into the loop statement, iteration, trip count, the loop statement's line), so
 every event carries its loop context; ``SimOptions.shuffle_affine_seed`` shuffles ``affine_range``."""
+
 from __future__ import annotations
 
 import builtins
@@ -10,8 +11,12 @@ from .context import maybe_current, unproven
 from .errors import user_location
 from .trace import LoopFrame, LoopKind
 
-_KINDS = {"affine": LoopKind.AFFINE, "sequential": LoopKind.SEQUENTIAL, "static": LoopKind.STATIC,
-          "range": LoopKind.RANGE}
+_KINDS = {
+    "affine": LoopKind.AFFINE,
+    "sequential": LoopKind.SEQUENTIAL,
+    "static": LoopKind.STATIC,
+    "range": LoopKind.RANGE,
+}
 
 
 def loop(kind: str, args: tuple):
@@ -26,8 +31,11 @@ def loop(kind: str, args: tuple):
         return
     if kind == "affine" and not order:
         # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
-        unproven("zero_trip", f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
-                 "loop with an `if` on the trip count")
+        unproven(
+            "zero_trip",
+            f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
+            "loop with an `if` on the trip count",
+        )
     outer = ctx.loops
     lk = _KINDS[kind]
     loop_id = ctx.next_loop_id()
@@ -41,4 +49,4 @@ def loop(kind: str, args: tuple):
             ctx.loops = outer
     races = ctx.races
     if races is not None and lk is LoopKind.AFFINE:
-        races.close(loop_id)     # iteration races of this entry (E029, core/races.py)
+        races.close(loop_id)  # iteration races of this entry (E029, core/races.py)

@@ -1,5 +1,6 @@
 """On-chip memory: allocations (storage, dtype, buffer, poison state) and the live SBUF/PSUM bytes
 per partition with their capacity checks (E005/E006, spec §12)."""
+
 from __future__ import annotations
 
 import os
@@ -25,13 +26,36 @@ NEVER, BY_TENSOR_ENGINE, BY_OTHER = 0, 1, 2
 
 class Alloc:
     """One allocation: storage array + NKI dtype + buffer + partition axis + written state."""
-    __slots__ = ("id", "buffer", "array", "dtype", "_name", "par_axis", "immutable", "written",
-                 "token", "origin", "row_bytes", "itemsize", "dname", "unwritten", "phys_tiles",
-                 "psum_fill", "psum_kind", "argument", "pending", "poison_scans", "born_site", "born_loops",
-                 "__weakref__")
 
-    def __init__(self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, origin=True,
-                 phys_tiles=None, track=True):
+    __slots__ = (
+        "id",
+        "buffer",
+        "array",
+        "dtype",
+        "_name",
+        "par_axis",
+        "immutable",
+        "written",
+        "token",
+        "origin",
+        "row_bytes",
+        "itemsize",
+        "dname",
+        "unwritten",
+        "phys_tiles",
+        "psum_fill",
+        "psum_kind",
+        "argument",
+        "pending",
+        "poison_scans",
+        "born_site",
+        "born_loops",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, origin=True, phys_tiles=None, track=True
+    ):
         ctx.alloc_count += 1
         self.id = ctx.alloc_count
         self.buffer = b = buffer if buffer.__class__ is Buffer else BUFFERS[buffer]
@@ -44,15 +68,15 @@ class Alloc:
         self.par_axis = par_axis
         self.immutable = immutable
         self.written = False
-        self.unwritten = False    # poisoned and not yet fully written: reads check for poison
-        self.phys_tiles = phys_tiles   # physical tiles of a mod_alloc'd block-dimension tensor
+        self.unwritten = False  # poisoned and not yet fully written: reads check for poison
+        self.phys_tiles = phys_tiles  # physical tiles of a mod_alloc'd block-dimension tensor
         # PSUM written state: one kind (NEVER / BY_TENSOR_ENGINE / BY_OTHER) for the whole allocation
         # while it is uniform, else an int8 array in the storage layout (psum_kind)
         self.psum_fill = NEVER
         self.psum_kind = None
-        self.argument = False     # a kernel argument (the caller's array)
-        self.pending = None       # the result (ops.Result) this new tile holds while it waits for its destination
-        self.poison_scans = 0     # clean poison checks of reads so far (tensor._check_poison)
+        self.argument = False  # a kernel argument (the caller's array)
+        self.pending = None  # the result (ops.Result) this new tile holds while it waits for its destination
+        self.poison_scans = 0  # clean poison checks of reads so far (tensor._check_poison)
         # origin: True -- allocated at the user's current line; a (file, line) -- allocated there
         if origin.__class__ is not tuple:
             origin = user_location() if origin else ("<instruction result>", 0)
@@ -112,7 +136,7 @@ class Memory:
         self.warned_capacity = False
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
-        self.tiles = {"sbuf": {}, "psum": {}}   # alloc id -> (token, name, shape, origin) of live tiles
+        self.tiles = {"sbuf": {}, "psum": {}}  # alloc id -> (token, name, shape, origin) of live tiles
         # Capacity is checked at the next instruction, not at allocation: `t = nl.ndarray(...)` in a
         # loop allocates the new tile before the old one is unbound, as the compiler's allocator would
         # not (it reuses the dead tile's space).
@@ -125,7 +149,7 @@ class Memory:
         a = alloc.array
         par = alloc.par_axis
         p = a.shape[par] if a.ndim else 1
-        n = a.size // p * alloc.itemsize if p else 0        # NKI bytes per partition
+        n = a.size // p * alloc.itemsize if p else 0  # NKI bytes per partition
         # keyed by the buffer's name (hashing an enum member is a Python-level call)
         buf = "sbuf" if alloc.buffer is _SBUF else "psum"
         # the token must not keep the Alloc alive: its name, not the Alloc
@@ -136,7 +160,7 @@ class Memory:
             # in use -- written and not yet read since -- not every logical block.  A block read and later
             # read again is counted optimistically.
             nblocks = 1
-            for d in alloc.array.shape[:alloc.par_axis]:
+            for d in alloc.array.shape[: alloc.par_axis]:
                 nblocks *= d
             if nblocks and alloc.phys_tiles is not None:
                 # under mod_alloc the physical tiles are given: num_bank_tiles etc.
@@ -209,34 +233,51 @@ class Memory:
         (released) or held by the kernel (counted)."""
         live = self.live
         if live["sbuf"] <= limits.SBUF_BYTES_PER_PARTITION and live["psum"] <= limits.PSUM_BYTES_PER_PARTITION:
-            self.dirty = False        # fits even counting the result
+            self.dirty = False  # fits even counting the result
             return
         ex_buf, ex = None, 0
         if result is not None and result.token is not None and not result.token[2] and result.origin[1] == 0:
             ex_buf, ex = result.buffer, result.token[1]
         self.dirty = bool(ex)
         if not self.options.check_capacity or (
-                live["sbuf"] - (ex if ex_buf == "sbuf" else 0) <= limits.SBUF_BYTES_PER_PARTITION and
-                live["psum"] - (ex if ex_buf == "psum" else 0) <= limits.PSUM_BYTES_PER_PARTITION):
+            live["sbuf"] - (ex if ex_buf == "sbuf" else 0) <= limits.SBUF_BYTES_PER_PARTITION
+            and live["psum"] - (ex if ex_buf == "psum" else 0) <= limits.PSUM_BYTES_PER_PARTITION
+        ):
             return
         for buf, limit, code, fix in (
-            ("sbuf", limits.SBUF_BYTES_PER_PARTITION, "E006",
-             "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles"),
-            ("psum", limits.PSUM_BYTES_PER_PARTITION, "E005",
-             "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32"),
+            (
+                "sbuf",
+                limits.SBUF_BYTES_PER_PARTITION,
+                "E006",
+                "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles",
+            ),
+            (
+                "psum",
+                limits.PSUM_BYTES_PER_PARTITION,
+                "E005",
+                "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32",
+            ),
         ):
             if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
                 live = [t for t in self.tiles[buf].values() if not (ex and t[4] == result.id)]
                 biggest = sorted(live, key=lambda t: -t[1])[:4]
-                desc = ", ".join(f"{t[5] or f't{t[4]}'}{tuple(t[6])} {t[1]} B from "
-                                 f"{os.path.basename(t[7][0])}:{t[7][1]}" for t in biggest)
+                desc = ", ".join(
+                    f"{t[5] or f't{t[4]}'}{tuple(t[6])} {t[1]} B from {os.path.basename(t[7][0])}:{t[7][1]}"
+                    for t in biggest
+                )
                 # blamed at the allocation of the newest live tile: the one that did not fit
                 newest = max(live, key=lambda t: t[4]) if live else None
                 where = (newest[7][0], newest[7][1]) if newest is not None and newest[7][1] else None
-                err = SimValueError(code, api, buf,
-                                    f"live {buf.upper()} bytes per partition exceed capacity "
-                                    f"(largest live tiles: {desc})", fix,
-                                    got=self.live[buf], limit=limit, where=where)
+                err = SimValueError(
+                    code,
+                    api,
+                    buf,
+                    f"live {buf.upper()} bytes per partition exceed capacity (largest live tiles: {desc})",
+                    fix,
+                    got=self.live[buf],
+                    limit=limit,
+                    where=where,
+                )
                 policy = self.capacity_policy
                 # PSUM over capacity through block-dimension tensors: the compiler places (and evicts) their
                 # logical blocks itself (2.26 psum.alloc: blocks do not "reflect the number of physical
@@ -247,12 +288,19 @@ class Memory:
                 if not self.warned_capacity:
                     self.warned_capacity = True
                     file, line = err.file, err.line
-                    why = ("the NKI 0.1 compiler places the logical blocks of PSUM block-dimension tensors itself"
-                           if buf == "psum" else
-                           "the NKI 0.1 compiler spills SBUF tiles to HBM (programming_model.rst 'Memory "
-                           "hierarchy'), at a cost the interpreter does not model" if policy == "spill" else
-                           "NKI 0.7 frees tiles after their last use, which the interpreter cannot see")
-                    warnings.warn_explicit(f"{err} -- {why}: a warning here, an error with "
-                                           f"SimOptions(strict=True) at {os.path.basename(file)}:{line}",
-                                           SimWarning, file, line)
+                    why = (
+                        "the NKI 0.1 compiler places the logical blocks of PSUM block-dimension tensors itself"
+                        if buf == "psum"
+                        else "the NKI 0.1 compiler spills SBUF tiles to HBM (programming_model.rst 'Memory "
+                        "hierarchy'), at a cost the interpreter does not model"
+                        if policy == "spill"
+                        else "NKI 0.7 frees tiles after their last use, which the interpreter cannot see"
+                    )
+                    warnings.warn_explicit(
+                        f"{err} -- {why}: a warning here, an error with "
+                        f"SimOptions(strict=True) at {os.path.basename(file)}:{line}",
+                        SimWarning,
+                        file,
+                        line,
+                    )
                 return

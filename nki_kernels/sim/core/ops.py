@@ -16,6 +16,7 @@ vectorised NumPy call, and hands its result to :func:`emit` as a :class:`Result`
 
 Nothing edits an event after it is recorded; program order is the order the instructions ran.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,24 +33,25 @@ from .memory import BY_OTHER, BY_TENSOR_ENGINE, NEVER, Alloc
 from .tensor import HBM_KINDS, ON_CHIP, PSUM, SBUF, Tensor, fresh
 from .trace import ACT, DMA, DVE, PE, Buffer, Dma, Elementwise, Engine, Event, Matmul, Reduce, Transpose
 
-OPS: dict = {}          # op name -> the core op function (ctx, dst, ...)
+OPS: dict = {}  # op name -> the core op function (ctx, dst, ...)
+
 
 class _Pending:
     def __repr__(self) -> str:
         return "PENDING"
 
 
-PENDING = _Pending()     # dst of a value-returning front-end call: land later (module docstring)
+PENDING = _Pending()  # dst of a value-returning front-end call: land later (module docstring)
 
 
 # argument types of the core ops' signatures
-Dst = Tensor | _Pending | None          # a destination tensor, PENDING, or None (a new tile now)
-MaskArg = np.ndarray | bool | None        # an instruction's mask (the front end evaluated it)
-Operand = Tensor | float | int | None      # a tile or a scalar
-OpArg = Any                                    # an ALU op: nl.add, np.add or "add"
-DTypeArg = Any                                 # an NKI dtype, a NumPy dtype or its name
-EngineArg = Any                                # an ISA engine enum member (or an int naming one)
-EnumArg = Any                                  # another ISA enum member (or an int naming one)
+Dst = Tensor | _Pending | None  # a destination tensor, PENDING, or None (a new tile now)
+MaskArg = np.ndarray | bool | None  # an instruction's mask (the front end evaluated it)
+Operand = Tensor | float | int | None  # a tile or a scalar
+OpArg = Any  # an ALU op: nl.add, np.add or "add"
+DTypeArg = Any  # an NKI dtype, a NumPy dtype or its name
+EngineArg = Any  # an ISA engine enum member (or an int naming one)
+EnumArg = Any  # another ISA enum member (or an int naming one)
 AxisArg = int | Sequence[int]
 ShapeArg = int | Sequence[int] | None
 
@@ -85,61 +87,150 @@ _SQ2PI = np.float32(math.sqrt(2.0 / math.pi))
 
 # name -> (fp32 function, default engine)
 UNARY = {
-    "exp": (np.exp, ACT), "log": (np.log, ACT), "sqrt": (np.sqrt, ACT),
-    "rsqrt": (lambda x: 1.0 / np.sqrt(x), ACT), "reciprocal": (lambda x: 1.0 / x, ACT),
-    "square": (np.square, ACT), "negative": (np.negative, DVE), "abs": (np.abs, DVE),
-    "sign": (np.sign, ACT), "sin": (np.sin, ACT), "cos": (np.cos, ACT), "tan": (np.tan, ACT),
-    "tanh": (np.tanh, ACT), "arctan": (np.arctan, ACT), "erf": (_erf, ACT),
+    "exp": (np.exp, ACT),
+    "log": (np.log, ACT),
+    "sqrt": (np.sqrt, ACT),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), ACT),
+    "reciprocal": (lambda x: 1.0 / x, ACT),
+    "square": (np.square, ACT),
+    "negative": (np.negative, DVE),
+    "abs": (np.abs, DVE),
+    "sign": (np.sign, ACT),
+    "sin": (np.sin, ACT),
+    "cos": (np.cos, ACT),
+    "tan": (np.tan, ACT),
+    "tanh": (np.tanh, ACT),
+    "arctan": (np.arctan, ACT),
+    "erf": (_erf, ACT),
     "erf_dx": (lambda x: np.float32(2 / math.sqrt(math.pi)) * np.exp(-x * x), ACT),
-    "sigmoid": (_sigmoid, ACT), "relu": (lambda x: np.maximum(x, 0), ACT),
+    "sigmoid": (_sigmoid, ACT),
+    "relu": (lambda x: np.maximum(x, 0), ACT),
     "gelu": (lambda x: 0.5 * x * (1 + _erf(x / _SQ2)), ACT),
-    "gelu_dx": (lambda x: 0.5 * (1 + _erf(x / _SQ2)) + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2 * math.pi)),
-                ACT),
-    "gelu_apprx_tanh": (lambda x: 0.5 * x * (1 + np.tanh(_SQ2PI * (x + 0.044715 * x ** 3))), ACT),
+    "gelu_dx": (
+        lambda x: 0.5 * (1 + _erf(x / _SQ2)) + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2 * math.pi)),
+        ACT,
+    ),
+    "gelu_apprx_tanh": (lambda x: 0.5 * x * (1 + np.tanh(_SQ2PI * (x + 0.044715 * x**3))), ACT),
     "gelu_apprx_sigmoid": (lambda x: x * _sigmoid(1.702 * x), ACT),
     "silu": (lambda x: x * _sigmoid(x), ACT),
     "silu_dx": (lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))), ACT),
     "softplus": (lambda x: np.logaddexp(0, x), ACT),
     "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)), ACT),
-    "ceil": (np.ceil, DVE), "floor": (np.floor, DVE), "trunc": (np.trunc, DVE),
-    "copy": (lambda x: x, ACT), "identity": (lambda x: x, ACT),
-    "logical_not": (lambda x: (x == 0), DVE), "invert": (None, DVE),
+    "ceil": (np.ceil, DVE),
+    "floor": (np.floor, DVE),
+    "trunc": (np.trunc, DVE),
+    "copy": (lambda x: x, ACT),
+    "identity": (lambda x: x, ACT),
+    "logical_not": (lambda x: x == 0, DVE),
+    "invert": (None, DVE),
 }
 
 # name -> fp32 binary function; comparisons/logical return bool
 BINARY = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "max": np.maximum,
-    "min": np.minimum, "fmod": np.fmod, "mod": np.mod, "floor_divide": np.floor_divide,
-    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
-    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "power": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "max": np.maximum,
+    "min": np.minimum,
+    "fmod": np.fmod,
+    "mod": np.mod,
+    "floor_divide": np.floor_divide,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
 }
 # NKI 0.6 nl: the operand with the larger (smaller) magnitude, signed; y on ties (NL ``abs_max`` examples)
 BINARY["abs_max"] = lambda a, b: np.where(np.abs(a) > np.abs(b), a, b)
 BINARY["abs_min"] = lambda a, b: np.where(np.abs(a) < np.abs(b), a, b)
 UNARY["gelu_apprx_sigmoid_dx"] = (lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x))), ACT)
-BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-           "left_shift": np.left_shift, "right_shift": np.right_shift}
-COMPARE = {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "logical_and", "logical_or", "logical_xor"}
-REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "max": np.max, "minimum": np.min,
-          "min": np.min, "logical_and": np.all, "logical_or": np.any,
-          "bitwise_and": np.bitwise_and.reduce, "bitwise_or": np.bitwise_or.reduce,
-          "bitwise_xor": np.bitwise_xor.reduce}
+BITWISE = {
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift,
+    "right_shift": np.right_shift,
+}
+COMPARE = {
+    "equal",
+    "not_equal",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+}
+REDUCE = {
+    "add": np.sum,
+    "multiply": np.prod,
+    "maximum": np.max,
+    "max": np.max,
+    "minimum": np.min,
+    "min": np.min,
+    "logical_and": np.all,
+    "logical_or": np.any,
+    "bitwise_and": np.bitwise_and.reduce,
+    "bitwise_or": np.bitwise_or.reduce,
+    "bitwise_xor": np.bitwise_xor.reduce,
+}
 
 _NP_CODES = {
-    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
-    np.power: "power", np.maximum: "maximum", np.minimum: "minimum", np.fmod: "fmod",
-    np.mod: "mod", np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater",
-    np.greater_equal: "greater_equal", np.less: "less", np.less_equal: "less_equal",
-    np.logical_and: "logical_and", np.logical_or: "logical_or", np.logical_xor: "logical_xor",
-    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
-    np.left_shift: "left_shift", np.right_shift: "right_shift", np.exp: "exp", np.log: "log",
-    np.sqrt: "sqrt", np.square: "square", np.tanh: "tanh", np.abs: "abs", np.negative: "negative",
-    np.sign: "sign", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "arctan",
-    np.ceil: "ceil", np.floor: "floor", np.trunc: "trunc", np.copy: "copy", np.reciprocal: "reciprocal",
-    np.max: "max", np.min: "min", np.sum: "add", np.prod: "multiply", np.floor_divide: "floor_divide",
+    np.add: "add",
+    np.subtract: "subtract",
+    np.multiply: "multiply",
+    np.divide: "divide",
+    np.power: "power",
+    np.maximum: "maximum",
+    np.minimum: "minimum",
+    np.fmod: "fmod",
+    np.mod: "mod",
+    np.equal: "equal",
+    np.not_equal: "not_equal",
+    np.greater: "greater",
+    np.greater_equal: "greater_equal",
+    np.less: "less",
+    np.less_equal: "less_equal",
+    np.logical_and: "logical_and",
+    np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor",
+    np.bitwise_and: "bitwise_and",
+    np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor",
+    np.left_shift: "left_shift",
+    np.right_shift: "right_shift",
+    np.exp: "exp",
+    np.log: "log",
+    np.sqrt: "sqrt",
+    np.square: "square",
+    np.tanh: "tanh",
+    np.abs: "abs",
+    np.negative: "negative",
+    np.sign: "sign",
+    np.sin: "sin",
+    np.cos: "cos",
+    np.tan: "tan",
+    np.arctan: "arctan",
+    np.ceil: "ceil",
+    np.floor: "floor",
+    np.trunc: "trunc",
+    np.copy: "copy",
+    np.reciprocal: "reciprocal",
+    np.max: "max",
+    np.min: "min",
+    np.sum: "add",
+    np.prod: "multiply",
+    np.floor_divide: "floor_divide",
 }
 try:  # numpy aliases
     _NP_CODES[np.amax] = "max"
@@ -149,9 +240,16 @@ except AttributeError:  # pragma: no cover
 
 
 _MASKED_REDUCE = {
-    "sum": (np.sum, None), "add": (np.sum, None), "prod": (np.prod, None), "multiply": (np.prod, None),
-    "max": (np.max, -np.inf), "maximum": (np.max, -np.inf), "min": (np.min, np.inf), "minimum": (np.min, np.inf),
-    "mean": (np.mean, None), "var": (np.var, None),
+    "sum": (np.sum, None),
+    "add": (np.sum, None),
+    "prod": (np.prod, None),
+    "multiply": (np.prod, None),
+    "max": (np.max, -np.inf),
+    "maximum": (np.max, -np.inf),
+    "min": (np.min, np.inf),
+    "minimum": (np.min, np.inf),
+    "mean": (np.mean, None),
+    "var": (np.var, None),
 }
 
 
@@ -187,8 +285,13 @@ def opcode(op, api: str, arg: str = "op") -> str:
             return _NP_CODES[op]
     except TypeError:
         pass
-    raise NKISyntaxError("E021", api, arg, f"{getattr(op, '__name__', op)!r} is not supported in '{api}'",
-                         "Pass an nl.* op such as nl.add, nl.multiply, nl.maximum, nl.exp")
+    raise NKISyntaxError(
+        "E021",
+        api,
+        arg,
+        f"{getattr(op, '__name__', op)!r} is not supported in '{api}'",
+        "Pass an nl.* op such as nl.add, nl.multiply, nl.maximum, nl.exp",
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -210,9 +313,13 @@ def mask_of(mask: MaskArg, shape: tuple, api: str = "mask") -> MaskArg:
     try:
         return np.broadcast_to(m, shape)
     except ValueError:
-        raise SimValueError("E011", api, "mask", f"mask of shape {mask.shape} does not broadcast "
-                            f"to the instruction's shape {tuple(shape)}",
-                            "Build the mask from the same index expressions that index the operands") from None
+        raise SimValueError(
+            "E011",
+            api,
+            "mask",
+            f"mask of shape {mask.shape} does not broadcast to the instruction's shape {tuple(shape)}",
+            "Build the mask from the same index expressions that index the operands",
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,10 +335,34 @@ class Result:
     eviction, reduce); K_REDUCE (func, axes); K_MATMUL (K, M, N, in_dtype, perf_mode); K_TRANSPOSE (P, F,
     in_dtype, on_tensor_engine, psum_in); K_DMA (src tensor or None, rmw, transpose, n_elems)."""
 
-    __slots__ = ("op", "api", "engine", "kind", "fields", "value", "dtype", "buffer", "mask", "shape",
-                 "partitions", "free_elems", "in_shapes", "in_dtypes", "reads", "nbytes", "out_bytes",
-                 "flops", "extra_reads", "extra_writes", "tile", "where", "written_by", "origin", "slot",
-                 "private")
+    __slots__ = (
+        "op",
+        "api",
+        "engine",
+        "kind",
+        "fields",
+        "value",
+        "dtype",
+        "buffer",
+        "mask",
+        "shape",
+        "partitions",
+        "free_elems",
+        "in_shapes",
+        "in_dtypes",
+        "reads",
+        "nbytes",
+        "out_bytes",
+        "flops",
+        "extra_reads",
+        "extra_writes",
+        "tile",
+        "where",
+        "written_by",
+        "origin",
+        "slot",
+        "private",
+    )
 
     def commit(self, ctx) -> None:
         """Record the result with its new tile as its destination (the pending result's end)."""
@@ -248,11 +379,27 @@ class Result:
         ctx.pending.remove(self)
 
 
-def compute_result(value: np.ndarray | None, dtype: DTypeArg, *, op: str, api: str, engine: Engine,
-                   inputs: Sequence = (), mask: MaskArg = None, func: str = "", n_ops: int = 1,
-                   flops_per_elem: int = 1, buffer: Buffer = SBUF, axes: int | None = None, reduce: bool = False,
-                   eviction: bool = False, extra_reads: Sequence[Tensor] = (), extra_writes: Sequence[Tensor] = (),
-                   shape: tuple | None = None, par: int = 0) -> Result:
+def compute_result(
+    value: np.ndarray | None,
+    dtype: DTypeArg,
+    *,
+    op: str,
+    api: str,
+    engine: Engine,
+    inputs: Sequence = (),
+    mask: MaskArg = None,
+    func: str = "",
+    n_ops: int = 1,
+    flops_per_elem: int = 1,
+    buffer: Buffer = SBUF,
+    axes: int | None = None,
+    reduce: bool = False,
+    eviction: bool = False,
+    extra_reads: Sequence[Tensor] = (),
+    extra_writes: Sequence[Tensor] = (),
+    shape: tuple | None = None,
+    par: int = 0,
+) -> Result:
     """The :class:`Result` of an elementwise-class instruction (a :class:`Reduce` payload when
     ``axes`` -- the free axes reduced, 0: across partitions -- is given).  ``inputs``: the operands
     (tiles are read regions; scalars are skipped); ``extra_reads``/``extra_writes``: tiles the
@@ -307,10 +454,26 @@ def compute_result(value: np.ndarray | None, dtype: DTypeArg, *, op: str, api: s
     return r
 
 
-def new_result(kind: str, fields: tuple, value: np.ndarray, dtype: DTypeArg, *, op: str, api: str, engine: Engine,
-               inputs: Sequence[Tensor], partitions: int, free_elems: int, nbytes: int, flops: int,
-               buffer: Buffer = SBUF, mask: MaskArg = None, written_by: int = BY_OTHER, shape: tuple | None = None,
-               private: bool = False) -> Result:
+def new_result(
+    kind: str,
+    fields: tuple,
+    value: np.ndarray,
+    dtype: DTypeArg,
+    *,
+    op: str,
+    api: str,
+    engine: Engine,
+    inputs: Sequence[Tensor],
+    partitions: int,
+    free_elems: int,
+    nbytes: int,
+    flops: int,
+    buffer: Buffer = SBUF,
+    mask: MaskArg = None,
+    written_by: int = BY_OTHER,
+    shape: tuple | None = None,
+    private: bool = False,
+) -> Result:
     """The :class:`Result` of a TensorE instruction (its event sizes computed by the op); ``private``:
     ``value`` is a new array (no operand's storage)."""
     r = Result()
@@ -330,8 +493,17 @@ def new_result(kind: str, fields: tuple, value: np.ndarray, dtype: DTypeArg, *, 
     return r
 
 
-def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = False, result: Alloc | None = None,
-           where: tuple | None = None, seq: int | None = None, reduction: bool = False) -> Event | None:
+def record(
+    ctx: RunContext,
+    res: Result,
+    dst: Tensor,
+    *,
+    accumulate: bool = False,
+    result: Alloc | None = None,
+    where: tuple | None = None,
+    seq: int | None = None,
+    reduction: bool = False,
+) -> Event | None:
     """Record ``res`` with ``dst`` as its destination: the one final event of the instruction.
     ``reduction``: a compound assignment (``dst += v``) computed as a read-modify-write."""
     races = ctx.races
@@ -339,9 +511,17 @@ def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = Fals
         # iteration races (E029): accumulations are reductions (2 = PSUM matmul, exempt; 1 = other `+=`);
         # nl.loop_reduce is the documented reduction across the loops it names (2.26 nki.language
         # loop_reduce), exempt like a PSUM matmul accumulation
-        races.note(ctx, dst, res.extra_writes, where,
-                   (2 if res.kind is K_MATMUL and dst.alloc.buffer is PSUM else 1) if accumulate
-                   else 2 if res.api == "nl.loop_reduce" else (1 if reduction else 0))
+        races.note(
+            ctx,
+            dst,
+            res.extra_writes,
+            where,
+            (2 if res.kind is K_MATMUL and dst.alloc.buffer is PSUM else 1)
+            if accumulate
+            else 2
+            if res.api == "nl.loop_reduce"
+            else (1 if reduction else 0),
+        )
     if not ctx.options.trace:
         return ctx.record(res.op, res.api, res.engine, result=result)
     dal = dst.alloc
@@ -370,18 +550,56 @@ def record(ctx: RunContext, res: Result, dst: Tensor, *, accumulate: bool = Fals
         payload = Transpose(f[0], f[1], f[2], f[3], f[4], psum_out)
     else:
         src, rmw, transpose, n_elems = f
-        return record_dma(ctx, res.api, dst, src, n_elems, op=res.op, rmw=rmw, transpose=transpose,
-                          index_reads=res.reads[1:], where=where, result=result, seq=seq)
-    return ctx.record(res.op, res.api, res.engine, P, N, res.in_shapes, res.shape, res.in_dtypes, dal.dname,
-                      nbytes, res.flops, reads, writes, payload, result, where, seq)
+        return record_dma(
+            ctx,
+            res.api,
+            dst,
+            src,
+            n_elems,
+            op=res.op,
+            rmw=rmw,
+            transpose=transpose,
+            index_reads=res.reads[1:],
+            where=where,
+            result=result,
+            seq=seq,
+        )
+    return ctx.record(
+        res.op,
+        res.api,
+        res.engine,
+        P,
+        N,
+        res.in_shapes,
+        res.shape,
+        res.in_dtypes,
+        dal.dname,
+        nbytes,
+        res.flops,
+        reads,
+        writes,
+        payload,
+        result,
+        where,
+        seq,
+    )
 
 
 def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) -> Tensor | None:
     """Hand a result to its destination (module docstring): land it in ``dst``, or a new tile
     (recorded now for ``dst=None``, pending for ``dst=PENDING``).  Returns the new tile or None."""
     if dst is None or dst is PENDING:
-        tile = fresh(res.value, res.dtype, res.buffer, api=res.api, mask=res.mask, kind=res.written_by,
-                     origin=res.origin, private=res.private, ctx=ctx)
+        tile = fresh(
+            res.value,
+            res.dtype,
+            res.buffer,
+            api=res.api,
+            mask=res.mask,
+            kind=res.written_by,
+            origin=res.origin,
+            private=res.private,
+            ctx=ctx,
+        )
         if dst is None:
             record(ctx, res, tile, result=tile.alloc)
         else:
@@ -391,7 +609,7 @@ def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) ->
             if ctx.options.trace:
                 events = ctx.trace.events
                 res.slot = len(events)
-                events.append(None)          # the instruction's place in program order (ctx.reserve)
+                events.append(None)  # the instruction's place in program order (ctx.reserve)
             else:
                 res.slot = -1
             tile.alloc.pending = res
@@ -399,8 +617,13 @@ def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) ->
         return tile
     if res.engine is not DMA and dst.alloc.buffer in HBM_KINDS:
         short = res.api.split(".")[-1]
-        raise SimTypeError("E007", short, "dst", f"'{short}' writes sbuf|psum, got a tensor in "
-                           f"'{dst.alloc.buffer.value}'", "Write an SBUF/PSUM tile, then dma_copy it to HBM")
+        raise SimTypeError(
+            "E007",
+            short,
+            "dst",
+            f"'{short}' writes sbuf|psum, got a tensor in '{dst.alloc.buffer.value}'",
+            "Write an SBUF/PSUM tile, then dma_copy it to HBM",
+        )
     how = fit_exact(res.api, dst, res.shape)
     if res.engine is PE and dst.alloc.buffer is not PSUM:
         # TensorE writes only PSUM: the result lands in a PSUM tile and a copy evicts it to dst
@@ -447,9 +670,14 @@ def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=No
     dal = dst.alloc
     if res.engine is DMA and dal.buffer is PSUM:
         res.commit(ctx)
-        raise SimTypeError("E007", api, dst.name,
-                           f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
-                           f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
+        raise SimTypeError(
+            "E007",
+            api,
+            dst.name,
+            f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
+            f"tile in 'psum' instead",
+            "DMA cannot write PSUM: load into SBUF",
+        )
     if res.engine is PE and dal.buffer is not PSUM:
         # TensorE writes only PSUM ("nc_matmul must write outputs to PSUM", 2.26 isa doc):
         # `sbuf[...] = nc_matmul(...)` / `= nc_transpose(...)` is the PSUM result plus a copy into
@@ -458,13 +686,13 @@ def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=No
         res.commit(ctx)
         rm = res.mask
         if rm is not None and rm is not True and how == "same" and mask is None:
-            mask = rm          # the instruction's masked-out elements are not part of its result: not copied
+            mask = rm  # the instruction's masked-out elements are not part of its result: not copied
         copy_into(ctx, dst, value, api=api, eviction=True, how=how, mask=mask)
         return True
     if dal.buffer not in ON_CHIP and res.engine is not DMA:
         return False
     res.release(ctx)
-    ctx.memory.release(value.alloc)      # the new tile is consumed: it never occupied memory next to dst
+    ctx.memory.release(value.alloc)  # the new tile is consumed: it never occupied memory next to dst
     land(ctx, res, dst, how=how, mask=mask, accumulate=accumulate, where=res.where, seq=res.slot)
     return True
 
@@ -476,21 +704,37 @@ def fit_exact(api, dst: Tensor, shape) -> str:
         return "same"
     P, F = shape[0], free_size(shape)
     if dst._shape[0] != P or free_size(dst._shape) != F:
-        raise SimValueError("E011", api.split(".")[-1], "dst",
-                            f"dst{list(dst._shape)} does not match the result{list(shape)}: it needs "
-                            f"{P} partitions and {F} elements per partition",
-                            "Slice or reshape dst to the instruction's output shape")
+        raise SimValueError(
+            "E011",
+            api.split(".")[-1],
+            "dst",
+            f"dst{list(dst._shape)} does not match the result{list(shape)}: it needs "
+            f"{P} partitions and {F} elements per partition",
+            "Slice or reshape dst to the instruction's output shape",
+        )
     return "reshape"
 
 
 def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same", mask=None) -> None:
     """An on-chip copy instruction (VectorE tensor_copy) of ``src`` into ``dst``."""
     tile(src, api, "value")
-    v = src.read(mask if mask is not None and mask is not True and mask is not False and
-                 getattr(mask, "shape", None) == src._shape else None)
+    v = src.read(
+        mask
+        if mask is not None and mask is not True and mask is not False and getattr(mask, "shape", None) == src._shape
+        else None
+    )
     dst.write(place(v, dst._shape, how) if how != "same" else v, mask, api=api)
-    res = compute_result(v, dst.dtype, op="tensor_copy", api=api, engine=DVE, inputs=(src,), func="copy",
-                         eviction=eviction, shape=src._shape)
+    res = compute_result(
+        v,
+        dst.dtype,
+        op="tensor_copy",
+        api=api,
+        engine=DVE,
+        inputs=(src,),
+        func="copy",
+        eviction=eviction,
+        shape=src._shape,
+    )
     record(ctx, res, dst)
 
 
@@ -502,23 +746,33 @@ def record_inplace(ctx, dst: Tensor, res: Result) -> None:
 def _space_error(api, arg, t, allowed):
     want = "hbm" if allowed == HBM_KINDS else "|".join(a for a in allowed)
     got = t.buffer
-    return SimTypeError("E007", api, arg,
-                        f"Expected operand '{arg}' of '{api}' to be in address space '{want}', but got a "
-                        f"tile in '{got}' instead",
-                        {"hbm": "Load it into SBUF first (nl.load / nisa.dma_copy)",
-                         "psum": "Copy it out of PSUM first (nisa.tensor_copy)",
-                         "sbuf": "Use an SBUF/PSUM tile"}.get(got, "Move it to the right buffer"))
+    return SimTypeError(
+        "E007",
+        api,
+        arg,
+        f"Expected operand '{arg}' of '{api}' to be in address space '{want}', but got a tile in '{got}' instead",
+        {
+            "hbm": "Load it into SBUF first (nl.load / nisa.dma_copy)",
+            "psum": "Copy it out of PSUM first (nisa.tensor_copy)",
+            "sbuf": "Use an SBUF/PSUM tile",
+        }.get(got, "Move it to the right buffer"),
+    )
 
 
 def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> Tensor:
     """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
     ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
     if not isinstance(x, Tensor):
-        raise SimTypeError("E010", api, arg, f"expected a tile, got {type(x).__name__}",
-                           "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)")
+        raise SimTypeError(
+            "E010",
+            api,
+            arg,
+            f"expected a tile, got {type(x).__name__}",
+            "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)",
+        )
     al = x.alloc
     if al.pending is not None:
-        x.settle()           # an operand that is a pending result: its instruction comes first
+        x.settle()  # an operand that is a pending result: its instruction comes first
     b = al.buffer
     if b not in buffers:
         raise _space_error(api, arg, x, buffers)
@@ -526,24 +780,32 @@ def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> 
     if onchip and x.dynamic and engine_access:
         # ERR err_copy_dynamic_indirect_indices_not_natively_supported (SDK 2.26 nki.errors.rst): an on-chip
         # access through a runtime index tile is only supported by nisa.tensor_copy_dynamic_src
-        raise NKISyntaxError("E014", api, arg, f"`{x.name}` is accessed through a runtime index tile on chip: "
-                             "dynamic indirect indices are not natively supported by this instruction",
-                             "Copy the dynamically indexed tile first: t = nisa.tensor_copy_dynamic_src(src[...])")
+        raise NKISyntaxError(
+            "E014",
+            api,
+            arg,
+            f"`{x.name}` is accessed through a runtime index tile on chip: "
+            "dynamic indirect indices are not natively supported by this instruction",
+            "Copy the dynamically indexed tile first: t = nisa.tensor_copy_dynamic_src(src[...])",
+        )
     if onchip and x.par != 0:
-        raise SimTypeError("E010", api, arg,
-                           f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
-                           f"leading axis of the access {x.shape}",
-                           "Index the block dimensions with ints so the nl.par_dim axis comes first")
+        raise SimTypeError(
+            "E010",
+            api,
+            arg,
+            f"Failed to infer tile from tensor '{x.name}': its partition axis is not the "
+            f"leading axis of the access {x.shape}",
+            "Index the block dimensions with ints so the nl.par_dim axis comes first",
+        )
     shp = x._shape
     if shp and shp[0] > limits.PMAX:
         raise partition_error(api, arg, shp[0])
     if engine_access and onchip and not x.access_ok:
         a = x.arr
         # fast path: a basic view starting at partition 0 with unit partition stride, <= 4 free axes
-        if not (x.off == 0 and a is not None and a.ndim <= 5 and
-                (a.shape[0] == 1 or a.strides[0] == al.row_bytes)):
+        if not (x.off == 0 and a is not None and a.ndim <= 5 and (a.shape[0] == 1 or a.strides[0] == al.row_bytes)):
             _partition_access(x, api, arg)
-        x.access_ok = True      # the rules depend only on the view's geometry: checked once per view
+        x.access_ok = True  # the rules depend only on the view's geometry: checked once per view
     return x
 
 
@@ -556,7 +818,7 @@ def _start_partition(x: Tensor) -> tuple[int, int]:
         step = abs(x.arr.strides[0]) // row if row and x.arr.ndim and x.arr.shape[0] > 1 else 1
         return start, step
     if al.par_axis:
-        return 0, 1          # an index view of a block-dimension tensor: blocks start at partition 0
+        return 0, 1  # an index view of a block-dimension tensor: blocks start at partition 0
     k = x.key[0] if x.key else 0
     if isinstance(k, np.ndarray):
         v = np.unique(k)
@@ -575,15 +837,26 @@ def _partition_access(x: Tensor, api, arg) -> None:
     n = x._shape[0] if x._shape else 1
     start, step = _start_partition(x)
     if n > 1 and step != 1:
-        raise SimValueError("E026", api, arg, f"the access of '{x.name}' strides the partition axis (step "
-                            f"{step}); hardware does not allow partition striding",
-                            "Access consecutive partitions (copy a strided selection with a DMA first)")
+        raise SimValueError(
+            "E026",
+            api,
+            arg,
+            f"the access of '{x.name}' strides the partition axis (step "
+            f"{step}); hardware does not allow partition striding",
+            "Access consecutive partitions (copy a strided selection with a DMA first)",
+        )
     allowed = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
     if start not in allowed:
-        raise SimValueError("E026", api, arg, f"an access of {n} partitions of '{x.name}' starts at partition "
-                            f"{start}; allowed starts for {n} partitions: {'/'.join(map(str, allowed))}",
-                            "Start the tile slice at an allowed partition (or allocate a separate tile)",
-                            got=start, limit="/".join(map(str, allowed)))
+        raise SimValueError(
+            "E026",
+            api,
+            arg,
+            f"an access of {n} partitions of '{x.name}' starts at partition "
+            f"{start}; allowed starts for {n} partitions: {'/'.join(map(str, allowed))}",
+            "Start the tile slice at an allowed partition (or allocate a separate tile)",
+            got=start,
+            limit="/".join(map(str, allowed)),
+        )
     a = x.arr
     if a is not None and a.ndim > 5:
         dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:], strict=False) if d != 1]
@@ -594,10 +867,16 @@ def _partition_access(x: Tensor, api, arg) -> None:
             else:
                 merged.append((d, st))
         if len(merged) > 4:
-            raise SimValueError("E026", api, arg, f"the access of '{x.name}' {tuple(x.shape)} needs a "
-                                f"{len(merged)}-D free-axis access pattern; engines support up to 4-D",
-                                "Reshape contiguous free axes together or split the instruction",
-                                got=len(merged), limit=4)
+            raise SimValueError(
+                "E026",
+                api,
+                arg,
+                f"the access of '{x.name}' {tuple(x.shape)} needs a "
+                f"{len(merged)}-D free-axis access pattern; engines support up to 4-D",
+                "Reshape contiguous free axes together or split the instruction",
+                got=len(merged),
+                limit=4,
+            )
 
 
 def hbm(x, api: str, arg: str) -> Tensor:
@@ -616,9 +895,13 @@ def same_partitions(api: str, **tiles: Tensor) -> None:
     ps = {k: v.shape[0] for k, v in tiles.items() if isinstance(v, Tensor)}
     if len(set(ps.values())) > 1:
         desc = ", ".join(f"{k}{list(tiles[k].shape)}" for k in ps)
-        raise SimValueError("E002", api, None,
-                            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
-                            f"({desc}) of '{api}'", "Slice the operands to the same partition range")
+        raise SimValueError(
+            "E002",
+            api,
+            None,
+            f"number of partitions (dimension 0 size of a tile) mismatch in parameters ({desc}) of '{api}'",
+            "Slice the operands to the same partition range",
+        )
 
 
 def pa_pad(a: np.ndarray, nd: int) -> np.ndarray:
@@ -635,17 +918,24 @@ def pa_shape(api: str, *shapes: tuple) -> tuple:
         # ERR err_num_partition_mismatch (SDK 2.26 nki.errors.rst): operands over different partition counts are
         # E002, whichever API gets them (nisa.tensor_tensor, a scalar column, nl.add, ...); a 1-partition operand
         # broadcasts in the nl.* APIs
-        raise SimValueError("E002", api, None,
-                            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
-                            f"({', '.join(str(list(s)) for s in shapes)}) of '{api}'",
-                            "Slice the operands to the same partition range (or broadcast_to a 1-partition one)")
+        raise SimValueError(
+            "E002",
+            api,
+            None,
+            f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+            f"({', '.join(str(list(s)) for s in shapes)}) of '{api}'",
+            "Slice the operands to the same partition range (or broadcast_to a 1-partition one)",
+        )
     try:
         return np.broadcast_shapes(*padded)
     except ValueError:
-        raise SimValueError("E011", api, None, "Parameter shapes " + ", ".join(str(tuple(s)) for s in shapes)
-                            + " could not be broadcast together",
-                            "Operands must match or broadcast partition-first ((P,1) or (1,F) against (P,F))") \
-            from None
+        raise SimValueError(
+            "E011",
+            api,
+            None,
+            "Parameter shapes " + ", ".join(str(tuple(s)) for s in shapes) + " could not be broadcast together",
+            "Operands must match or broadcast partition-first ((P,1) or (1,F) against (P,F))",
+        ) from None
 
 
 def free_size(shape) -> int:
@@ -691,11 +981,13 @@ def _strided(t: Tensor) -> bool:
     return abs(step) > 16
 
 
-
 def _same_key(ka, kb) -> bool:
     if isinstance(ka, np.ndarray) or isinstance(kb, np.ndarray):
-        return isinstance(ka, np.ndarray) and isinstance(kb, np.ndarray) and \
-            (ka is kb or ka.shape == kb.shape and np.array_equal(ka, kb))
+        return (
+            isinstance(ka, np.ndarray)
+            and isinstance(kb, np.ndarray)
+            and (ka is kb or ka.shape == kb.shape and np.array_equal(ka, kb))
+        )
     return ka == kb
 
 
@@ -705,8 +997,15 @@ def _same_region(a: Tensor, b: Tensor) -> bool:
         return False
     if a.arr is None or b.arr is None:
         # `t[i_p, i_f] += x` writes back its own arange view: no extra copy
-        return a.arr is None and b.arr is None and a.src is b.src and a.off == b.off and \
-            a._shape == b._shape and len(a.key) == len(b.key) and all(map(_same_key, a.key, b.key))
+        return (
+            a.arr is None
+            and b.arr is None
+            and a.src is b.src
+            and a.off == b.off
+            and a._shape == b._shape
+            and len(a.key) == len(b.key)
+            and all(map(_same_key, a.key, b.key))
+        )
     return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
 
 
@@ -717,18 +1016,25 @@ def _fit(api, value_shape, dst_shape, dst_name):
     nd = max(len(value_shape), len(dst_shape))
     vs = tuple(value_shape) + (1,) * (nd - len(value_shape))
     ds = tuple(dst_shape) + (1,) * (nd - len(dst_shape))
-    if vs == ds or int(np.prod(value_shape)) == int(np.prod(dst_shape)) and \
-            tuple(s for s in value_shape if s != 1) == tuple(s for s in dst_shape if s != 1):
+    if (
+        vs == ds
+        or int(np.prod(value_shape)) == int(np.prod(dst_shape))
+        and tuple(s for s in value_shape if s != 1) == tuple(s for s in dst_shape if s != 1)
+    ):
         return "reshape"
     try:
         if np.broadcast_shapes(vs, ds) == ds:
             return "broadcast"
     except ValueError:
         pass
-    raise SimValueError("E011", api, dst_name,
-                        f"Illegal assignment destination shape in 'a = b': destination {tuple(dst_shape)} "
-                        f"cannot hold value {tuple(value_shape)}",
-                        "Slice the destination to the value's shape")
+    raise SimValueError(
+        "E011",
+        api,
+        dst_name,
+        f"Illegal assignment destination shape in 'a = b': destination {tuple(dst_shape)} "
+        f"cannot hold value {tuple(value_shape)}",
+        "Slice the destination to the value's shape",
+    )
 
 
 def place(value: np.ndarray, dst_shape: tuple, how: str) -> np.ndarray:
@@ -740,10 +1046,10 @@ def place(value: np.ndarray, dst_shape: tuple, how: str) -> np.ndarray:
     return np.broadcast_to(pa_pad(value, nd), dst_shape)
 
 
-
 # ---------------------------------------------------------------------------------------
 # assignment and +=
 # ---------------------------------------------------------------------------------------
+
 
 def assign(ctx, dst: Tensor, value, *, api="dst[...] = value", mask=None) -> None:
     """``dst[...] = value``: the pending result lands in dst; another tile is copied (on chip) or
@@ -756,22 +1062,35 @@ def assign(ctx, dst: Tensor, value, *, api="dst[...] = value", mask=None) -> Non
         if land_pending(ctx, dst, value, api=api, how=how, mask=m):
             return
         if dst.alloc.buffer in ON_CHIP and value.alloc.buffer in ON_CHIP:
-            copy_into(ctx, dst, value, api=api, how=how, mask=m,
-                      eviction=value.alloc.buffer is PSUM and dst.alloc.buffer is SBUF)
+            copy_into(
+                ctx,
+                dst,
+                value,
+                api=api,
+                how=how,
+                mask=m,
+                eviction=value.alloc.buffer is PSUM and dst.alloc.buffer is SBUF,
+            )
             return
         dma_transfer(ctx, dst, value, api=api, mask=m, how=how)
         return
     if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
         dst.write(value, m, api=api)
         if dst.alloc.buffer in ON_CHIP:
-            res = compute_result(None, dst.dtype, op="memset", api=api, engine=DVE, func="memset",
-                                 shape=dst._shape, par=dst.par or 0)
+            res = compute_result(
+                None, dst.dtype, op="memset", api=api, engine=DVE, func="memset", shape=dst._shape, par=dst.par or 0
+            )
             record(ctx, res, dst)
         else:
             record_dma(ctx, api, dst, None, dst.size)
         return
-    raise SimTypeError("E010", api, "value", f"cannot assign a {type(value).__name__} to an NKI tensor",
-                       "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar")
+    raise SimTypeError(
+        "E010",
+        api,
+        "value",
+        f"cannot assign a {type(value).__name__} to an NKI tensor",
+        "Assign a tile (e.g. the result of nl.load / nisa.tensor_copy) or a scalar",
+    )
 
 
 def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Tensor:
@@ -779,8 +1098,7 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
     (spec §8); anything else is a VectorE read-modify-write (warned)."""
     api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
     res = other.alloc.pending if isinstance(other, Tensor) else None
-    if res is not None and res.tile is other and opname == "add" and dst.alloc.buffer is PSUM \
-            and res.op == "nc_matmul":
+    if res is not None and res.tile is other and opname == "add" and dst.alloc.buffer is PSUM and res.op == "nc_matmul":
         how = _fit(api, other._shape, dst._shape, dst.name)
         res.release(ctx)
         # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official samples
@@ -791,19 +1109,32 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
         return dst
     if res is not None and res.engine is DMA and res.tile is other and dst.alloc.buffer is PSUM:
         res.commit(ctx)
-        raise SimTypeError("E007", api, dst.name,
-                           f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
-                           f"tile in 'psum' instead", "DMA cannot write PSUM: load into SBUF")
+        raise SimTypeError(
+            "E007",
+            api,
+            dst.name,
+            f"Expected the destination of '{res.op}' to be in address space 'sbuf|hbm', but got a "
+            f"tile in 'psum' instead",
+            "DMA cannot write PSUM: load into SBUF",
+        )
     if warn and ctx.options.warn_non_psum_accumulate:
         # `sbuf += nl.matmul(...)`, `sbuf += psum_tile` are legal NKI 0.1: a VectorE
         # read-modify-write (spec §8) -- warned, never raised
         what = "a matmul result accumulated into PSUM" if dst.alloc.buffer is not PSUM else "a matmul result"
-        ctx.warn_once("iadd", f"`{api}` on a {dst.alloc.buffer.value.upper()} tile with something other than "
-                      f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
-                      f"reliable on hardware (spec §8, aws-neuron-sdk#1051)")
+        ctx.warn_once(
+            "iadd",
+            f"`{api}` on a {dst.alloc.buffer.value.upper()} tile with something other than "
+            f"{what} is a VectorE read-modify-write; only `psum += nc_matmul(...)` is "
+            f"reliable on hardware (spec §8, aws-neuron-sdk#1051)",
+        )
     if dst.alloc.buffer not in ON_CHIP:
-        raise SimTypeError("E007", api, dst.name, f"`{api}` needs an SBUF/PSUM destination, got "
-                           f"{dst.alloc.buffer.value}", "Accumulate on chip, then store")
+        raise SimTypeError(
+            "E007",
+            api,
+            dst.name,
+            f"`{api}` needs an SBUF/PSUM destination, got {dst.alloc.buffer.value}",
+            "Accumulate on chip, then store",
+        )
     tile(dst, api, "dst")
     b = value_of(other)
     if isinstance(other, Tensor):
@@ -811,16 +1142,24 @@ def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Te
         b = pa_pad(b, dst.ndim)
     r = BINARY[opname](dst.read_f32(), b)
     dst.write(r, api=api)
-    res = compute_result(r, dst.dtype, op="tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar",
-                         api=api, engine=DVE, inputs=(dst, other), func=opname, shape=dst._shape)
+    res = compute_result(
+        r,
+        dst.dtype,
+        op="tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar",
+        api=api,
+        engine=DVE,
+        inputs=(dst, other),
+        func=opname,
+        shape=dst._shape,
+    )
     record(ctx, res, dst, reduction=True)
     return dst
-
 
 
 # ---------------------------------------------------------------------------------------
 # DMA
 # ---------------------------------------------------------------------------------------
+
 
 def _contiguity(t: Tensor):
     """(bytes per contiguous run, number of runs) of an HBM access."""
@@ -862,13 +1201,25 @@ def partition_start(t: Tensor) -> int:
     return int(k) + t.off // row if k is not None else 0
 
 
-def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_elems: int, *, op: str = "dma_copy",
-               rmw: bool = False, transpose: bool = False, index_reads: list | None = None, where: tuple | None = None,
-               result: Alloc | None = None, seq: int | None = None) -> Event | None:
+def record_dma(
+    ctx: RunContext,
+    api: str,
+    dst: Tensor,
+    src: Tensor | None,
+    n_elems: int,
+    *,
+    op: str = "dma_copy",
+    rmw: bool = False,
+    transpose: bool = False,
+    index_reads: list | None = None,
+    where: tuple | None = None,
+    result: Alloc | None = None,
+    seq: int | None = None,
+) -> Event | None:
     """Record one DMA from ``src`` (None: a constant) into ``dst``."""
     races = ctx.races
     if races is not None and result is not dst.alloc:
-        races.note(ctx, dst, (), where, 0)     # iteration races (E029)
+        races.note(ctx, dst, (), where, 0)  # iteration races (E029)
     if not ctx.options.trace:
         return ctx.record(op, api, DMA, result=result)
     side = src if (src is not None and src.alloc.buffer in HBM_KINDS) else dst
@@ -882,7 +1233,7 @@ def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_ele
     indirect = False
     if index_reads is None:
         index_reads = []
-        for t in (src, dst):     # an indirect access also reads its index tiles (core/indirect.py)
+        for t in (src, dst):  # an indirect access also reads its index tiles (core/indirect.py)
             for it in getattr(t, "index_tiles", ()):
                 index_reads.append(it.region())
     elif src is not None:
@@ -892,23 +1243,61 @@ def record_dma(ctx: RunContext, api: str, dst: Tensor, src: Tensor | None, n_ele
     if index_reads:
         reads.extend(index_reads)
         indirect = True
-    payload = Dma(src.alloc.buffer if src is not None else None, dst.alloc.buffer, desc, contig,
-                  partition_start(onchip), indirect, transpose or op == "dma_transpose", rmw)
-    return ctx.record(op, api, DMA, P, max(1, n_elems // max(P, 1)),
-                      [src._shape] if src is not None else [], dst._shape,
-                      [src.alloc.dname] if src is not None else [], dst.alloc.dname, n_elems * isz,
-                      0, reads, [dst.region()], payload, result, where, seq)
+    payload = Dma(
+        src.alloc.buffer if src is not None else None,
+        dst.alloc.buffer,
+        desc,
+        contig,
+        partition_start(onchip),
+        indirect,
+        transpose or op == "dma_transpose",
+        rmw,
+    )
+    return ctx.record(
+        op,
+        api,
+        DMA,
+        P,
+        max(1, n_elems // max(P, 1)),
+        [src._shape] if src is not None else [],
+        dst._shape,
+        [src.alloc.dname] if src is not None else [],
+        dst.alloc.dname,
+        n_elems * isz,
+        0,
+        reads,
+        [dst.region()],
+        payload,
+        result,
+        where,
+        seq,
+    )
 
 
-def dma_result(dst_shape: tuple, value: np.ndarray, src: Tensor, *, api: str, op: str = "dma_copy", rmw: bool = False,
-               transpose: bool = False, n_elems: int | None = None, mask: MaskArg = None,
-               dtype: DTypeArg = None) -> Result:
+def dma_result(
+    dst_shape: tuple,
+    value: np.ndarray,
+    src: Tensor,
+    *,
+    api: str,
+    op: str = "dma_copy",
+    rmw: bool = False,
+    transpose: bool = False,
+    n_elems: int | None = None,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+) -> Result:
     """The :class:`Result` of a DMA from ``src`` whose value (shape ``dst_shape``) lands later."""
     r = Result()
     r.op, r.api, r.engine, r.kind = op, api, DMA, K_DMA
     r.fields = (src, rmw, transpose, n_elems if n_elems is not None else int(np.prod(dst_shape)))
-    r.value, r.dtype, r.buffer, r.mask, r.shape = value, dtype if dtype is not None else src.dtype, SBUF, mask, \
-        tuple(dst_shape)
+    r.value, r.dtype, r.buffer, r.mask, r.shape = (
+        value,
+        dtype if dtype is not None else src.dtype,
+        SBUF,
+        mask,
+        tuple(dst_shape),
+    )
     r.partitions = r.free_elems = 0
     r.in_shapes, r.in_dtypes = [], []
     # the index tiles of an indirect source are read too
@@ -922,21 +1311,38 @@ def dma_result(dst_shape: tuple, value: np.ndarray, src: Tensor, *, api: str, op
     return r
 
 
-def dma_transfer(ctx: RunContext, dst: Tensor, src: Tensor, *, api: str, mask: MaskArg = None, how: str | None = None,
-                 rmw: str | None = None, op: str = "dma_copy") -> Event | None:
+def dma_transfer(
+    ctx: RunContext,
+    dst: Tensor,
+    src: Tensor,
+    *,
+    api: str,
+    mask: MaskArg = None,
+    how: str | None = None,
+    rmw: str | None = None,
+    op: str = "dma_copy",
+) -> Event | None:
     """Move src -> dst (HBM/SBUF, never PSUM) and record the DMA.  ``how``: placement rule (_fit)."""
     for arg, t in (("dst", dst), ("src", src)):
         if t.alloc.buffer is PSUM:
-            raise SimTypeError("E007", api, arg,
-                               f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but "
-                               f"got a tile in 'psum' instead", "DMA cannot access PSUM: copy the tile to "
-                               "SBUF with nisa.tensor_copy first")
+            raise SimTypeError(
+                "E007",
+                api,
+                arg,
+                f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but "
+                f"got a tile in 'psum' instead",
+                "DMA cannot access PSUM: copy the tile to SBUF with nisa.tensor_copy first",
+            )
     if how is None:
         if src.size != dst.size:
-            raise SimValueError("E011", api, None,
-                                f"DMA source {src.shape} ({src.size} elements) and destination {dst.shape} "
-                                f"({dst.size} elements) differ in element count",
-                                "Slice both sides to the same number of elements")
+            raise SimValueError(
+                "E011",
+                api,
+                None,
+                f"DMA source {src.shape} ({src.size} elements) and destination {dst.shape} "
+                f"({dst.size} elements) differ in element count",
+                "Slice both sides to the same number of elements",
+            )
         how = "same" if src._shape == dst._shape else "reshape"
     m = mask
     src_mask = m if (m is not None and not isinstance(m, bool) and how == "same") else None

@@ -6,6 +6,7 @@
 or process-wide via ``nki_kernels.sim.set_default_options(...)`` / env ``NKI_SIM_OPTIONS``
 ("poison=1,shuffle_affine_seed=3,precision=compat").
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,8 +47,9 @@ class SimOptions:
         if self.precision not in ("hw", "compat"):
             raise ValueError(f"SimOptions(precision): got {self.precision!r}, allowed 'hw' or 'compat'")
         if self.shuffle_affine_seed is not None and not isinstance(self.shuffle_affine_seed, int):
-            raise ValueError("SimOptions(shuffle_affine_seed): must be an int or None, "
-                             f"got {self.shuffle_affine_seed!r}")
+            raise ValueError(
+                f"SimOptions(shuffle_affine_seed): must be an int or None, got {self.shuffle_affine_seed!r}"
+            )
 
     def replace(self, **kw) -> SimOptions:
         return dataclasses.replace(self, **kw)
@@ -76,8 +78,7 @@ def _from_env() -> SimOptions:
         if name not in fields:
             raise ValueError(f"NKI_SIM_OPTIONS: unknown option {name!r}; allowed: {', '.join(fields)}")
         if not sep:
-            raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} needs a value ({name}=...), "
-                             f"got {item.strip()!r}")
+            raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} needs a value ({name}=...), got {item.strip()!r}")
         if name == "precision":
             kw[name] = val
         elif name == "shuffle_affine_seed":
@@ -87,15 +88,18 @@ def _from_env() -> SimOptions:
                 try:
                     kw[name] = int(val)
                 except ValueError:
-                    raise ValueError(f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer or none, "
-                                     f"got {val!r}") from None
+                    raise ValueError(
+                        f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer or none, got {val!r}"
+                    ) from None
         elif val.lower() in _TRUE:
             kw[name] = True
         elif val.lower() in _FALSE:
             kw[name] = False
         else:
-            raise ValueError(f"NKI_SIM_OPTIONS: {name}={val!r} is not a boolean; allowed: "
-                             f"{', '.join(_TRUE)} (true) or {', '.join(_FALSE)} (false)")
+            raise ValueError(
+                f"NKI_SIM_OPTIONS: {name}={val!r} is not a boolean; allowed: "
+                f"{', '.join(_TRUE)} (true) or {', '.join(_FALSE)} (false)"
+            )
     return SimOptions(**kw)
 
 

@@ -1,6 +1,7 @@
 """Reductions: ``tensor_reduce``, the ``nl.*`` reductions, per-partition statistics (``bn_stats``,
 ``bn_aggr``, ``max8``), ``tensor_partition_reduce`` and the ``nl.softmax`` / ``nl.rms_norm``
 compositions (spec §9, Corrections 3; docs/nki-0.7-spec.md I9, L6)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,11 +42,15 @@ def _reduce_axes(data, axis, api):
     ax = tuple(int(a) + data.ndim if -data.ndim < a < 0 else int(a) for a in ax)
     for a in ax:
         if a <= 0 or a >= data.ndim:
-            raise SimValueError("E023", api, "axis",
-                                f"axis {a} is not a free axis of a tile of rank {data.ndim}" +
-                                (" (the partition axis cannot be reduced)" if a == 0 else "") +
-                                (" (negative axes are not supported)" if a < 0 else ""),
-                                f"Use free axes 1..{data.ndim - 1}")
+            raise SimValueError(
+                "E023",
+                api,
+                "axis",
+                f"axis {a} is not a free axis of a tile of rank {data.ndim}"
+                + (" (the partition axis cannot be reduced)" if a == 0 else "")
+                + (" (negative axes are not supported)" if a < 0 else ""),
+                f"Use free axes 1..{data.ndim - 1}",
+            )
     return ax
 
 
@@ -55,18 +60,40 @@ def _trailing_axes(data, axis, api):
     nd = data.ndim
     ax = tuple(sorted(a % nd if a < 0 else a for a in ax))
     if 0 in ax:
-        raise SimValueError("E023", api, "axis", "the partition axis (0) cannot be reduced",
-                            "Transpose first, or use nisa.tensor_partition_reduce")
+        raise SimValueError(
+            "E023",
+            api,
+            "axis",
+            "the partition axis (0) cannot be reduced",
+            "Transpose first, or use nisa.tensor_partition_reduce",
+        )
     if ax != tuple(range(nd - len(ax), nd)):
-        raise SimValueError("E023", api, "axis", f"reduction axes {ax} must be the last contiguous free axes of a "
-                            f"rank-{nd} tile (NKI 0.3 axis handling)", f"e.g. axis={tuple(range(nd - len(ax), nd))}")
+        raise SimValueError(
+            "E023",
+            api,
+            "axis",
+            f"reduction axes {ax} must be the last contiguous free axes of a rank-{nd} tile (NKI 0.3 axis handling)",
+            f"e.g. axis={tuple(range(nd - len(ax), nd))}",
+        )
     return ax
 
 
 @op
-def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: AxisArg, negate: bool = False,
-                  keepdims: bool = False, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                  api: str = "nisa.tensor_reduce", spec: str = "0.1", name: str | None = None) -> Tensor | None:
+def tensor_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    op: OpArg,
+    data: Tensor,
+    axis: AxisArg,
+    negate: bool = False,
+    keepdims: bool = False,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.tensor_reduce",
+    spec: str = "0.1",
+    name: str | None = None,
+) -> Tensor | None:
     """Reduce free axes with ``op`` on VectorE; fp32 arithmetic.  ``spec`` "0.1": any set of up to four
     free axes (SDK 2.26 isa tensor_reduce; non-consecutive axes warn), "0.6": the trailing free axes."""
     aname = "tensor_reduce"
@@ -74,8 +101,13 @@ def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: Axis
     name_ = opcode(op, aname)
     engines.check_reduce(aname, "op", name_)
     if name_ not in REDUCE:
-        raise NKISyntaxError("E021", aname, "op", f"{name_} is not supported in 'tensor_reduce'",
-                             "Use nl.add, nl.multiply, nl.max/maximum, nl.min/minimum, bitwise or logical ops")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op",
+            f"{name_} is not supported in 'tensor_reduce'",
+            "Use nl.add, nl.multiply, nl.max/maximum, nl.min/minimum, bitwise or logical ops",
+        )
     if spec == "0.6":
         ax = _trailing_axes(data, axis, aname)
     else:
@@ -83,34 +115,55 @@ def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: Axis
         s_ax = sorted(ax)
         if len(ax) > 4:
             # "The reduction axes can contain up to four free axes" (SDK 2.26 isa tensor_reduce)
-            raise SimValueError("E023", aname, "axis", f"reduction axes {tuple(ax)}: at most four free axes "
-                                "(SDK 2.26 isa tensor_reduce)", "Reduce in two steps", got=len(ax), limit=4)
+            raise SimValueError(
+                "E023",
+                aname,
+                "axis",
+                f"reduction axes {tuple(ax)}: at most four free axes (SDK 2.26 isa tensor_reduce)",
+                "Reduce in two steps",
+                got=len(ax),
+                limit=4,
+            )
         if s_ax != list(range(s_ax[0], s_ax[0] + len(s_ax))):
             # The 2.26 doc says the axes "must be consecutive ... [1, 3, 4] is not" legal, but the
             # toolchain accepts non-adjacent axes on trn2: aws-neuron-sdk#1257 (the compiler reorders
             # them internally) and CS149 F25 solutions that passed on trn2 with axis=(2, 4) (spec §9).
             # Accept, warn; an error (E024) under strict.
-            unproven("reduce_axes", f"tensor_reduce over non-consecutive axes {tuple(ax)}: the 2.26 doc requires "
-                     "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
-                     "consecutive axes to follow the doc")
+            unproven(
+                "reduce_axes",
+                f"tensor_reduce over non-consecutive axes {tuple(ax)}: the 2.26 doc requires "
+                "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
+                "consecutive axes to follow the doc",
+            )
     bit = name_.startswith("bitwise")
     if bit:
         # ISA tensor_reduce (SDK 2.26 isa docstring): "For bitvec operators, the input/output data types
         # must be integer types"
         for what, d in (("data", data.dtype), ("dtype", dtype)):
             if d is not None and not dt.is_int(dt.canonical(d, op=aname)):
-                raise SimTypeError("E009", aname, what, f"a bitvec reduction ({name_}) needs integer input and "
-                                   f"output types, got {dt.name_of(dt.canonical(d, op=aname))} {what}",
-                                   "Load/cast the tile to an integer type (nl.load(x, dtype=nl.int32)) and pass "
-                                   "dtype=nl.int32", got=dt.name_of(dt.canonical(d, op=aname)), limit="an integer type")
+                raise SimTypeError(
+                    "E009",
+                    aname,
+                    what,
+                    f"a bitvec reduction ({name_}) needs integer input and "
+                    f"output types, got {dt.name_of(dt.canonical(d, op=aname))} {what}",
+                    "Load/cast the tile to an integer type (nl.load(x, dtype=nl.int32)) and pass dtype=nl.int32",
+                    got=dt.name_of(dt.canonical(d, op=aname)),
+                    limit="an integer type",
+                )
     if negate and (bit or name_.startswith("logical")):
         raise NKISyntaxError("E021", aname, "negate", "negate is only valid for arithmetic reduce ops")
     fn = REDUCE[name_]
-    m = mask_of(mask, data.shape, aname)      # mask= selects the inputs (spec Corrections 3)
+    m = mask_of(mask, data.shape, aname)  # mask= selects the inputs (spec Corrections 3)
     if bit:
         if m is not None and m is not True:
-            raise SimValueError("E011", aname, "mask", "a mask on a bitwise tensor_reduce is not supported here",
-                                "Slice the input instead")
+            raise SimValueError(
+                "E011",
+                aname,
+                "mask",
+                "a mask on a bitwise tensor_reduce is not supported here",
+                "Slice the input instead",
+            )
         r = data.read().astype(np.int64)
         for a in sorted(ax, reverse=True):
             r = fn(r, axis=a)
@@ -124,8 +177,17 @@ def tensor_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, axis: Axis
         if negate:
             r = -r
     om = None if m is None or m is True else reduce_out_mask(m, ax, keepdims)
-    res = compute_result(np.ascontiguousarray(r), _dtype(dtype, data.dtype, aname), op="tensor_reduce", api=api,
-                         engine=DVE, inputs=(data,), mask=om, func=name_, axes=len(ax))
+    res = compute_result(
+        np.ascontiguousarray(r),
+        _dtype(dtype, data.dtype, aname),
+        op="tensor_reduce",
+        api=api,
+        engine=DVE,
+        inputs=(data,),
+        mask=om,
+        func=name_,
+        axes=len(ax),
+    )
     return emit(ctx, dst, res)
 
 
@@ -136,24 +198,52 @@ def _axes(x, axis, api):
     ax = tuple(int(a) + x.ndim if -x.ndim <= a < 0 else int(a) for a in ax)
     for a in ax:
         if a < 0:
-            raise SimValueError("E023", api, "axis", f"axis {a - x.ndim} out of range for a tile of rank {x.ndim}",
-                                f"Name free axes (1..{x.ndim - 1} or -1..{1 - x.ndim})")
+            raise SimValueError(
+                "E023",
+                api,
+                "axis",
+                f"axis {a - x.ndim} out of range for a tile of rank {x.ndim}",
+                f"Name free axes (1..{x.ndim - 1} or -1..{1 - x.ndim})",
+            )
         if a == 0:
-            raise SimValueError("E023", api, "axis", "cannot reduce the partition axis (axis 0)",
-                                "Reduce free axes only; transpose first to reduce across partitions")
+            raise SimValueError(
+                "E023",
+                api,
+                "axis",
+                "cannot reduce the partition axis (axis 0)",
+                "Reduce free axes only; transpose first to reduce across partitions",
+            )
         if a >= x.ndim:
-            raise SimValueError("E023", api, "axis", f"axis {a} out of range for a tile of rank {x.ndim}",
-                                got=a, limit=x.ndim - 1)
+            raise SimValueError(
+                "E023", api, "axis", f"axis {a} out of range for a tile of rank {x.ndim}", got=a, limit=x.ndim - 1
+            )
     return ax
 
 
-_NL_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod": np.prod, "var": np.var,
-              "all": lambda a, axis, keepdims: np.all(a != 0, axis=axis, keepdims=keepdims)}
+_NL_REDUCE = {
+    "sum": np.sum,
+    "max": np.max,
+    "min": np.min,
+    "mean": np.mean,
+    "prod": np.prod,
+    "var": np.var,
+    "all": lambda a, axis, keepdims: np.all(a != 0, axis=axis, keepdims=keepdims),
+}
 
 
 @op
-def reduce(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, axis: AxisArg, *, dtype: DTypeArg = None,
-           mask: MaskArg = None, keepdims: bool = False, api: str = None) -> Tensor | None:
+def reduce(
+    ctx: RunContext,
+    dst: Dst,
+    name: str | None,
+    x: Tensor,
+    axis: AxisArg,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    keepdims: bool = False,
+    api: str = None,
+) -> Tensor | None:
     """``nl.<name>(x, axis)`` for name in sum/max/min/mean/prod/var/all: a VectorE tensor_reduce; its
     mask selects the inputs (spec Corrections 3)."""
     tile(x, name, "x")
@@ -165,10 +255,19 @@ def reduce(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, axis: AxisArg
         r = np.asarray(_NL_REDUCE[name](v, axis=ax, keepdims=keepdims), dtype=np.float32)
     else:
         r = masked_reduce(name, v, ax, keepdims, m)
-        om = reduce_out_mask(m, ax, keepdims)      # outputs with no selected input: not written
+        om = reduce_out_mask(m, ax, keepdims)  # outputs with no selected input: not written
     default = dt.bool_ if name == "all" else x.dtype if name != "mean" or dt.is_float(x.dtype) else dt.float32
-    res = compute_result(r, _dtype(dtype, default, name), op="tensor_reduce", api=api or f"nl.{name}", engine=DVE,
-                         inputs=(x,), mask=om, func=name, axes=len(ax))
+    res = compute_result(
+        r,
+        _dtype(dtype, default, name),
+        op="tensor_reduce",
+        api=api or f"nl.{name}",
+        engine=DVE,
+        inputs=(x,),
+        mask=om,
+        func=name,
+        axes=len(ax),
+    )
     return emit(ctx, dst, res)
 
 
@@ -181,8 +280,13 @@ def _row_mask(mask, data, api, *, reduce_dim_ok):
         return m
     flat = m.reshape(m.shape[0], -1)
     if not reduce_dim_ok and not (flat == flat[:, :1]).all():
-        raise SimValueError("E011", api, "mask", f"{api} does not support a mask on the reduce (free) dimension",
-                            "Mask partitions only, e.g. mask=(i_p < n) (nki_known_issues.rst)")
+        raise SimValueError(
+            "E011",
+            api,
+            "mask",
+            f"{api} does not support a mask on the reduce (free) dimension",
+            "Mask partitions only, e.g. mask=(i_p < n) (nki_known_issues.rst)",
+        )
     return flat.any(axis=1, keepdims=True)
 
 
@@ -218,16 +322,30 @@ def _out_rows(rows, read_mask, shape):
 
 
 @op
-def bn_stats(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-             api: str = "nisa.bn_stats", name: str | None = None) -> Tensor | None:
+def bn_stats(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.bn_stats",
+    name: str | None = None,
+) -> Tensor | None:
     """Per partition over <= 512 free elements: (count, mean, var*count) for even and odd elements."""
     aname = "bn_stats"
     tile(data, aname, "data")
     P, F = data.shape[0], free_size(data.shape)
     if F > limits.BN_STATS_FMAX:
-        raise SimValueError("E020", aname, "data", "bn_stats free size exceeds nl.tile_size.bn_stats_fmax",
-                            "Split the free axis into chunks of 512 and combine them with bn_aggr",
-                            got=F, limit=limits.BN_STATS_FMAX)
+        raise SimValueError(
+            "E020",
+            aname,
+            "data",
+            "bn_stats free size exceeds nl.tile_size.bn_stats_fmax",
+            "Split the free axis into chunks of 512 and combine them with bn_aggr",
+            got=F,
+            limit=limits.BN_STATS_FMAX,
+        )
     rows = _row_mask(mask, data, aname, reduce_dim_ok=False)
     # masked-out partitions are not read (their rows may never have been written: AWS's layernorm
     # tutorial v2 loads only the valid rows under the same partition mask)
@@ -240,14 +358,31 @@ def bn_stats(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, d
         var = part.var(axis=1) if n else np.zeros(P, np.float32)
         cols += [np.full(P, n, np.float32), mean, var * n]
     v = np.stack(cols, axis=1).astype(np.float32)
-    res = compute_result(v, _dtype(dtype, data.dtype, aname), op="bn_stats", api=api, engine=DVE, inputs=(data,),
-                         mask=_out_rows(rows, rm, v.shape), func="bn_stats", axes=1)
+    res = compute_result(
+        v,
+        _dtype(dtype, data.dtype, aname),
+        op="bn_stats",
+        api=api,
+        engine=DVE,
+        inputs=(data,),
+        mask=_out_rows(rows, rm, v.shape),
+        func="bn_stats",
+        axes=1,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def bn_aggr(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-            api: str = "nisa.bn_aggr", name: str | None = None) -> Tensor | None:
+def bn_aggr(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.bn_aggr",
+    name: str | None = None,
+) -> Tensor | None:
     """Combine bn_stats groups (P, 6*k) -> (P, 2) = (mean, variance)."""
     aname = "bn_aggr"
     tile(data, aname, "data")
@@ -256,10 +391,16 @@ def bn_aggr(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dt
     per_partition = data.size // P if P else 0
     if per_partition % 3 or not per_partition:
         # ISA bn_aggr (SDK 2.26 nki/isa docstring): (count, mean, variance*count) triples per partition
-        raise SimValueError("E011", aname, "data", "bn_aggr reads (count, mean, variance*count) triples: the "
-                            f"elements per partition of data must be a positive multiple of 3, got {per_partition}",
-                            "Pass whole bn_stats outputs (6 elements per partition each)",
-                            got=per_partition, limit="a multiple of 3")
+        raise SimValueError(
+            "E011",
+            aname,
+            "data",
+            "bn_aggr reads (count, mean, variance*count) triples: the "
+            f"elements per partition of data must be a positive multiple of 3, got {per_partition}",
+            "Pass whole bn_stats outputs (6 elements per partition each)",
+            got=per_partition,
+            limit="a multiple of 3",
+        )
     rm = _in_mask(mask, data, aname)
     s = data.read_f32(rm).reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
@@ -268,14 +409,31 @@ def bn_aggr(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dt
     mu = (n * mean).sum(axis=1) / safe
     var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
     v = np.stack([mu, var], axis=1).astype(np.float32)
-    res = compute_result(v, _dtype(dtype, data.dtype, aname), op="bn_aggr", api=api, engine=DVE, inputs=(data,),
-                         mask=_out_rows(rows, rm, v.shape), func="bn_aggr", axes=1)
+    res = compute_result(
+        v,
+        _dtype(dtype, data.dtype, aname),
+        op="bn_aggr",
+        api=api,
+        engine=DVE,
+        inputs=(data,),
+        mask=_out_rows(rows, rm, v.shape),
+        func="bn_aggr",
+        axes=1,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def max8(ctx: RunContext, dst: Dst, src: Tensor, *, dtype: DTypeArg = None, mask: MaskArg = None,
-         api: str = "nisa.max8", name: str | None = None) -> Tensor | None:
+def max8(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.max8",
+    name: str | None = None,
+) -> Tensor | None:
     """Top-8 values per partition, descending."""
     aname = "max8"
     tile(src, aname, "src")
@@ -284,68 +442,123 @@ def max8(ctx: RunContext, dst: Dst, src: Tensor, *, dtype: DTypeArg = None, mask
     # ISA max8 (SDK 2.26 isa docstring; same in the NKI 0.6 one): it reads between 8 and 16,384 elements
     # per partition, inclusive
     if n < 8:
-        raise SimValueError("E011", aname, "src", "max8 needs at least 8 elements per partition",
-                            got=n, limit=8)
+        raise SimValueError("E011", aname, "src", "max8 needs at least 8 elements per partition", got=n, limit=8)
     if n > 16384:
-        raise SimValueError("E011", aname, "src", f"max8 reads at most 16,384 elements per partition; "
-                            f"src {tuple(src.shape)} has {n}",
-                            "Run max8 on slices of at most 16,384 elements and merge the candidates "
-                            "(a second max8 over the concatenated top-8s)", got=n, limit=16384)
+        raise SimValueError(
+            "E011",
+            aname,
+            "src",
+            f"max8 reads at most 16,384 elements per partition; src {tuple(src.shape)} has {n}",
+            "Run max8 on slices of at most 16,384 elements and merge the candidates "
+            "(a second max8 over the concatenated top-8s)",
+            got=n,
+            limit=16384,
+        )
     x = src.read_f32().reshape(P, -1)
     rows = _row_mask(mask, src, aname, reduce_dim_ok=True)
     m = mask_of(mask, src.shape, aname)
     if m is not None and m is not True and m is not False:
-        x = np.where(m.reshape(P, -1), x, -np.inf)        # mask= selects the inputs
+        x = np.where(m.reshape(P, -1), x, -np.inf)  # mask= selects the inputs
     r = -np.sort(-x, axis=1)[:, :8]
-    res = compute_result(np.ascontiguousarray(r), _dtype(dtype, src.dtype, aname), op="max8", api=api, engine=DVE,
-                         inputs=(src,), mask=rows, func="max8", axes=1)
+    res = compute_result(
+        np.ascontiguousarray(r),
+        _dtype(dtype, src.dtype, aname),
+        op="max8",
+        api=api,
+        engine=DVE,
+        inputs=(src,),
+        mask=rows,
+        func="max8",
+        axes=1,
+    )
     return emit(ctx, dst, res)
 
 
-_PAR_REDUCE = {"add": np.sum, "maximum": np.max, "max": np.max, "average": np.mean, "mean": np.mean,
-               "bitwise_or": np.bitwise_or.reduce, "bitwise_and": np.bitwise_and.reduce}
+_PAR_REDUCE = {
+    "add": np.sum,
+    "maximum": np.max,
+    "max": np.max,
+    "average": np.mean,
+    "mean": np.mean,
+    "bitwise_or": np.bitwise_or.reduce,
+    "bitwise_and": np.bitwise_and.reduce,
+}
 
 
 @op
-def tensor_partition_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, *, mask: MaskArg = None,
-                            dtype: DTypeArg = None, api: str = "nisa.tensor_partition_reduce",
-                            name: str | None = None) -> Tensor | None:
+def tensor_partition_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    op: OpArg,
+    data: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.tensor_partition_reduce",
+    name: str | None = None,
+) -> Tensor | None:
     """Reduce across partitions on GpSimdE: (P, ...) -> (1, ...) with add, max, average, bitwise_or or
     bitwise_and (SDK 2.26 isa; NKI 0.6 isa adds average)."""
     aname = "tensor_partition_reduce"
     tile(data, aname, "data")
     name_ = opcode(op, aname)
     if name_ not in _PAR_REDUCE:
-        raise NKISyntaxError("E021", aname, "op", f"{name_} is not supported in 'tensor_partition_reduce'",
-                             "Use np.add, np.max, nl.average, np.bitwise_or or np.bitwise_and")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op",
+            f"{name_} is not supported in 'tensor_partition_reduce'",
+            "Use np.add, np.max, nl.average, np.bitwise_or or np.bitwise_and",
+        )
     if name_.startswith("bitwise"):
         if not dt.is_int(data.dtype):
             raise SimTypeError("E009", aname, "data", "bitwise reductions need an integer tile")
         r = _PAR_REDUCE[name_](np.asarray(data.read()).astype(np.int64), axis=0)[None]
     else:
         r = np.asarray(_PAR_REDUCE[name_](data.read_f32(), axis=0), np.float32)[None]
-    res = compute_result(np.ascontiguousarray(r), _dtype(dtype, data.dtype, aname), op="tensor_partition_reduce",
-                         api=api, engine=POOL, inputs=(data,), mask=mask_of(mask, r.shape, aname), func=name_,
-                         axes=0)
+    res = compute_result(
+        np.ascontiguousarray(r),
+        _dtype(dtype, data.dtype, aname),
+        op="tensor_partition_reduce",
+        api=api,
+        engine=POOL,
+        inputs=(data,),
+        mask=mask_of(mask, r.shape, aname),
+        func=name_,
+        axes=0,
+    )
     return emit(ctx, dst, res)
 
 
 # ---- compositions of instructions ---------------------------------------------------------------
 
+
 @op
-def softmax(ctx: RunContext, dst: Dst, x: Tensor, axis: AxisArg, *, dtype: DTypeArg = None,
-            mask: MaskArg = None) -> Tensor | None:
+def softmax(
+    ctx: RunContext, dst: Dst, x: Tensor, axis: AxisArg, *, dtype: DTypeArg = None, mask: MaskArg = None
+) -> Tensor | None:
     """``nl.softmax``: exp(x - max) / sum(exp(x - max)) as its four instructions; ``mask=`` restricts
     every step (masked-out outputs are not written)."""
     m = reduce(ctx, None, "max", x, axis, keepdims=True, mask=mask)
     e = unary(ctx, None, "exp", binary(ctx, None, "subtract", x, m, mask=mask), mask=mask)
-    return binary(ctx, dst, "divide", e, reduce(ctx, None, "sum", e, axis, keepdims=True, mask=mask), dtype=dtype,
-                  mask=mask)
+    return binary(
+        ctx, dst, "divide", e, reduce(ctx, None, "sum", e, axis, keepdims=True, mask=mask), dtype=dtype, mask=mask
+    )
 
 
 @op
-def rms_norm(ctx: RunContext, dst: Dst, x: Tensor, w: Tensor, axis: AxisArg, n: int, epsilon: float = 1e-06, *,
-             dtype: DTypeArg = None, mask: MaskArg = None) -> Tensor | None:
+def rms_norm(
+    ctx: RunContext,
+    dst: Dst,
+    x: Tensor,
+    w: Tensor,
+    axis: AxisArg,
+    n: int,
+    epsilon: float = 1e-06,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+) -> Tensor | None:
     """``nl.rms_norm``: x * rsqrt(sum(x^2, axis) / n + epsilon) * w; ``mask=`` restricts every step (the
     per-row steps run on the rows the mask selects)."""
     m = mask_of(mask, x.shape, "rms_norm")
@@ -354,7 +567,13 @@ def rms_norm(ctx: RunContext, dst: Dst, x: Tensor, w: Tensor, axis: AxisArg, n: 
         rows = reduce_out_mask(m, _axes(x, axis, "rms_norm"), True)
     elif m is False:
         rows = False
-    ms = binary(ctx, None, "divide", reduce(ctx, None, "sum", unary(ctx, None, "square", x, mask=mask), axis,
-                                            keepdims=True, mask=mask), float(n), mask=rows)
+    ms = binary(
+        ctx,
+        None,
+        "divide",
+        reduce(ctx, None, "sum", unary(ctx, None, "square", x, mask=mask), axis, keepdims=True, mask=mask),
+        float(n),
+        mask=rows,
+    )
     r = unary(ctx, None, "rsqrt", binary(ctx, None, "add", ms, float(epsilon), mask=rows), mask=rows)
     return binary(ctx, dst, "multiply", binary(ctx, None, "multiply", x, r, mask=mask), w, dtype=dtype, mask=mask)

@@ -6,6 +6,7 @@ class declares the run's policies: the class of its tensors, the capacity policy
 arguments are written back into the caller's arrays, and how the instances of a grid run (one
 after the other, or in lockstep through ``RunContext.call_hook``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -51,8 +52,13 @@ class Kernel:
 
     def __getitem__(self, grid) -> Kernel:
         if maybe_current() is not None:
-            raise SimRuntimeError("E019", "kernel[grid]", None, "nested kernel with spmd grid is not supported",
-                                  "Launch SPMD grids only from the host (simulate_kernel(kernel[g], ...))")
+            raise SimRuntimeError(
+                "E019",
+                "kernel[grid]",
+                None,
+                "nested kernel with spmd grid is not supported",
+                "Launch SPMD grids only from the host (simulate_kernel(kernel[g], ...))",
+            )
         grid = grid if isinstance(grid, tuple) else (grid,)
         g = tuple(int(x) for x in grid)
         if any(x < 1 for x in g):
@@ -107,7 +113,7 @@ def _convert_arg(ctx, a, name, mutable=False):
     if isinstance(a, np.generic):
         return a.item()
     if isinstance(a, type):
-        return a        # np.float32 / np.float16 type objects are dtypes, not arrays
+        return a  # np.float32 / np.float16 type objects are dtypes, not arrays
     if hasattr(a, "__array__") and hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
         return hbm_input(ctx, np.asarray(a), name, mutable=mutable)  # e.g. CPU torch tensors
     return a
@@ -149,8 +155,10 @@ def _to_numpy(x, ctx, where=None):
             # values (the SDK simulator's behaviour), while on hardware top-level outputs
             # must be in HBM (nki_known_issues.rst "Top-level tensors must be on HBM").  So: the
             # values, with a SimWarning at the user's `return` line; an E007 error under strict.
-            what = (f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
-                    "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that")
+            what = (
+                f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
+                "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that"
+            )
             if ctx.options.strict:
                 raise SimTypeError("E007", "return", x.name, what, where=where)
             file, line = where if where is not None else ("<kernel>", 0)
@@ -159,9 +167,14 @@ def _to_numpy(x, ctx, where=None):
                 ctx.warned.add(key)
                 warnings.warn_explicit(f"{what} at {os.path.basename(file)}:{line}", SimWarning, file, line)
         if not x.alloc.written and not x.alloc.argument:
-            raise SimValueError("E016", "return", x.name,
-                                f"output tensor `{x.name}` is returned but never written (garbage on hardware)",
-                                "Write it with nl.store / nisa.dma_copy before returning", where=x.alloc.origin)
+            raise SimValueError(
+                "E016",
+                "return",
+                x.name,
+                f"output tensor `{x.name}` is returned but never written (garbage on hardware)",
+                "Write it with nl.store / nisa.dma_copy before returning",
+                where=x.alloc.origin,
+            )
         a = x.read()
         out = np.empty(a.shape, dtype=dt.storage_dtype(x.dtype, "hw"))
         dt.cast_into(out, a, x.dtype)
@@ -176,8 +189,9 @@ def _to_numpy(x, ctx, where=None):
 def _unwrap(kernel):
     if isinstance(kernel, Kernel):
         return kernel
-    raise TypeError(f"simulate_kernel: expected an NKI kernel (a function or @nki.jit object), "
-                    f"got {type(kernel).__name__}")
+    raise TypeError(
+        f"simulate_kernel: expected an NKI kernel (a function or @nki.jit object), got {type(kernel).__name__}"
+    )
 
 
 def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
@@ -195,10 +209,11 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     k = _unwrap(kernel)
     opts = options if options is not None else default_options()
     grid = k.grid
-    ctx = RunContext(opts, kernel_name=k.__name__, grid=grid, capacity_policy=k.capacity_policy,
-                     tensor_cls=k.tensor_cls)
+    ctx = RunContext(
+        opts, kernel_name=k.__name__, grid=grid, capacity_policy=k.capacity_policy, tensor_cls=k.tensor_cls
+    )
     ctx.skip_middle_end = k.skip_middle_end
-    with activate(ctx), np.errstate(all="ignore"):   # NKI has no fp exceptions: inf/nan propagate
+    with activate(ctx), np.errstate(all="ignore"):  # NKI has no fp exceptions: inf/nan propagate
         k.begin_run(ctx)
         names = _arg_names(k.func, len(args))
         mutable = k.writes_back()

@@ -13,6 +13,7 @@ The Vector engine's accumulator registers (one fp32 per partition) are shared by
 ``select_reduce``, ``range_select`` and ``tensor_scalar_cumulative`` (2.26 select_reduce note:
 "The accumulator registers are shared"); they are ``RunContext.vector_acc``, for the whole run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,24 +38,47 @@ def _same_elems(api, ref_name, ref, **others):
     """Same partitions and elements per partition as ``ref`` (shape constraint of these ops)."""
     for arg, t in others.items():
         if t.shape[0] != ref.shape[0] or t.size != ref.size:
-            raise SimValueError("E011", api, arg, f"{arg} {t.shape} must have the same partitions and elements per "
-                                f"partition as {ref_name} {ref.shape}", "Slice the operands to the same shape")
+            raise SimValueError(
+                "E011",
+                api,
+                arg,
+                f"{arg} {t.shape} must have the same partitions and elements per partition as {ref_name} {ref.shape}",
+                "Slice the operands to the same shape",
+            )
 
 
-def _result(value, dtype, op, api, engine, inputs, *, func="", mask=None, extra_writes=(), extra_reads=(), shape=None,
-            n_ops=1):
-    return compute_result(value, dtype, op=op, api=api, engine=engine,
-                          inputs=[t for t in inputs if isinstance(t, Tensor)],
-                          func=func, mask=mask, extra_writes=tuple(w for w in extra_writes if w is not None),
-                          extra_reads=extra_reads, shape=shape, n_ops=n_ops)
+def _result(
+    value, dtype, op, api, engine, inputs, *, func="", mask=None, extra_writes=(), extra_reads=(), shape=None, n_ops=1
+):
+    return compute_result(
+        value,
+        dtype,
+        op=op,
+        api=api,
+        engine=engine,
+        inputs=[t for t in inputs if isinstance(t, Tensor)],
+        func=func,
+        mask=mask,
+        extra_writes=tuple(w for w in extra_writes if w is not None),
+        extra_reads=extra_reads,
+        shape=shape,
+        n_ops=n_ops,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # the Vector engine accumulator registers
 # ---------------------------------------------------------------------------------------
 
-_RESET = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf, "max": -np.inf,
-          "minimum": np.inf, "min": np.inf}
+_RESET = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "max": -np.inf,
+    "minimum": np.inf,
+    "min": np.inf,
+}
 
 
 def _acc(ctx) -> np.ndarray:
@@ -67,8 +91,13 @@ def _cmd_name(cmd, api) -> str:
         names = {0: "idle", 1: "reset", 2: "reduce", 3: "reset_reduce", 4: "load_reduce"}
         name = names.get(cmd) if isinstance(cmd, (int, np.integer)) else None
     if name not in ("idle", "reset", "reduce", "reset_reduce", "load_reduce"):
-        raise SimValueError("E011", api, "reduce_cmd", f"unknown reduce_cmd {cmd!r}",
-                            "Use nisa.reduce_cmd.idle|reset|reduce|reset_reduce|load_reduce")
+        raise SimValueError(
+            "E011",
+            api,
+            "reduce_cmd",
+            f"unknown reduce_cmd {cmd!r}",
+            "Use nisa.reduce_cmd.idle|reset|reduce|reset_reduce|load_reduce",
+        )
     return name
 
 
@@ -106,8 +135,9 @@ def _check_reduce_res(api, reduce_res, P):
 def _max_only(api, reduce_op):
     name = _ops.opcode(reduce_op, api, "reduce_op")
     if name not in ("max", "maximum"):
-        raise NKISyntaxError("E021", api, "reduce_op", f"{name} is not supported in '{api}' (only max)",
-                             "Use reduce_op=np.max")
+        raise NKISyntaxError(
+            "E021", api, "reduce_op", f"{name} is not supported in '{api}' (only max)", "Use reduce_op=np.max"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -118,9 +148,18 @@ _PRED_DTYPES = (_dt.uint8, _dt.uint16, _dt.uint32, _dt.bool_)
 
 
 @op
-def tensor_copy_predicated(ctx: RunContext, dst: Dst, src: Tensor, predicate: Tensor, reverse_pred: bool = False, *,
-                           mask: MaskArg = None, dtype: DTypeArg = None, api: str = "nisa.tensor_copy_predicated",
-                           name: str | None = None) -> Tensor | None:
+def tensor_copy_predicated(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    predicate: Tensor,
+    reverse_pred: bool = False,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.tensor_copy_predicated",
+    name: str | None = None,
+) -> Tensor | None:
     """Copy ``src`` into ``dst`` where ``predicate`` is true; elsewhere ``dst`` is unmodified.
 
     2.26: predicate uint8/uint16/uint32 (a bool tile, 1 byte, is accepted: the SDK example loads
@@ -130,15 +169,21 @@ def tensor_copy_predicated(ctx: RunContext, dst: Dst, src: Tensor, predicate: Te
     _ops.tile(dst, aname, "dst")
     _ops.tile(predicate, aname, "predicate")
     if predicate.dtype not in _PRED_DTYPES:
-        raise SimTypeError("E009", aname, "predicate", f"predicate dtype {_dt.name_of(predicate.dtype)} is not "
-                           "uint8, uint16 or uint32", "Cast the predicate tile to nl.uint8")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "predicate",
+            f"predicate dtype {_dt.name_of(predicate.dtype)} is not uint8, uint16 or uint32",
+            "Cast the predicate tile to nl.uint8",
+        )
     _same_elems(aname, "dst", dst, predicate=predicate)
     if isinstance(src, Tensor):
         _ops.tile(src, aname, "src")
         _same_elems(aname, "dst", dst, src=src)
         if src.buffer == "psum" and predicate.buffer == "psum":
-            raise SimTypeError("E007", aname, "src", "src and predicate cannot both be in PSUM",
-                               "Copy one of them to SBUF first")
+            raise SimTypeError(
+                "E007", aname, "src", "src and predicate cannot both be in PSUM", "Copy one of them to SBUF first"
+            )
         v = src.read_f32().reshape(dst.shape)
     elif isinstance(src, (int, float, np.integer, np.floating)):
         v = np.float32(src)
@@ -152,15 +197,40 @@ def tensor_copy_predicated(ctx: RunContext, dst: Dst, src: Tensor, predicate: Te
         p = p & m if m is not False else np.zeros_like(p)
     dst.write(np.broadcast_to(v, dst.shape), p, api=aname)
     # a partial write: the untouched elements keep dst's old values (it reads dst too)
-    record(ctx, _result(None, dst.dtype, "tensor_copy_predicated", api, DVE, (src, predicate), func="copy_predicated",
-                        extra_reads=(dst,), shape=dst._shape), dst)
+    record(
+        ctx,
+        _result(
+            None,
+            dst.dtype,
+            "tensor_copy_predicated",
+            api,
+            DVE,
+            (src, predicate),
+            func="copy_predicated",
+            extra_reads=(dst,),
+            shape=dst._shape,
+        ),
+        dst,
+    )
 
 
 @op
-def select_reduce(ctx: RunContext, dst: Dst, predicate: Tensor, on_true: Tensor, on_false: Operand,
-                  reduce_res: Tensor | None = None, reduce_cmd: EnumArg = None, reduce_op: OpArg = np.amax,
-                  reverse_pred: bool = False, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                  api: str = "nisa.select_reduce", name: str | None = None) -> Tensor | None:
+def select_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    predicate: Tensor,
+    on_true: Tensor,
+    on_false: Operand,
+    reduce_res: Tensor | None = None,
+    reduce_cmd: EnumArg = None,
+    reduce_op: OpArg = np.amax,
+    reverse_pred: bool = False,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.select_reduce",
+    name: str | None = None,
+) -> Tensor | None:
     """``dst = where(predicate, on_true, on_false)``, optionally max-reduced per partition (2.26)."""
     aname = "select_reduce"
     _ops.tile(dst, aname, "dst")
@@ -170,8 +240,12 @@ def select_reduce(ctx: RunContext, dst: Dst, predicate: Tensor, on_true: Tensor,
     if on_true.buffer == "psum" and predicate.buffer == "psum":
         raise SimTypeError("E007", aname, "on_true", "on_true and predicate cannot both be in PSUM")
     if on_true.dtype in (_dt.tfloat32, _dt.int32, _dt.uint32):
-        raise SimTypeError("E009", aname, "on_true", f"on_true dtype {_dt.name_of(on_true.dtype)} is not supported "
-                           "(any dtype except tfloat32, int32, uint32)")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "on_true",
+            f"on_true dtype {_dt.name_of(on_true.dtype)} is not supported (any dtype except tfloat32, int32, uint32)",
+        )
     if not (_dt.is_int(predicate.dtype) or predicate.dtype == _dt.bool_):
         raise SimTypeError("E009", aname, "predicate", "predicate must have an integer dtype (int8/uint8/int16/uint16)")
     _max_only(aname, reduce_op)
@@ -194,19 +268,46 @@ def select_reduce(ctx: RunContext, dst: Dst, predicate: Tensor, on_true: Tensor,
     dst.write(r.reshape(dst.shape), m, api=aname)
     if reduce_res is not None or reduce_cmd not in (None, 0):
         _accumulate_max(ctx, aname, 0 if reduce_cmd is None else reduce_cmd, r, P, reduce_res)
-    record(ctx, _result(None, dst.dtype, "select_reduce", api, DVE, (predicate, on_true, on_false), func="select",
-                        extra_writes=(reduce_res,), shape=dst._shape), dst)
+    record(
+        ctx,
+        _result(
+            None,
+            dst.dtype,
+            "select_reduce",
+            api,
+            DVE,
+            (predicate, on_true, on_false),
+            func="select",
+            extra_writes=(reduce_res,),
+            shape=dst._shape,
+        ),
+        dst,
+    )
 
 
 _RANGE_CMP = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 
 @op
-def range_select(ctx: RunContext, dst: Dst, on_true_tile: Tensor, comp_op0: OpArg, comp_op1: OpArg, bound0: Tensor,
-                 bound1: Tensor, reduce_cmd: EnumArg = None, reduce_res: Tensor | None = None,
-                 reduce_op: OpArg = np.amax, range_start: int = 0, on_false_value: Operand = None, *,
-                 mask: MaskArg = None, dtype: DTypeArg = None, api: str = "nisa.range_select",
-                 name: str | None = None) -> Tensor | None:
+def range_select(
+    ctx: RunContext,
+    dst: Dst,
+    on_true_tile: Tensor,
+    comp_op0: OpArg,
+    comp_op1: OpArg,
+    bound0: Tensor,
+    bound1: Tensor,
+    reduce_cmd: EnumArg = None,
+    reduce_res: Tensor | None = None,
+    reduce_op: OpArg = np.amax,
+    range_start: int = 0,
+    on_false_value: Operand = None,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.range_select",
+    name: str | None = None,
+) -> Tensor | None:
     """Keep elements whose free index + range_start satisfies both comparisons, else on_false_value.
 
     2.26 NumPy equivalent: ``idx = range_start + arange(N)``; ``m = op0(idx, bound0) & op1(idx, bound1)``;
@@ -222,8 +323,9 @@ def range_select(ctx: RunContext, dst: Dst, on_true_tile: Tensor, comp_op0: OpAr
             raise SimTypeError("E010", aname, arg, f"{arg} must be a ({P}, 1) float32 tile")
         _ops.tile(b, aname, arg)
         if b.shape[0] != P or _ops.free_size(b.shape) != 1:
-            raise SimValueError("E011", aname, arg,
-                                f"{arg} must have one element per partition ({P}, 1), got {b.shape}")
+            raise SimValueError(
+                "E011", aname, arg, f"{arg} must have one element per partition ({P}, 1), got {b.shape}"
+            )
         if b.dtype != _dt.float32:
             raise SimTypeError("E009", aname, arg, f"{arg} must be float32, got {_dt.name_of(b.dtype)}")
         bounds.append(b.read_f32().reshape(P, 1))
@@ -231,8 +333,13 @@ def range_select(ctx: RunContext, dst: Dst, on_true_tile: Tensor, comp_op0: OpAr
     for arg, cop in (("comp_op0", comp_op0), ("comp_op1", comp_op1)):
         name = _ops.opcode(cop, aname, arg)
         if name not in _RANGE_CMP:
-            raise NKISyntaxError("E021", aname, arg, f"{name} is not a comparison range_select supports",
-                                 "Use np.equal, np.less, np.less_equal, np.greater or np.greater_equal")
+            raise NKISyntaxError(
+                "E021",
+                aname,
+                arg,
+                f"{name} is not a comparison range_select supports",
+                "Use np.equal, np.less, np.less_equal, np.greater or np.greater_equal",
+            )
         ops.append(_ops.BINARY[name])
     _max_only(aname, reduce_op)
     _check_reduce_res(aname, reduce_res, P)
@@ -243,9 +350,17 @@ def range_select(ctx: RunContext, dst: Dst, on_true_tile: Tensor, comp_op0: OpAr
     r = np.where(keep, x, fill).astype(np.float32)
     if reduce_res is not None or reduce_cmd not in (None, 0):
         _accumulate_max(ctx, aname, 0 if reduce_cmd is None else reduce_cmd, r, P, reduce_res)
-    res = _result(r.reshape(on_true_tile.shape), _opt_dtype(dtype, on_true_tile.dtype, aname), "range_select",
-                  api, DVE, (on_true_tile, bound0, bound1), func="range_select", extra_writes=(reduce_res,),
-                  mask=mask_array(mask, on_true_tile.shape, aname))
+    res = _result(
+        r.reshape(on_true_tile.shape),
+        _opt_dtype(dtype, on_true_tile.dtype, aname),
+        "range_select",
+        api,
+        DVE,
+        (on_true_tile, bound0, bound1),
+        func="range_select",
+        extra_writes=(reduce_res,),
+        mask=mask_array(mask, on_true_tile.shape, aname),
+    )
     return emit(ctx, dst, res)
 
 
@@ -253,11 +368,17 @@ def range_select(ctx: RunContext, dst: Dst, on_true_tile: Tensor, comp_op0: OpAr
 # top-8 search
 # ---------------------------------------------------------------------------------------
 
+
 def _eight_vals(api, vals, P):
     _ops.tile(vals, api, "vals")
     if vals.shape[0] != P or _ops.free_size(vals.shape) != 8:
-        raise SimValueError("E011", api, "vals", f"vals must have exactly 8 elements per partition and {P} partitions,"
-                            f" got {vals.shape}", "Pass the (P, 8) result of nisa.max8")
+        raise SimValueError(
+            "E011",
+            api,
+            "vals",
+            f"vals must have exactly 8 elements per partition and {P} partitions, got {vals.shape}",
+            "Pass the (P, 8) result of nisa.max8",
+        )
     if vals.ndim > 3:
         raise SimValueError("E011", api, "vals", f"vals can be up to 3-dimensional, got {vals.ndim}")
     return vals.read_f32().reshape(P, 8)
@@ -270,8 +391,8 @@ def _first_matches(data2d, valid, vals, order=range(8)):
     free = valid.copy()
     idx = np.full((P, 8), -1, dtype=np.int64)
     rows = np.arange(P)
-    for j in order:    # 8 vectorised steps over all partitions
-        hit = free & (data2d == vals[:, j:j + 1])
+    for j in order:  # 8 vectorised steps over all partitions
+        hit = free & (data2d == vals[:, j : j + 1])
         found = hit.any(axis=1)
         first = np.argmax(hit, axis=1)
         idx[found, j] = first[found]
@@ -280,9 +401,18 @@ def _first_matches(data2d, valid, vals, order=range(8)):
 
 
 @op
-def nc_find_index8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, *, mask: MaskArg = None,
-                   dtype: DTypeArg = None, api: str = "nisa.nc_find_index8", spec: str = "0.1",
-                   name: str | None = None) -> Tensor | None:
+def nc_find_index8(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    vals: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.nc_find_index8",
+    spec: str = "0.1",
+    name: str | None = None,
+) -> Tensor | None:
     """Indices (first occurrence, per partition; a repeated value takes the next occurrence) of the 8
     ``vals`` in ``data`` -> (P, 8) uint32 (or uint16).
 
@@ -295,31 +425,55 @@ def nc_find_index8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, *, mas
     P = data.shape[0]
     n = _ops.free_size(data.shape)
     if not 8 <= n <= 16384 or data.ndim > 5:
-        raise SimValueError("E011", aname, "data", f"data must have 8..16384 elements per partition and at most 5 "
-                            f"axes, got {data.shape}", got=n, limit=16384)
+        raise SimValueError(
+            "E011",
+            aname,
+            "data",
+            f"data must have 8..16384 elements per partition and at most 5 axes, got {data.shape}",
+            got=n,
+            limit=16384,
+        )
     v = _eight_vals(aname, vals, P)
     d = _opt_dtype(dtype, dst.dtype if isinstance(dst, Tensor) else _dt.uint32, aname)
     if d not in (_dt.uint16, _dt.uint32):
-        raise SimTypeError("E009", aname, "dst" if isinstance(dst, Tensor) else "dtype",
-                           f"output dtype must be uint16 or uint32, got {_dt.name_of(d)}")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "dst" if isinstance(dst, Tensor) else "dtype",
+            f"output dtype must be uint16 or uint32, got {_dt.name_of(d)}",
+        )
     m = mask_array(mask, data.shape, aname)
     valid = np.ones((P, n), bool) if m is None or m is True else np.broadcast_to(m, data.shape).reshape(P, n)
     idx = _first_matches(data.read_f32().reshape(P, n), valid, v)
     if (idx < 0).any():
         if spec == "0.1":
             p, j = (int(x) for x in np.argwhere(idx < 0)[0])
-            unproven("find_index8_absent", f"nc_find_index8: value {v[p, j]} (partition {p}, slot {j}) does not "
-                     "occur in data; SDK 2.26 leaves the result undefined (NKI 0.6 documents all ones, used here); "
-                     "search only for values taken from data (nisa.max8)")
+            unproven(
+                "find_index8_absent",
+                f"nc_find_index8: value {v[p, j]} (partition {p}, slot {j}) does not "
+                "occur in data; SDK 2.26 leaves the result undefined (NKI 0.6 documents all ones, used here); "
+                "search only for values taken from data (nisa.max8)",
+            )
         idx[idx < 0] = np.iinfo(d).max
     res = _result(idx.astype(np.int64), d, "nc_find_index8", api, DVE, (data, vals), func="find_index8")
     return emit(ctx, dst, res)
 
 
 @op
-def nc_match_replace8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, imm: Operand,
-                      dst_idx: Tensor | None = None, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                      api: str = "nisa.nc_match_replace8", spec: str = "0.1", name: str | None = None) -> Tensor | None:
+def nc_match_replace8(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    vals: Tensor,
+    imm: Operand,
+    dst_idx: Tensor | None = None,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.nc_match_replace8",
+    spec: str = "0.1",
+    name: str | None = None,
+) -> Tensor | None:
     """Replace the first occurrence of each of the 8 ``vals`` in ``data`` with ``imm``; the positions
     of the matches go to ``dst_idx`` when given.  A mask applies to data: masked-out elements are
     neither matched nor written.  ``spec`` "0.1": values visited in order, an unmatched slot of
@@ -330,8 +484,14 @@ def nc_match_replace8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, imm
     P = data.shape[0]
     n = _ops.free_size(data.shape)
     if n > 16384 or data.ndim > 5:
-        raise SimValueError("E011", aname, "data", f"data must have at most 16384 elements per partition and at "
-                            f"most 5 axes, got {data.shape}", got=n, limit=16384)
+        raise SimValueError(
+            "E011",
+            aname,
+            "data",
+            f"data must have at most 16384 elements per partition and at most 5 axes, got {data.shape}",
+            got=n,
+            limit=16384,
+        )
     v = _eight_vals(aname, vals, P)
     m = mask_array(mask, data.shape, aname)
     valid = np.ones((P, n), bool) if m is None or m is True else np.broadcast_to(m, data.shape).reshape(P, n)
@@ -346,8 +506,17 @@ def nc_match_replace8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, imm
         unmatched = 0 if spec == "0.1" else np.iinfo(np.uint32).max
         dst_idx.write(np.where(idx >= 0, idx, unmatched).reshape(dst_idx.shape), api=aname)
     d = _opt_dtype(dtype, dst.dtype if isinstance(dst, Tensor) else data.dtype, aname)
-    res = _result(x.reshape(data.shape), d, "nc_match_replace8", api, DVE, (data, vals), func="match_replace8",
-                  mask=m, extra_writes=(dst_idx,))
+    res = _result(
+        x.reshape(data.shape),
+        d,
+        "nc_match_replace8",
+        api,
+        DVE,
+        (data, vals),
+        func="match_replace8",
+        mask=m,
+        extra_writes=(dst_idx,),
+    )
     return emit(ctx, dst, res)
 
 
@@ -356,8 +525,17 @@ def nc_match_replace8(ctx: RunContext, dst: Dst, data: Tensor, vals: Tensor, imm
 # ---------------------------------------------------------------------------------------
 
 _CUM_OPS = ("add", "subtract", "multiply", "maximum", "max", "minimum", "min")
-_CUM_DTYPES = (_dt.bfloat16, _dt.float16, _dt.float32, _dt.float8_e4m3, _dt.float8_e5m2, _dt.uint8, _dt.uint16,
-               _dt.int8, _dt.int16)
+_CUM_DTYPES = (
+    _dt.bfloat16,
+    _dt.float16,
+    _dt.float32,
+    _dt.float8_e4m3,
+    _dt.float8_e5m2,
+    _dt.uint8,
+    _dt.uint16,
+    _dt.int8,
+    _dt.int16,
+)
 
 
 def _imm(x, P, api, arg):
@@ -372,10 +550,22 @@ def _imm(x, P, api, arg):
 
 
 @op
-def tensor_scalar_cumulative(ctx: RunContext, dst: Dst, src: Tensor | None = None, op0: OpArg = None, op1: OpArg = None,
-                             imm0: Operand = None, imm1: Operand = None, reduce_cmd: EnumArg = None, *,
-                             reverse0: bool = False, mask: MaskArg = None, dtype: DTypeArg = None,
-                             api: str = "nisa.tensor_scalar_cumulative", name: str | None = None) -> Tensor | None:
+def tensor_scalar_cumulative(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor | None = None,
+    op0: OpArg = None,
+    op1: OpArg = None,
+    imm0: Operand = None,
+    imm1: Operand = None,
+    reduce_cmd: EnumArg = None,
+    *,
+    reverse0: bool = False,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.tensor_scalar_cumulative",
+    name: str | None = None,
+) -> Tensor | None:
     """Per partition: ``reg = op1(op0(src[i], imm0), reg); dst[i] = reg`` over the flattened free axis.
 
     2.27 docstring (337e6041): reduce_cmd reset_reduce (the default) starts reg at op1's identity
@@ -388,16 +578,26 @@ def tensor_scalar_cumulative(ctx: RunContext, dst: Dst, src: Tensor | None = Non
             raise SimTypeError("E010", aname, arg, f"{arg}= is required")
         _ops.tile(t, aname, arg)
         if t.dtype not in _CUM_DTYPES:
-            raise SimTypeError("E009", aname, arg, f"dtype {_dt.name_of(t.dtype)} is not supported (2.27: BF16, FP16, "
-                               "FP32, FP8, UINT8, UINT16, INT8, INT16; not INT32/UINT32)")
+            raise SimTypeError(
+                "E009",
+                aname,
+                arg,
+                f"dtype {_dt.name_of(t.dtype)} is not supported (2.27: BF16, FP16, "
+                "FP32, FP8, UINT8, UINT16, INT8, INT16; not INT32/UINT32)",
+            )
     _same_elems(aname, "src", src, dst=dst)
     n0 = _ops.opcode(op0, aname, "op0")
     n1 = _ops.opcode(op1, aname, "op1")
     if n0 not in _ops.BINARY or n0 in _ops.COMPARE:
         raise NKISyntaxError("E021", aname, "op0", f"{n0} is not an arithmetic op", "Use e.g. nl.add, nl.multiply")
     if n1 not in _CUM_OPS:
-        raise NKISyntaxError("E021", aname, "op1", f"{n1} is not supported as the cumulative op",
-                             "Use add, subtract, multiply, max or min")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op1",
+            f"{n1} is not supported as the cumulative op",
+            "Use add, subtract, multiply, max or min",
+        )
     P = src.shape[0]
     cmd = _cmd_name(3 if reduce_cmd is None else reduce_cmd, aname)
     acc = _acc(ctx)
@@ -414,20 +614,40 @@ def tensor_scalar_cumulative(ctx: RunContext, dst: Dst, src: Tensor | None = Non
     out = np.empty_like(y)
     reg = acc[:P].copy()
     if cmd != "idle":
-        for i in range(y.shape[1]):      # a true recurrence: one vectorised step over partitions per element
+        for i in range(y.shape[1]):  # a true recurrence: one vectorised step over partitions per element
             reg = f1(y[:, i], reg).astype(np.float32)
             out[:, i] = reg
         acc[:P] = reg
     else:
         out[:] = y
     dst.write(out.reshape(dst.shape), mask_array(mask, dst.shape, aname), api=aname)
-    record(ctx, _result(None, dst.dtype, "tensor_scalar_cumulative", api, DVE, (src, imm0, imm1), n_ops=2,
-                        func=f"{n0},{n1}", shape=dst._shape), dst)
+    record(
+        ctx,
+        _result(
+            None,
+            dst.dtype,
+            "tensor_scalar_cumulative",
+            api,
+            DVE,
+            (src, imm0, imm1),
+            n_ops=2,
+            func=f"{n0},{n1}",
+            shape=dst._shape,
+        ),
+        dst,
+    )
 
 
 @op
-def sequence_bounds(ctx: RunContext, dst: Dst, segment_ids: Tensor, *, dtype: DTypeArg = None,
-                    api: str = "nisa.sequence_bounds", name: str | None = None) -> Tensor | None:
+def sequence_bounds(
+    ctx: RunContext,
+    dst: Dst,
+    segment_ids: Tensor,
+    *,
+    dtype: DTypeArg = None,
+    api: str = "nisa.sequence_bounds",
+    name: str | None = None,
+) -> Tensor | None:
     """(1, N) segment ids -> (1, 2, N): [start, end) of each element's segment (GpSimd).
 
     2.26: partition dim 1; ids float32 or int32; id 0 is padding (start N, end -1); output
@@ -436,8 +656,14 @@ def sequence_bounds(ctx: RunContext, dst: Dst, segment_ids: Tensor, *, dtype: DT
     aname = "sequence_bounds"
     _ops.tile(segment_ids, aname, "segment_ids")
     if segment_ids.shape[0] != 1:
-        raise SimValueError("E011", aname, "segment_ids", f"the partition dimension must be 1, got {segment_ids.shape}",
-                            got=segment_ids.shape[0], limit=1)
+        raise SimValueError(
+            "E011",
+            aname,
+            "segment_ids",
+            f"the partition dimension must be 1, got {segment_ids.shape}",
+            got=segment_ids.shape[0],
+            limit=1,
+        )
     if segment_ids.dtype not in (_dt.float32, _dt.int32):
         raise SimTypeError("E009", aname, "segment_ids", "segment_ids must be float32 or int32")
     d = _opt_dtype(dtype, segment_ids.dtype, aname)
@@ -456,18 +682,38 @@ def sequence_bounds(ctx: RunContext, dst: Dst, segment_ids: Tensor, *, dtype: DT
     start = np.where(pad, n, start)
     end = np.where(pad, -1, end)
     r = np.stack([start, end]).astype(np.float32).reshape(1, 2, n)
-    return emit(ctx, dst, _result(r if _dt.is_float(d) else r.astype(np.int64), d, "sequence_bounds", api, POOL,
-                                  (segment_ids,), func="sequence_bounds"))
+    return emit(
+        ctx,
+        dst,
+        _result(
+            r if _dt.is_float(d) else r.astype(np.int64),
+            d,
+            "sequence_bounds",
+            api,
+            POOL,
+            (segment_ids,),
+            func="sequence_bounds",
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # cross-partition
 # ---------------------------------------------------------------------------------------
 
+
 @op
-def nc_stream_shuffle(ctx: RunContext, dst: Dst, src: Tensor, shuffle_mask: Sequence[int], *, dtype: DTypeArg = None,
-                      mask: MaskArg = None, api: str = "nisa.nc_stream_shuffle",
-                      name: str | None = None) -> Tensor | None:
+def nc_stream_shuffle(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    shuffle_mask: Sequence[int],
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.nc_stream_shuffle",
+    name: str | None = None,
+) -> Tensor | None:
     """Within each 32-partition quadrant, ``dst[i] = src[shuffle_mask[i]]`` (255: leave dst[i]).
 
     2.26: src/dst in SBUF or PSUM, same dtype and elements per partition, in place allowed; the
@@ -477,29 +723,36 @@ def nc_stream_shuffle(ctx: RunContext, dst: Dst, src: Tensor, shuffle_mask: Sequ
     _ops.tile(src, aname, "src")
     _ops.tile(dst, aname, "dst")
     if src.dtype != dst.dtype:
-        raise SimTypeError("E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must match src "
-                           f"{_dt.name_of(src.dtype)}")
+        raise SimTypeError(
+            "E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must match src {_dt.name_of(src.dtype)}"
+        )
     if _ops.free_size(src.shape) != _ops.free_size(dst.shape):
-        raise SimValueError("E011", aname, "dst", f"dst {dst.shape} must have as many elements per partition as src "
-                            f"{src.shape}")
+        raise SimValueError(
+            "E011", aname, "dst", f"dst {dst.shape} must have as many elements per partition as src {src.shape}"
+        )
     sm = list(shuffle_mask)
     if len(sm) != 32:
         raise SimValueError("E011", aname, "shuffle_mask", f"shuffle_mask must have 32 entries, got {len(sm)}")
     sm = [int(v) for v in sm]
     if any(not (0 <= v < 32 or v == 255) for v in sm):
-        raise SimValueError("E011", aname, "shuffle_mask",
-                            "each entry must be a partition 0..31 of the quadrant or 255",
-                            f"got {sm}")
+        raise SimValueError(
+            "E011", aname, "shuffle_mask", "each entry must be a partition 0..31 of the quadrant or 255", f"got {sm}"
+        )
     ps, pd = src.shape[0], dst.shape[0]
     active = -(-max(ps, pd) // 32) * 32
     allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
     for arg, t in (("src", src), ("dst", dst)):
         start = _start_partition(t)
         if start is not None and start not in allowed:
-            raise SimValueError("E011", aname, arg, f"start partition {start} is not allowed with {active} active "
-                                f"partitions (allowed: {allowed})", "Start the access at a quadrant boundary")
+            raise SimValueError(
+                "E011",
+                aname,
+                arg,
+                f"start partition {start} is not allowed with {active} active partitions (allowed: {allowed})",
+                "Start the access at a quadrant boundary",
+            )
     x = src.read_f32().reshape(ps, -1)
-    r = np.zeros((pd, x.shape[1]), np.float32)     # rows not in `write` are never stored
+    r = np.zeros((pd, x.shape[1]), np.float32)  # rows not in `write` are never stored
     write = np.zeros((pd, 1), bool)
     for i in range(pd):
         k = sm[i % 32]
@@ -507,8 +760,12 @@ def nc_stream_shuffle(ctx: RunContext, dst: Dst, src: Tensor, shuffle_mask: Sequ
             continue
         s = (i // 32) * 32 + k
         if s >= ps:
-            raise SimValueError("E011", aname, "shuffle_mask", f"destination partition {i} reads source partition {s}, "
-                                f"but src has {ps} partitions")
+            raise SimValueError(
+                "E011",
+                aname,
+                "shuffle_mask",
+                f"destination partition {i} reads source partition {s}, but src has {ps} partitions",
+            )
         r[i] = x[s]
         write[i] = True
     m = mask_array(mask, dst.shape, aname)
@@ -516,8 +773,21 @@ def nc_stream_shuffle(ctx: RunContext, dst: Dst, src: Tensor, shuffle_mask: Sequ
     if m is not None and m is not True:
         w = w & m if m is not False else np.zeros_like(w)
     dst.write(r.reshape(dst.shape), w, api=aname)
-    record(ctx, _result(None, dst.dtype, "nc_stream_shuffle", api, DVE, (src,), func="shuffle",
-                        extra_reads=(dst,) if 255 in sm else (), shape=dst._shape), dst)
+    record(
+        ctx,
+        _result(
+            None,
+            dst.dtype,
+            "nc_stream_shuffle",
+            api,
+            DVE,
+            (src,),
+            func="shuffle",
+            extra_reads=(dst,) if 255 in sm else (),
+            shape=dst._shape,
+        ),
+        dst,
+    )
 
 
 def _start_partition(t: Tensor):
@@ -539,8 +809,17 @@ _LOOP_REDUCE_OPS = ("add", "multiply", "maximum", "max", "minimum", "min", "subt
 
 
 @op
-def loop_reduce(ctx: RunContext, dst: Dst, x: Tensor, op: OpArg, acc: Tensor | None = None, *, dtype: DTypeArg = None,
-                mask: MaskArg = None, api: str = "nl.loop_reduce") -> Tensor | None:
+def loop_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    x: Tensor,
+    op: OpArg,
+    acc: Tensor | None = None,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nl.loop_reduce",
+) -> Tensor | None:
     """``b = nl.loop_reduce(a, op, loop_indices)`` is ``b = nisa.tensor_tensor(data1=b, data2=a, op)``
     (2.26 language docs: "The destination tile is also the rhs input to ``op``"); ``acc``: the
     destination's current tile (the front end finds it), None when it is not bound yet -- then the
@@ -549,26 +828,45 @@ def loop_reduce(ctx: RunContext, dst: Dst, x: Tensor, op: OpArg, acc: Tensor | N
     _ops.tile(x, aname, "x")
     name = _ops.opcode(op, aname)
     if name not in _LOOP_REDUCE_OPS:
-        raise NKISyntaxError("E021", aname, "op", f"{name} is not supported in 'loop_reduce'",
-                             "Use an arithmetic reduce op such as np.add or np.maximum")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op",
+            f"{name} is not supported in 'loop_reduce'",
+            "Use an arithmetic reduce op such as np.add or np.maximum",
+        )
     v = x.read_f32()
     inputs = [x]
     if isinstance(acc, Tensor):
         _ops.tile(acc, aname, "destination")
         if acc.shape != x.shape:
-            raise SimValueError("E011", aname, "destination", f"destination {acc.shape} and x {x.shape} differ",
-                                "Reduce into a tile of x's shape")
+            raise SimValueError(
+                "E011",
+                aname,
+                "destination",
+                f"destination {acc.shape} and x {x.shape} differ",
+                "Reduce into a tile of x's shape",
+            )
         v = _ops.BINARY[name](acc.read_f32(), v).astype(np.float32)
         inputs.insert(0, acc)
     d = _opt_dtype(dtype, x.dtype if not isinstance(acc, Tensor) else acc.dtype, aname)
-    res = _result(np.ascontiguousarray(v), d, "tensor_tensor", api, DVE, inputs, func=name,
-                  mask=mask_array(mask, x.shape, aname))
+    res = _result(
+        np.ascontiguousarray(v), d, "tensor_tensor", api, DVE, inputs, func=name, mask=mask_array(mask, x.shape, aname)
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def nonzero_with_count(ctx: RunContext, dst: Dst, src: Tensor, index_offset: int = 0, padding_val: int = -1, *,
-                       api: str = "nisa.nonzero_with_count", name: str | None = None) -> Tensor | None:
+def nonzero_with_count(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    index_offset: int = 0,
+    padding_val: int = -1,
+    *,
+    api: str = "nisa.nonzero_with_count",
+    name: str | None = None,
+) -> Tensor | None:
     """Per GpSimd core (partitions 0, 16, ..., 112 only): the indices (+ index_offset) of the non-zero
     elements, padding_val, and the count in the last slot; other partitions of dst are untouched
     (NKI 0.6 isa ``nonzero_with_count``)."""
@@ -586,10 +884,11 @@ def nonzero_with_count(ctx: RunContext, dst: Dst, src: Tensor, index_offset: int
     for p in rows:
         nz = np.flatnonzero(x[p])
         r[p] = int(padding_val)
-        r[p, :nz.size] = nz + int(index_offset)
+        r[p, : nz.size] = nz + int(index_offset)
         r[p, T] = nz.size
     sel = np.zeros((P, 1), bool)
     sel[rows] = True
     dst.write(r.reshape(dst.shape), np.broadcast_to(sel.reshape((P,) + (1,) * (dst.ndim - 1)), dst.shape), api=aname)
-    record(ctx, _result(None, dst.dtype, "nonzero_with_count", api, POOL, (src,), func="nonzero",
-                        shape=dst._shape), dst)
+    record(
+        ctx, _result(None, dst.dtype, "nonzero_with_count", api, POOL, (src,), func="nonzero", shape=dst._shape), dst
+    )

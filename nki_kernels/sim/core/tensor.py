@@ -19,6 +19,7 @@ Front ends subclass :class:`Tensor` for their user-facing API (operators, indexi
 keep the class of the tensor they are taken from, and new tensors get the class the run chose
 (``RunContext``'s runner passes it to :func:`allocate` / :func:`fresh` / :func:`hbm_input`).
 """
+
 from __future__ import annotations
 
 import os
@@ -55,23 +56,36 @@ def _calling_api() -> str:
 
 class Tensor:
     """An NKI tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
-    __slots__ = ("alloc", "arr", "par", "src", "key", "_shape", "off", "_mask", "sliced", "_region", "access_ok",
-                 "_race")
-    dynamic = False     # an indirect view (indices read from a tile at run time): core/indirect.py
+
+    __slots__ = (
+        "alloc",
+        "arr",
+        "par",
+        "src",
+        "key",
+        "_shape",
+        "off",
+        "_mask",
+        "sliced",
+        "_region",
+        "access_ok",
+        "_race",
+    )
+    dynamic = False  # an indirect view (indices read from a tile at run time): core/indirect.py
 
     def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
         self.alloc = alloc
-        self.off = off      # byte offset of this view's first element in the allocation
+        self.off = off  # byte offset of this view's first element in the allocation
         self.arr = arr
         self.par = par
         self.src = src
         self.key = key
         self._shape = arr.shape if arr is not None else tuple(shape)
-        self._mask = None      # a predicate of an index-array view: accessed only where it holds
-        self.sliced = False    # made by indexing with a slice or index arrays (a view of a view)
-        self._region = None    # region() of this view (its geometry never changes)
+        self._mask = None  # a predicate of an index-array view: accessed only where it holds
+        self.sliced = False  # made by indexing with a slice or index arrays (a view of a view)
+        self._region = None  # region() of this view (its geometry never changes)
         self.access_ok = False  # passed the engine operand access rules (ops.tile)
-        self._race = None      # races._geometry() of this view, once computed (its geometry never changes)
+        self._race = None  # races._geometry() of this view, once computed (its geometry never changes)
 
     # -- metadata -------------------------------------------------------------------------
     shape = property(lambda s: s._shape)
@@ -94,8 +108,10 @@ class Tensor:
         return self._shape[0]
 
     def __repr__(self) -> str:
-        return f"Tensor({self.alloc.name}, shape={self._shape}, dtype={dt.name_of(self.dtype)}, " \
-               f"buffer={self.alloc.buffer.value})"
+        return (
+            f"Tensor({self.alloc.name}, shape={self._shape}, dtype={dt.name_of(self.dtype)}, "
+            f"buffer={self.alloc.buffer.value})"
+        )
 
     __hash__ = object.__hash__
 
@@ -120,10 +136,13 @@ class Tensor:
                 lo, hi = (int(kk.min()), int(kk.max())) if kk.size else (0, 0)
                 if lo < 0 or hi >= n:
                     raise SimIndexError(
-                        "E008", "index", self.name,
+                        "E008",
+                        "index",
+                        self.name,
                         f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range "
                         f"[{lo}, {hi}] exceed dimension size of {n}",
-                        "Shrink the index range or exclude the out-of-range part with mask=")
+                        "Shrink the index range or exclude the out-of-range part with mask=",
+                    )
                 idx.append(kk)
             else:
                 idx.append(k)
@@ -160,7 +179,7 @@ class Tensor:
         al = self.alloc
         pm = dt.poison_mask(a)
         if pm is None:
-            al.unwritten = False     # ints/fp8 cannot carry the poison pattern: not detectable
+            al.unwritten = False  # ints/fp8 cannot carry the poison pattern: not detectable
             return
         if mask is False:
             return
@@ -168,7 +187,7 @@ class Tensor:
             try:
                 pm = np.broadcast_to(pm, np.broadcast_shapes(pm.shape, mask.shape)) & mask
             except ValueError:
-                pass                  # a mask that does not line up with the operand: check it all
+                pass  # a mask that does not line up with the operand: check it all
         if not pm.any():
             # is the whole allocation written by now (it was written piecewise)?  Checked on the
             # 1st, 2nd, 4th, 8th, ... clean read, so a tile read many times is not scanned each time
@@ -176,15 +195,17 @@ class Tensor:
             if not n & (n - 1) and not dt.poison_mask(al.array).any():
                 al.unwritten = False
             return
-        al.unwritten = False         # once per tensor
+        al.unwritten = False  # once per tensor
         ctx = maybe_current()
         if ctx is None:
             return
         f, ln = al.origin
-        ctx.warn_once(("poison", al.id),
-                      f"{_calling_api()} reads {int(pm.sum())} never-written element(s) of tensor "
-                      f"`{al.name}` {tuple(self._shape)} (allocated at {os.path.basename(f)}:{ln}); they hold "
-                      f"garbage on hardware (NaN poison here)")
+        ctx.warn_once(
+            ("poison", al.id),
+            f"{_calling_api()} reads {int(pm.sum())} never-written element(s) of tensor "
+            f"`{al.name}` {tuple(self._shape)} (allocated at {os.path.basename(f)}:{ln}); they hold "
+            f"garbage on hardware (NaN poison here)",
+        )
 
     def read_f32(self, mask=None) -> np.ndarray:
         a = self.read(mask)
@@ -199,13 +220,18 @@ class Tensor:
         if al.pending is not None:
             self.settle()
         if al.immutable:
-            raise SimTypeError("E012", api, al.name, f"Cannot update immutable parameter `{al.name}`",
-                               "Kernel inputs are read-only: allocate an output with "
-                               "nl.ndarray(..., buffer=nl.shared_hbm), write it and return it")
+            raise SimTypeError(
+                "E012",
+                api,
+                al.name,
+                f"Cannot update immutable parameter `{al.name}`",
+                "Kernel inputs are read-only: allocate an output with "
+                "nl.ndarray(..., buffer=nl.shared_hbm), write it and return it",
+            )
         if mask is False:
             return
         where = None if mask is None or mask is True else mask
-        if self.arr is None and self._mask is not None:      # a predicated view
+        if self.arr is None and self._mask is not None:  # a predicated view
             where = self._mask if where is None else (np.broadcast_to(where, self._shape) & self._mask)
         whole = where is None and self.size == al.array.size
         if self.arr is not None:
@@ -231,7 +257,7 @@ class Tensor:
                 else:
                     kv[...] = np.where(np.broadcast_to(where, self._shape), np.int8(kind), np.asarray(kv))
         if al.unwritten and whole:
-            al.unwritten = False          # the whole allocation was written
+            al.unwritten = False  # the whole allocation was written
         al.written = True
 
     def accumulate(self, value, kind) -> bool:
@@ -239,8 +265,14 @@ class Tensor:
         is written everywhere (PSUM accumulation, spec §8).  False: the caller takes the general path."""
         al = self.alloc
         a = self.arr
-        if a is None or a.dtype != np.float32 or al.unwritten or al.immutable or al.pending is not None or \
-                (al.buffer is PSUM and (al.psum_kind is not None or al.psum_fill == 0)):
+        if (
+            a is None
+            or a.dtype != np.float32
+            or al.unwritten
+            or al.immutable
+            or al.pending is not None
+            or (al.buffer is PSUM and (al.psum_kind is not None or al.psum_fill == 0))
+        ):
             return False
         np.add(a, value, out=a)
         if al.buffer is PSUM and al.psum_fill != kind:
@@ -259,8 +291,9 @@ class Tensor:
         if a is None:
             return _IndexedKinds(k, self)
         isz = al.array.itemsize
-        return np.ndarray(a.shape, dtype=np.int8, buffer=k, offset=self.off // isz,
-                          strides=tuple(st // isz for st in a.strides))
+        return np.ndarray(
+            a.shape, dtype=np.int8, buffer=k, offset=self.off // isz, strides=tuple(st // isz for st in a.strides)
+        )
 
     def written_kinds(self) -> np.ndarray:
         """The PSUM written state of this view's elements, as values (uniform allocations: no copy
@@ -285,7 +318,7 @@ class Tensor:
             return self._advanced_region(row)
         a, par = self.arr, self.par
         lo = self.off
-        if row:                       # on chip: byte range within one partition
+        if row:  # on chip: byte range within one partition
             lo %= row
             if par == 0 and a.ndim and a.flags.c_contiguous:
                 return Region(al.id, al.buffer, lo, lo + (a.nbytes // a.shape[0] if a.shape[0] else 0))
@@ -308,11 +341,11 @@ class Tensor:
         al, src = self.alloc, self.src
         lo = hi = self.off % row if row else self.off
         for k, n, st in zip(self.key, src.shape, src.strides, strict=False):
-            if row and abs(st) >= row:      # the partition axis (or a block axis outside the row)
+            if row and abs(st) >= row:  # the partition axis (or a block axis outside the row)
                 continue
             if isinstance(k, np.ndarray):
                 kmin, kmax = (int(k.min()), int(k.max())) if k.size else (0, 0)
-                kmin, kmax = max(kmin, 0), min(kmax, n - 1)   # masked-out points are not accessed
+                kmin, kmax = max(kmin, 0), min(kmax, n - 1)  # masked-out points are not accessed
             else:
                 kmin = kmax = k
             a, b = kmin * st, kmax * st
@@ -333,15 +366,23 @@ class Tensor:
         """The index-array view ``self[parts]``: one int or integer array per axis (arrays broadcast
         together; ints are bounds-checked now, arrays by the instruction under its mask)."""
         if len(parts) != len(self._shape):
-            raise SimIndexError("E008", "index", self.name,
-                                f"{len(parts)} indices for a tensor of rank {len(self._shape)}",
-                                "Index every axis with an index expression or an int")
+            raise SimIndexError(
+                "E008",
+                "index",
+                self.name,
+                f"{len(parts)} indices for a tensor of rank {len(self._shape)}",
+                "Index every axis with an index expression or an int",
+            )
         arrays = [p for p in parts if isinstance(p, np.ndarray)]
         try:
             shape = np.broadcast_shapes(*[a.shape for a in arrays])
         except ValueError:
-            raise SimValueError("E011", "index", self.name, "index expressions do not broadcast together: "
-                                + ", ".join(str(a.shape) for a in arrays)) from None
+            raise SimValueError(
+                "E011",
+                "index",
+                self.name,
+                "index expressions do not broadcast together: " + ", ".join(str(a.shape) for a in arrays),
+            ) from None
         for axis, p in enumerate(parts):
             if not isinstance(p, np.ndarray):
                 n = self._shape[axis]
@@ -372,10 +413,13 @@ class Tensor:
 
     def _oob(self, axis, lo, hi, n):
         return SimIndexError(
-            "E008", "index", self.name,
+            "E008",
+            "index",
+            self.name,
             f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range [{lo}, {hi}] "
             f"exceed dimension size of {n}",
-            "NKI does not clamp slices: fix the range (dimension sizes are in .shape)")
+            "NKI does not clamp slices: fix the range (dimension sizes are in .shape)",
+        )
 
     def _basic(self, key):
         shape = self._shape
@@ -385,11 +429,15 @@ class Tensor:
         if n_ell:
             i = next(i for i, k in enumerate(key) if k is Ellipsis)
             fill = len(shape) - (len(key) - 1)
-            key = key[:i] + [slice(None)] * fill + key[i + 1:]
+            key = key[:i] + [slice(None)] * fill + key[i + 1 :]
         if len(key) > len(shape):
-            raise SimIndexError("E008", "index", self.name,
-                                f"too many indices: {len(key)} for a tensor of rank {len(shape)}",
-                                f"{self.name} has shape {shape}")
+            raise SimIndexError(
+                "E008",
+                "index",
+                self.name,
+                f"too many indices: {len(key)} for a tensor of rank {len(shape)}",
+                f"{self.name} has shape {shape}",
+            )
         npkey = []
         par = self.par
         new_par = None
@@ -401,9 +449,13 @@ class Tensor:
         for axis, n in enumerate(shape):
             k = key[axis] if axis < len(key) else slice(None)
             if isinstance(k, Tensor):
-                raise SimNotImplementedError("E100", "index", self.name,
-                                             "indirect (tensor-valued) indexing is not implemented in "
-                                             "nki_kernels.sim", "Use static indices")
+                raise SimNotImplementedError(
+                    "E100",
+                    "index",
+                    self.name,
+                    "indirect (tensor-valued) indexing is not implemented in nki_kernels.sim",
+                    "Use static indices",
+                )
             if isinstance(k, slice):
                 step = 1 if k.step is None else int(k.step)
                 if step < 1:
@@ -442,12 +494,21 @@ class Tensor:
                 if 0 <= i < n:
                     off += i * strides[axis]
             elif k is None:
-                raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
-                                    "Use .reshape or .expand_dims")
+                raise SimIndexError(
+                    "E008",
+                    "index",
+                    self.name,
+                    "None/np.newaxis is not a valid NKI index",
+                    "Use .reshape or .expand_dims",
+                )
             else:
-                raise SimIndexError("E008", "index", self.name,
-                                    f"unsupported index {k!r} of type {type(k).__name__}",
-                                    "Use ints, slices, nl.ds(start, size), nl.arange or nl.mgrid")
+                raise SimIndexError(
+                    "E008",
+                    "index",
+                    self.name,
+                    f"unsupported index {k!r} of type {type(k).__name__}",
+                    "Use ints, slices, nl.ds(start, size), nl.arange or nl.mgrid",
+                )
         if lazy:
             return self._lazy(npkey, new_par, out_axis)
         a = self.arr[tuple(npkey)]
@@ -477,10 +538,11 @@ class Tensor:
         shape = self._shape
         if Ellipsis in key:
             i = key.index(Ellipsis)
-            key = key[:i] + [slice(None)] * (len(shape) - len(key) + 1) + key[i + 1:]
+            key = key[:i] + [slice(None)] * (len(shape) - len(key) + 1) + key[i + 1 :]
         if len(key) > len(shape):
-            raise SimIndexError("E008", "index", self.name,
-                                f"too many indices: {len(key)} for a tensor of rank {len(shape)}")
+            raise SimIndexError(
+                "E008", "index", self.name, f"too many indices: {len(key)} for a tensor of rank {len(shape)}"
+            )
         onchip = self.alloc.buffer in ON_CHIP
         sel = []
         for axis, n in enumerate(shape):
@@ -493,8 +555,9 @@ class Tensor:
                     raise self._oob(axis, int(k), int(k), n)
                 sel.append(slice(i, i + 1) if onchip and axis == 0 else i)
             else:
-                raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r} on an index view",
-                                    "Use ints or slices")
+                raise SimIndexError(
+                    "E008", "index", self.name, f"unsupported index {k!r} on an index view", "Use ints or slices"
+                )
         sel = tuple(sel)
         keys = [np.broadcast_to(k, shape)[sel] if isinstance(k, np.ndarray) else k for k in self.key]
         arrays = [k for k in keys if isinstance(k, np.ndarray)]
@@ -515,26 +578,42 @@ class Tensor:
         partition axis stays first and unchanged)."""
         shape = tuple(int(s) for s in shape)
         if self.arr is None:
-            raise SimNotImplementedError("E022", api, self.name, "reshape not implemented for base tensor",
-                                         "Reshape the tensor before indexing it with an index expression")
+            raise SimNotImplementedError(
+                "E022",
+                api,
+                self.name,
+                "reshape not implemented for base tensor",
+                "Reshape the tensor before indexing it with an index expression",
+            )
         if int(np.prod(shape)) != self.size:
-            raise SimValueError("E011", api, self.name,
-                                f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
-                                "The element count must not change")
+            raise SimValueError(
+                "E011",
+                api,
+                self.name,
+                f"cannot reshape {self._shape} ({self.size} elements) to {shape}",
+                "The element count must not change",
+            )
         try:
             new = np.reshape(self.arr, shape, copy=False)
         except ValueError:
-            raise SimNotImplementedError("E022", api, self.name,
-                                         "reshape not implemented for base tensor (the view is not "
-                                         "contiguous in row-major order)",
-                                         "Reshape the whole tensor first, then slice it") from None
+            raise SimNotImplementedError(
+                "E022",
+                api,
+                self.name,
+                "reshape not implemented for base tensor (the view is not contiguous in row-major order)",
+                "Reshape the whole tensor first, then slice it",
+            ) from None
         par = None
         if self.alloc.buffer in ON_CHIP:
             if self.par != 0 or shape[0] != self._shape[0]:
-                raise SimValueError("E011", api, self.name,
-                                    f"an on-chip reshape must keep the partition axis first and unchanged "
-                                    f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
-                                    "Reshape only the free axes: (P, ...) -> (P, ...)")
+                raise SimValueError(
+                    "E011",
+                    api,
+                    self.name,
+                    f"an on-chip reshape must keep the partition axis first and unchanged "
+                    f"({self._shape[0] if self.par == 0 else 'none'}), got {shape}",
+                    "Reshape only the free axes: (P, ...) -> (P, ...)",
+                )
             par = 0
         return self.__class__(self.alloc, arr=new, par=par, off=self.off)
 
@@ -548,8 +627,15 @@ class Tensor:
         """``arr`` (a NumPy ``.view`` of this tensor's storage) as a tensor of another NKI dtype, sharing
         the storage: a new allocation record that is not counted again against capacity."""
         ctx = current("view")
-        al = Alloc(ctx, self.alloc.buffer, arr, dtype, self.alloc._name if name is None else name,
-                   0 if self.alloc.buffer in ON_CHIP else None, track=False)
+        al = Alloc(
+            ctx,
+            self.alloc.buffer,
+            arr,
+            dtype,
+            self.alloc._name if name is None else name,
+            0 if self.alloc.buffer in ON_CHIP else None,
+            track=False,
+        )
         al.written = self.alloc.written
         return self.__class__(al, arr=arr, par=al.par_axis)
 
@@ -562,8 +648,13 @@ class _IndexedKinds:
 
     def _idx(self):
         t = self.t
-        src_k = np.ndarray(t.src.shape, dtype=np.int8, buffer=self.kinds, offset=t.off // t.alloc.array.itemsize,
-                           strides=tuple(st // t.alloc.array.itemsize for st in t.src.strides))
+        src_k = np.ndarray(
+            t.src.shape,
+            dtype=np.int8,
+            buffer=self.kinds,
+            offset=t.off // t.alloc.array.itemsize,
+            strides=tuple(st // t.alloc.array.itemsize for st in t.src.strides),
+        )
         return src_k, t._resolve(None)
 
     def get(self) -> np.ndarray:
@@ -583,14 +674,24 @@ class _IndexedKinds:
         return self.get()
 
 
-
 # ---------------------------------------------------------------------------------------
 # new tensors
 # ---------------------------------------------------------------------------------------
 
-def allocate(shape: int | tuple, dtype: object, buffer: Buffer | str, *, api: str = "ndarray", name: str = "",
-             fill: float | None = None, poison: bool | None = None, phys_tiles: int | None = None, par: int = 0,
-             track: bool = True) -> Tensor:
+
+def allocate(
+    shape: int | tuple,
+    dtype: object,
+    buffer: Buffer | str,
+    *,
+    api: str = "ndarray",
+    name: str = "",
+    fill: float | None = None,
+    poison: bool | None = None,
+    phys_tiles: int | None = None,
+    par: int = 0,
+    track: bool = True,
+) -> Tensor:
     """Create a tensor of the run's tensor class; checks partition size (E001) and the PSUM bank
     (E004).  ``par``: the partition axis of an on-chip tensor (axes before it are block dimensions);
     ``fill``: an initial value (else poison, or zeros without poison); ``track=False``: not counted
@@ -614,7 +715,7 @@ def allocate(shape: int | tuple, dtype: object, buffer: Buffer | str, *, api: st
     sd = dt.storage_dtype(d, ctx.options.precision)
     # On chip the partition axis is outermost in memory (block dims live inside each
     # partition), so a view's per-partition byte range is its offset modulo the row size.
-    phys = shape if not par else (shape[par],) + shape[:par] + shape[par + 1:]
+    phys = shape if not par else (shape[par],) + shape[:par] + shape[par + 1 :]
     if fill is None:
         poison = ctx.options.poison if poison is None else poison
         arr = dt.poison_fill(phys, d, sd) if poison else np.zeros(phys, dtype=sd)
@@ -626,7 +727,7 @@ def allocate(shape: int | tuple, dtype: object, buffer: Buffer | str, *, api: st
     if par:
         arr = np.moveaxis(arr, 0, par)
     if buf is PSUM and ctx.options.check_capacity:
-        per_block = int(np.prod(shape[par + 1:], dtype=np.int64)) * dt.itemsize(d)
+        per_block = int(np.prod(shape[par + 1 :], dtype=np.int64)) * dt.itemsize(d)
         if per_block > limits.PSUM_BANK_BYTES:
             raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
     al = Alloc(ctx, buf, arr, d, name, par, phys_tiles=phys_tiles, track=track)
@@ -644,10 +745,15 @@ def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="", kernel_level_rule=T
     ``kernel_level_rule``: NKI 0.1's err_shared_hbm_must_in_kernel_level (the NKI 0.6/0.7 docs state no such
     rule: the 0.7 front end passes False)."""
     if kernel_level_rule and buffer == "shared_hbm" and ctx.loops:
-        raise NKISyntaxError("E013", api, "buffer", "shared_hbm buffer can only be created top level kernel scope",
-                             "Create kernel outputs before any loop")
+        raise NKISyntaxError(
+            "E013",
+            api,
+            "buffer",
+            "shared_hbm buffer can only be created top level kernel scope",
+            "Create kernel outputs before any loop",
+        )
     if buffer == "shared_hbm" and ctx.scopes is not None:
-        ctx.scopes.check_shared_hbm(api)     # kernel-level placement from the source (nki01/scopes.py)
+        ctx.scopes.check_shared_hbm(api)  # kernel-level placement from the source (nki01/scopes.py)
     if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):
         t = ctx.hbm_registry[ctx.hbm_cursor]
         ctx.hbm_cursor += 1
@@ -658,9 +764,18 @@ def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="", kernel_level_rule=T
     return t
 
 
-def fresh(value: np.ndarray, dtype: object, buffer: Buffer | str = SBUF, *, api: str,
-          mask: np.ndarray | bool | None = None, kind: int = BY_OTHER, origin: bool = False, private: bool = False,
-          ctx: RunContext | None = None) -> Tensor:
+def fresh(
+    value: np.ndarray,
+    dtype: object,
+    buffer: Buffer | str = SBUF,
+    *,
+    api: str,
+    mask: np.ndarray | bool | None = None,
+    kind: int = BY_OTHER,
+    origin: bool = False,
+    private: bool = False,
+    ctx: RunContext | None = None,
+) -> Tensor:
     """A new tile (of the run's tensor class) holding an instruction's result ``value`` (fp32/int),
     rounded to ``dtype``; masked-out elements are poison (written by nobody).  ``origin``: the tile is
     one of the kernel's allocations (``nl.load``'s tile: allocated at the user's line and counted
@@ -726,7 +841,7 @@ def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tenso
     arr = np.array(array, dtype=sd, copy=True, order="C")
     al = Alloc(ctx, Buffer.HBM, arr, d, name, None, immutable=not mutable)
     al.argument = True
-    al.written = not mutable     # a writable argument counts as written once the kernel writes it
+    al.written = not mutable  # a writable argument counts as written once the kernel writes it
     return (ctx.tensor_cls or Tensor)(al, arr=al.array)
 
 

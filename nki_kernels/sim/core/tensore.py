@@ -1,6 +1,7 @@
 """TensorE instructions: ``nc_matmul`` (incl. the FP8 double-row performance mode) and
 ``nc_transpose`` (TensorE or VectorE), and the ``nl.matmul`` / ``nl.transpose`` compositions
 (spec §8; docs/nki-0.7-spec.md I2-I4, I7, I14)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,17 +53,36 @@ def perf_mode_name(perf_mode) -> str:
     if name == "none":
         return name
     if name not in _DOUBLE_ROW:
-        raise SimValueError("E003", "nc_matmul", "perf_mode", f"unknown perf_mode {perf_mode!r}",
-                            "Use nisa.matmul_perf_mode.none or .double_row ('double_row_gen3' on trn2)")
+        raise SimValueError(
+            "E003",
+            "nc_matmul",
+            "perf_mode",
+            f"unknown perf_mode {perf_mode!r}",
+            "Use nisa.matmul_perf_mode.none or .double_row ('double_row_gen3' on trn2)",
+        )
     return "double_row"
 
 
 @op
-def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_stationary_onezero: bool = False,
-              is_moving_onezero: bool = False, is_transpose: bool = False, accumulate: bool | None = None,
-              tile_position: tuple = (), tile_size: tuple = (), perf_mode: EnumArg = None, *, mask: MaskArg = None,
-              api: str = "nisa.nc_matmul", warn_non_matmul_init: bool = False, spec: str = "0.1",
-              name: str | None = None) -> Tensor | None:
+def nc_matmul(
+    ctx: RunContext,
+    dst: Dst,
+    stationary: Tensor,
+    moving: Tensor,
+    is_stationary_onezero: bool = False,
+    is_moving_onezero: bool = False,
+    is_transpose: bool = False,
+    accumulate: bool | None = None,
+    tile_position: tuple = (),
+    tile_size: tuple = (),
+    perf_mode: EnumArg = None,
+    *,
+    mask: MaskArg = None,
+    api: str = "nisa.nc_matmul",
+    warn_non_matmul_init: bool = False,
+    spec: str = "0.1",
+    name: str | None = None,
+) -> Tensor | None:
     """``stationary.T @ moving`` (fp32 accumulation) into PSUM: stationary (K<=128, M<=128), moving (K, N...)
     with free size <= 512, result (M, N...).  With a destination, ``accumulate`` False overwrites, True
     accumulates, None accumulates where the destination was written before (NKI 0.6 isa nc_matmul; the
@@ -74,12 +94,21 @@ def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_
     mode = perf_mode_name(perf_mode)
     if isinstance(dst, Tensor):
         if dst.alloc.buffer is not PSUM:
-            raise SimTypeError("E007", aname, "dst", f"'{aname}' writes psum, got a tensor in "
-                               f"'{dst.alloc.buffer.value}'", "Write an SBUF/PSUM tile, then dma_copy it to HBM")
+            raise SimTypeError(
+                "E007",
+                aname,
+                "dst",
+                f"'{aname}' writes psum, got a tensor in '{dst.alloc.buffer.value}'",
+                "Write an SBUF/PSUM tile, then dma_copy it to HBM",
+            )
         if dst.dtype != dt.float32 and not is_transpose:
-            raise SimTypeError("E009", aname, "dst", f"the nc_matmul destination must be a float32 PSUM tile on "
-                               f"trn2, got {dt.name_of(dst.dtype)}",
-                               "Allocate dst with dtype=nl.float32, buffer=nl.psum")
+            raise SimTypeError(
+                "E009",
+                aname,
+                "dst",
+                f"the nc_matmul destination must be a float32 PSUM tile on trn2, got {dt.name_of(dst.dtype)}",
+                "Allocate dst with dtype=nl.float32, buffer=nl.psum",
+            )
     if spec == "0.1":
         stationary = _psum_operand(ctx, stationary, aname, "stationary", api)
         moving = _psum_operand(ctx, moving, aname, "moving", api)
@@ -87,8 +116,13 @@ def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_
     tile(moving, aname, "moving", buffers=(SBUF,))
     for arg, t in (("stationary", stationary), ("moving", moving)):
         if t.dtype not in _MM_DTYPES and t.dtype is not dt.tfloat32:
-            raise SimTypeError("E009", aname, arg, f"dtype {dt.name_of(t.dtype)} is not a TensorE input dtype",
-                               "Use float32, tfloat32, bfloat16, float16 or float8")
+            raise SimTypeError(
+                "E009",
+                aname,
+                arg,
+                f"dtype {dt.name_of(t.dtype)} is not a TensorE input dtype",
+                "Use float32, tfloat32, bfloat16, float16 or float8",
+            )
     if mode == "double_row":
         res = _double_row(ctx, stationary, moving, api, tile_position, tile_size, mask, spec)
     else:
@@ -102,9 +136,12 @@ def nc_matmul(ctx: RunContext, dst: Dst, stationary: Tensor, moving: Tensor, is_
         if acc is None:
             acc = bool(written.any())
         if acc and warn_non_matmul_init and (kinds == BY_OTHER).any():
-            ctx.warn_once("mm_acc_init", "nc_matmul accumulates onto PSUM initialised by a non-matmul instruction "
-                          "(memset/tensor_copy/nl.zeros): undefined behaviour on trn2 hardware (nki.isa.nc_matmul "
-                          "note); start the accumulation group with accumulate=False")
+            ctx.warn_once(
+                "mm_acc_init",
+                "nc_matmul accumulates onto PSUM initialised by a non-matmul instruction "
+                "(memset/tensor_copy/nl.zeros): undefined behaviour on trn2 hardware (nki.isa.nc_matmul "
+                "note); start the accumulation group with accumulate=False",
+            )
     return emit(ctx, dst, res, accumulate=bool(acc))
 
 
@@ -117,8 +154,11 @@ def _psum_operand(ctx, t, aname: str, arg: str, api: str):
     if not isinstance(t, Tensor) or t.alloc.buffer is not PSUM:
         return t
     tile(t, aname, arg)
-    unproven("psum_operand", f"{aname}({arg}) reads a PSUM tile: TensorE reads SBUF, so the compiler inserts a "
-             "PSUM -> SBUF copy (made explicit here); copy it yourself with nisa.tensor_copy to control the engine")
+    unproven(
+        "psum_operand",
+        f"{aname}({arg}) reads a PSUM tile: TensorE reads SBUF, so the compiler inserts a "
+        "PSUM -> SBUF copy (made explicit here); copy it yourself with nisa.tensor_copy to control the engine",
+    )
     return emit(ctx, None, copy_result(t, api=api, engine=DVE))
 
 
@@ -146,37 +186,64 @@ def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
     K, M = stationary.shape[0], free_size(stationary.shape)
     N = free_size(moving.shape)
     if moving.shape[0] != K:
-        raise SimValueError("E003", aname, "moving",
-                            f"contraction (partition) sizes differ: stationary{list(stationary.shape)} vs "
-                            f"moving{list(moving.shape)}", "Both operands must have the same K on the partition axis",
-                            got=moving.shape[0], limit=K)
+        raise SimValueError(
+            "E003",
+            aname,
+            "moving",
+            f"contraction (partition) sizes differ: stationary{list(stationary.shape)} vs moving{list(moving.shape)}",
+            "Both operands must have the same K on the partition axis",
+            got=moving.shape[0],
+            limit=K,
+        )
     if stationary.ndim != 2:
         raise SimValueError("E003", aname, "stationary", f"stationary must be 2-D (K, M), got {stationary.shape}")
     if M > limits.GEMM_STATIONARY_FMAX:
-        raise SimValueError("E003", aname, "stationary",
-                            f"size of dimension 1 in 'stationary{list(stationary.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {limits.GEMM_STATIONARY_FMAX}",
-                            "Tile M into blocks of nl.tile_size.gemm_stationary_fmax (128)",
-                            got=M, limit=limits.GEMM_STATIONARY_FMAX)
+        raise SimValueError(
+            "E003",
+            aname,
+            "stationary",
+            f"size of dimension 1 in 'stationary{list(stationary.shape)}' of 'nc_matmul' exceed "
+            f"architecture limitation of {limits.GEMM_STATIONARY_FMAX}",
+            "Tile M into blocks of nl.tile_size.gemm_stationary_fmax (128)",
+            got=M,
+            limit=limits.GEMM_STATIONARY_FMAX,
+        )
     if N > limits.GEMM_MOVING_FMAX:
-        raise SimValueError("E003", aname, "moving",
-                            f"size of free dimensions in 'moving{list(moving.shape)}' of 'nc_matmul' exceed "
-                            f"architecture limitation of {limits.GEMM_MOVING_FMAX}",
-                            "Tile N into blocks of nl.tile_size.gemm_moving_fmax (512)",
-                            got=N, limit=limits.GEMM_MOVING_FMAX)
+        raise SimValueError(
+            "E003",
+            aname,
+            "moving",
+            f"size of free dimensions in 'moving{list(moving.shape)}' of 'nc_matmul' exceed "
+            f"architecture limitation of {limits.GEMM_MOVING_FMAX}",
+            "Tile N into blocks of nl.tile_size.gemm_moving_fmax (512)",
+            got=N,
+            limit=limits.GEMM_MOVING_FMAX,
+        )
     if tile_position or tile_size:
         # SDK 2.26 isa nc_matmul "Requirements on tile_position and tile_size"
         if not (tile_position and tile_size) or any(int(v) % 32 for v in tuple(tile_position) + tuple(tile_size)):
-            raise SimValueError("E003", aname, "tile_position",
-                                "tile_position and tile_size must both be set, in multiples of 32",
-                                f"got tile_position={tile_position}, tile_size={tile_size}")
+            raise SimValueError(
+                "E003",
+                aname,
+                "tile_position",
+                "tile_position and tile_size must both be set, in multiples of 32",
+                f"got tile_position={tile_position}, tile_size={tile_size}",
+            )
         rows, cols = int(tile_size[0]), int(tile_size[1])
-        if rows < K or cols < M or int(tile_position[0]) + rows > limits.PMAX or \
-                int(tile_position[1]) + cols > limits.PMAX:
-            raise SimValueError("E003", aname, "tile_size",
-                                f"tile_size {tuple(tile_size)} at {tuple(tile_position)} must cover the stationary "
-                                f"tile ({K}, {M}) and stay inside the 128x128 PE array",
-                                "tile_size >= the accessed stationary size (SDK 2.26 isa nc_matmul)")
+        if (
+            rows < K
+            or cols < M
+            or int(tile_position[0]) + rows > limits.PMAX
+            or int(tile_position[1]) + cols > limits.PMAX
+        ):
+            raise SimValueError(
+                "E003",
+                aname,
+                "tile_size",
+                f"tile_size {tuple(tile_size)} at {tuple(tile_position)} must cover the stationary "
+                f"tile ({K}, {M}) and stay inside the 128x128 PE array",
+                "tile_size >= the accessed stationary size (SDK 2.26 isa nc_matmul)",
+            )
     out_shape = (M,) + tuple(moving.shape[1:])
     if ctx.options.trace_only:
         r = np.zeros(out_shape, dtype=np.float32)
@@ -186,11 +253,24 @@ def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
         r = a.T @ b
         if r.shape != out_shape:
             r = r.reshape(out_shape)
-    return new_result(K_MATMUL, (K, M, N, mm_dtype(stationary, moving), "none"), r, dt.float32, op="nc_matmul",
-                      api=api, engine=PE, inputs=(stationary, moving), partitions=K, free_elems=N,
-                      nbytes=stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4,
-                      flops=2 * K * M * N, buffer=PSUM, mask=mask_of(mask, out_shape, aname),
-                      written_by=BY_TENSOR_ENGINE, private=True)
+    return new_result(
+        K_MATMUL,
+        (K, M, N, mm_dtype(stationary, moving), "none"),
+        r,
+        dt.float32,
+        op="nc_matmul",
+        api=api,
+        engine=PE,
+        inputs=(stationary, moving),
+        partitions=K,
+        free_elems=N,
+        nbytes=stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4,
+        flops=2 * K * M * N,
+        buffer=PSUM,
+        mask=mask_of(mask, out_shape, aname),
+        written_by=BY_TENSOR_ENGINE,
+        private=True,
+    )
 
 
 def _double_row(ctx, stationary, moving, api, tile_position, tile_size, mask, spec):
@@ -203,38 +283,86 @@ def _double_row(ctx, stationary, moving, api, tile_position, tile_size, mask, sp
     aname = "nc_matmul"
     for arg, t in (("stationary", stationary), ("moving", moving)):
         if t.dtype not in _FP8:
-            raise SimTypeError("E009", aname, arg, f"perf_mode='double_row' needs fp8 operands, got "
-                               f"{dt.name_of(t.dtype)}", "Use nl.float8_e4m3 / nl.float8_e5m2 or perf_mode none")
+            raise SimTypeError(
+                "E009",
+                aname,
+                arg,
+                f"perf_mode='double_row' needs fp8 operands, got {dt.name_of(t.dtype)}",
+                "Use nl.float8_e4m3 / nl.float8_e5m2 or perf_mode none",
+            )
         if t.ndim != 3 or t.shape[1] != 2:
-            raise SimValueError("E003", aname, arg, f"perf_mode='double_row' needs a (K, 2, F) operand, got "
-                                f"{t.shape}", "Pack the two element pairs on axis 1")
+            raise SimValueError(
+                "E003",
+                aname,
+                arg,
+                f"perf_mode='double_row' needs a (K, 2, F) operand, got {t.shape}",
+                "Pack the two element pairs on axis 1",
+            )
     K, M, N = stationary.shape[0], stationary.shape[2], moving.shape[2]
     if moving.shape[0] != K:
-        raise SimValueError("E003", aname, "moving", f"contraction sizes differ: {stationary.shape} vs "
-                            f"{moving.shape}", got=moving.shape[0], limit=K)
+        raise SimValueError(
+            "E003",
+            aname,
+            "moving",
+            f"contraction sizes differ: {stationary.shape} vs {moving.shape}",
+            got=moving.shape[0],
+            limit=K,
+        )
     if M > limits.GEMM_STATIONARY_FMAX or N > limits.GEMM_MOVING_FMAX:
-        raise SimValueError("E003", aname, "moving" if N > limits.GEMM_MOVING_FMAX else "stationary",
-                            f"free sizes M={M}, N={N} exceed {limits.GEMM_STATIONARY_FMAX} / {limits.GEMM_MOVING_FMAX}")
+        raise SimValueError(
+            "E003",
+            aname,
+            "moving" if N > limits.GEMM_MOVING_FMAX else "stationary",
+            f"free sizes M={M}, N={N} exceed {limits.GEMM_STATIONARY_FMAX} / {limits.GEMM_MOVING_FMAX}",
+        )
     if (tile_size and int(tuple(tile_size)[1]) != 128) or (spec == "0.6" and (tile_position or tile_size)):
         # "cannot be combined with column tiling" (2.27 nc_matmul); NKI 0.6: nor with PE tiling
-        raise SimValueError("E003", aname, "tile_size", "double-row mode cannot be combined with column tiling "
-                            "(2.27 nc_matmul; NKI 0.6 trainium2 arch guide)", f"got tile_size={tile_size}")
+        raise SimValueError(
+            "E003",
+            aname,
+            "tile_size",
+            "double-row mode cannot be combined with column tiling (2.27 nc_matmul; NKI 0.6 trainium2 arch guide)",
+            f"got tile_size={tile_size}",
+        )
     if ctx.options.trace_only:
         r = np.zeros((M, N), np.float32)
     else:
-        r = np.ascontiguousarray(np.einsum("kli,klj->ij", stationary.read_f32(), moving.read_f32(),
-                                           dtype=np.float32), dtype=np.float32)
-    return new_result(K_MATMUL, (2 * K, M, N, mm_dtype(stationary, moving), "double_row"), r, dt.float32,
-                      op="nc_matmul", api=api, engine=PE, inputs=(stationary, moving), partitions=K, free_elems=N,
-                      nbytes=stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4,
-                      flops=2 * (2 * K) * M * N, buffer=PSUM, mask=mask_of(mask, (M, N), aname),
-                      written_by=BY_TENSOR_ENGINE, private=True)
+        r = np.ascontiguousarray(
+            np.einsum("kli,klj->ij", stationary.read_f32(), moving.read_f32(), dtype=np.float32), dtype=np.float32
+        )
+    return new_result(
+        K_MATMUL,
+        (2 * K, M, N, mm_dtype(stationary, moving), "double_row"),
+        r,
+        dt.float32,
+        op="nc_matmul",
+        api=api,
+        engine=PE,
+        inputs=(stationary, moving),
+        partitions=K,
+        free_elems=N,
+        nbytes=stationary.size * stationary.itemsize + moving.size * moving.itemsize + M * N * 4,
+        flops=2 * (2 * K) * M * N,
+        buffer=PSUM,
+        mask=mask_of(mask, (M, N), aname),
+        written_by=BY_TENSOR_ENGINE,
+        private=True,
+    )
 
 
 @op
-def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                 engine: EngineArg = None, api: str = "nisa.nc_transpose", name: str | None = None,
-                 spec: str = "0.1") -> Tensor | None:
+def nc_transpose(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    engine: EngineArg = None,
+    api: str = "nisa.nc_transpose",
+    name: str | None = None,
+    spec: str = "0.1",
+) -> Tensor | None:
     """Swap partition and (flattened) free axes: TensorE (<= 128x128, SBUF -> PSUM) or VectorE
     (<= 32x32, SBUF/PSUM -> SBUF).  ``engine`` unset: TensorE for an SBUF source without a destination
     (SDK 2.26), with a destination TensorE when it is PSUM and the source SBUF, else VectorE (NKI 0.6
@@ -243,8 +371,13 @@ def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = Non
     aname = "nc_transpose"
     tile(data, aname, "data")
     if isinstance(dst, Tensor) and dst.dtype != data.dtype:
-        raise SimTypeError("E009", aname, "dst", f"dst dtype {dt.name_of(dst.dtype)} must equal data dtype "
-                           f"{dt.name_of(data.dtype)}", "Allocate dst with data.dtype")
+        raise SimTypeError(
+            "E009",
+            aname,
+            "dst",
+            f"dst dtype {dt.name_of(dst.dtype)} must equal data dtype {dt.name_of(data.dtype)}",
+            "Allocate dst with data.dtype",
+        )
     P, F = data.shape[0], free_size(data.shape)
     e = enum_arg(engine, Eng, aname, "engine")
     if e in (None, Eng.unknown):
@@ -266,30 +399,59 @@ def nc_transpose(ctx: RunContext, dst: Dst, data: Tensor, *, mask: MaskArg = Non
         lim, kind, buf, te = limits.VECTOR_TRANSPOSE_MAX, "vector", SBUF, DVE
     for d_, n in ((0, P), (1, F)):
         if n > lim:
-            raise SimValueError("E020", aname, "data",
-                                f"size of dimension {d_} in 'data{list(data.shape)}' of 'nc_transpose' exceed "
-                                f"architecture limitation of {lim} ({kind} engine)",
-                                "Transpose blocks of at most 128x128 on TensorE (32x32 on VectorE)",
-                                got=n, limit=lim)
+            raise SimValueError(
+                "E020",
+                aname,
+                "data",
+                f"size of dimension {d_} in 'data{list(data.shape)}' of 'nc_transpose' exceed "
+                f"architecture limitation of {lim} ({kind} engine)",
+                "Transpose blocks of at most 128x128 on TensorE (32x32 on VectorE)",
+                got=n,
+                limit=lim,
+            )
     in_mask = None
     if mask is not None and not isinstance(mask, bool):
         mask, in_mask = _input_space_mask(mask, P, F, data.shape)
-    r = np.ascontiguousarray(data.read_f32(in_mask).reshape(P, F).T) if not ctx.options.trace_only else \
-        np.zeros((F, P), np.float32)
+    r = (
+        np.ascontiguousarray(data.read_f32(in_mask).reshape(P, F).T)
+        if not ctx.options.trace_only
+        else np.zeros((F, P), np.float32)
+    )
     d = data.dtype if dtype is None else dt.canonical(dtype, op=aname)
-    res = new_result(K_TRANSPOSE, (P, F, data.alloc.dname, kind == "tensor", data.alloc.buffer is PSUM), r, d,
-                     op="nc_transpose", api=api, engine=te, inputs=(data,), partitions=P, free_elems=F,
-                     nbytes=2 * data.size * data.itemsize, flops=2 * P * P * F if kind == "tensor" else 0,
-                     buffer=buf, mask=mask_of(mask, (F, P), aname),
-                     written_by=BY_TENSOR_ENGINE if kind == "tensor" else BY_OTHER)
+    res = new_result(
+        K_TRANSPOSE,
+        (P, F, data.alloc.dname, kind == "tensor", data.alloc.buffer is PSUM),
+        r,
+        d,
+        op="nc_transpose",
+        api=api,
+        engine=te,
+        inputs=(data,),
+        partitions=P,
+        free_elems=F,
+        nbytes=2 * data.size * data.itemsize,
+        flops=2 * P * P * F if kind == "tensor" else 0,
+        buffer=buf,
+        mask=mask_of(mask, (F, P), aname),
+        written_by=BY_TENSOR_ENGINE if kind == "tensor" else BY_OTHER,
+    )
     return emit(ctx, dst, res)
 
 
 # ---- nl.matmul / nl.transpose ---------------------------------------------------------------------
 
+
 @op
-def matmul(ctx: RunContext, dst: Dst, x: Tensor, y: Operand, transpose_x: bool = False, *, mask: MaskArg = None,
-           api: str = "nl.matmul") -> Tensor | None:
+def matmul(
+    ctx: RunContext,
+    dst: Dst,
+    x: Tensor,
+    y: Operand,
+    transpose_x: bool = False,
+    *,
+    mask: MaskArg = None,
+    api: str = "nl.matmul",
+) -> Tensor | None:
     """``nl.matmul``: ``x @ y`` (``x.T @ y`` with ``transpose_x``) into PSUM fp32 -- a TensorE transpose
     of ``x`` and its copy to SBUF when not ``transpose_x``, then ``nc_matmul``; PSUM operands are
     first copied to SBUF (spec §8)."""
@@ -305,12 +467,17 @@ def matmul(ctx: RunContext, dst: Dst, x: Tensor, y: Operand, transpose_x: bool =
 
 
 @op
-def transpose(ctx: RunContext, dst: Dst, x: Tensor, *, dtype: DTypeArg = None, mask: MaskArg = None,
-              api: str = "nl.transpose") -> Tensor | None:
+def transpose(
+    ctx: RunContext, dst: Dst, x: Tensor, *, dtype: DTypeArg = None, mask: MaskArg = None, api: str = "nl.transpose"
+) -> Tensor | None:
     """``nl.transpose``: a 2-D tile transpose on TensorE (both dims <= 128); result in PSUM (spec §8)."""
     tile(x, "transpose", "x")
     if x.ndim != 2:
-        raise SimValueError("E020", "transpose", "x",
-                            f"parameter 'x{list(x.shape)}' of 'transpose' exceed max supported number of "
-                            f"dimensions of 2.", "Reshape to 2-D first")
+        raise SimValueError(
+            "E020",
+            "transpose",
+            "x",
+            f"parameter 'x{list(x.shape)}' of 'transpose' exceed max supported number of dimensions of 2.",
+            "Reshape to 2-D first",
+        )
     return nc_transpose(ctx, dst, x, dtype=dtype, mask=mask, engine=Eng.tensor, api=api)

@@ -17,6 +17,7 @@ All records are ``typing.NamedTuple`` classes (construction is a single C-level 
 hashing that include the class, so ``Transpose(...)`` never equals a ``Matmul`` with the same
 fields.
 """
+
 from __future__ import annotations
 
 import enum
@@ -27,13 +28,13 @@ from typing import NamedTuple
 class Engine(str, enum.Enum):
     """The engine (queue) an instruction runs on; the values are neuron-profile's queue names."""
 
-    PE = "PE"        # TensorE (matmul, transpose)
-    ACT = "ACT"      # ScalarE (activation)
-    DVE = "DVE"      # VectorE
-    POOL = "POOL"    # GpSimdE
-    DMA = "DMA"      # DMA engines (dma_copy, load, store)
+    PE = "PE"  # TensorE (matmul, transpose)
+    ACT = "ACT"  # ScalarE (activation)
+    DVE = "DVE"  # VectorE
+    POOL = "POOL"  # GpSimdE
+    DMA = "DMA"  # DMA engines (dma_copy, load, store)
 
-    __hash__ = str.__hash__      # a member hashes like its value: {"PE": x}[Engine.PE] works
+    __hash__ = str.__hash__  # a member hashes like its value: {"PE": x}[Engine.PE] works
 
     def __str__(self) -> str:
         return self.value
@@ -134,6 +135,7 @@ class LoopFrame(NamedTuple):
 
 
 # ---- payloads: one class per instruction class -------------------------------------------------
+
 
 class Matmul(NamedTuple):
     """A TensorE matmul instruction as the PE array sees it: ``K`` contraction rows (stationary
@@ -256,9 +258,9 @@ class Event(NamedTuple):
 
 
 for _cls in (Region, LoopFrame, Event) + PAYLOADS:
-    _cls.__eq__ = _eq          # type: ignore[method-assign,assignment]
-    _cls.__ne__ = _ne          # type: ignore[method-assign,assignment]
-    _cls.__hash__ = _hash      # type: ignore[method-assign,assignment]
+    _cls.__eq__ = _eq  # type: ignore[method-assign,assignment]
+    _cls.__ne__ = _ne  # type: ignore[method-assign,assignment]
+    _cls.__hash__ = _hash  # type: ignore[method-assign,assignment]
 
 
 @dataclass

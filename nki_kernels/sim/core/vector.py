@@ -5,6 +5,7 @@ Each op validates its operands (coded errors before any state changes), computes
 vectorised NumPy call in fp32 (ints for bitwise ops), and hands a :class:`~.ops.Result` to
 :func:`~.ops.emit`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,10 +61,14 @@ def engine_for(e, default, api, *operands):
     if name is POOL:
         for arg, t in operands:
             if isinstance(t, Tensor) and t.alloc.buffer is PSUM:
-                raise SimTypeError("E007", api, arg,
-                                   f"Expected operand '{arg}' of '{api}' to be in address space 'sbuf' on the "
-                                   f"GpSimd engine, but got a tile in 'psum' instead",
-                                   "GpSimd cannot access PSUM: use the Vector/Scalar engine or copy to SBUF first")
+                raise SimTypeError(
+                    "E007",
+                    api,
+                    arg,
+                    f"Expected operand '{arg}' of '{api}' to be in address space 'sbuf' on the "
+                    f"GpSimd engine, but got a tile in 'psum' instead",
+                    "GpSimd cannot access PSUM: use the Vector/Scalar engine or copy to SBUF first",
+                )
     return name
 
 
@@ -82,15 +87,23 @@ def scalar_operand(x, P, api, arg, *, partition_code="E002"):
     if isinstance(x, Tensor):
         tile(x, api, arg)
         if x.shape[0] != P and partition_code == "E002":
-            raise SimValueError("E002", api, arg,
-                                f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
-                                f"(data[{P}, ...], {arg}{list(x.shape)}) of '{api}'; a tile operand must be "
-                                f"a ({P}, 1) column",
-                                f"Load or slice the column over the same {P} partitions as the data "
-                                "(or pass a Python scalar)")
+            raise SimValueError(
+                "E002",
+                api,
+                arg,
+                f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                f"(data[{P}, ...], {arg}{list(x.shape)}) of '{api}'; a tile operand must be "
+                f"a ({P}, 1) column",
+                f"Load or slice the column over the same {P} partitions as the data (or pass a Python scalar)",
+            )
         if x.shape[0] != P or free_size(x.shape) != 1:
-            raise SimValueError("E011", api, arg, f"a tile operand must be (P, 1) with P = {P}, got {x.shape}",
-                                "Pass a scalar or a (P,1) vector")
+            raise SimValueError(
+                "E011",
+                api,
+                arg,
+                f"a tile operand must be (P, 1) with P = {P}, got {x.shape}",
+                "Pass a scalar or a (P,1) vector",
+            )
         return x.read_f32().reshape(P, 1)
     if isinstance(x, _NUMBER):
         return np.float32(x)
@@ -106,27 +119,36 @@ def _apply(fn_name, a, b, reverse, api):
         fn = BINARY[fn_name]
     else:
         raise NKISyntaxError("E021", api, "op", f"{fn_name} is not supported in '{api}'")
-    return fn(b, a) if reverse else fn(a, b)   # fp exceptions are silenced per run (runner)
+    return fn(b, a) if reverse else fn(a, b)  # fp exceptions are silenced per run (runner)
 
 
 # ---- copies and memsets ----------------------------------------------------------------------
+
 
 def copy_result(src: Tensor, *, api, engine=ACT, dtype=None, mask=None):
     """The :class:`~.ops.Result` of copying ``src`` (bit-exact when the dtypes match)."""
     aname = "tensor_copy"
     d = _dtype(dtype, src.dtype, aname)
-    m = mask_of(mask, src._shape, aname)        # operands are read under the instruction's mask
+    m = mask_of(mask, src._shape, aname)  # operands are read under the instruction's mask
     v = src.read(m)
     if d != src.dtype or v.dtype.kind == "f" and v.dtype != np.float32:
         v = src.read_f32(m)
-    return compute_result(np.array(v), d, op="tensor_copy", api=api, engine=engine, inputs=(src,), mask=m,
-                          func="copy")
+    return compute_result(np.array(v), d, op="tensor_copy", api=api, engine=engine, inputs=(src,), mask=m, func="copy")
 
 
 @op
-def tensor_copy(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                engine: EngineArg = None, api: str = "nisa.tensor_copy", default_engine: Engine = DVE,
-                name: str | None = None) -> Tensor | None:
+def tensor_copy(
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    engine: EngineArg = None,
+    api: str = "nisa.tensor_copy",
+    default_engine: Engine = DVE,
+    name: str | None = None,
+) -> Tensor | None:
     """SBUF/PSUM -> SBUF/PSUM copy on VectorE (``default_engine``; ``nl.copy`` of SDK 2.26: ScalarE)."""
     aname = "tensor_copy"
     tile(src, aname, "src")
@@ -135,9 +157,18 @@ def tensor_copy(ctx: RunContext, dst: Dst, src: Tensor, *, mask: MaskArg = None,
 
 
 @op
-def memset(ctx: RunContext, dst: Dst, value: Operand, dtype: DTypeArg = None, *, shape: ShapeArg = None,
-           mask: MaskArg = None, engine: EngineArg = None, api: str = "nisa.memset",
-           name: str | None = None) -> Tensor | None:
+def memset(
+    ctx: RunContext,
+    dst: Dst,
+    value: Operand,
+    dtype: DTypeArg = None,
+    *,
+    shape: ShapeArg = None,
+    mask: MaskArg = None,
+    engine: EngineArg = None,
+    api: str = "nisa.memset",
+    name: str | None = None,
+) -> Tensor | None:
     """Fill a tile with ``value`` (``shape``/``dtype`` of a new tile; with a destination, its own)."""
     aname = "memset"
     if isinstance(dst, Tensor):
@@ -156,44 +187,74 @@ def memset(ctx: RunContext, dst: Dst, value: Operand, dtype: DTypeArg = None, *,
 @op
 def fill(ctx: RunContext, dst: Dst, *, api: str) -> Tensor | None:
     """Record the memset that ``nl.zeros`` / ``ones`` / ``full`` performed on their new tile ``dst``."""
-    res = compute_result(None, dst.dtype, op="memset", api=api, engine=DVE, func="memset", shape=dst._shape,
-                         par=dst.par or 0)
+    res = compute_result(
+        None, dst.dtype, op="memset", api=api, engine=DVE, func="memset", shape=dst._shape, par=dst.par or 0
+    )
     record(ctx, res, dst)
 
 
 @op
-def identity(ctx: RunContext, dst: Dst, n: int, dtype: DTypeArg, *,
-             api: str = "nl.shared_identity_matrix") -> Tensor | None:
+def identity(
+    ctx: RunContext, dst: Dst, n: int, dtype: DTypeArg, *, api: str = "nl.shared_identity_matrix"
+) -> Tensor | None:
     """An (n, n) identity tile, made on GpSimdE (recorded as an iota)."""
-    res = compute_result(np.eye(n, dtype=np.float32), dt.canonical(dtype, op="shared_identity_matrix"), op="iota",
-                         api=api, engine=POOL, func="identity")
+    res = compute_result(
+        np.eye(n, dtype=np.float32),
+        dt.canonical(dtype, op="shared_identity_matrix"),
+        op="iota",
+        api=api,
+        engine=POOL,
+        func="identity",
+    )
     return emit(ctx, dst, res)
 
 
 # ---- ALU instructions -----------------------------------------------------------------------
 
+
 @op
-def tensor_tensor(ctx: RunContext, dst: Dst, data1: Tensor, data2: Tensor, op: OpArg, *, dtype: DTypeArg = None,
-                  mask: MaskArg = None, engine: EngineArg = None, api: str = "nisa.tensor_tensor",
-                  name: str | None = None) -> Tensor | None:
+def tensor_tensor(
+    ctx: RunContext,
+    dst: Dst,
+    data1: Tensor,
+    data2: Tensor,
+    op: OpArg,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    engine: EngineArg = None,
+    api: str = "nisa.tensor_tensor",
+    name: str | None = None,
+) -> Tensor | None:
     """Elementwise ``op(data1, data2)``; a (P,1)/(P,) operand broadcasts along free axes."""
     aname = "tensor_tensor"
     name_ = opcode(op, aname)
     tile(data1, aname, "data1")
     tile(data2, aname, "data2")
     if data1.alloc.buffer is PSUM and data2.alloc.buffer is PSUM:
-        raise SimTypeError("E007", aname, "data2", "data1 and data2 cannot both be in PSUM",
-                           "Copy one operand to SBUF first (nisa.tensor_copy)")
+        raise SimTypeError(
+            "E007",
+            aname,
+            "data2",
+            "data1 and data2 cannot both be in PSUM",
+            "Copy one operand to SBUF first (nisa.tensor_copy)",
+        )
     if data1._shape[0] != data2._shape[0]:
         same_partitions(aname, data1=data1, data2=data2)
     alu = name_ if name_ in engines.ALU_OPS else engines.alu_op(aname, "op", name_)
     legal = engines.legal
-    eng = engine_for(engine, DVE if legal(alu, DVE) else POOL, aname, ("data1", data1), ("data2", data2),
-                     *_dst_operand(dst))
+    eng = engine_for(
+        engine, DVE if legal(alu, DVE) else POOL, aname, ("data1", data1), ("data2", data2), *_dst_operand(dst)
+    )
     if eng is not DVE and eng is not POOL:
-        raise SimValueError("E025", aname, "engine", f"tensor_tensor runs on the Vector or GpSimd Engine, not "
-                            f"{engines.ENGINE_NAME.get(eng, eng)} (SDK 2.26 isa tensor_tensor)",
-                            "Use engine=nisa.vector_engine or nisa.gpsimd_engine, or leave it unset")
+        raise SimValueError(
+            "E025",
+            aname,
+            "engine",
+            f"tensor_tensor runs on the Vector or GpSimd Engine, not "
+            f"{engines.ENGINE_NAME.get(eng, eng)} (SDK 2.26 isa tensor_tensor)",
+            "Use engine=nisa.vector_engine or nisa.gpsimd_engine, or leave it unset",
+        )
     if not legal(alu, eng):
         engines.check(aname, "op", alu, eng, integer=dt.is_int(data1.dtype) and dt.is_int(data2.dtype))
     m = mask_of(mask, pa_shape(aname, data1.shape, data2.shape), aname) if mask is not None else None
@@ -204,14 +265,21 @@ def tensor_tensor(ctx: RunContext, dst: Dst, data1: Tensor, data2: Tensor, op: O
         a, b = data1.read_f32(m), data2.read_f32(m)
         fn = BINARY[name_]
     else:
-        raise NKISyntaxError("E021", aname, "op", f"{name_} is not supported in 'tensor_tensor'",
-                             "Use an arithmetic, comparison, logical or bitwise binary op")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op",
+            f"{name_} is not supported in 'tensor_tensor'",
+            "Use an arithmetic, comparison, logical or bitwise binary op",
+        )
     if a.size != b.size:
         # ISA tensor_tensor (SDK 2.26 isa docstring): both operands have the same partition count and the
         # same number of elements per partition; a (P, 1) column is nisa.tensor_scalar's operand.  Student
         # code ran a column operand on trn2 (contested, spec Correction G): a warning, E011 under strict.
-        what = (f"tensor_tensor operands differ in elements per partition ({data1.shape} vs {data2.shape}); "
-                "the ISA requires equal shapes, a (P, 1) column belongs to nisa.tensor_scalar(data, op, column)")
+        what = (
+            f"tensor_tensor operands differ in elements per partition ({data1.shape} vs {data2.shape}); "
+            "the ISA requires equal shapes, a (P, 1) column belongs to nisa.tensor_scalar(data, op, column)"
+        )
         if ctx.options.strict:
             raise SimValueError("E011", aname, "data2", what, "Use nisa.tensor_scalar for a per-partition column")
         ctx.warn_once("tensor_tensor_column", what)
@@ -226,16 +294,37 @@ def tensor_tensor(ctx: RunContext, dst: Dst, data1: Tensor, data2: Tensor, op: O
     if name_ not in BITWISE:
         r = r.astype(np.float32, copy=False)
     d = _dtype(dtype, dt.promote(data1.dtype, data2.dtype), aname)
-    res = compute_result(r, d, op="tensor_tensor", api=api, engine=eng, inputs=(data1, data2),
-                         mask=mask_of(mask, shape, aname), func=name_)
+    res = compute_result(
+        r,
+        d,
+        op="tensor_tensor",
+        api=api,
+        engine=eng,
+        inputs=(data1, data2),
+        mask=mask_of(mask, shape, aname),
+        func=name_,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def tensor_scalar(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, operand0: Operand, reverse0: bool = False,
-                  op1: OpArg = None, operand1: Operand = None, reverse1: bool = False, *, dtype: DTypeArg = None,
-                  mask: MaskArg = None, engine: EngineArg = None, api: str = "nisa.tensor_scalar",
-                  name: str | None = None) -> Tensor | None:
+def tensor_scalar(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    op0: OpArg,
+    operand0: Operand,
+    reverse0: bool = False,
+    op1: OpArg = None,
+    operand1: Operand = None,
+    reverse1: bool = False,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    engine: EngineArg = None,
+    api: str = "nisa.tensor_scalar",
+    name: str | None = None,
+) -> Tensor | None:
     """``(data op0 operand0) op1 operand1``; operands are scalars or (P,1) tiles."""
     aname = "tensor_scalar"
     tile(data, aname, "data")
@@ -243,18 +332,32 @@ def tensor_scalar(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, operand0:
     a0 = n0 if n0 in engines.ALU_OPS else engines.alu_op(aname, "op0", n0)
     a1 = engines.alu_op(aname, "op1", opcode(op1, aname, "op1")) if op1 is not None else None
     legal = engines.legal
-    default = DVE if legal(a0, DVE) and (a1 is None or legal(a1, DVE)) else \
-        engines.pick([a0, a1], (DVE, ACT, POOL), DVE)
-    eng = engine_for(engine, default, aname, ("data", data), ("operand0", operand0), ("operand1", operand1),
-                     *_dst_operand(dst))
+    default = (
+        DVE if legal(a0, DVE) and (a1 is None or legal(a1, DVE)) else engines.pick([a0, a1], (DVE, ACT, POOL), DVE)
+    )
+    eng = engine_for(
+        engine, default, aname, ("data", data), ("operand0", operand0), ("operand1", operand1), *_dst_operand(dst)
+    )
     if eng is POOL and (a0 != "rsqrt" or a1 not in (None, "rsqrt")):
-        raise SimValueError("E025", aname, "engine", "tensor_scalar runs on the GpSimd Engine only for rsqrt "
-                            f"(SDK 2.26 isa tensor_scalar: engine 'gpsimd_engine (only allowed for rsqrt)'), got "
-                            f"op0={a0}, op1={a1}", "Use engine=nisa.vector_engine or leave engine unset")
+        raise SimValueError(
+            "E025",
+            aname,
+            "engine",
+            "tensor_scalar runs on the GpSimd Engine only for rsqrt "
+            f"(SDK 2.26 isa tensor_scalar: engine 'gpsimd_engine (only allowed for rsqrt)'), got "
+            f"op0={a0}, op1={a1}",
+            "Use engine=nisa.vector_engine or leave engine unset",
+        )
     if eng is ACT and (a0, a1) not in engines.SCALAR_TENSOR_SCALAR:
-        raise SimValueError("E025", aname, "engine", f"the Scalar Engine on trn2 runs tensor_scalar only for "
-                            f"(multiply, add), (multiply, None), (add, None); got ({a0}, {a1}) "
-                            "(SDK 2.26 isa tensor_scalar)", "Use engine=nisa.vector_engine or leave engine unset")
+        raise SimValueError(
+            "E025",
+            aname,
+            "engine",
+            f"the Scalar Engine on trn2 runs tensor_scalar only for "
+            f"(multiply, add), (multiply, None), (add, None); got ({a0}, {a1}) "
+            "(SDK 2.26 isa tensor_scalar)",
+            "Use engine=nisa.vector_engine or leave engine unset",
+        )
     if not legal(a0, eng):
         engines.check(aname, "op0", a0, eng)
     if a1 is not None and not legal(a1, eng):
@@ -281,16 +384,37 @@ def tensor_scalar(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, operand0:
         r = np.asarray(r, dtype=np.float32)
     if r.shape != data.shape:
         r = np.ascontiguousarray(np.broadcast_to(r, data.shape))
-    res = compute_result(r, _dtype(dtype, data.dtype, aname), op="tensor_scalar", api=api, engine=eng, inputs=ins,
-                         mask=m, n_ops=n_ops, func=func)
+    res = compute_result(
+        r,
+        _dtype(dtype, data.dtype, aname),
+        op="tensor_scalar",
+        api=api,
+        engine=eng,
+        inputs=ins,
+        mask=m,
+        n_ops=n_ops,
+        func=func,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def scalar_tensor_tensor(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, operand0: Operand, op1: OpArg,
-                         operand1: Operand, reverse0: bool = False, reverse1: bool = False, *, dtype: DTypeArg = None,
-                         mask: MaskArg = None, api: str = "nisa.scalar_tensor_tensor",
-                         name: str | None = None) -> Tensor | None:
+def scalar_tensor_tensor(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    op0: OpArg,
+    operand0: Operand,
+    op1: OpArg,
+    operand1: Operand,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.scalar_tensor_tensor",
+    name: str | None = None,
+) -> Tensor | None:
     """``(data op0 operand0) op1 operand1`` with operand0 scalar/(P,1) and operand1 a full tile."""
     aname = "scalar_tensor_tensor"
     tile(data, aname, "data")
@@ -298,16 +422,24 @@ def scalar_tensor_tensor(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, op
     if data.alloc.buffer is PSUM and operand1.alloc.buffer is PSUM:
         raise SimTypeError("E007", aname, "operand1", "data and operand1 cannot both be in PSUM")
     same_partitions(aname, data=data, operand1=operand1)
-    eng = DVE     # "using Vector Engine" (SDK 2.26 isa scalar_tensor_tensor)
+    eng = DVE  # "using Vector Engine" (SDK 2.26 isa scalar_tensor_tensor)
     o0 = scalar_operand(operand0, data.shape[0], aname, "operand0")
     n0, n1 = opcode(op0, aname, "op0"), opcode(op1, aname, "op1")
     engines.check(aname, "op0", n0, eng)
     engines.check(aname, "op1", n1, eng)
     r = _apply(n0, data.read_f32(), pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0, reverse0, aname)
     r = _apply(n1, r, operand1.read_f32().reshape(data.shape), reverse1, aname)
-    res = compute_result(np.asarray(r, np.float32), _dtype(dtype, data.dtype, aname), op="scalar_tensor_tensor",
-                         api=api, engine=eng, inputs=(data, operand0, operand1), mask=mask_of(mask, data.shape, aname),
-                         n_ops=2, func=f"{n0},{n1}")
+    res = compute_result(
+        np.asarray(r, np.float32),
+        _dtype(dtype, data.dtype, aname),
+        op="scalar_tensor_tensor",
+        api=api,
+        engine=eng,
+        inputs=(data, operand0, operand1),
+        mask=mask_of(mask, data.shape, aname),
+        n_ops=2,
+        func=f"{n0},{n1}",
+    )
     return emit(ctx, dst, res)
 
 
@@ -321,16 +453,26 @@ def _activation_core(api, op, data, bias, scale):
     tile(data, api, "data")
     name = opcode(op, api)
     if name not in UNARY or name == "invert":
-        raise NKISyntaxError("E021", api, "op", f"{name} is not supported in '{api}'",
-                             "Use an activation function such as nl.exp, nl.tanh, nl.copy")
+        raise NKISyntaxError(
+            "E021",
+            api,
+            "op",
+            f"{name} is not supported in '{api}'",
+            "Use an activation function such as nl.exp, nl.tanh, nl.copy",
+        )
     P = data.shape[0]
     nd = data.ndim
     x = data.read_f32()
     if isinstance(scale, Tensor):
         tile(scale, api, "scale")
         if scale.dtype not in _ACT_SCALE_DTYPES:
-            raise SimTypeError("E009", api, "scale", f"'scale' param of '{api}' must be a scalar or vector of type "
-                               f"float32, got '{dt.name_of(scale.dtype)}'", "Cast the scale vector to float32")
+            raise SimTypeError(
+                "E009",
+                api,
+                "scale",
+                f"'scale' param of '{api}' must be a scalar or vector of type float32, got '{dt.name_of(scale.dtype)}'",
+                "Cast the scale vector to float32",
+            )
         # ERR err_activation_scale_scalar_or_vector (SDK 2.26 nki.errors.rst): any other shape, a (1, F) row
         # included, is that class (E011), not a partition mismatch
         s = scalar_operand(scale, P, api, "scale", partition_code="E011")
@@ -344,8 +486,14 @@ def _activation_core(api, op, data, bias, scale):
         if isinstance(bias, Tensor):
             tile(bias, api, "bias")
             if bias.dtype not in _ACT_BIAS_DTYPES:
-                raise SimTypeError("E009", api, "bias", f"'bias' param of '{api}' must be a vector of type float32, "
-                                   f"float16, or bfloat16, got '{dt.name_of(bias.dtype)}'", "Cast the bias vector")
+                raise SimTypeError(
+                    "E009",
+                    api,
+                    "bias",
+                    f"'bias' param of '{api}' must be a vector of type float32, "
+                    f"float16, or bfloat16, got '{dt.name_of(bias.dtype)}'",
+                    "Cast the bias vector",
+                )
             x = x + pa_pad(scalar_operand(bias, P, api, "bias"), nd)
         elif isinstance(bias, (int, float, np.integer, np.floating)):
             # a constant bias: allowed from NeuronCore-v3 (NKI 0.6 isa activation)
@@ -379,10 +527,22 @@ def _free_reduce(rname, r, P):
 
 
 @op
-def activation(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, bias: Operand = None, scale: Operand = 1.0,
-               reduce_op: OpArg = None, reduce_res: Tensor | None = None, reduce_cmd: EnumArg = None, *,
-               mask: MaskArg = None, dtype: DTypeArg = None, api: str = "nisa.activation",
-               name: str | None = None) -> Tensor | None:
+def activation(
+    ctx: RunContext,
+    dst: Dst,
+    op: OpArg,
+    data: Tensor,
+    bias: Operand = None,
+    scale: Operand = 1.0,
+    reduce_op: OpArg = None,
+    reduce_res: Tensor | None = None,
+    reduce_cmd: EnumArg = None,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.activation",
+    name: str | None = None,
+) -> Tensor | None:
     """``op(data * scale + bias)`` on ScalarE, with the ``reduce_regs`` accumulator registers (NKI 0.6
     isa activation pseudo code): ``reset`` zeroes them, ``reduce`` reduces the activated data over them,
     ``reset_reduce`` both, ``idle`` leaves them; ``reduce_res`` receives them.  ``reduce_cmd`` unset:
@@ -410,17 +570,37 @@ def activation(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, bias: Operand
             regs[:P] = REDUCE[rname](np.stack([regs[:P], _free_reduce(rname, r, P)]), axis=0)
         if reduce_res is not None:
             reduce_res.write(regs[:P].reshape(reduce_res.shape).copy(), api=aname)
-    res = compute_result(r, _dtype(dtype, data.dtype, aname), op="activation", api=api, engine=ACT,
-                         inputs=(data, bias, scale), mask=mask_of(mask, data.shape, aname), func=name_,
-                         reduce=reduce_res is not None,
-                         extra_writes=(reduce_res,) if reduce_res is not None else ())
+    res = compute_result(
+        r,
+        _dtype(dtype, data.dtype, aname),
+        op="activation",
+        api=api,
+        engine=ACT,
+        inputs=(data, bias, scale),
+        mask=mask_of(mask, data.shape, aname),
+        func=name_,
+        reduce=reduce_res is not None,
+        extra_writes=(reduce_res,) if reduce_res is not None else (),
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def activation_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, reduce_op: OpArg, reduce_res: Tensor,
-                      bias: Operand = None, scale: Operand = 1.0, *, mask: MaskArg = None, dtype: DTypeArg = None,
-                      api: str = "nisa.activation_reduce", name: str | None = None) -> Tensor | None:
+def activation_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    op: OpArg,
+    data: Tensor,
+    reduce_op: OpArg,
+    reduce_res: Tensor,
+    bias: Operand = None,
+    scale: Operand = 1.0,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.activation_reduce",
+    name: str | None = None,
+) -> Tensor | None:
     """``op(data * scale + bias)`` and its free-axis ``reduce_op`` into ``reduce_res``."""
     aname = "activation_reduce"
     name_, r = _activation_core(aname, op, data, bias, scale)
@@ -428,54 +608,104 @@ def activation_reduce(ctx: RunContext, dst: Dst, op: OpArg, data: Tensor, reduce
     rname = _reduce_op(aname, reduce_op)
     _reduce_res(aname, reduce_res, P)
     reduce_res.write(_free_reduce(rname, r, P).reshape(reduce_res.shape), api=aname)
-    res = compute_result(r, _dtype(dtype, data.dtype, aname), op="activation", api=api, engine=ACT,
-                         inputs=(data, bias, scale), mask=mask_of(mask, data.shape, aname), func=name_,
-                         reduce=True, extra_writes=(reduce_res,))
+    res = compute_result(
+        r,
+        _dtype(dtype, data.dtype, aname),
+        op="activation",
+        api=api,
+        engine=ACT,
+        inputs=(data, bias, scale),
+        mask=mask_of(mask, data.shape, aname),
+        func=name_,
+        reduce=True,
+        extra_writes=(reduce_res,),
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def tensor_scalar_reduce(ctx: RunContext, dst: Dst, data: Tensor, op0: OpArg, operand0: Operand, reduce_op: OpArg,
-                         reduce_res: Tensor, reverse0: bool = False, reduce_cmd: EnumArg = None,
-                         reduce_init: Operand = None, reduce_res_negate: bool = False, *, dtype: DTypeArg = None,
-                         mask: MaskArg = None, api: str = "nisa.tensor_scalar_reduce",
-                         name: str | None = None) -> Tensor | None:
+def tensor_scalar_reduce(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    op0: OpArg,
+    operand0: Operand,
+    reduce_op: OpArg,
+    reduce_res: Tensor,
+    reverse0: bool = False,
+    reduce_cmd: EnumArg = None,
+    reduce_init: Operand = None,
+    reduce_res_negate: bool = False,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.tensor_scalar_reduce",
+    name: str | None = None,
+) -> Tensor | None:
     """``data op0 operand0`` and its free-axis ``reduce_op`` into ``reduce_res`` (VectorE).  The
     VectorE accumulator forms (``reduce_res`` None, ``reduce_cmd`` other than reset_reduce,
     ``reduce_init``, ``reduce_res_negate``; NKI 0.6) are not modelled (E100)."""
     aname = "tensor_scalar_reduce"
     cmd = enum_arg(reduce_cmd, ReduceCmd, aname, "reduce_cmd")
-    if reduce_res is None or cmd not in (None, ReduceCmd.reset_reduce) or reduce_init is not None \
-            or reduce_res_negate:
-        raise not_implemented("nisa.tensor_scalar_reduce with the VectorE accumulator (reduce_res=None, "
-                              "reduce_cmd other than reset_reduce, reduce_init, reduce_res_negate)")
+    if reduce_res is None or cmd not in (None, ReduceCmd.reset_reduce) or reduce_init is not None or reduce_res_negate:
+        raise not_implemented(
+            "nisa.tensor_scalar_reduce with the VectorE accumulator (reduce_res=None, "
+            "reduce_cmd other than reset_reduce, reduce_init, reduce_res_negate)"
+        )
     tile(data, aname, "data")
     n0 = opcode(op0, aname, "op0")
     if n0 in BITWISE:
         # ISA tensor_scalar_reduce (SDK 2.26 isa docstring): "op0 can only be arithmetic operation ...
         # Bitvec operators are not supported in this API"
-        raise NKISyntaxError("E021", aname, "op0", f"op0={n0} is a bitvec operator; tensor_scalar_reduce takes "
-                             "only arithmetic operators", "Apply the bitwise op with nisa.tensor_scalar first, "
-                             "then reduce with nisa.tensor_reduce")
+        raise NKISyntaxError(
+            "E021",
+            aname,
+            "op0",
+            f"op0={n0} is a bitvec operator; tensor_scalar_reduce takes only arithmetic operators",
+            "Apply the bitwise op with nisa.tensor_scalar first, then reduce with nisa.tensor_reduce",
+        )
     engines.check(aname, "op0", n0, DVE)
     P = data.shape[0]
     o0 = scalar_operand(operand0, P, aname, "operand0")
-    r = np.asarray(_apply(n0, data.read_f32(), pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0,
-                          reverse0, aname), np.float32)
+    r = np.asarray(
+        _apply(n0, data.read_f32(), pa_pad(o0, data.ndim) if isinstance(o0, np.ndarray) else o0, reverse0, aname),
+        np.float32,
+    )
     rname = _reduce_op(aname, reduce_op)
     _reduce_res(aname, reduce_res, P)
     reduce_res.write(_free_reduce(rname, r, P).reshape(reduce_res.shape), api=aname)
-    res = compute_result(r, _dtype(dtype, data.dtype, aname), op="tensor_scalar_reduce", api=api, engine=DVE,
-                         inputs=(data, operand0), mask=mask_of(mask, data.shape, aname), func=n0, reduce=True,
-                         extra_writes=(reduce_res,))
+    res = compute_result(
+        r,
+        _dtype(dtype, data.dtype, aname),
+        op="tensor_scalar_reduce",
+        api=api,
+        engine=DVE,
+        inputs=(data, operand0),
+        mask=mask_of(mask, data.shape, aname),
+        func=n0,
+        reduce=True,
+        extra_writes=(reduce_res,),
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def tensor_tensor_scan(ctx: RunContext, dst: Dst, data0: Tensor, data1: Tensor, initial: Operand, op0: OpArg,
-                       op1: OpArg, reverse0: bool = False, reverse1: bool = False, *, dtype: DTypeArg = None,
-                       mask: MaskArg = None, api: str = "nisa.tensor_tensor_scan",
-                       name: str | None = None) -> Tensor | None:
+def tensor_tensor_scan(
+    ctx: RunContext,
+    dst: Dst,
+    data0: Tensor,
+    data1: Tensor,
+    initial: Operand,
+    op0: OpArg,
+    op1: OpArg,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.tensor_tensor_scan",
+    name: str | None = None,
+) -> Tensor | None:
     """Per partition: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``, ``r[:, -1] = initial``."""
     aname = "tensor_tensor_scan"
     tile(data0, aname, "data0")
@@ -492,58 +722,111 @@ def tensor_tensor_scan(ctx: RunContext, dst: Dst, data0: Tensor, data1: Tensor, 
     engines.check(aname, "op1", n1, DVE)
     f0, f1 = BINARY[n0], BINARY[n1]
     out_v = np.empty_like(a)
-    for i in range(a.shape[1]):   # a true recurrence: one vectorised step over partitions per column
+    for i in range(a.shape[1]):  # a true recurrence: one vectorised step over partitions per column
         t = f0(prev, a[:, i]) if reverse0 else f0(a[:, i], prev)
         prev = f1(b[:, i], t) if reverse1 else f1(t, b[:, i])
         out_v[:, i] = prev
-    res = compute_result(out_v.reshape(data0.shape), _dtype(dtype, dt.promote(data0.dtype, data1.dtype), aname),
-                         op="tensor_tensor_scan", api=api, engine=DVE, inputs=(data0, data1),
-                         mask=mask_of(mask, data0.shape, aname), n_ops=2, func=f"{n0},{n1}")
+    res = compute_result(
+        out_v.reshape(data0.shape),
+        _dtype(dtype, dt.promote(data0.dtype, data1.dtype), aname),
+        op="tensor_tensor_scan",
+        api=api,
+        engine=DVE,
+        inputs=(data0, data1),
+        mask=mask_of(mask, data0.shape, aname),
+        n_ops=2,
+        func=f"{n0},{n1}",
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def reciprocal(ctx: RunContext, dst: Dst, data: Tensor, *, dtype: DTypeArg = None, mask: MaskArg = None,
-               api: str = "nisa.reciprocal", name: str | None = None) -> Tensor | None:
+def reciprocal(
+    ctx: RunContext,
+    dst: Dst,
+    data: Tensor,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nisa.reciprocal",
+    name: str | None = None,
+) -> Tensor | None:
     aname = "reciprocal"
     tile(data, aname, "data")
     r = (np.float32(1.0) / data.read_f32()).astype(np.float32)
-    res = compute_result(r, _dtype(dtype, data.dtype, aname), op="reciprocal", api=api, engine=DVE, inputs=(data,),
-                         mask=mask_of(mask, data.shape, aname), func="reciprocal")
+    res = compute_result(
+        r,
+        _dtype(dtype, data.dtype, aname),
+        op="reciprocal",
+        api=api,
+        engine=DVE,
+        inputs=(data,),
+        mask=mask_of(mask, data.shape, aname),
+        func="reciprocal",
+    )
     return emit(ctx, dst, res)
 
 
 # ---- GpSimd index instructions ----------------------------------------------------------------
 
+
 @op
-def iota(ctx: RunContext, dst: Dst, values: np.ndarray, dtype: DTypeArg = None, *, mask: MaskArg = None,
-         api: str = "nisa.iota", name: str | None = None) -> Tensor | None:
+def iota(
+    ctx: RunContext,
+    dst: Dst,
+    values: np.ndarray,
+    dtype: DTypeArg = None,
+    *,
+    mask: MaskArg = None,
+    api: str = "nisa.iota",
+    name: str | None = None,
+) -> Tensor | None:
     """Materialise integer index values (the front end's index expression or pattern, int64; int32
     math) as a tile on GpSimdE."""
     aname = "iota"
     if isinstance(dst, Tensor):
         if dst.alloc.buffer is not SBUF:
-            raise SimTypeError("E007", aname, "dst", f"'{aname}' writes sbuf, got a tensor in "
-                               f"'{dst.alloc.buffer.value}'", "Write an SBUF tile")
+            raise SimTypeError(
+                "E007",
+                aname,
+                "dst",
+                f"'{aname}' writes sbuf, got a tensor in '{dst.alloc.buffer.value}'",
+                "Write an SBUF tile",
+            )
         d = dst.dtype if dtype is None else dt.canonical(dtype, op=aname)
         if free_size(values.shape) != free_size(dst._shape):
-            raise SimValueError("E011", aname, "pattern", f"the pattern has {free_size(values.shape)} elements per "
-                                f"partition, the tile {tuple(dst._shape)} has {free_size(dst._shape)}",
-                                "The pattern's element count must match the tile's free size")
+            raise SimValueError(
+                "E011",
+                aname,
+                "pattern",
+                f"the pattern has {free_size(values.shape)} elements per "
+                f"partition, the tile {tuple(dst._shape)} has {free_size(dst._shape)}",
+                "The pattern's element count must match the tile's free size",
+            )
         values = values.reshape(dst._shape)
     else:
         d = dt.canonical(dtype, op=aname)
     v = values.astype(np.int32)
     vals = v.astype(np.float32) if dt.is_float(d) else v.astype(np.int64)
-    res = compute_result(np.ascontiguousarray(vals), d, op="iota", api=api, engine=POOL,
-                         mask=mask_of(mask, v.shape, aname), func="iota")
+    res = compute_result(
+        np.ascontiguousarray(vals), d, op="iota", api=api, engine=POOL, mask=mask_of(mask, v.shape, aname), func="iota"
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def affine_select(ctx: RunContext, dst: Dst, pred: np.ndarray | bool, on_true_tile: Tensor, on_false_value: Operand, *,
-                  mask: MaskArg = None, dtype: DTypeArg = None, api: str = "nisa.affine_select",
-                  name: str | None = None) -> Tensor | None:
+def affine_select(
+    ctx: RunContext,
+    dst: Dst,
+    pred: np.ndarray | bool,
+    on_true_tile: Tensor,
+    on_false_value: Operand,
+    *,
+    mask: MaskArg = None,
+    dtype: DTypeArg = None,
+    api: str = "nisa.affine_select",
+    name: str | None = None,
+) -> Tensor | None:
     """``pred ? on_true_tile : on_false_value`` on GpSimdE with an affine predicate (a bool array the
     front end evaluated, e.g. a causal mask)."""
     aname = "affine_select"
@@ -556,17 +839,33 @@ def affine_select(ctx: RunContext, dst: Dst, pred: np.ndarray | bool, on_true_ti
     else:
         raise SimValueError("E015", aname, "pred", "pred must be an affine predicate over nl.arange/mgrid indices")
     r = np.where(p, on_true_tile.read_f32(), np.float32(on_false_value)).astype(np.float32)
-    res = compute_result(np.ascontiguousarray(np.broadcast_to(r, shape)), _dtype(dtype, on_true_tile.dtype, aname),
-                         op="affine_select", api=api, engine=POOL, inputs=(on_true_tile,),
-                         mask=mask_of(mask, shape, aname), func="select")
+    res = compute_result(
+        np.ascontiguousarray(np.broadcast_to(r, shape)),
+        _dtype(dtype, on_true_tile.dtype, aname),
+        op="affine_select",
+        api=api,
+        engine=POOL,
+        inputs=(on_true_tile,),
+        mask=mask_of(mask, shape, aname),
+        func="select",
+    )
     return emit(ctx, dst, res)
 
 
 # ---- nl.* elementwise ops ----------------------------------------------------------------------
 
+
 @op
-def unary(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, *, dtype: DTypeArg = None, mask: MaskArg = None,
-          api: str = None) -> Tensor | None:
+def unary(
+    ctx: RunContext,
+    dst: Dst,
+    name: str | None,
+    x: Tensor,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = None,
+) -> Tensor | None:
     """``nl.<name>(x)``: the fp32 function and default engine of ``ops.UNARY[name]``."""
     fn, engine = UNARY[name]
     tile(x, name, "x")
@@ -576,14 +875,31 @@ def unary(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, *, dtype: DTyp
     else:
         r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
     d = _dtype(dtype, dt.bool_ if name == "logical_not" else x.dtype, name)
-    res = compute_result(r, d, op="activation" if engine is ACT else "tensor_scalar", api=api or f"nl.{name}",
-                         engine=engine, inputs=(x,), mask=m, func=name)
+    res = compute_result(
+        r,
+        d,
+        op="activation" if engine is ACT else "tensor_scalar",
+        api=api or f"nl.{name}",
+        engine=engine,
+        inputs=(x,),
+        mask=m,
+        func=name,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def binary(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, y: Operand, *, dtype: DTypeArg = None,
-           mask: MaskArg = None, api: str = None) -> Tensor | None:
+def binary(
+    ctx: RunContext,
+    dst: Dst,
+    name: str | None,
+    x: Tensor,
+    y: Operand,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = None,
+) -> Tensor | None:
     """``nl.<name>(x, y)`` of tiles and scalars (partition-first broadcasting, spec §5); both scalars:
     the Python value.  The fp32 (int for bitwise) function is ``ops.BINARY``/``ops.BITWISE[name]``."""
     is_bit = name in BITWISE
@@ -616,14 +932,31 @@ def binary(ctx: RunContext, dst: Dst, name: str | None, x: Tensor, y: Operand, *
     default = dt.bool_ if name in COMPARE else dt.promote(dtype_of(x), dtype_of(y))
     d = _dtype(dtype, default, name)
     both = isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape == y.shape
-    res = compute_result(np.ascontiguousarray(r), d, op="tensor_tensor" if both else "tensor_scalar",
-                         api=api or f"nl.{name}", engine=DVE, inputs=(x, y), mask=m, func=name)
+    res = compute_result(
+        np.ascontiguousarray(r),
+        d,
+        op="tensor_tensor" if both else "tensor_scalar",
+        api=api or f"nl.{name}",
+        engine=DVE,
+        inputs=(x, y),
+        mask=m,
+        func=name,
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def where(ctx: RunContext, dst: Dst, condition: Tensor, x: Tensor, y: Operand, *, dtype: DTypeArg = None,
-          mask: MaskArg = None, api: str = "nl.where") -> Tensor | None:
+def where(
+    ctx: RunContext,
+    dst: Dst,
+    condition: Tensor,
+    x: Tensor,
+    y: Operand,
+    *,
+    dtype: DTypeArg = None,
+    mask: MaskArg = None,
+    api: str = "nl.where",
+) -> Tensor | None:
     """``nl.where``: ``x`` where ``condition`` is non-zero, else ``y`` (tiles or scalars)."""
     tile(condition, "where", "condition")
     shapes = [v.shape for v in (condition, x, y) if isinstance(v, Tensor)]
@@ -635,14 +968,23 @@ def where(ctx: RunContext, dst: Dst, condition: Tensor, x: Tensor, y: Operand, *
     b = pa_pad(b, len(shape)) if isinstance(b, np.ndarray) else b
     r = np.broadcast_to(np.where(c, a, b), shape).astype(np.float32)
     d = _dtype(dtype, dt.promote(dtype_of(x), dtype_of(y)), "where")
-    res = compute_result(np.ascontiguousarray(r), d, op="tensor_tensor", api=api, engine=DVE,
-                         inputs=(condition, x, y), mask=mask_of(mask, shape, "where"), func="select")
+    res = compute_result(
+        np.ascontiguousarray(r),
+        d,
+        op="tensor_tensor",
+        api=api,
+        engine=DVE,
+        inputs=(condition, x, y),
+        mask=mask_of(mask, shape, "where"),
+        func="select",
+    )
     return emit(ctx, dst, res)
 
 
 @op
-def broadcast_to(ctx: RunContext, dst: Dst, src: Tensor, shape: ShapeArg, *, dtype: DTypeArg = None,
-                 api: str = "nl.broadcast_to") -> Tensor | None:
+def broadcast_to(
+    ctx: RunContext, dst: Dst, src: Tensor, shape: ShapeArg, *, dtype: DTypeArg = None, api: str = "nl.broadcast_to"
+) -> Tensor | None:
     """``nl.broadcast_to``: a copy of ``src`` broadcast (partition-first) to ``shape``; across
     partitions on GpSimdE, along free axes on VectorE."""
     tile(src, "broadcast_to", "src")
@@ -652,6 +994,13 @@ def broadcast_to(ctx: RunContext, dst: Dst, src: Tensor, shape: ShapeArg, *, dty
         out = np.broadcast_to(pa_pad(v, len(shape)), shape)
     except ValueError:
         raise SimValueError("E011", "broadcast_to", "shape", f"cannot broadcast {src.shape} to {shape}") from None
-    res = compute_result(np.array(out), _dtype(dtype, src.dtype, "broadcast_to"), op="tensor_copy", api=api,
-                         engine=DVE if src.shape[0] == shape[0] else POOL, inputs=(src,), func="broadcast")
+    res = compute_result(
+        np.array(out),
+        _dtype(dtype, src.dtype, "broadcast_to"),
+        op="tensor_copy",
+        api=api,
+        engine=DVE if src.shape[0] == shape[0] else POOL,
+        inputs=(src,),
+        func="broadcast",
+    )
     return emit(ctx, dst, res)

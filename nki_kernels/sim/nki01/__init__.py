@@ -5,8 +5,9 @@ Module objects: :mod:`.nki` (``neuronxcc.nki``), :mod:`.language` (``nl``), :mod
 tiles (:mod:`.adapt`); index expressions (``nl.arange``, ``nl.mgrid``, masks) are
 :mod:`.indexing`'s; the tensor class is :class:`.tile.Tile`.
 """
+
 from __future__ import annotations
 
 from . import compiler, isa, language, language_constants, nki, typing  # noqa: F401
 
-language.constants = language_constants   # `import neuronxcc.nki.language.constants as c` binds this
+language.constants = language_constants  # `import neuronxcc.nki.language.constants as c` binds this

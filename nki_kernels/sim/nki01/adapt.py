@@ -5,6 +5,7 @@ A value-returning call runs the core op with ``dst=PENDING``: the result is a ne
 waits for its destination (``core/ops.py``): ``t[...] = r`` or ``psum += r`` land it in ``t``, the next
 NKI call that issues an instruction records it with the new tile as its destination.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -22,13 +23,18 @@ def shape_error(api: str, e: ValueError) -> ValueError:
     with remapped shapes") as the coded E011 it is; coded errors pass through unchanged."""
     if isinstance(e, SimError) or "shape" not in str(e) and "broadcast" not in str(e):
         return e
-    return SimValueError("E011", api, None, f"operand, mask or destination shapes do not line up ({e})",
-                         "Check that the operands, the mask and the destination have matching shapes "
-                         "(a (P, 1) column broadcasts along free axes only)")
+    return SimValueError(
+        "E011",
+        api,
+        None,
+        f"operand, mask or destination shapes do not line up ({e})",
+        "Check that the operands, the mask and the destination have matching shapes "
+        "(a (P, 1) column broadcasts along free axes only)",
+    )
 
 
 def _params(fn: Callable) -> frozenset:
-    return frozenset(list(inspect.signature(fn).parameters)[2:])      # after (ctx, dst)
+    return frozenset(list(inspect.signature(fn).parameters)[2:])  # after (ctx, dst)
 
 
 def _kwargs(kw: dict, known: frozenset, short: str, engine_param: bool) -> dict:
@@ -46,8 +52,16 @@ def _kwargs(kw: dict, known: frozenset, short: str, engine_param: bool) -> dict:
     return out
 
 
-def returns_fresh(core_fn: Callable, *, name: str | None = None, api: str | None = None, pre: tuple = (),
-                  convert: Callable | None = None, engine_param: bool = False, **bound) -> Callable:
+def returns_fresh(
+    core_fn: Callable,
+    *,
+    name: str | None = None,
+    api: str | None = None,
+    pre: tuple = (),
+    convert: Callable | None = None,
+    engine_param: bool = False,
+    **bound,
+) -> Callable:
     """An NKI 0.1 call that returns its result as a new tile: ``core_fn(ctx, PENDING, *pre, *args)``.
     ``name``: the call's name in messages (default the core op's); ``api``: the event's api
     (default ``nisa.<name>``); ``convert(*args, **kw) -> (args, kw)``: maps the 0.1 signature onto
@@ -81,8 +95,15 @@ def returns_fresh(core_fn: Callable, *, name: str | None = None, api: str | None
     return call
 
 
-def with_dst(core_fn: Callable, *, name: str | None = None, api: str | None = None,
-             convert: Callable | None = None, engine_param: bool = False, **bound) -> Callable:
+def with_dst(
+    core_fn: Callable,
+    *,
+    name: str | None = None,
+    api: str | None = None,
+    convert: Callable | None = None,
+    engine_param: bool = False,
+    **bound,
+) -> Callable:
     """An NKI 0.1 call that writes its ``dst`` argument (keyword, or the first positional argument)
     and returns None; ``convert(*args, **kw) -> (dst, args, kw)`` maps other signatures."""
     short = name or core_fn.__name__

@@ -1,5 +1,6 @@
 """``neuronxcc.nki.compiler``: direct allocation (``sbuf``/``psum`` ``alloc``/``mod_alloc``, checked by
 nki01/allocation.py), the allocator decorators; scheduling directives are accepted as no-ops."""
+
 import copy as _copy
 
 from ..core.errors import SimTypeError, not_implemented
@@ -17,9 +18,13 @@ class _AllocatableBuffer(_Buffer):
 
     def alloc(self, func, *args, **kwargs):
         if not callable(func):
-            raise SimTypeError("E010", f"nki.compiler.{self.name}.alloc", "func",
-                               f"expected an allocation function (idx, pdim_size, fdim_size) -> address, got "
-                               f"{type(func).__name__}", "Pass a function such as the SDK example's mod_alloc(...)")
+            raise SimTypeError(
+                "E010",
+                f"nki.compiler.{self.name}.alloc",
+                "func",
+                f"expected an allocation function (idx, pdim_size, fdim_size) -> address, got {type(func).__name__}",
+                "Pass a function such as the SDK example's mod_alloc(...)",
+            )
         return _Buffer(self.name, None, _Placement(self.name, "alloc", func=func))
 
 
@@ -35,12 +40,14 @@ def _identity_decorator(*args, **kwargs):
 
 def _kernel_flag(flag):
     """A decorator that marks the (jitted) kernel with ``flag`` (read when it runs)."""
+
     def deco(func=None, **kwargs):
         if func is None:
             return deco
         k = _copy.copy(_jit(func))
         setattr(k, flag, True)
         return k
+
     return deco
 
 
@@ -57,4 +64,3 @@ def __getattr__(name):
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.compiler.{name}")
-

@@ -3,6 +3,7 @@
 ``grep -n "^NAME = " nki_kernels/sim/nki01/isa.py`` finds an instruction's adapter; the core op
 it names (``core.NAME``) holds the semantics and their sources.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,11 +39,13 @@ vector_engine, sync_engine, unknown_engine = engine.vector, engine.sync, engine.
 
 class fp32:
     """``nisa.fp32`` (2.26 isa docs): FP32 limits, e.g. ``fp32.min``, range_select's default fill."""
+
     min = float(np.finfo(np.float32).min)
     max = float(np.finfo(np.float32).max)
 
 
 # ---- argument conversions where the 0.1 signature differs from the core op's ------------------
+
 
 def _dma_copy_args(*args, dst=None, src=None, **kw):
     """Keyword-only in SDK 2.26; the 2.21 positional form ``dma_copy(src, dst)`` is accepted."""
@@ -50,8 +53,13 @@ def _dma_copy_args(*args, dst=None, src=None, **kw):
         if len(args) == 2 and dst is None and src is None:
             src, dst = args
         else:
-            raise SimTypeError("E010", "dma_copy", None, "dma_copy takes dst= and src= keywords",
-                               "Write nisa.dma_copy(dst=..., src=...)")
+            raise SimTypeError(
+                "E010",
+                "dma_copy",
+                None,
+                "dma_copy takes dst= and src= keywords",
+                "Write nisa.dma_copy(dst=..., src=...)",
+            )
     return dst, (), dict(kw, src=src)
 
 
@@ -72,7 +80,7 @@ def _memset_args(shape, value, dtype, **kw):
 
 def _affine_select_args(pred, on_true_tile, on_false_value, **kw):
     if isinstance(pred, (MaskExpr, Predicate)):
-        pred = mask_value(pred, "affine_select")    # E015 for a non-affine predicate
+        pred = mask_value(pred, "affine_select")  # E015 for a non-affine predicate
     return (pred, on_true_tile, on_false_value), kw
 
 
@@ -129,10 +137,10 @@ sequence_bounds = returns_fresh(_select.sequence_bounds)
 nc_stream_shuffle = with_dst(_select.nc_stream_shuffle, convert=_shuffle_args)
 
 
-
 # ---- direct-allocation rules of single instructions (nki01/allocation.py) ----------------------------
 def _guarded(fn, check):
     """``fn`` preceded by ``check(args, kw)`` when the running kernel allocates directly."""
+
     def call(*args, **kw):
         ctx = _maybe_current()
         if ctx is not None:
@@ -140,6 +148,7 @@ def _guarded(fn, check):
             if d is not None and d.active:
                 check(args, kw)
         return fn(*args, **kw)
+
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__
     call.core_op = fn.core_op
@@ -153,8 +162,10 @@ def _bias_arg(args, kw):
 def _transpose_engine(args, kw):
     e = kw.get("engine")
     if e is None or getattr(e, "name", e) in ("tensor", "unknown"):
-        _alloc.check_tensor_engine_transpose("nc_transpose", "nisa.nc_transpose on TensorE (engine=" +
-                                             ("unset" if e is None else str(getattr(e, "name", e))) + ")")
+        _alloc.check_tensor_engine_transpose(
+            "nc_transpose",
+            "nisa.nc_transpose on TensorE (engine=" + ("unset" if e is None else str(getattr(e, "name", e))) + ")",
+        )
 
 
 activation = _guarded(activation, _bias_arg)

@@ -1,5 +1,6 @@
 """NKI 0.1 kernels: ``nki.jit`` (:class:`Kernel`), ``simulate_kernel`` / ``trace_kernel``, SPMD grids,
 the device-only stubs ``baremetal`` / ``benchmark`` / ``profile`` (spec §2)."""
+
 from __future__ import annotations
 
 import copy as _copy
@@ -43,9 +44,9 @@ class Kernel(_CoreKernel):
     theirs, copied back); the instances of an SPMD grid run one after the other."""
 
     tensor_cls = Tile
-    capacity_policy = "spill"    # live SBUF over capacity: a warning (the compiler spills), E006 under strict
-    stack_allocator = False      # @ncc.enable_stack_allocator
-    force_auto_alloc = False     # @ncc.force_auto_alloc
+    capacity_policy = "spill"  # live SBUF over capacity: a warning (the compiler spills), E006 under strict
+    stack_allocator = False  # @ncc.enable_stack_allocator
+    force_auto_alloc = False  # @ncc.force_auto_alloc
 
     def run_instances(self, ctx, points, args, kwargs):
         """Run the grid, the kernel function traced (:meth:`traced`), with the direct-allocation rules
@@ -53,13 +54,17 @@ class Kernel(_CoreKernel):
         if self.stack_allocator and not self.skip_middle_end:
             # CMP enable_stack_allocator (SDK 2.26 nki/compiler/__init__.py): "Must use together with
             # skip_middle_end_transformations"
-            raise NKISyntaxError("E030", "nki.compiler.enable_stack_allocator", None,
-                                 "enable_stack_allocator must be used together with skip_middle_end_transformations",
-                                 "Add @nki.compiler.skip_middle_end_transformations below it",
-                                 where=_def_line(self.func))
+            raise NKISyntaxError(
+                "E030",
+                "nki.compiler.enable_stack_allocator",
+                None,
+                "enable_stack_allocator must be used together with skip_middle_end_transformations",
+                "Add @nki.compiler.skip_middle_end_transformations below it",
+                where=_def_line(self.func),
+            )
         ctx.direct = direct = DirectAllocation(forced_auto=self.force_auto_alloc)
         k = _copy.copy(self)
-        k.func = self.traced()       # its `range` loops are symbolic (docs/nki-0.1-rules.md section 9)
+        k.func = self.traced()  # its `range` loops are symbolic (docs/nki-0.1-rules.md section 9)
         result = _CoreKernel.run_instances(k, ctx, points, args, kwargs)
         direct.finish(result)
         return result
@@ -70,6 +75,7 @@ class Kernel(_CoreKernel):
         fn = self.__dict__.get("_traced")
         if fn is None or fn[0] is not self.func:
             from .language import kernel_range
+
             fn = (self.func, _symbolic.traced_function(self.func, kernel_range))
             self.__dict__["_traced"] = fn
         return fn[1]
@@ -123,18 +129,26 @@ class Kernel(_CoreKernel):
             if isinstance(t, Tensor) and t.alloc.written and id(t.alloc) not in returned:
                 # ERR err_mutable_parameter_not_returned (SDK 2.26 nki.errors.rst)
                 site = _ReturnSite(func).get() or (code.co_filename, _scopes.kernel_def_line(code))
-                raise SimValueError("E016", "return", name,
-                                    f"Mutable kernel parameter `{name}` is written but not returned by the `return` "
-                                    "statement (ERR err_mutable_parameter_not_returned)",
-                                    f"Return it with the outputs: return ..., {name}", where=site)
+                raise SimValueError(
+                    "E016",
+                    "return",
+                    name,
+                    f"Mutable kernel parameter `{name}` is written but not returned by the `return` "
+                    "statement (ERR err_mutable_parameter_not_returned)",
+                    f"Return it with the outputs: return ..., {name}",
+                    where=site,
+                )
         if self.writes_back() or not (result is None or (isinstance(result, (tuple, list)) and not result)):
             return
         # ERR err_tensor_output_not_written_to (SDK 2.26 nki.errors.rst): at least one output
-        raise SimValueError("E016", "kernel", None,
-                            f"kernel `{code.co_name}` has no output: it returns nothing "
-                            "(ERR err_tensor_output_not_written_to)",
-                            "Create the output with nl.ndarray(..., buffer=nl.shared_hbm), write it and return it",
-                            where=(code.co_filename, _scopes.kernel_def_line(code)))
+        raise SimValueError(
+            "E016",
+            "kernel",
+            None,
+            f"kernel `{code.co_name}` has no output: it returns nothing (ERR err_tensor_output_not_written_to)",
+            "Create the output with nl.ndarray(..., buffer=nl.shared_hbm), write it and return it",
+            where=(code.co_filename, _scopes.kernel_def_line(code)),
+        )
 
 
 def _tensors(x):
@@ -163,8 +177,9 @@ def _as_kernel(kernel) -> _CoreKernel:
         return kernel
     if callable(kernel):
         return Kernel(kernel)
-    raise TypeError(f"simulate_kernel: expected an NKI kernel (a function or @nki.jit object), "
-                    f"got {type(kernel).__name__}")
+    raise TypeError(
+        f"simulate_kernel: expected an NKI kernel (a function or @nki.jit object), got {type(kernel).__name__}"
+    )
 
 
 def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
@@ -218,6 +233,7 @@ def _device_wrapper(api):
         if kernel is None:
             return lambda k: wrap(k, **kwargs)
         return DeviceKernel(jit(kernel), api, source=kernel, api_kwargs=kwargs)
+
     wrap.__name__ = api.split(".")[-1]
     return wrap
 
@@ -232,5 +248,3 @@ def skip_middle_end_transformations(kernel):
     k = _copy.copy(jit(kernel))
     k.skip_middle_end = True
     return k
-
-

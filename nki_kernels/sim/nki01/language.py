@@ -1,6 +1,7 @@
 """``neuronxcc.nki.language`` (nl, NKI 0.1, SDK 2.26) over the op core: creation, data movement,
 elementwise and reduction ops (one registration line each), loops, indexing helpers (spec §3-§7,
 §10, §11)."""
+
 from __future__ import annotations
 
 import dis as _dis
@@ -45,8 +46,15 @@ from .tile import ParDim, Tile
 # ---- dtypes -------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
 float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
-int8, uint8, int16, uint16, int32, uint32, bool_ = (_dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32,
-                                                     _dt.uint32, _dt.bool_)
+int8, uint8, int16, uint16, int32, uint32, bool_ = (
+    _dt.int8,
+    _dt.uint8,
+    _dt.int16,
+    _dt.uint16,
+    _dt.int32,
+    _dt.uint32,
+    _dt.bool_,
+)
 
 
 class _Limits:
@@ -55,7 +63,7 @@ class _Limits:
 
 
 fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.float32).max))
-bfp16 = _Limits(float("-inf"), float("inf"))   # 0xff80 decodes as bf16 -inf (spec §3)
+bfp16 = _Limits(float("-inf"), float("inf"))  # 0xff80 decodes as bf16 -inf (spec §3)
 
 
 def static_cast(x, dtype):
@@ -76,7 +84,7 @@ class Buffer:
     def __init__(self, name, phys_tiles=None, placement=None):
         self.name = name
         self.phys_tiles = phys_tiles
-        self.placement = placement     # allocation.Placement of a direct allocation (None: automatic)
+        self.placement = placement  # allocation.Placement of a direct allocation (None: automatic)
 
     def __repr__(self):
         return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
@@ -105,12 +113,18 @@ def _buffer_name(buffer, api):
         return buffer.name
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return buffer
-    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
-                        "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+    raise SimTypeError(
+        "E007",
+        api,
+        "buffer",
+        f"unknown buffer {buffer!r}",
+        "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm",
+    )
 
 
 class tile_size:
     """Hardware tile limits on trn2 (spec §3)."""
+
     pmax = _limits.PMAX
     psum_fmax = _limits.PSUM_FMAX
     gemm_stationary_fmax = _limits.GEMM_STATIONARY_FMAX
@@ -142,13 +156,14 @@ def _par(shape, buf, api, ctx):
         # err_failed_to_infer_tile_from_local_tensor, the direct-allocation guide's per-block tiles; the migration
         # guide has no PSUM migration yet); they were removed in NKI 0.2 (0.6 MIG).  Decision: a warning, also
         # under strict (hardware-proven: AWS's attention kernels); the 0.7 front end raises E010.
-        ctx.warn_once("blockdim", "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
-                      "(warn_block_dimension_is_deprecated) and removed in NKI 0.2; each block is a separate tile. "
-                      "To migrate: fold the blocks into a free axis, nl.ndarray((P, B, F)), when they live at "
-                      "the same time, else declare a (P, F) tile inside the loop")
+        ctx.warn_once(
+            "blockdim",
+            "block dimensions (axes before nl.par_dim) are deprecated in NKI 0.1 "
+            "(warn_block_dimension_is_deprecated) and removed in NKI 0.2; each block is a separate tile. "
+            "To migrate: fold the blocks into a free axis, nl.ndarray((P, B, F)), when they live at "
+            "the same time, else declare a (P, F) tile inside the loop",
+        )
     return par
-
-
 
 
 def _direct_alloc(ctx, buffer, buf, api, name, filled=False):
@@ -163,9 +178,14 @@ def _direct_alloc(ctx, buffer, buf, api, name, filled=False):
         return None
     if filled:
         # ERR err_tensor_creation_on_scratchpad_with_init_value_not_supported (SDK 2.26 nki.errors.rst)
-        raise NKISyntaxError("E030", api, "buffer", "Creating SBUF/PSUM tensor with init value is not supported in "
-                             "allocated NKI kernels", "Declare it with nl.ndarray(..., buffer=ncc."
-                             f"{buf}.mod_alloc(...)) and write the value: t[...] = value (or nisa.memset)")
+        raise NKISyntaxError(
+            "E030",
+            api,
+            "buffer",
+            "Creating SBUF/PSUM tensor with init value is not supported in allocated NKI kernels",
+            "Declare it with nl.ndarray(..., buffer=ncc."
+            f"{buf}.mod_alloc(...)) and write the value: t[...] = value (or nisa.memset)",
+        )
     direct.activate(buf)
     return placement
 
@@ -180,9 +200,16 @@ def _placed(ctx, t, placement, shape, par):
 def _rank_check(shape, buf, api):
     """KI (SDK 2.26 nki_known_issues.rst "Indexing"): an SBUF/PSUM tile has at least 2 dimensions."""
     if buf not in _HBM and (isinstance(shape, (int, np.integer)) or len(tuple(shape)) < 2):
-        raise SimTypeError("E010", api, "shape", f"an SBUF/PSUM tile needs at least 2 dimensions (partition and "
-                           f"free), got shape {shape!r} (Insufficient rank)",
-                           "Add a free axis: e.g. (128, 1) instead of (128,)", got=shape, limit="rank >= 2")
+        raise SimTypeError(
+            "E010",
+            api,
+            "shape",
+            f"an SBUF/PSUM tile needs at least 2 dimensions (partition and "
+            f"free), got shape {shape!r} (Insufficient rank)",
+            "Add a free axis: e.g. (128, 1) instead of (128,)",
+            got=shape,
+            limit="rank >= 2",
+        )
 
 
 def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
@@ -199,8 +226,16 @@ def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
     par = _par(shape, buf, "ndarray", ctx)
     # a directly placed tensor is not counted by the automatic allocator's live bytes: its physical tiles
     # are checked by nki01/allocation.py (addresses inside SBUF/PSUM; tensors sharing addresses share bytes)
-    t = _allocate(shape, dtype, buf, api="ndarray", name=name, phys_tiles=getattr(buffer, "phys_tiles", None),
-                  par=par, track=placement is None)
+    t = _allocate(
+        shape,
+        dtype,
+        buf,
+        api="ndarray",
+        name=name,
+        phys_tiles=getattr(buffer, "phys_tiles", None),
+        par=par,
+        track=placement is None,
+    )
     return _placed(ctx, t, placement, shape, par)
 
 
@@ -209,8 +244,13 @@ def _filled(api, shape, dtype, buffer, name, value):
     _reject_in_shape(f"nl.{api}", shape)
     buf = _buffer_name(buffer, api)
     if buf in _HBM:
-        raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
-                             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+        raise NKISyntaxError(
+            "E013",
+            api,
+            "buffer",
+            "Creating HBM tensor with init value is not supported",
+            "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy",
+        )
     _rank_check(shape, buf, api)
     placement = _direct_alloc(ctx, buffer, buf, api, name, filled=True)
     par = _par(shape, buf, api, ctx)
@@ -374,10 +414,15 @@ def expand_dims(data, axis):
     norm = sorted(int(a) + n if int(a) < 0 else int(a) for a in axes)
     # NL expand_dims (SDK 2.26 language docstring): new axes only after the tile's last index
     if norm != list(range(data.ndim, n)):
-        raise SimValueError("E023", "expand_dims", "axis",
-                            f"new axes can only be added after the last index of a {data.ndim}-D tile, got "
-                            f"axis={axis!r}", f"Use axis={data.ndim} (or nl.reshape / an index expression for other "
-                            "positions)", got=axis, limit=f"{data.ndim}..{n - 1}")
+        raise SimValueError(
+            "E023",
+            "expand_dims",
+            "axis",
+            f"new axes can only be added after the last index of a {data.ndim}-D tile, got axis={axis!r}",
+            f"Use axis={data.ndim} (or nl.reshape / an index expression for other positions)",
+            got=axis,
+            limit=f"{data.ndim}..{n - 1}",
+        )
     return data.reshape(data.shape + (1,) * len(axes))
 
 
@@ -411,6 +456,7 @@ def _binary(name):
         if x.__class__ is IndexExpr or y.__class__ is IndexExpr:
             x, y = _index_tile(x), _index_tile(y)
         return core(x, y, *args, **kw)
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = core.__doc__
     f.core_op = core.core_op
@@ -506,8 +552,13 @@ def finfo(dtype):
     """Machine limits of a float dtype (``nl.finfo``, 2.26 language docs; NumPy/ml_dtypes ``finfo``)."""
     d = _dt.canonical(dtype, op="finfo")
     if not _dt.is_float(d):
-        raise SimValueError("E018", "finfo", "dtype", f"finfo needs a float dtype, got {_dt.name_of(d)}",
-                            "Use np.iinfo for integer types")
+        raise SimValueError(
+            "E018",
+            "finfo",
+            "dtype",
+            f"finfo needs a float dtype, got {_dt.name_of(d)}",
+            "Use np.iinfo for integer types",
+        )
     return np.finfo(np.float32) if d is _dt.tfloat32 else _ml_dtypes.finfo(d)
 
 
@@ -536,8 +587,12 @@ def _assignment_target(frame):
             if first.argval in sc:
                 return sc[first.argval], True
         return None, True
-    if first.opname in ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_GLOBAL") and len(after) >= 3 \
-            and after[1].opname == "LOAD_CONST" and after[2].opname == "STORE_SUBSCR":
+    if (
+        first.opname in ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_GLOBAL")
+        and len(after) >= 3
+        and after[1].opname == "LOAD_CONST"
+        and after[2].opname == "STORE_SUBSCR"
+    ):
         for sc in scopes:
             if first.argval in sc:
                 return sc[first.argval][after[1].argval], True
@@ -551,18 +606,27 @@ def _subscript_target(frame):
     import ast as _ast
 
     from ..kernel_ast import _lookup
+
     code = frame.f_code
-    pos = next((p for i, p in enumerate(code.co_positions()) if 2 * i == frame.f_lasti), None) \
-        if hasattr(code, "co_positions") else None
+    pos = (
+        next((p for i, p in enumerate(code.co_positions()) if 2 * i == frame.f_lasti), None)
+        if hasattr(code, "co_positions")
+        else None
+    )
     if pos is None or pos[0] is None:
         return None, False
     fn, _ = _lookup(code, frame.f_globals)
     if fn is None:
         return None, False
     for node in _ast.walk(fn):
-        if isinstance(node, _ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], _ast.Subscript) \
-                and isinstance(node.value, _ast.Call) and node.value.lineno == pos[0] \
-                and node.value.col_offset == pos[2]:
+        if (
+            isinstance(node, _ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], _ast.Subscript)
+            and isinstance(node.value, _ast.Call)
+            and node.value.lineno == pos[0]
+            and node.value.col_offset == pos[2]
+        ):
             target = node.targets[0]
             expr = _ast.Expression(_ast.Subscript(target.value, target.slice, _ast.Load()))
             _ast.copy_location(expr.body, target)
@@ -581,11 +645,17 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
     ctx = _enter("loop_reduce")
     acc, ok = _assignment_target(_user_frame())
     if not ok:
-        raise NKISyntaxError("E021", "loop_reduce", None, "nl.loop_reduce must be assigned to its destination: "
-                             "`b = nl.loop_reduce(a, op, loop_indices)` or `b[...] = nl.loop_reduce(...)`",
-                             "Assign the result directly to the accumulating tile")
-    return _select.loop_reduce(ctx, _PENDING, x, op, acc if isinstance(acc, Tile) else None, dtype=dtype,
-                               mask=_mask_value(mask, "loop_reduce"))
+        raise NKISyntaxError(
+            "E021",
+            "loop_reduce",
+            None,
+            "nl.loop_reduce must be assigned to its destination: "
+            "`b = nl.loop_reduce(a, op, loop_indices)` or `b[...] = nl.loop_reduce(...)`",
+            "Assign the result directly to the accumulating tile",
+        )
+    return _select.loop_reduce(
+        ctx, _PENDING, x, op, acc if isinstance(acc, Tile) else None, dtype=dtype, mask=_mask_value(mask, "loop_reduce")
+    )
 
 
 def __getattr__(name):
@@ -603,6 +673,7 @@ def _guarded(fn, check):
             if d is not None and d.active:
                 check(args, kw)
         return fn(*args, **kw)
+
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__
     for attr in ("core_op", "_nki_op"):
@@ -617,6 +688,7 @@ def _activation_op(name):
         # nisa.activation, must use nisa.activation and specify bias tensor in allocation kernels"
         if kw.get("engine") is None or getattr(kw.get("engine"), "name", None) == "scalar":
             _alloc.check_bias(f"nl.{name}", None)
+
     return check
 
 
@@ -627,8 +699,9 @@ for _n, (_f, _eng) in _ops_tables.UNARY.items():
 
 def _matmul_transpose(args, kw):
     if not kw.get("transpose_x", args[2] if len(args) > 2 else False):
-        _alloc.check_tensor_engine_transpose("nl.matmul", "nl.matmul without transpose_x=True (a TensorE transpose "
-                                             "of x)")
+        _alloc.check_tensor_engine_transpose(
+            "nl.matmul", "nl.matmul without transpose_x=True (a TensorE transpose of x)"
+        )
 
 
 matmul = _guarded(matmul, _matmul_transpose)
@@ -639,9 +712,13 @@ def _invert(fn):
         if isinstance(x, Tile) and x.dtype is _dt.bool_:
             # KI (SDK 2.26 nki_known_issues.rst "Execution"): nl.invert "produces incorrect result with bool
             # input type, use int8 type instead" -- it runs here; a warning, E024 under strict
-            _unproven("invert_bool", "nl.invert on a bool tile gives wrong results on hardware (known issue); use "
-                      "an int8 tile (or nl.logical_not)")
+            _unproven(
+                "invert_bool",
+                "nl.invert on a bool tile gives wrong results on hardware (known issue); use "
+                "an int8 tile (or nl.logical_not)",
+            )
         return fn(x, *args, **kw)
+
     call.__name__ = call.__qualname__ = "invert"
     call._nki_op = fn._nki_op
     call.core_op = fn.core_op
@@ -649,8 +726,9 @@ def _invert(fn):
 
 
 invert = _invert(invert)
-transpose = _guarded(transpose, lambda a, k: _alloc.check_tensor_engine_transpose("nl.transpose",
-                                                                                  "nl.transpose (TensorE)"))
+transpose = _guarded(
+    transpose, lambda a, k: _alloc.check_tensor_engine_transpose("nl.transpose", "nl.transpose (TensorE)")
+)
 softmax = _guarded(softmax, lambda a, k: _alloc.check_implicit_api("nl.softmax"))
 rms_norm = _guarded(rms_norm, lambda a, k: _alloc.check_implicit_api("nl.rms_norm"))
 

@@ -5,6 +5,7 @@ one element of a dtype) and ``import neuronxcc.nki.language.constants as constan
 allocation docs (``general/nki/api/nki/compiler/sbuf.py`` at 49ee15c5) name
 ``nki.language.constants.sbuf_min_align``.  The alignments are ``nl.tile_size``'s.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as _dt

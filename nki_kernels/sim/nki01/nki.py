@@ -1,4 +1,5 @@
 """The top-level ``neuronxcc.nki`` namespace of the interpreter (NKI 0.1)."""
+
 from __future__ import annotations
 
 from ..core.errors import not_implemented
@@ -18,7 +19,7 @@ from .kernel import (  # noqa: F401
 )
 from .tile import Tile
 
-tensor = Tile          # nki.tensor (2.26 nki docs: the tensor class)
+tensor = Tile  # nki.tensor (2.26 nki docs: the tensor class)
 
 
 def __getattr__(name):

@@ -223,8 +223,10 @@ class Index:
         if isinstance(o, (float, np.floating)):
             if _internal(3):
                 return NotImplemented
-            raise _e028(f"`{op}` of a loop index and a float: an index is an integer affine expression",
-                        "Keep index arithmetic in ints (use // for division)")
+            raise _e028(
+                f"`{op}` of a loop index and a float: an index is an integer affine expression",
+                "Keep index arithmetic in ints (use // for division)",
+            )
         return NotImplemented
 
     def __truediv__(self, o: object) -> Any:
@@ -271,8 +273,7 @@ class Index:
             # Python's range (a plain helper, a nested function): the same decision as the kernel's range(i)
             bound_args("range", (self,))
             return self.v
-        raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a "
-                    "NumPy index, ...)")
+        raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a NumPy index, ...)")
 
     def __int__(self) -> int:
         if _internal():
@@ -449,14 +450,16 @@ class Predicate:
             return self.v
         what = {
             "jump": "a loop-index predicate as the condition of a `while`, a conditional expression "
-                    "(`x if p else y`), an assert or a comprehension filter",
+            "(`x if p else y`), an assert or a comprehension filter",
             "boolop": "`and`/`or` on a loop-index predicate",
             "call": "the truth value of a loop-index predicate outside an `if` test (bool(), not, min()/max(), "
-                    "`in`, ...)",
+            "`in`, ...)",
         }[site]
-        raise _e028(what + ": it has no Python value at trace time",
-                    "Use it as the test of an `if` statement or in mask=, combine predicates with & | ~, or "
-                    "iterate with nl.static_range for Python values")
+        raise _e028(
+            what + ": it has no Python value at trace time",
+            "Use it as the test of an `if` statement or in mask=, combine predicates with & | ~, or "
+            "iterate with nl.static_range for Python values",
+        )
 
     def __repr__(self) -> str:
         return f"Predicate({self.v}{'' if self.affine else ', non-affine'})"
@@ -471,19 +474,29 @@ def bound_args(api: str, args: tuple, static: bool = False) -> tuple:
     ``nl.static_range`` (unrolled at trace time) always E028."""
     if not any(a.__class__ is Index for a in args):
         return args
-    msg = (f"{api}() with a loop-index bound: the trip count depends on an enclosing symbolic loop index, which "
-           "has no value at trace time")
+    msg = (
+        f"{api}() with a loop-index bound: the trip count depends on an enclosing symbolic loop index, which "
+        "has no value at trace time"
+    )
     ctx = maybe_current()
     if static or (ctx is not None and ctx.options.strict):
-        raise _e028(msg, "Use a constant trip count and a mask= / `if` predicate for the ragged part, or "
-                    "nl.static_range for the enclosing loop")
+        raise _e028(
+            msg,
+            "Use a constant trip count and a mask= / `if` predicate for the ragged part, or "
+            "nl.static_range for the enclosing loop",
+        )
     if ctx is not None:
         file, line = user_location()
         key = ("index_range_bound", file, line)
         if key not in ctx.warned:
             ctx.warned.add(key)
-            warnings.warn_explicit(f"[E028 under strict] {msg} (sources silent; the interpreter uses this "
-                                   f"iteration's value) at {file.rsplit('/', 1)[-1]}:{line}", SimWarning, file, line)
+            warnings.warn_explicit(
+                f"[E028 under strict] {msg} (sources silent; the interpreter uses this "
+                f"iteration's value) at {file.rsplit('/', 1)[-1]}:{line}",
+                SimWarning,
+                file,
+                line,
+            )
     return tuple(concrete(a) for a in args)
 
 
@@ -528,18 +541,23 @@ def check_loop_state(frame: types.FrameType) -> None:
         if not isinstance(value, _PY_STATE) or isinstance(value, Index):
             continue  # NKI tensors (the scope rules' business) and indices
         file, line = frame.f_code.co_filename, st.update_lines[0]
-        msg = (f"`{st.name}` is a Python value updated in the body of a symbolic loop (line {site.line}) and read "
-               f"after it (line {st.use_lines[0]}): NKI 0.1 traces the body once, so on hardware it holds one "
-               "iteration's update, not one per iteration (the interpreter runs every iteration)")
-        fix = ("Compute it outside the loop (e.g. from the trip count), keep it in an NKI tensor, or iterate with "
-               "nl.static_range")
+        msg = (
+            f"`{st.name}` is a Python value updated in the body of a symbolic loop (line {site.line}) and read "
+            f"after it (line {st.use_lines[0]}): NKI 0.1 traces the body once, so on hardware it holds one "
+            "iteration's update, not one per iteration (the interpreter runs every iteration)"
+        )
+        fix = (
+            "Compute it outside the loop (e.g. from the trip count), keep it in an NKI tensor, or iterate with "
+            "nl.static_range"
+        )
         if ctx.options.strict:
             raise NKISyntaxError("E028", "loop state", st.name, msg, fix, where=(file, line))
         key = ("loop_state", file, line)
         if key not in ctx.warned:
             ctx.warned.add(key)
-            warnings.warn_explicit(f"[E028 under strict] {msg}; {fix} at {file.rsplit('/', 1)[-1]}:{line}",
-                                   SimWarning, file, line)
+            warnings.warn_explicit(
+                f"[E028 under strict] {msg}; {fix} at {file.rsplit('/', 1)[-1]}:{line}", SimWarning, file, line
+            )
 
 
 def program_index(axis: int, v: int) -> Index:
@@ -552,9 +570,11 @@ def reject_in_shape(api: str, values: object) -> None:
     vals = values if isinstance(values, (tuple, list)) else (values,)
     for s in vals:
         if s.__class__ is Index:
-            raise _e028(f"a loop index in the shape of {api}: shapes are trace-time ints",
-                        "Size the tile for the largest iteration and write the ragged part with mask=, or "
-                        "iterate with nl.static_range")
+            raise _e028(
+                f"a loop index in the shape of {api}: shapes are trace-time ints",
+                "Size the tile for the largest iteration and write the ragged part with mask=, or "
+                "iterate with nl.static_range",
+            )
 
 
 def mask_of_predicate(p: Predicate, api: str) -> bool:
@@ -567,10 +587,15 @@ def mask_of_predicate(p: Predicate, api: str) -> bool:
 def raise_nonaffine_mask(api: str) -> None:
     # ERR err_unsupported_expression_in_mask (SDK 2.26 nki.errors.rst): masks are affine expressions of loop
     # indices; `%`, `//` and index products are not
-    raise SimValueError("E015", api, "mask", "the mask is not an affine expression of loop indices "
-                        "(err_unsupported_expression_in_mask: `%`, `//` and products of indices are not affine)",
-                        "Write the predicate as a linear combination of indices plus a constant (a*i + b*j + c "
-                        "< n), or split the loop so the condition becomes affine")
+    raise SimValueError(
+        "E015",
+        api,
+        "mask",
+        "the mask is not an affine expression of loop indices "
+        "(err_unsupported_expression_in_mask: `%`, `//` and products of indices are not affine)",
+        "Write the predicate as a linear combination of indices plus a constant (a*i + b*j + c "
+        "< n), or split the loop so the condition becomes affine",
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------

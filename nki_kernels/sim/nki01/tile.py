@@ -4,6 +4,7 @@ syntax (``nl.arange`` / ``nl.mgrid`` index expressions, predicates, index tiles)
 
 Index expressions are evaluated here into the integer index arrays the core's views take.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,13 +32,17 @@ _ALL = slice(None)
 def _nested(name: str) -> None:
     # CS149 course tips (asst4-trainium2 README): "Do not use nested slicing/mgrid
     # (e.g. t[0:128, 128:256][0:64, 0:64])" -- legal on paper, trouble in practice
-    unproven("nested_index", f"indexing `{name}` again after slicing it (slice of a slice) is "
-             "hardware-unproven (CS149 tips: do not use nested slicing/mgrid); index the original "
-             "tensor once with the combined range")
+    unproven(
+        "nested_index",
+        f"indexing `{name}` again after slicing it (slice of a slice) is "
+        "hardware-unproven (CS149 tips: do not use nested slicing/mgrid); index the original "
+        "tensor once with the combined range",
+    )
 
 
 class Tile(Tensor):
     """An NKI 0.1 tensor / tile view.  ``.shape .dtype .ndim .itemsize .buffer .name``."""
+
     __slots__ = ()
     __array_priority__ = 100
 
@@ -54,29 +59,43 @@ class Tile(Tensor):
             if f is None or control_flow_site(f) != "if":
                 return True
         where = "an HBM tensor" if hbm else "a tile"
-        raise SimValueError("E015", "tensor", self.name,
-                            f"the truth value of {where} is ambiguous (err_ambiguous_tensor_truth_value; "
-                            "control flow cannot depend on tensor values)",
-                            "Test an optional tensor with `is not None`; use mask= or nl.where (and &, |, ~ "
-                            "instead of and/or/not) for element values")
+        raise SimValueError(
+            "E015",
+            "tensor",
+            self.name,
+            f"the truth value of {where} is ambiguous (err_ambiguous_tensor_truth_value; "
+            "control flow cannot depend on tensor values)",
+            "Test an optional tensor with `is not None`; use mask= or nl.where (and &, |, ~ "
+            "instead of and/or/not) for element values",
+        )
 
     __hash__ = object.__hash__
 
     def __iter__(self):
-        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
-                           "Index them with slices or nl.arange")
+        raise SimTypeError(
+            "E010", "iter", self.name, "NKI tensors are not iterable", "Index them with slices or nl.arange"
+        )
 
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> Tile:
         key = key if key.__class__ is tuple else (key,)
-        if len(key) == 1 and len(self._shape) == 2 and key[0] is not Ellipsis and 1 in self._shape \
-                and self.alloc.buffer not in HBM_KINDS:
+        if (
+            len(key) == 1
+            and len(self._shape) == 2
+            and key[0] is not Ellipsis
+            and 1 in self._shape
+            and self.alloc.buffer not in HBM_KINDS
+        ):
             # KI (SDK 2.26 nki_known_issues.rst "Indexing"): [N, 1] / [1, M] buffers are indexed with both
             # indices (my_sbuf[0:N, 0]); a single index "won't work"
-            raise NKISyntaxError("E014", "index", self.name,
-                                 f"a {list(self._shape)} on-chip tile indexed with one index: index both axes",
-                                 "Write t[0:N, 0] for an [N, 1] tile or t[0, 0:M] for a [1, M] tile")
-        for k in key:                      # the common case: ints, slices and ``...`` only
+            raise NKISyntaxError(
+                "E014",
+                "index",
+                self.name,
+                f"a {list(self._shape)} on-chip tile indexed with one index: index both axes",
+                "Write t[0:N, 0] for an [N, 1] tile or t[0, 0:M] for a [1, M] tile",
+            )
+        for k in key:  # the common case: ints, slices and ``...`` only
             c = k.__class__
             if c is not slice and c is not int and k is not Ellipsis:
                 break
@@ -110,10 +129,14 @@ class Tile(Tensor):
             # reads as the mask= predicate attached to the access)
             return self.where_view(mask_array(flat[0], self._shape, "index"))
         if self.arr is None and advanced:
-            raise SimNotImplementedError("E100", "index", self.name,
-                                         "indexing a view that was itself indexed with nl.arange/mgrid "
-                                         "again with nl.arange/mgrid is not implemented in nki_kernels.sim",
-                                         "Index the original tensor once with the combined expression")
+            raise SimNotImplementedError(
+                "E100",
+                "index",
+                self.name,
+                "indexing a view that was itself indexed with nl.arange/mgrid "
+                "again with nl.arange/mgrid is not implemented in nki_kernels.sim",
+                "Index the original tensor once with the combined expression",
+            )
         if advanced:
             return self.take(self._index_arrays(flat))
         return self.index(flat)
@@ -122,26 +145,42 @@ class Tile(Tensor):
         """The core index arrays of an nl.arange/mgrid key (E014 for the forms NKI 0.1 rejects)."""
         if len(key) != len(self._shape):
             if any(isinstance(k, slice) or k is Ellipsis for k in key):
-                raise NKISyntaxError("E014", "index", self.name,
-                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
-                                     "Index every axis with nl.arange/mgrid expressions (or ints)")
-            raise SimIndexError("E008", "index", self.name,
-                                f"{len(key)} indices for a tensor of rank {len(self._shape)}",
-                                "Index every axis with nl.arange/mgrid expressions or ints")
+                raise NKISyntaxError(
+                    "E014",
+                    "index",
+                    self.name,
+                    "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                    "Index every axis with nl.arange/mgrid expressions (or ints)",
+                )
+            raise SimIndexError(
+                "E008",
+                "index",
+                self.name,
+                f"{len(key)} indices for a tensor of rank {len(self._shape)}",
+                "Index every axis with nl.arange/mgrid expressions or ints",
+            )
         parts = []
         for k in key:
             if isinstance(k, IndexExpr):
                 if k.ndim == 1 and len(key) > 1:
-                    raise NKISyntaxError("E014", "index", self.name, f"{self.name} with 1d arange is not supported",
-                                         "Lift it: nl.arange(n)[:, None] for the partition axis, "
-                                         "nl.arange(n)[None, :] for a free axis")
+                    raise NKISyntaxError(
+                        "E014",
+                        "index",
+                        self.name,
+                        f"{self.name} with 1d arange is not supported",
+                        "Lift it: nl.arange(n)[:, None] for the partition axis, nl.arange(n)[None, :] for a free axis",
+                    )
                 parts.append(k.v)
             elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
                 parts.append(int(k))
             elif isinstance(k, slice) or k is Ellipsis:
-                raise NKISyntaxError("E014", "index", self.name,
-                                     "Mixing basic tensor indexing and advanced tensor indexing is not supported",
-                                     "Use nl.arange for every axis, or slices for every axis")
+                raise NKISyntaxError(
+                    "E014",
+                    "index",
+                    self.name,
+                    "Mixing basic tensor indexing and advanced tensor indexing is not supported",
+                    "Use nl.arange for every axis, or slices for every axis",
+                )
             else:
                 raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r}")
         return parts
@@ -162,8 +201,13 @@ class Tile(Tensor):
     def view(self, dtype) -> Tile:
         d = dt.canonical(dtype, op="view")
         if dt.itemsize(d) != self.itemsize or self.arr is None:
-            raise SimValueError("E018", "view", self.name, "view() needs a dtype of the same size",
-                                f"{dt.name_of(self.dtype)} is {self.itemsize} bytes")
+            raise SimValueError(
+                "E018",
+                "view",
+                self.name,
+                "view() needs a dtype of the same size",
+                f"{dt.name_of(self.dtype)} is {self.itemsize} bytes",
+            )
         ctx = enter("view", instruction=False)
         t = self.reinterpret(self.arr.view(dt.storage_dtype(d, ctx.options.precision)), d, name=self.name + "_view")
         t.alloc.written = True
@@ -180,8 +224,12 @@ class Tile(Tensor):
 
     def assert_shape(self, shape) -> Tile:
         if tuple(shape) != self._shape:
-            raise SimValueError("E011", "assert_shape", self.name, f"unexpected shape for {self.name}, "
-                                f"expected {tuple(shape)}, got {self._shape}")
+            raise SimValueError(
+                "E011",
+                "assert_shape",
+                self.name,
+                f"unexpected shape for {self.name}, expected {tuple(shape)}, got {self._shape}",
+            )
         return self
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
@@ -204,24 +252,46 @@ def _binop(name, reverse=False):
         if isinstance(other, Tensor) and other._shape and self._shape and other._shape[0] != self._shape[0]:
             # KI (SDK 2.26 nki_known_issues.rst): "Partition dimension broadcasting is not supported on
             # operator overloads" -- nl.add(a, b) and friends do broadcast
-            raise SimValueError("E002", f"operator {name}", None,
-                                f"partition-dimension broadcasting through an operator: {self._shape} and "
-                                f"{other._shape} have different partition counts",
-                                f"Call nl.{name}(a, b), which broadcasts a 1-partition operand, or "
-                                "broadcast it first (nl.broadcast_to)", got=(self._shape[0], other._shape[0]))
+            raise SimValueError(
+                "E002",
+                f"operator {name}",
+                None,
+                f"partition-dimension broadcasting through an operator: {self._shape} and "
+                f"{other._shape} have different partition counts",
+                f"Call nl.{name}(a, b), which broadcasts a 1-partition operand, or "
+                "broadcast it first (nl.broadcast_to)",
+                got=(self._shape[0], other._shape[0]),
+            )
         return fn(other, self) if reverse else fn(self, other)
+
     f.__name__ = name
     return f
 
 
-for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
-                ("pow", "power"), ("mod", "mod"), ("and", "bitwise_and"), ("or", "bitwise_or"),
-                ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift"),
-                ("floordiv", "floor_divide")):
+for _n, _op in (
+    ("add", "add"),
+    ("sub", "subtract"),
+    ("mul", "multiply"),
+    ("truediv", "divide"),
+    ("pow", "power"),
+    ("mod", "mod"),
+    ("and", "bitwise_and"),
+    ("or", "bitwise_or"),
+    ("xor", "bitwise_xor"),
+    ("lshift", "left_shift"),
+    ("rshift", "right_shift"),
+    ("floordiv", "floor_divide"),
+):
     setattr(Tile, f"__{_n}__", _binop(_op))
     setattr(Tile, f"__r{_n}__", _binop(_op, reverse=True))
-for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
-                ("eq", "equal"), ("ne", "not_equal")):
+for _n, _op in (
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+):
     setattr(Tile, f"__{_n}__", _binop(_op))
 Tile.__neg__ = lambda s: NL["negative"](s)
 Tile.__invert__ = lambda s: NL["invert"](s)

@@ -1,4 +1,5 @@
 """``neuronxcc.nki.typing``: annotations only (no runtime effect in the interpreter)."""
+
 from ..core.annotations import Annotation
 from ..core.errors import not_implemented
 

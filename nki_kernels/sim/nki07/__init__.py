@@ -8,6 +8,7 @@
 Module objects: :mod:`.nki` (``nki``), :mod:`.language`, :mod:`.isa`, :mod:`.typing`,
 :mod:`.compiler`.  Semantics and their sources: docs/nki-0.7-spec.md.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,9 +32,15 @@ _collectives.__doc__ = "nki.collectives is not implemented in nki_kernels.sim (E
 _collectives.__getattr__ = module_getattr("nki.collectives")
 nki.collectives = _collectives
 
-_MODULES = {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.constants": isa.constants,
-            "nki.typing": typing,
-            "nki.compiler": compiler, "nki.collectives": _collectives}
+_MODULES = {
+    "nki": nki,
+    "nki.language": language,
+    "nki.isa": isa,
+    "nki.isa.constants": isa.constants,
+    "nki.typing": typing,
+    "nki.compiler": compiler,
+    "nki.collectives": _collectives,
+}
 
 
 class install_nki_alias(ModuleAlias):
@@ -45,7 +52,7 @@ class install_nki_alias(ModuleAlias):
     ``sys.modules`` under those names is restored."""
 
     def modules(self) -> dict:
-        nki.__path__ = []          # a package, so `import nki.language` resolves to sys.modules
+        nki.__path__ = []  # a package, so `import nki.language` resolves to sys.modules
         nki.__nki_kernels_sim__ = True
         return _MODULES
 

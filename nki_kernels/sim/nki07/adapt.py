@@ -3,6 +3,7 @@
 (:func:`returns_fresh`); tensors cross the boundary as :class:`~.tensor.NkiTensor` wrappers.
 Documented names that are not modelled are importable and raise E100 when used
 (:class:`Unimplemented`)."""
+
 from __future__ import annotations
 
 import inspect
@@ -21,7 +22,7 @@ _NOT_07 = frozenset(("mask", "api", "spec", "default_engine", "warn_non_matmul_i
 
 
 def _params(fn: Callable) -> frozenset:
-    return frozenset(list(inspect.signature(fn).parameters)[2:]) - _NOT_07      # after (ctx, dst)
+    return frozenset(list(inspect.signature(fn).parameters)[2:]) - _NOT_07  # after (ctx, dst)
 
 
 def unwrap(x):
@@ -45,22 +46,39 @@ def _kwargs(kw: dict, known: frozenset, short: str, dst: Tensor | None) -> dict:
             continue
         if k == "dtype" and dst is not None:
             if v is not None and canonical(v, op=short) != dst.dtype:
-                raise SimTypeError("E009", short, "dtype", f"dtype={name_of(canonical(v, op=short))} differs from "
-                                   f"dst.dtype={name_of(dst.dtype)}", "The result is cast to dst.dtype; drop dtype=")
+                raise SimTypeError(
+                    "E009",
+                    short,
+                    "dtype",
+                    f"dtype={name_of(canonical(v, op=short))} differs from dst.dtype={name_of(dst.dtype)}",
+                    "The result is cast to dst.dtype; drop dtype=",
+                )
             continue
         if k in known:
             out[k] = v.t if v.__class__ is NkiTensor else unwrap(v)
         else:
             bad.append(k)
     if bad:
-        raise SimTypeError("E010", short, bad[0], f"unexpected keyword argument(s) {sorted(bad)}",
-                           "See the nki.isa API reference for this instruction's parameters")
+        raise SimTypeError(
+            "E010",
+            short,
+            bad[0],
+            f"unexpected keyword argument(s) {sorted(bad)}",
+            "See the nki.isa API reference for this instruction's parameters",
+        )
     return out
 
 
-def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = None,
-              convert: Callable | None = None, extra: tuple = (), defaults: dict | None = None,
-              **bound) -> Callable:
+def dst_first(
+    core_fn: Callable,
+    *,
+    name: str | None = None,
+    api: str | None = None,
+    convert: Callable | None = None,
+    extra: tuple = (),
+    defaults: dict | None = None,
+    **bound,
+) -> Callable:
     """An NKI 0.7 ISA call ``op(dst, ...)``: the core op lands its result in ``dst``; returns None.
     ``convert(dst, *args, **kw) -> (args, kw)`` maps the 0.7 signature onto the core op's (``extra``:
     keyword names it takes besides the core op's); ``defaults``: the 0.7 signature's defaults where
@@ -69,14 +87,17 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
     short = name or core_fn.__name__
     known = _params(core_fn) | frozenset(extra)
     sig = list(inspect.signature(core_fn).parameters.values())[2:]
-    required = tuple(p.name for p in sig if p.default is inspect.Parameter.empty
-                     and p.kind is p.POSITIONAL_OR_KEYWORD) if convert is None else ()
+    required = (
+        tuple(p.name for p in sig if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
+        if convert is None
+        else ()
+    )
     fixed = dict(bound)
     if "api" in inspect.signature(core_fn).parameters:
         fixed["api"] = api or f"nisa.{short}"
     position = {p.name: i for i, p in enumerate(sig)}
     defaults = tuple((k, v, position[k]) for k, v in (defaults or {}).items())
-    engine_dst = not core_fn.__module__.endswith(".dma")     # DMAs write any partition
+    engine_dst = not core_fn.__module__.endswith(".dma")  # DMAs write any partition
 
     def call(*args, **kw):
         ctx = enter(short)
@@ -85,13 +106,23 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
         elif args:
             dst, args = args[0], args[1:]
         else:
-            raise SimTypeError("E010", short, "dst", f"nisa.{short}() was called without dst: NKI 0.7 ISA calls "
-                               "write their result into a destination tile and return nothing",
-                               f"Pass the destination first: nisa.{short}(dst=tile, ...) (NKI 0.6 MIG \"All ISA "
-                               "functions require a destination parameter\")")
+            raise SimTypeError(
+                "E010",
+                short,
+                "dst",
+                f"nisa.{short}() was called without dst: NKI 0.7 ISA calls "
+                "write their result into a destination tile and return nothing",
+                f'Pass the destination first: nisa.{short}(dst=tile, ...) (NKI 0.6 MIG "All ISA '
+                'functions require a destination parameter")',
+            )
         if dst.__class__ is not NkiTensor:
-            raise SimTypeError("E010", short, "dst", f"expected a destination tensor, got {type(dst).__name__}",
-                               f"ISA calls take dst first since NKI 0.2: nisa.{short}(dst, ...) returns nothing")
+            raise SimTypeError(
+                "E010",
+                short,
+                "dst",
+                f"expected a destination tensor, got {type(dst).__name__}",
+                f"ISA calls take dst first since NKI 0.2: nisa.{short}(dst, ...) returns nothing",
+            )
         d = dst.t
         if engine_dst and not d.access_ok and d.alloc.buffer in ON_CHIP:
             # the engines' partition rules hold for what they write too (NKI 0.6 trainium2 arch guide: an
@@ -102,10 +133,15 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
         if args:
             args = tuple(a.t if a.__class__ is NkiTensor else unwrap(a) for a in args)
         if len(args) < len(required):
-            missing = [n for n in required[len(args):] if n not in kw]
+            missing = [n for n in required[len(args) :] if n not in kw]
             if missing:
-                raise SimTypeError("E010", short, missing[0], f"nisa.{short}() is missing argument(s) {missing}",
-                                   f"Call nisa.{short}(dst, {', '.join(required)}, ...) (NKI 0.6 nki.isa reference)")
+                raise SimTypeError(
+                    "E010",
+                    short,
+                    missing[0],
+                    f"nisa.{short}() is missing argument(s) {missing}",
+                    f"Call nisa.{short}(dst, {', '.join(required)}, ...) (NKI 0.6 nki.isa reference)",
+                )
         for k, v, i in defaults:
             if k not in kw and i >= len(args):
                 kw[k] = v
@@ -120,8 +156,15 @@ def dst_first(core_fn: Callable, *, name: str | None = None, api: str | None = N
     return call
 
 
-def returns_fresh(core_fn: Callable, *, name: str | None = None, api: str | None = None, pre: tuple = (),
-                  convert: Callable | None = None, **bound) -> Callable:
+def returns_fresh(
+    core_fn: Callable,
+    *,
+    name: str | None = None,
+    api: str | None = None,
+    pre: tuple = (),
+    convert: Callable | None = None,
+    **bound,
+) -> Callable:
     """An ``nl.*`` call of NKI 0.7 that returns a new tile (NKI 0.6 L1): ``core_fn(ctx, PENDING, *pre,
     ...)`` wrapped as an NkiTensor (``t[...] = nl.exp(x)`` lands the result in ``t``)."""
     short = name or core_fn.__name__
@@ -159,7 +202,7 @@ class Unimplemented:
         raise not_implemented(self._api)
 
     def __getattr__(self, name):
-        if name.startswith("_"):     # introspection (pytest, inspect, copy) must see a plain object
+        if name.startswith("_"):  # introspection (pytest, inspect, copy) must see a plain object
             raise AttributeError(name)
         return Unimplemented(f"{self._api}.{name}")
 
@@ -172,8 +215,10 @@ class Unimplemented:
 
 def module_getattr(prefix: str) -> Callable:
     """A module ``__getattr__`` for an NKI 0.7 namespace: unknown public names are Unimplemented."""
+
     def __getattr__(name):
         if name.startswith("_"):
             raise AttributeError(name)
         return Unimplemented(f"{prefix}.{name}")
+
     return __getattr__

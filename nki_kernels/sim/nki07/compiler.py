@@ -1,4 +1,5 @@
 """``nki.compiler``: compiler directives, accepted as no-ops by the interpreter."""
+
 from .adapt import module_getattr
 from .kernel import skip_middle_end_transformations  # noqa: F401
 from .language import no_reorder, psum, sbuf  # noqa: F401

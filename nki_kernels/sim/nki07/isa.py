@@ -5,6 +5,7 @@ over the op core (docs/nki-0.7-spec.md §4).
 names holds the semantics and their sources; ``spec="0.6"`` selects the NKI 0.6 reading where the
 documented semantics changed since SDK 2.26.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,11 +49,17 @@ class NkiValidationError(ValueError):
 
 # ---- argument conversions where the 0.7 signature differs from the core op's ------------------
 
+
 def _dma_copy(dst, src, *args, **kw):
     """``dma_copy(dst, src, priority, oob_mode, dge_mode, engine)``; ``dst_rmw_op`` was removed (I5)."""
     if "dst_rmw_op" in kw:
-        raise NKISyntaxError("E021", "dma_copy", "dst_rmw_op", "dst_rmw_op was removed in NKI 0.3",
-                             "Use nisa.dma_compute(dst, [src, dst], reduce_op=nl.add)")
+        raise NKISyntaxError(
+            "E021",
+            "dma_copy",
+            "dst_rmw_op",
+            "dst_rmw_op was removed in NKI 0.3",
+            "Use nisa.dma_compute(dst, [src, dst], reduce_op=nl.add)",
+        )
     kw.update(zip(("priority", "oob_mode", "dge_mode", "engine"), args, strict=False))
     return (src,), kw
 
@@ -61,10 +68,16 @@ def _memset(dst, value, engine=None, **kw):
     """I10: ``value`` must match the dtype (NKI 0.3 MIG "nisa.memset -- strict type matching")."""
     if is_int(dst.dtype) and isinstance(value, (float, np.floating)):
         if not float(value).is_integer():
-            raise SimTypeError("E009", "memset", "value", f"value {value!r} does not match dst dtype "
-                               f"{name_of(dst.dtype)} (NKI 0.3 strict type matching)", "Pass an integer value")
-        current("memset").warn_once("memset_float", f"memset of an integer tile with the float {value!r}: NKI 0.3+ "
-                                    "requires an int literal")
+            raise SimTypeError(
+                "E009",
+                "memset",
+                "value",
+                f"value {value!r} does not match dst dtype {name_of(dst.dtype)} (NKI 0.3 strict type matching)",
+                "Pass an integer value",
+            )
+        current("memset").warn_once(
+            "memset_float", f"memset of an integer tile with the float {value!r}: NKI 0.3+ requires an int literal"
+        )
     return (value,), dict(kw, engine=engine)
 
 
@@ -100,24 +113,30 @@ def _affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_valu
         raise NKISyntaxError("E021", api, "cmp_op", f"{cmp} is not a comparison op")
     v = _pattern_values(api, dst.shape[0], pattern, offset, channel_multiplier)
     if free_size(v.shape) != free_size(on_true_tile.shape):
-        raise SimValueError("E011", api, "pattern", f"the pattern has {free_size(v.shape)} elements per partition, "
-                            f"the tile {tuple(on_true_tile.shape)} has {free_size(on_true_tile.shape)}",
-                            "The pattern's element count must match the tile's free size")
+        raise SimValueError(
+            "E011",
+            api,
+            "pattern",
+            f"the pattern has {free_size(v.shape)} elements per partition, "
+            f"the tile {tuple(on_true_tile.shape)} has {free_size(on_true_tile.shape)}",
+            "The pattern's element count must match the tile's free size",
+        )
     pred = BINARY[cmp](v, 0).reshape(on_true_tile.shape)
     return (pred, on_true_tile, on_false_value), kw
 
 
 def _activation_bias(dst, op, data, bias=None, scale=1.0, *args, **kw):
-    if bias is not None and not isinstance(bias, (int, float, np.integer, np.floating)) and \
-            not hasattr(bias, "alloc"):
-        raise SimTypeError("E010", "activation", "bias", f"bias must be a scalar or a (P, 1) tile, got "
-                           f"{type(bias).__name__}")
+    if bias is not None and not isinstance(bias, (int, float, np.integer, np.floating)) and not hasattr(bias, "alloc"):
+        raise SimTypeError(
+            "E010", "activation", "bias", f"bias must be a scalar or a (P, 1) tile, got {type(bias).__name__}"
+        )
     return (op, data, bias, scale) + args, kw
 
 
 # ---- DMA (I5, I6) ----------------------------------------------------------------------------
-dma_copy = dst_first(_dma.dma_copy, convert=_dma_copy, extra=("priority", "oob_mode", "dge_mode", "engine",
-                                                              "dst_rmw_op"))
+dma_copy = dst_first(
+    _dma.dma_copy, convert=_dma_copy, extra=("priority", "oob_mode", "dge_mode", "engine", "dst_rmw_op")
+)
 dma_transpose = dst_first(_dma.dma_transpose, spec="0.6")
 dma_compute = dst_first(_dma.dma_compute)
 
@@ -142,8 +161,9 @@ bn_stats = dst_first(_reduce.bn_stats)
 bn_aggr = dst_first(_reduce.bn_aggr)
 max8 = dst_first(_reduce.max8)
 iota = dst_first(_vector.iota, convert=_iota, extra=("pattern", "offset", "channel_multiplier"))
-affine_select = dst_first(_vector.affine_select, convert=_affine_select,
-                          extra=("pattern", "channel_multiplier", "cmp_op", "offset"))
+affine_select = dst_first(
+    _vector.affine_select, convert=_affine_select, extra=("pattern", "channel_multiplier", "cmp_op", "offset")
+)
 tensor_copy_predicated = dst_first(_select.tensor_copy_predicated)
 nc_find_index8 = dst_first(_select.nc_find_index8, spec="0.6")
 nc_match_replace8 = dst_first(_select.nc_match_replace8, spec="0.6")
@@ -156,6 +176,7 @@ nc_n_gather = dst_first(_indirect.nc_n_gather)
 # ---- registers and runtime control flow (C5) -----------------------------------------------------
 class VirtualRegister:
     """A 32-bit engine register; in the interpreter it holds a Python int."""
+
     __nki_register__ = True
     __slots__ = ("value",)
 
@@ -197,15 +218,21 @@ class LoopRegister(VirtualRegister):
     """The induction variable of ``fori_loop`` / ``dynamic_range``: read-only (LG "Runtime control flow": it is
     frozen, ``register_move`` / ``register_load`` cannot write it; MIG 0.5->0.6 "Rules for migrated loops": the
     loop variable is read-only)."""
+
     __slots__ = ()
 
 
 def _writable(dst, api):
     if isinstance(dst, LoopRegister):
-        raise SimValueError("E015", api, "dst", f"the register {dst!r} is the induction variable of a fori_loop / "
-                            "dynamic_range loop: it is read-only (frozen), writing it would change the loop's "
-                            "termination", "Allocate a register of your own (nisa.register_alloc) and move the "
-                            "loop variable into it")
+        raise SimValueError(
+            "E015",
+            api,
+            "dst",
+            f"the register {dst!r} is the induction variable of a fori_loop / "
+            "dynamic_range loop: it is read-only (frozen), writing it would change the loop's "
+            "termination",
+            "Allocate a register of your own (nisa.register_alloc) and move the loop variable into it",
+        )
 
 
 def register_alloc(x=None):

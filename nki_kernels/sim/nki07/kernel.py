@@ -6,6 +6,7 @@
 (``nl.program_id()`` is the core index).  Calling a kernel, or ``nki.simulate(kernel)(*args)``,
 runs it in the interpreter; inside another kernel a jitted kernel runs inline.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -51,9 +52,13 @@ def _check_outputs(x, inputs=()):
     if isinstance(x, NkiTensor):
         b = x.t.alloc.buffer
         if b in ("hbm", "private_hbm") and x.t.alloc.id not in inputs:
-            raise SimTypeError("E007", "return", x.name, f"kernel outputs must be allocated in nl.shared_hbm, "
-                                  f"got nl.{b} (a compile error since NKI 0.3)",
-                                  "Allocate outputs with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)")
+            raise SimTypeError(
+                "E007",
+                "return",
+                x.name,
+                f"kernel outputs must be allocated in nl.shared_hbm, got nl.{b} (a compile error since NKI 0.3)",
+                "Allocate outputs with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)",
+            )
     elif isinstance(x, (tuple, list)):
         for v in x:
             _check_outputs(v, inputs)
@@ -62,7 +67,7 @@ def _check_outputs(x, inputs=()):
             _check_outputs(v, inputs)
 
 
-_RESTRICTIONS_SEEN: dict = {}     # code object -> (file, kw-only params, def line, `is` lines)
+_RESTRICTIONS_SEEN: dict = {}  # code object -> (file, kw-only params, def line, `is` lines)
 
 
 def _language_restrictions(fn, ctx: RunContext) -> None:
@@ -77,28 +82,41 @@ def _language_restrictions(fn, ctx: RunContext) -> None:
     if info is None:
         src = analyze_kernel(fn, follow_helpers=False)
         k = src.kernel if src.available else None
-        info = (code.co_filename, k.kwonly_params, k.span.first, k.is_lines) if k is not None else \
-            (code.co_filename, (), 0, ())
+        info = (
+            (code.co_filename, k.kwonly_params, k.span.first, k.is_lines)
+            if k is not None
+            else (code.co_filename, (), 0, ())
+        )
         _RESTRICTIONS_SEEN[code] = info
     file, kwonly, def_line, is_lines = info
     if kwonly:
-        raise SimTypeError("E010", "nki.jit", kwonly[0], f"the kernel signature has keyword-only parameters "
-                           f"({', '.join(kwonly)}) after `*`: the NKI 0.3+ compiler does not support the `*` "
-                           "separator in kernel signatures", "Remove `*` and put the parameters with defaults last "
-                           "(NKI migration guide 'Remove keyword-only argument separator')", where=(file, def_line))
+        raise SimTypeError(
+            "E010",
+            "nki.jit",
+            kwonly[0],
+            f"the kernel signature has keyword-only parameters "
+            f"({', '.join(kwonly)}) after `*`: the NKI 0.3+ compiler does not support the `*` "
+            "separator in kernel signatures",
+            "Remove `*` and put the parameters with defaults last "
+            "(NKI migration guide 'Remove keyword-only argument separator')",
+            where=(file, def_line),
+        )
     if is_lines:
-        what = ("`is` / `is not` in a kernel: the NKI 0.3+ compiler does not support identity comparisons "
-                "(NKI migration guide 'Replace is / is not with == / !=')")
+        what = (
+            "`is` / `is not` in a kernel: the NKI 0.3+ compiler does not support identity comparisons "
+            "(NKI migration guide 'Replace is / is not with == / !=')"
+        )
         if ctx.options.strict:
             raise SimTypeError("E010", "is", None, what, "Use == / != instead", where=(file, is_lines[0]))
         key = ("is_operator", file, is_lines[0])
         if key not in ctx.warned:
             ctx.warned.add(key)
-            warnings.warn_explicit(f"{what}; use == / != at {os.path.basename(file)}:{is_lines[0]}", SimWarning,
-                                   file, is_lines[0])
+            warnings.warn_explicit(
+                f"{what}; use == / != at {os.path.basename(file)}:{is_lines[0]}", SimWarning, file, is_lines[0]
+            )
 
 
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
@@ -111,19 +129,29 @@ def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
     from enum import Enum
 
     from .language import NKIObject
+
     if isinstance(v, (float, np.floating)) and np.isfinite(v) and abs(float(v)) > float(np.finfo(np.float32).max):
         # sources silent on what the compiler does with it (inf, presumably): a warning, E010 under strict
-        return (f"`{path}` = {float(v)!r} is outside the 32-bit float range of NKI values",
-                "Pass a value within +-3.4e38", True)
-    if v is None or isinstance(v, (bool, str, float, np.floating, np.ndarray, Tensor, NkiTensor, np.dtype, type,
-                                   Enum)) or callable(v):
+        return (
+            f"`{path}` = {float(v)!r} is outside the 32-bit float range of NKI values",
+            "Pass a value within +-3.4e38",
+            True,
+        )
+    if (
+        v is None
+        or isinstance(v, (bool, str, float, np.floating, np.ndarray, Tensor, NkiTensor, np.dtype, type, Enum))
+        or callable(v)
+    ):
         return None
     if isinstance(v, (int, np.integer)):
         if _INT32[0] <= int(v) <= _INT32[1]:
             return None
         # sources silent on what the compiler does with a wider int: a warning, E010 under strict
-        return (f"`{path}` = {int(v)} does not fit a 32-bit integer, the only integer NKI values have",
-                "Pass a value in the int32 range (or a float / a tensor)", True)
+        return (
+            f"`{path}` = {int(v)} does not fit a 32-bit integer, the only integer NKI values have",
+            "Pass a value in the int32 range (or a float / a tensor)",
+            True,
+        )
     if isinstance(v, (tuple, list)):
         for i, x in enumerate(v):
             p = _argument_problem(x, f"{path}[{i}]")
@@ -133,8 +161,12 @@ def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
     if isinstance(v, dict):
         for k, x in v.items():
             if not isinstance(k, str):
-                return (f"`{path}` is a dictionary with the key {k!r} ({type(k).__name__}): NKI dictionaries take "
-                        "only string keys", "Use string keys (str(k)) or a tuple of values", False)
+                return (
+                    f"`{path}` is a dictionary with the key {k!r} ({type(k).__name__}): NKI dictionaries take "
+                    "only string keys",
+                    "Use string keys (str(k)) or a tuple of values",
+                    False,
+                )
             p = _argument_problem(x, f"{path}[{k!r}]")
             if p is not None:
                 return p
@@ -143,15 +175,25 @@ def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
     if t.__module__.split(".")[0] in ("builtins", "numpy", "ml_dtypes", "torch", "nki_kernels"):
         return None
     if isinstance(v, NKIObject):
-        extra = [b.__name__ for b in t.__mro__ if b not in (t, NKIObject, object) and not issubclass(NKIObject, b)
-                 and not issubclass(b, NKIObject)]
+        extra = [
+            b.__name__
+            for b in t.__mro__
+            if b not in (t, NKIObject, object) and not issubclass(NKIObject, b) and not issubclass(b, NKIObject)
+        ]
         if not extra:
             return None
-        return (f"`{path}` is a {t.__name__}, whose class also inherits from {', '.join(extra)}: an NKI class "
-                "inherits from NKIObject and no other class", "Derive the class from nl.NKIObject only", False)
-    return (f"`{path}` is a {t.__name__}, a class that does not inherit from nl.NKIObject: the NKI compiler "
-            "takes only NKI values and NKIObject classes as arguments",
-            f"Declare `class {t.__name__}(nl.NKIObject)` (a data class), or pass its fields", False)
+        return (
+            f"`{path}` is a {t.__name__}, whose class also inherits from {', '.join(extra)}: an NKI class "
+            "inherits from NKIObject and no other class",
+            "Derive the class from nl.NKIObject only",
+            False,
+        )
+    return (
+        f"`{path}` is a {t.__name__}, a class that does not inherit from nl.NKIObject: the NKI compiler "
+        "takes only NKI values and NKIObject classes as arguments",
+        f"Declare `class {t.__name__}(nl.NKIObject)` (a data class), or pass its fields",
+        False,
+    )
 
 
 def _check_arguments(fn, ctx: RunContext, args, kwargs) -> None:
@@ -200,6 +242,7 @@ class Kernel(CoreKernel):
             out = fn(*args, **kwargs)
             _check_outputs(out, inputs)
             return _to_core(out)
+
         entry.__name__ = getattr(fn, "__name__", "kernel")
         entry.__wrapped__ = fn
         super().__init__(entry, grid=tuple(grid) or (1,), **options)
@@ -225,8 +268,13 @@ class Kernel(CoreKernel):
 
     def __getitem__(self, lnc) -> Kernel:
         if maybe_current() is not None:
-            raise SimRuntimeError("E019", "kernel[lnc]", None, "a kernel launch with an LNC/grid cannot be nested",
-                                  "Call sub-kernels as plain functions")
+            raise SimRuntimeError(
+                "E019",
+                "kernel[lnc]",
+                None,
+                "a kernel launch with an LNC/grid cannot be nested",
+                "Call sub-kernels as plain functions",
+            )
         g = lnc if isinstance(lnc, tuple) else (lnc,)
         try:
             g = tuple(int(x) for x in g)
@@ -240,7 +288,7 @@ class Kernel(CoreKernel):
 
     def __call__(self, *args, **kwargs):
         if maybe_current() is not None:
-            return self.kernel_fn(*args, **kwargs)    # K5: inline, with NkiTensor arguments
+            return self.kernel_fn(*args, **kwargs)  # K5: inline, with NkiTensor arguments
         return simulate(self)(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -250,14 +298,19 @@ class Kernel(CoreKernel):
 def jit(fn=None, **kwargs):
     """``@nki.jit`` / ``@nki.jit(...)`` (K1).  ``mode=`` is ignored; ``platform_target=`` is an error."""
     if "platform_target" in kwargs:
-        raise SimTypeError("E010", "nki.jit", "platform_target", "platform_target was removed in NKI 0.3",
-                             "Set NEURON_PLATFORM_TARGET_OVERRIDE instead")
+        raise SimTypeError(
+            "E010",
+            "nki.jit",
+            "platform_target",
+            "platform_target was removed in NKI 0.3",
+            "Set NEURON_PLATFORM_TARGET_OVERRIDE instead",
+        )
     kwargs.pop("mode", None)
     if fn is None:
         return lambda f: jit(f, **kwargs)
     if isinstance(fn, Kernel):
         return fn
-    if isinstance(fn, CoreKernel):      # an NKI 0.1 kernel object: re-wrap its function
+    if isinstance(fn, CoreKernel):  # an NKI 0.1 kernel object: re-wrap its function
         fn = fn.func
     return Kernel(fn)
 
@@ -270,15 +323,21 @@ def _from_host(a, name):
     t = _torch()
     if t is not None and isinstance(a, t.Tensor):
         if a.device.type != "cpu":
-            raise SimTypeError("E007", "nki.simulate", name, f"tensor on device {a.device}",
-                                  "Pass CPU tensors (or NumPy arrays) to the simulator")
+            raise SimTypeError(
+                "E007",
+                "nki.simulate",
+                name,
+                f"tensor on device {a.device}",
+                "Pass CPU tensors (or NumPy arrays) to the simulator",
+            )
         a = a.detach()
         if a.dtype == t.bfloat16:
             return a.float().numpy().astype(ml_dtypes.bfloat16), True
         return a.numpy(), True
     if isinstance(a, list):
-        raise SimTypeError("E010", "nki.simulate", name, "list kernel arguments are not supported (NKI 0.3)",
-                             "Pass a tuple instead")
+        raise SimTypeError(
+            "E010", "nki.simulate", name, "list kernel arguments are not supported (NKI 0.3)", "Pass a tuple instead"
+        )
     return a, False
 
 
@@ -315,6 +374,7 @@ def simulate(kernel, options=None):
             torch_in |= was
         out = _trace_kernel(k, *conv, options=options, **kw)[0]
         return _to_torch(out) if torch_in else out
+
     run.__name__ = f"simulate({k.__name__})"
     return run
 
@@ -333,7 +393,7 @@ class _CpuSimulate:
 
 
 cpu_simulate = _CpuSimulate
-dtype = np.dtype     # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype objects here
+dtype = np.dtype  # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype objects here
 
 
 def trace(kernel, *args, options=None, **kwargs):
@@ -345,7 +405,6 @@ def trace(kernel, *args, options=None, **kwargs):
 def simulator_requested() -> bool:
     """K3: ``NKI_SIMULATOR=1`` asks every ``@nki.jit`` call to run on the simulator."""
     return os.environ.get("NKI_SIMULATOR", "").strip().lower() in ("1", "true", "yes", "on")
-
 
 
 def skip_middle_end_transformations(kernel):

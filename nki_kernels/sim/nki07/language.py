@@ -3,6 +3,7 @@
 Creation ops, buffers, dtypes, ``nl.load``/``nl.store``, the convenience compute ops (each returns a new
 SBUF tile, ``nl.matmul``/``nl.transpose`` a PSUM tile; one registration line each), loops, SPMD/LNC ids.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -42,11 +43,22 @@ float32, float16, bfloat16, tfloat32 = dt.float32, dt.float16, dt.bfloat16, dt.t
 float8_e4m3, float8_e5m2 = dt.float8_e4m3, dt.float8_e5m2
 # OCP E4M3FN: a NeuronCore-v4 dtype (ISA ``nc_matmul`` data types); tensors of it raise E018 on trn2
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
-int8, uint8, int16, uint16, int32, uint32, bool_ = (dt.int8, dt.uint8, dt.int16, dt.uint16,
-                                                     dt.int32, dt.uint32, dt.bool_)
+int8, uint8, int16, uint16, int32, uint32, bool_ = (
+    dt.int8,
+    dt.uint8,
+    dt.int16,
+    dt.uint16,
+    dt.int32,
+    dt.uint32,
+    dt.bool_,
+)
 # Packed x4 / MX scale dtypes exist as names; creating a tensor of them raises E018 (not modelled).
 float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4, float8_e8m0fnu = (
-    "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4", "float8_e8m0fnu")
+    "float8_e5m2_x4",
+    "float8_e4m3fn_x4",
+    "float4_e2m1fn_x4",
+    "float8_e8m0fnu",
+)
 
 
 class _Limits:
@@ -55,7 +67,7 @@ class _Limits:
 
 
 fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.float32).max))
-bfp16 = _Limits(float("-inf"), float("inf"))   # 0xff80 decodes as bf16 -inf (spec §3)
+bfp16 = _Limits(float("-inf"), float("inf"))  # 0xff80 decodes as bf16 -inf (spec §3)
 
 
 # ---- buffers (T2) ---------------------------------------------------------------------------
@@ -69,10 +81,20 @@ def _buf(buffer, api):
     if isinstance(buffer, MemoryRegion):
         return buffer.value
     if isinstance(buffer, str):
-        raise SimTypeError("E007", api, "buffer", f"string buffer names are not supported (got {buffer!r})",
-                           f"Use nl.{buffer}" if buffer in _REGIONS else "Use nl.sbuf, nl.psum or nl.shared_hbm")
-    raise SimTypeError("E007", api, "buffer", f"unknown buffer {buffer!r}",
-                       "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+        raise SimTypeError(
+            "E007",
+            api,
+            "buffer",
+            f"string buffer names are not supported (got {buffer!r})",
+            f"Use nl.{buffer}" if buffer in _REGIONS else "Use nl.sbuf, nl.psum or nl.shared_hbm",
+        )
+    raise SimTypeError(
+        "E007",
+        api,
+        "buffer",
+        f"unknown buffer {buffer!r}",
+        "Use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm",
+    )
 
 
 def is_hbm(buffer):
@@ -93,6 +115,7 @@ def is_sbuf(buffer):
 
 class _TileSize:
     """Hardware tile limits on trn2 (``nki.language.tile_size``; values as in the 0.1 spec §3)."""
+
     pmax = limits.PMAX
     psum_fmax = limits.PSUM_FMAX
     psum_bank_fmax = limits.PSUM_FMAX
@@ -119,9 +142,14 @@ def _shape(shape, api):
     shape = tuple(shape)
     for s in shape:
         if type(s).__name__ == "ParDim":
-            raise SimTypeError("E010", api, "shape", "block dimensions (nl.par_dim) were removed: the partition "
-                               "dimension is the leftmost dimension", "Use a list of tiles or fold the block "
-                               "dimension into the free dimensions (see the NKI block-dimension migration guide)")
+            raise SimTypeError(
+                "E010",
+                api,
+                "shape",
+                "block dimensions (nl.par_dim) were removed: the partition dimension is the leftmost dimension",
+                "Use a list of tiles or fold the block "
+                "dimension into the free dimensions (see the NKI block-dimension migration guide)",
+            )
     return tuple(int(s) for s in shape)
 
 
@@ -146,19 +174,30 @@ def _placed(t, address, b):
     try:
         p0, f0 = (int(a) for a in address)
     except (TypeError, ValueError):
-        raise SimValueError("E011", api, "address", f"address must be (partition_offset, free_offset), "
-                            f"got {address!r}") from None
+        raise SimValueError(
+            "E011", api, "address", f"address must be (partition_offset, free_offset), got {address!r}"
+        ) from None
     limit = limits.SBUF_BYTES_PER_PARTITION if b == "sbuf" else limits.PSUM_BYTES_PER_PARTITION
     end = f0 + t.alloc.bytes_per_partition
     if p0 < 0 or p0 + t.shape[0] > limits.PMAX:
         raise partition_error(api, "address", p0 + t.shape[0])
     if f0 < 0 or end > limit:
-        raise SimValueError("E006" if b == "sbuf" else "E005", api, "address",
-                            f"the tensor at free offset {f0} ends at byte {end} of a {limit}-byte partition",
-                            "Place it lower or make it smaller", got=end, limit=limit)
+        raise SimValueError(
+            "E006" if b == "sbuf" else "E005",
+            api,
+            "address",
+            f"the tensor at free offset {f0} ends at byte {end} of a {limit}-byte partition",
+            "Place it lower or make it smaller",
+            got=end,
+            limit=limit,
+        )
     if b == "psum" and f0 % limits.PSUM_BANK_BYTES:
-        raise SimValueError("E004", api, "address", f"PSUM allocations start at a bank boundary "
-                            f"(multiple of {limits.PSUM_BANK_BYTES} bytes), got {f0}")
+        raise SimValueError(
+            "E004",
+            api,
+            "address",
+            f"PSUM allocations start at a bank boundary (multiple of {limits.PSUM_BANK_BYTES} bytes), got {f0}",
+        )
 
 
 def _filled(api, shape, dtype, buffer, name, value):
@@ -166,8 +205,13 @@ def _filled(api, shape, dtype, buffer, name, value):
     b = _buf(buffer, api)
     shape = _shape(shape, api)
     if b in HBM_KINDS:
-        raise NKISyntaxError("E013", api, "buffer", "Creating HBM tensor with init value is not supported",
-                             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy")
+        raise NKISyntaxError(
+            "E013",
+            api,
+            "buffer",
+            "Creating HBM tensor with init value is not supported",
+            "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy",
+        )
     t = _allocate(shape, dtype, b, api=api, name=name, fill=value)
     _vector.fill(ctx, t, api=f"nl.{api}")
     return NkiTensor(t)
@@ -239,8 +283,13 @@ def random_seed(seed):
     """Seed ``nl.rand`` from a (1, 1) SBUF/PSUM tensor (NL ``random_seed``)."""
     ctx = enter("random_seed")
     if not isinstance(seed, NkiTensor) or seed.size != 1:
-        raise SimTypeError("E010", "random_seed", "seed", "the seed is a (1, 1) tensor on SBUF or PSUM",
-                           "nl.random_seed(nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf))")
+        raise SimTypeError(
+            "E010",
+            "random_seed",
+            "seed",
+            "the seed is a (1, 1) tensor on SBUF or PSUM",
+            "nl.random_seed(nl.full((1, 1), 42, dtype=nl.int32, buffer=nl.sbuf))",
+        )
     _rng.random_seed(ctx, None, seed.t)
 
 
@@ -290,16 +339,20 @@ def _reg(i):
     return LoopRegister(i)
 
 
-_NO_REORDER = [0]     # depth of nested nl.no_reorder() blocks being executed
+_NO_REORDER = [0]  # depth of nested nl.no_reorder() blocks being executed
 
 
 def _not_in_no_reorder(api):
     # MIG 0.5->0.6 "Rules for migrated loops" (aws-neuron-sdk 81ce03ae nki/migration/index.rst): fori_loop and
     # while_loop cannot sit inside an nl.no_reorder() block
     if _NO_REORDER[0]:
-        raise SimValueError("E015", api, None, f"nl.{api} inside an nl.no_reorder() block: runtime loops cannot "
-                            "sit in a no_reorder block", f"Put the no_reorder block inside the {api} body, or the "
-                            "loop after the block")
+        raise SimValueError(
+            "E015",
+            api,
+            None,
+            f"nl.{api} inside an nl.no_reorder() block: runtime loops cannot sit in a no_reorder block",
+            f"Put the no_reorder block inside the {api} body, or the loop after the block",
+        )
 
 
 def fori_loop(lower, upper, body_fun, step=1):
@@ -311,8 +364,13 @@ def fori_loop(lower, upper, body_fun, step=1):
     for i in _loop("sequential", (lo, hi, int(step))):
         r = body_fun(_reg(i))
         if r is not None:
-            raise SimValueError("E011", "fori_loop", "body_fun", "the fori_loop body cannot return a value",
-                                  "Carry loop state in SBUF/HBM tensors")
+            raise SimValueError(
+                "E011",
+                "fori_loop",
+                "body_fun",
+                "the fori_loop body cannot return a value",
+                "Carry loop state in SBUF/HBM tensors",
+            )
     return None
 
 
@@ -324,10 +382,15 @@ def while_loop(init, body_fun):
     while int(r) != 0:
         r = body_fun(VirtualRegister(int(r)))
         if not hasattr(r, "__nki_register__") and not isinstance(r, (int, np.integer)):
-            raise SimValueError("E011", "while_loop", "body_fun", "the while_loop body must return the next "
-                                 "condition register", "End the body with `return r`")
+            raise SimValueError(
+                "E011",
+                "while_loop",
+                "body_fun",
+                "the while_loop body must return the next condition register",
+                "End the body with `return r`",
+            )
         n += 1
-        if n > 10_000_000:   # pragma: no cover - a guard, not a semantic
+        if n > 10_000_000:  # pragma: no cover - a guard, not a semantic
             raise SimValueError("E011", "while_loop", None, "more than 10^7 iterations")
     return None
 
@@ -363,8 +426,11 @@ broadcast_to = returns_fresh(_vector.broadcast_to)
 
 def _matmul(x, y, transpose_x=False, **kw):
     if not transpose_x:
-        current("matmul").warn_once("nlmatmul", "nl.matmul without transpose_x=True fails to compile on "
-                                    "hardware (NKI 0.5/0.6 known issue); pass a pre-transposed x")
+        current("matmul").warn_once(
+            "nlmatmul",
+            "nl.matmul without transpose_x=True fails to compile on "
+            "hardware (NKI 0.5/0.6 known issue); pass a pre-transposed x",
+        )
     return (x, y, transpose_x), kw
 
 
@@ -385,7 +451,7 @@ def _unary(name):
     return f
 
 
-_NO_BCAST_WARN = ("abs_max", "abs_min")      # NL abs_max / abs_min examples broadcast a (P, 1) operand
+_NO_BCAST_WARN = ("abs_max", "abs_min")  # NL abs_max / abs_min examples broadcast a (P, 1) operand
 
 
 def _binary_args(name):
@@ -393,12 +459,19 @@ def _binary_args(name):
         if x.__class__ is not y.__class__ and (x is None or y is None):
             raise SimTypeError("E010", name, "y" if y is None else "x", "operand is None")
         if hasattr(x, "_shape") and hasattr(y, "_shape") and x._shape != y._shape and name not in _NO_BCAST_WARN:
-            current(name).warn_once("nlbcast", f"nl.{name} of tiles {x.shape} and {y.shape}: binary nl.* ops do "
-                                    "not support broadcasting on hardware (NKI 0.5/0.6 known issue)")
+            current(name).warn_once(
+                "nlbcast",
+                f"nl.{name} of tiles {x.shape} and {y.shape}: binary nl.* ops do "
+                "not support broadcasting on hardware (NKI 0.5/0.6 known issue)",
+            )
         if name == "divide" and (hasattr(x, "_shape") or hasattr(y, "_shape")):
-            current("divide").warn_once("nldivide", "nl.divide is not supported on hardware (NKI 0.5/0.6 known "
-                                        "issue); use nl.multiply(x, nl.reciprocal(y))")
+            current("divide").warn_once(
+                "nldivide",
+                "nl.divide is not supported on hardware (NKI 0.5/0.6 known "
+                "issue); use nl.multiply(x, nl.reciprocal(y))",
+            )
         return (x, y), kw
+
     return convert
 
 
@@ -409,6 +482,7 @@ def _binary(name):
         if (x is None or y is None) and name in ("equal", "not_equal"):
             return (x is y) == (name == "equal")
         return core(x, y, dtype=dtype)
+
     op.__name__ = name
     op._nki_op = name
     return op
@@ -422,7 +496,7 @@ for _n in list(_BINARY) + list(_BITWISE):
     if _n not in ("max", "min"):
         setattr(_mod, _n, _binary(_n))
 bypass = copy
-prelu = "prelu"      # an activation-function name; nisa.activation(op=nl.prelu) raises E021
+prelu = "prelu"  # an activation-function name; nisa.activation(op=nl.prelu) raises E021
 average = "average"
 where = returns_fresh(_vector.where)
 
@@ -442,9 +516,10 @@ prod = _reduction("prod", "multiply")
 var = _reduction("var")
 all = _reduction("all")
 softmax = returns_fresh(_reduce.softmax, convert=lambda x, axis=-1, **kw: ((x, axis), kw))
-rms_norm = returns_fresh(_reduce.rms_norm, convert=lambda x, w, axis, n, epsilon=1e-06, compute_dtype=None, **kw:
-                         ((x, w, axis, n, epsilon), kw))
-
+rms_norm = returns_fresh(
+    _reduce.rms_norm,
+    convert=lambda x, w, axis, n, epsilon=1e-06, compute_dtype=None, **kw: ((x, w, axis, n, epsilon), kw),
+)
 
 
 class NKIObject:

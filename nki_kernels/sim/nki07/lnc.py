@@ -9,6 +9,7 @@ so execution stays deterministic.  The scheduler is the run's ``RunContext.call_
 every NKI call runs on entry (``core.context.enter``).  Decision recorded in docs/nki-0.7-spec.md
 (K4).
 """
+
 from __future__ import annotations
 
 import threading
@@ -80,7 +81,7 @@ class Lockstep:
                 self.results[j] = fn(*args, **kwargs)
             except _Aborted:
                 pass
-            except BaseException as e:          # noqa: BLE001 - re-raised in the launching thread
+            except BaseException as e:  # noqa: BLE001 - re-raised in the launching thread
                 with self.cv:
                     if self.error is None:
                         self.error = e
@@ -100,8 +101,9 @@ class Lockstep:
         prev = ctx.call_hook
         ctx.call_hook = self.step
         try:
-            threads = [threading.Thread(target=self._worker, args=(j, fn, args, kwargs), daemon=True)
-                       for j in range(self.n)]
+            threads = [
+                threading.Thread(target=self._worker, args=(j, fn, args, kwargs), daemon=True) for j in range(self.n)
+            ]
             for t in threads:
                 t.start()
             for t in threads:

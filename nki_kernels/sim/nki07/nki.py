@@ -5,6 +5,7 @@
 (``nl.program_id()`` is the core index).  Calling a kernel, or ``nki.simulate(kernel)(*args)``,
 runs it in the interpreter; inside another kernel a jitted kernel runs inline.
 """
+
 from __future__ import annotations
 
 from . import compiler, isa, language, typing  # noqa: F401

@@ -6,6 +6,7 @@ byte regions, poison and capacity accounting as the NKI 0.1 front end.  Indexing
 V1 (on chip an int on the partition axis keeps a size-1 axis; results stay >= 2-D), views
 follow V3 and access patterns V4.
 """
+
 from __future__ import annotations
 
 import enum
@@ -32,6 +33,7 @@ NL: dict = {}
 
 class MemoryRegion(str, enum.Enum):
     """``nl.sbuf``, ``nl.psum``, ``nl.hbm``, ``nl.private_hbm``, ``nl.shared_hbm`` (NKI 0.6 T2)."""
+
     sbuf = "sbuf"
     psum = "psum"
     hbm = "hbm"
@@ -55,14 +57,20 @@ def _int_of(x, api, arg):
         return int(x)
     if isinstance(x, NkiTensor):
         if x.t.size != 1:
-            raise SimIndexError("E008", api, arg, f"a dynamic index must be a single value, got shape {x.shape}",
-                                  "Use a (1, 1) int32 tensor")
+            raise SimIndexError(
+                "E008",
+                api,
+                arg,
+                f"a dynamic index must be a single value, got shape {x.shape}",
+                "Use a (1, 1) int32 tensor",
+            )
         return int(np.asarray(x.t.read()).reshape(-1)[0])
     raise SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
 
 
 class DynSlice:
     """``nl.ds(start, size)``: ``start:start+size`` (start may be a register)."""
+
     __slots__ = ("start", "size", "step")
 
     def __init__(self, start, size, step=1):
@@ -77,6 +85,7 @@ class DynSlice:
 class Shape(tuple):
     """A tensor shape: a tuple that also compares equal to a list (``assert A.shape == [512, 512]``
     appears in the NKI migration guide)."""
+
     __slots__ = ()
 
     def __eq__(self, other):
@@ -90,6 +99,7 @@ class Shape(tuple):
 
 class NkiTensor:
     """A view of an HBM, SBUF or PSUM allocation.  On chip, axis 0 is the partition axis."""
+
     __slots__ = ("t", "__weakref__")
     __array_priority__ = 100
 
@@ -138,15 +148,15 @@ class NkiTensor:
         return self.t.arr is None
 
     def __repr__(self):
-        return f"NkiTensor({self.name}, shape={self.shape}, dtype={dt.name_of(self.dtype)}, " \
-               f"buffer={self.t.alloc.buffer})"
+        return (
+            f"NkiTensor({self.name}, shape={self.shape}, dtype={dt.name_of(self.dtype)}, buffer={self.t.alloc.buffer})"
+        )
 
     def __len__(self):
         return self.t.shape[0]
 
     def __iter__(self):
-        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable",
-                             "Index them with slices or nl.ds")
+        raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable", "Index them with slices or nl.ds")
 
     def __bool__(self):
         # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`.
@@ -154,15 +164,20 @@ class NkiTensor:
         f = user_frame()
         if f is not None:
             from ..nki01.symbolic import control_flow_site
+
             if control_flow_site(f) == "if":
                 # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the
                 # compiler resolves only if-statements on compile-time values; a tensor's contents are known at
                 # run time only (runtime control flow is dynamic_range / while_loop on registers).  nki.simulate
                 # runs it (SIMG "NKI Meta-Programming Support").  Decision: a SimWarning, E015 under strict.
-                what = (f"`if` on the contents of tensor `{self.name}`: the NKI compiler resolves if-statements at "
-                        "specialization time, where tensor values are unknown")
-                fix = ("Branch on shapes / Python values, compute both sides and select (nisa.select / "
-                       "affine_select), or load a register (nisa.register_load) for runtime control flow")
+                what = (
+                    f"`if` on the contents of tensor `{self.name}`: the NKI compiler resolves if-statements at "
+                    "specialization time, where tensor values are unknown"
+                )
+                fix = (
+                    "Branch on shapes / Python values, compute both sides and select (nisa.select / "
+                    "affine_select), or load a register (nisa.register_load) for runtime control flow"
+                )
                 ctx = maybe_current()
                 if ctx is not None and ctx.options.strict:
                     raise SimValueError("E015", "if", self.name, what, fix)
@@ -177,19 +192,29 @@ class NkiTensor:
 
     def _need_basic(self, api):
         if self.t.arr is None:
-            raise SimNotImplementedError("E100", api, self.name,
-                                           "a view of an indirect (vector_offset) access pattern is not "
-                                           "implemented in nki_kernels.sim", "Apply the view before .ap()")
+            raise SimNotImplementedError(
+                "E100",
+                api,
+                self.name,
+                "a view of an indirect (vector_offset) access pattern is not implemented in nki_kernels.sim",
+                "Apply the view before .ap()",
+            )
         return self.t.arr
 
     def _indirect_again(self, api):
         # LG "Querying layout" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): once a view is
         # indirect, the indirected dimension cannot be sliced or selected again; deep dive nki-aps.rst: only one
         # dynamic select is allowed per tensor
-        raise NKISyntaxError("E014", api, self.name, "this view is indirect (vector_offset / vector_select): its "
-                            "indirected dimension 0 cannot be sliced or selected again, and a tensor takes only one "
-                            "dynamic select", "Slice or select the base tensor first, then apply the dynamic "
-                            "select last (is_indirect() tells the two apart)")
+        raise NKISyntaxError(
+            "E014",
+            api,
+            self.name,
+            "this view is indirect (vector_offset / vector_select): its "
+            "indirected dimension 0 cannot be sliced or selected again, and a tensor takes only one "
+            "dynamic select",
+            "Slice or select the base tensor first, then apply the dynamic "
+            "select last (is_indirect() tells the two apart)",
+        )
 
     def _new(self, arr) -> NkiTensor:
         return NkiTensor(self.t.view_of(arr))
@@ -204,10 +229,15 @@ class NkiTensor:
             if isinstance(k, NkiTensor):
                 # MIG (aws-neuron-sdk 81ce03ae nki/migration/index.rst "Dynamic access pattern"): the NKI 0.1 form
                 # `A[idx_tile, i_p, i_f]` became .ap(scalar_offset=/vector_offset=) (and select/vector_select)
-                raise NKISyntaxError("E014", "index", self.name, f"a tensor ({k.name}) used as an index: NKI 0.2+ "
-                                     "has no tensor subscripts (the 0.1 dynamic access syntax changed)",
-                                     "Use .vector_select(0, offsets) / .ap(pattern, vector_offset=offsets) for one "
-                                     "row per partition, .ap(pattern, scalar_offset=reg_or_1x1_tile) for one offset")
+                raise NKISyntaxError(
+                    "E014",
+                    "index",
+                    self.name,
+                    f"a tensor ({k.name}) used as an index: NKI 0.2+ "
+                    "has no tensor subscripts (the 0.1 dynamic access syntax changed)",
+                    "Use .vector_select(0, offsets) / .ap(pattern, vector_offset=offsets) for one "
+                    "row per partition, .ap(pattern, scalar_offset=reg_or_1x1_tile) for one offset",
+                )
         if arr is None:
             k0 = key[0] if key else slice(None)
             if not (k0.__class__ is slice and k0 == slice(None)) and k0 is not Ellipsis:
@@ -215,16 +245,20 @@ class NkiTensor:
             self._need_basic("index")
         shape = t._shape
         nd = len(shape)
-        if any(k is Ellipsis for k in key):     # not `in`: it would call NkiTensor.__eq__
+        if any(k is Ellipsis for k in key):  # not `in`: it would call NkiTensor.__eq__
             i = [j for j, k in enumerate(key) if k is Ellipsis]
             if len(i) > 1:
                 raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
             i = i[0]
-            key = key[:i] + (slice(None),) * (nd - len(key) + 1) + key[i + 1:]
+            key = key[:i] + (slice(None),) * (nd - len(key) + 1) + key[i + 1 :]
         if len(key) > nd:
-            raise SimIndexError("E008", "index", self.name,
-                                  f"too many indices: {len(key)} for a tensor of rank {nd}",
-                                  f"{self.name} has shape {shape}")
+            raise SimIndexError(
+                "E008",
+                "index",
+                self.name,
+                f"too many indices: {len(key)} for a tensor of rank {nd}",
+                f"{self.name} has shape {shape}",
+            )
         onchip = t.alloc.buffer in ON_CHIP
         npkey = []
         strides = arr.strides
@@ -254,8 +288,9 @@ class NkiTensor:
             elif isinstance(k, (slice, DynSlice)):  # pragma: no cover - subclasses
                 raise SimIndexError("E008", "index", self.name, f"unsupported slice {k!r}")
             elif k is None:
-                raise SimIndexError("E008", "index", self.name, "None/np.newaxis is not a valid NKI index",
-                                      "Use .expand_dim(dim)")
+                raise SimIndexError(
+                    "E008", "index", self.name, "None/np.newaxis is not a valid NKI index", "Use .expand_dim(dim)"
+                )
             else:
                 i = _int_of(k, "index", self.name)
                 if i < -n or i >= n:
@@ -274,9 +309,13 @@ class NkiTensor:
 
     def _oob(self, axis, lo, hi, n):
         return SimIndexError(
-            "E008", "index", self.name,
+            "E008",
+            "index",
+            self.name,
             f"Out-of-bound access for tensor `{self.name}` on dimension {axis}: index range [{lo}, {hi}] "
-            f"exceed dimension size of {n}", "NKI does not clamp slices: fix the range (sizes are in .shape)")
+            f"exceed dimension size of {n}",
+            "NKI does not clamp slices: fix the range (sizes are in .shape)",
+        )
 
     def __setitem__(self, key, value):
         dst = self[key]
@@ -290,8 +329,13 @@ class NkiTensor:
             raise SimIndexError("E008", api, "dim", f"dimension {d} out of range for rank {self.ndim}")
         d = int(d) % nd
         if d == 0 and not allow_partition and self._onchip():
-            raise SimValueError("E026", api, "dim", "the partition dimension (0) of an on-chip tensor cannot "
-                                  "be changed by this view", "Apply it to a free dimension (>= 1)")
+            raise SimValueError(
+                "E026",
+                api,
+                "dim",
+                "the partition dimension (0) of an on-chip tensor cannot be changed by this view",
+                "Apply it to a free dimension (>= 1)",
+            )
         return d
 
     def permute(self, dims):
@@ -299,8 +343,12 @@ class NkiTensor:
         if sorted(dims) != list(range(self.ndim)):
             raise SimValueError("E011", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
         if self._onchip() and dims[0] != 0:
-            raise SimValueError("E026", "permute", "dims", "on-chip tensors keep the partition dim first "
-                                  f"(dims[0] must be 0), got {dims}")
+            raise SimValueError(
+                "E026",
+                "permute",
+                "dims",
+                f"on-chip tensors keep the partition dim first (dims[0] must be 0), got {dims}",
+            )
         return self._new(self._need_basic("permute").transpose(dims))
 
     def broadcast(self, dim, size):
@@ -308,8 +356,8 @@ class NkiTensor:
         a = self._need_basic("broadcast")
         if a.shape[d] != 1:
             raise SimValueError("E011", "broadcast", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
-        shape = a.shape[:d] + (int(size),) + a.shape[d + 1:]
-        return self._new(np.lib.stride_tricks.as_strided(a, shape, a.strides[:d] + (0,) + a.strides[d + 1:]))
+        shape = a.shape[:d] + (int(size),) + a.shape[d + 1 :]
+        return self._new(np.lib.stride_tricks.as_strided(a, shape, a.strides[:d] + (0,) + a.strides[d + 1 :]))
 
     def expand_dim(self, dim):
         d = self._dim(dim, "expand_dim", extra=1)
@@ -334,7 +382,7 @@ class NkiTensor:
             raise SimValueError("E011", "reshape_dim", "shape", f"{shape} does not multiply to {n}")
         if d == 0 and self._onchip() and len([s for s in shape if s != 1]) > 1:
             raise SimValueError("E026", "reshape_dim", "dim", "the partition dimension cannot be split")
-        return self.reshape(self.shape[:d] + shape + self.shape[d + 1:])
+        return self.reshape(self.shape[:d] + shape + self.shape[d + 1 :])
 
     def flatten_dims(self, start_dim, end_dim):
         s = self._dim(start_dim, "flatten_dims")
@@ -342,7 +390,7 @@ class NkiTensor:
         if e < s:
             raise SimValueError("E011", "flatten_dims", "end_dim", f"end_dim {e} < start_dim {s}")
         shp = self.shape
-        return self.reshape(shp[:s] + (int(np.prod(shp[s:e + 1])),) + shp[e + 1:])
+        return self.reshape(shp[:s] + (int(np.prod(shp[s : e + 1])),) + shp[e + 1 :])
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -353,19 +401,32 @@ class NkiTensor:
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         a = self._need_basic("reshape")
         if int(np.prod(shape)) != a.size:
-            raise SimValueError("E011", "reshape", "shape",
-                                  f"size mismatch: cannot reshape {self.shape} ({a.size} elements) to {shape}",
-                                  "The element count must not change (NKI 0.5 validates it)")
+            raise SimValueError(
+                "E011",
+                "reshape",
+                "shape",
+                f"size mismatch: cannot reshape {self.shape} ({a.size} elements) to {shape}",
+                "The element count must not change (NKI 0.5 validates it)",
+            )
         if self._onchip() and (not shape or shape[0] != self.shape[0]):
-            raise SimValueError("E026", "reshape", "shape", f"an on-chip reshape keeps the partition dim "
-                                  f"({self.shape[0]}), got {shape}", "Reshape only the free dims")
+            raise SimValueError(
+                "E026",
+                "reshape",
+                "shape",
+                f"an on-chip reshape keeps the partition dim ({self.shape[0]}), got {shape}",
+                "Reshape only the free dims",
+            )
         try:
             v = np.reshape(a, shape, copy=False)
         except ValueError:
-            raise SimNotImplementedError("E022", "reshape", "shape",
-                                         f"non-contiguous layout: this {self.shape} view (strides "
-                                         f"{self.strides}) cannot be seen as shape {shape}",
-                                         "Reshape the whole tensor before slicing or permuting it") from None
+            raise SimNotImplementedError(
+                "E022",
+                "reshape",
+                "shape",
+                f"non-contiguous layout: this {self.shape} view (strides "
+                f"{self.strides}) cannot be seen as shape {shape}",
+                "Reshape the whole tensor before slicing or permuting it",
+            ) from None
         return self._new(v)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
@@ -373,6 +434,7 @@ class NkiTensor:
 
         def names(p):
             return [x if isinstance(x, (tuple, list)) else (x,) for x in p]
+
         src, dst = names(src_pattern), names(dst_pattern)
         if len(src) != self.ndim:
             raise SimValueError("E011", "rearrange", "src_pattern", f"{len(src)} groups for rank {self.ndim}")
@@ -406,16 +468,19 @@ class NkiTensor:
         key = [slice(None)] * self.ndim
         key[d] = i
         r = self[tuple(key)]
-        if self._onchip() and d == 0:   # the size-1 partition slice stays; select removes a free dim only
+        if self._onchip() and d == 0:  # the size-1 partition slice stays; select removes a free dim only
             return r
         return r
 
     def vector_select(self, dim, vector_offset):
         if self.t.arr is None:
             self._indirect_again("vector_select")
-        return self.ap(pattern=[[0, vector_offset.shape[0]]] + [[s, n] for s, n in
-                                                                 zip(self.strides[1:], self.shape[1:], strict=False)],
-                       vector_offset=vector_offset, indirect_dim=dim)
+        return self.ap(
+            pattern=[[0, vector_offset.shape[0]]]
+            + [[s, n] for s, n in zip(self.strides[1:], self.shape[1:], strict=False)],
+            vector_offset=vector_offset,
+            indirect_dim=dim,
+        )
 
     def indirect(self, index, num_elem=None):
         raise not_implemented("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
@@ -425,22 +490,26 @@ class NkiTensor:
         a = self._need_basic("view")
         sd = dt.storage_dtype(d, current("view").options.precision)
         if a.ndim and a.strides[-1] != a.itemsize and a.shape[-1] != 1:
-            raise SimNotImplementedError("E022", "view", "dtype",
-                                         "non-contiguous layout: the last dimension must be contiguous")
+            raise SimNotImplementedError(
+                "E022", "view", "dtype", "non-contiguous layout: the last dimension must be contiguous"
+            )
         if d is self.dtype:
             return self
         try:
             v = a.view(sd)
         except ValueError as e:
-            raise SimValueError("E011", "view", "dtype", f"cannot reinterpret {self.shape} "
-                                  f"{dt.name_of(self.dtype)} as {dt.name_of(d)}: {e}") from None
+            raise SimValueError(
+                "E011",
+                "view",
+                "dtype",
+                f"cannot reinterpret {self.shape} {dt.name_of(self.dtype)} as {dt.name_of(d)}: {e}",
+            ) from None
         return NkiTensor(self.t.reinterpret(v, d))
 
     reinterpret_cast = view
 
     # ---- access patterns (V4) --------------------------------------------------------------
-    def ap(self, pattern=None, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None,
-           *more):
+    def ap(self, pattern=None, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None, *more):
         api = "ap"
         t = self.t
         al = t.alloc
@@ -456,16 +525,22 @@ class NkiTensor:
             while rest and _is_pair(rest[0]):
                 pairs.append(rest.pop(0))
             if any(r is not None for r in rest):
-                raise SimIndexError("E008", api, "pattern", "give the pattern as one list of [stride, count] "
-                                     "pairs when passing other arguments", "t.ap(pattern=[[s0, n0], [s1, n1]], ...)")
+                raise SimIndexError(
+                    "E008",
+                    api,
+                    "pattern",
+                    "give the pattern as one list of [stride, count] pairs when passing other arguments",
+                    "t.ap(pattern=[[s0, n0], [s1, n1]], ...)",
+                )
             pattern, offset, scalar_offset, vector_offset, dtype = pairs, None, None, None, None
         try:
             pat = [(int(s), int(c)) for s, c in pattern]
         except (TypeError, ValueError):
-            raise SimIndexError("E008", api, "pattern",
-                                f"pattern must be [[stride, count], ...], got {pattern!r}") from None
+            raise SimIndexError(
+                "E008", api, "pattern", f"pattern must be [[stride, count], ...], got {pattern!r}"
+            ) from None
         base = al.array
-        if not base.flags.c_contiguous:   # pragma: no cover - allocations are contiguous
+        if not base.flags.c_contiguous:  # pragma: no cover - allocations are contiguous
             raise SimNotImplementedError("E100", api, self.name, "ap() on a non-contiguous allocation")
         flat = base.reshape(-1)
         src_t = t
@@ -482,7 +557,7 @@ class NkiTensor:
         base_shape = base.shape
         if scalar_offset is not None:
             k = int(indirect_dim)
-            row = int(np.prod(base_shape[k + 1:])) if k + 1 <= len(base_shape) else 1
+            row = int(np.prod(base_shape[k + 1 :])) if k + 1 <= len(base_shape) else 1
             start += _int_of(scalar_offset, api, "scalar_offset") * row
         counts = tuple(c for _, c in pat)
         strides = [s for s, _ in pat]
@@ -490,14 +565,23 @@ class NkiTensor:
         hi = start + sum(max(0, s * (c - 1)) for s, c in pat)
         if vector_offset is not None:
             if al.buffer in ON_CHIP:
-                raise SimTypeError("E007", api, "vector_offset", "vector indirection indexes an HBM tensor",
-                                     "Call .ap(vector_offset=...) on the HBM tensor")
+                raise SimTypeError(
+                    "E007",
+                    api,
+                    "vector_offset",
+                    "vector indirection indexes an HBM tensor",
+                    "Call .ap(vector_offset=...) on the HBM tensor",
+                )
             if int(indirect_dim) != 0:
-                raise SimNotImplementedError("E100", api, "indirect_dim", "vector_offset with indirect_dim != 0 "
-                                               "is not supported (NKI documents indirect_dim=0 only)")
+                raise SimNotImplementedError(
+                    "E100",
+                    api,
+                    "indirect_dim",
+                    "vector_offset with indirect_dim != 0 is not supported (NKI documents indirect_dim=0 only)",
+                )
             if not isinstance(vector_offset, NkiTensor):
                 raise SimTypeError("E010", api, "vector_offset", "vector_offset must be an SBUF (P, 1) tensor")
-            rows = np.asarray(vector_offset.t.read()).reshape(-1).astype(np.int64)[:counts[0]]
+            rows = np.asarray(vector_offset.t.read()).reshape(-1).astype(np.int64)[: counts[0]]
             rstride = int(np.prod(base_shape[1:]))
             idx = np.full(counts, start, dtype=np.int64)
             idx += (rows * rstride).reshape((-1,) + (1,) * (len(counts) - 1))
@@ -506,15 +590,24 @@ class NkiTensor:
                 sh[ax] = c
                 idx += (np.arange(c, dtype=np.int64) * s).reshape(sh)
             return NkiTensor(Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
-        if al.buffer in ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes \
-                and pat[0][0] != al.row_bytes // isz:
-            raise SimValueError("E026", api, "pattern", f"on-chip access patterns step whole partitions: the first "
-                                  f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
-                                  "Give the partition dimension first, with step = elements per partition")
+        if al.buffer in ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes and pat[0][0] != al.row_bytes // isz:
+            raise SimValueError(
+                "E026",
+                api,
+                "pattern",
+                f"on-chip access patterns step whole partitions: the first "
+                f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
+                "Give the partition dimension first, with step = elements per partition",
+            )
         if lo < 0 or hi >= flat.size:
-            raise SimIndexError("E008", api, self.name,
-                                  f"access pattern {pattern} at offset {start} reaches elements [{lo}, {hi}] "
-                                  f"of a {flat.size}-element tensor", "Fix the pattern's strides/counts or offset")
+            raise SimIndexError(
+                "E008",
+                api,
+                self.name,
+                f"access pattern {pattern} at offset {start} reaches elements [{lo}, {hi}] "
+                f"of a {flat.size}-element tensor",
+                "Fix the pattern's strides/counts or offset",
+            )
         v = np.lib.stride_tricks.as_strided(flat[start:], counts, [s * isz for s in strides])
         return NkiTensor(src_t.view_of(v))
 
@@ -528,17 +621,34 @@ def _binop(name, reverse=False):
     def f(self, other):
         fn = NL[name]
         return fn(other, self) if reverse else fn(self, other)
+
     f.__name__ = name
     return f
 
 
-for _n, _op in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
-                ("pow", "power"), ("mod", "mod"), ("and", "bitwise_and"), ("or", "bitwise_or"),
-                ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift")):
+for _n, _op in (
+    ("add", "add"),
+    ("sub", "subtract"),
+    ("mul", "multiply"),
+    ("truediv", "divide"),
+    ("pow", "power"),
+    ("mod", "mod"),
+    ("and", "bitwise_and"),
+    ("or", "bitwise_or"),
+    ("xor", "bitwise_xor"),
+    ("lshift", "left_shift"),
+    ("rshift", "right_shift"),
+):
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
     setattr(NkiTensor, f"__r{_n}__", _binop(_op, reverse=True))
-for _n, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
-                ("eq", "equal"), ("ne", "not_equal")):
+for _n, _op in (
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+):
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
 NkiTensor.__hash__ = object.__hash__
 NkiTensor.__neg__ = lambda s: NL["negative"](s)

@@ -1,4 +1,5 @@
 """``nki.typing``: annotations for kernel parameters (``nt.tensor[128, 512]``); no runtime effect."""
+
 from ..core.annotations import Annotation
 from .adapt import module_getattr
 

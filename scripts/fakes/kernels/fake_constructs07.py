@@ -1,6 +1,7 @@
 """Fake smoke-test constructs (NumPy stand-ins in the fake ``nki.jit``), selected with
 ``NKI_HW_SMOKE_MODULE=fake_constructs07``.  ``FAKE_SMOKE_FAIL=<name>`` makes that construct
 return wrong values, to test how run_hw.sh reports a failing construct.  Not NKI code."""
+
 from __future__ import annotations
 
 import os
@@ -24,6 +25,7 @@ class Construct:
         def body(*args: Any) -> Any:
             out = self.fn(*args)
             return out + 1.0 if os.environ.get("FAKE_SMOKE_FAIL") == self.name else out
+
         body.__name__ = self.name
         return nki.jit(body)
 

@@ -1,4 +1,5 @@
 """NumPy stand-ins with the kernels' signatures, for fake hardware runs (not NKI code)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +19,7 @@ def conv2d(X: Any, W: Any, bias: Any, pool_size: int = 1) -> np.ndarray:
     y = np.einsum("bchwij,ocij->bohw", win, W) + np.asarray(bias, np.float64)[None, :, None, None]
     if pool_size > 1:
         ho, wo = y.shape[2] // pool_size, y.shape[3] // pool_size
-        y = y[:, :, :ho * pool_size, :wo * pool_size].reshape(B, co, ho, pool_size, wo, pool_size).max(axis=(3, 5))
+        y = y[:, :, : ho * pool_size, : wo * pool_size].reshape(B, co, ho, pool_size, wo, pool_size).max(axis=(3, 5))
     return y.astype(np.float32)
 
 

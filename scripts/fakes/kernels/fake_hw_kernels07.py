@@ -5,6 +5,7 @@ Needs a fake SDK tree with ``nki`` on PYTHONPATH (``sdk_2_33``); selected with
 alias (the cross-check's interpreter process), the plain NumPy functions are exported: the
 interpreter's ``jit`` would hand them NKI tensors.  Not NKI code.
 """
+
 import fake_hw_kernels
 import nki
 

@@ -8,6 +8,7 @@ LNC 1 or 2.  ``simulate(kernel)`` runs the function as well.  Environment:
 ``FAKE_NKI_CALL_SECONDS`` (sleep per call), ``FAKE_NKI_ZEROS=1`` (return all-zero outputs,
 like ``baremetal`` on SDK 2.32, nki-samples#134), ``FAKE_LOG`` (append one line per call).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,8 +43,7 @@ class Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         framework = "torch" if any(type(a).__module__.startswith("torch") for a in args) else "numpy"
-        _log(f"nki.jit call {self.__name__} lnc={self.lnc} framework={framework} "
-             f"cwd={os.getcwd()} pid={os.getpid()}")
+        _log(f"nki.jit call {self.__name__} lnc={self.lnc} framework={framework} cwd={os.getcwd()} pid={os.getpid()}")
         time.sleep(float(os.environ.get("FAKE_NKI_CALL_SECONDS", "0")))
         key = (_shape_key(args), self.lnc)
         if key not in self._compiled:
@@ -68,4 +68,5 @@ def simulate(kernel: Any) -> Any:
     def run(*args, **kwargs):
         _log(f"nki.simulate {getattr(fn, '__name__', 'kernel')} pid={os.getpid()}")
         return fn(*args, **kwargs)
+
     return run

@@ -1,4 +1,5 @@
 """Fake NKI 0.7.0 (Neuron SDK 2.33) for tests; the implementation is shared in ../../nki_common."""
+
 import os as _os
 
 __path__ = [_os.path.join(_os.path.dirname(__file__), "..", "..", "nki_common")]

@@ -8,6 +8,7 @@ process first, like a runtime helper), writes a fake NEFF and exposes
 base ``$FAKE_NKI_LATENCY_US`` (default 100).  ``baremetal(kernel)`` calls the kernel
 directly (only NumPy stand-ins work).
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,10 @@ class _Benchmarked:
         log = os.environ.get("FAKE_LOG")
         if log:
             with open(log, "a") as f:
-                f.write(f"nki.benchmark warmup={self.warmup} iters={self.iters} "
-                        f"neff={self.save_neff_name}{child} pid={os.getpid()}\n")
+                f.write(
+                    f"nki.benchmark warmup={self.warmup} iters={self.iters} "
+                    f"neff={self.save_neff_name}{child} pid={os.getpid()}\n"
+                )
         time.sleep(seconds)
         if self.save_neff_name:
             with open(self.save_neff_name, "w") as f:
@@ -56,16 +59,25 @@ class _Benchmarked:
         self.benchmark_result = SimpleNamespace(nc_latency=_Latency(base))
 
 
-def benchmark(kernel: Any = None, *, warmup: int = 10, iters: int = 100, save_neff_name: str | None = None,
-              save_trace_name: str | None = None, additional_compile_opt: str | None = None) -> Any:
+def benchmark(
+    kernel: Any = None,
+    *,
+    warmup: int = 10,
+    iters: int = 100,
+    save_neff_name: str | None = None,
+    save_trace_name: str | None = None,
+    additional_compile_opt: str | None = None,
+) -> Any:
     def wrap(k):
         return _Benchmarked(k, warmup, iters, save_neff_name, additional_compile_opt)
+
     return wrap(kernel) if kernel is not None else wrap
 
 
 def baremetal(kernel: Any = None, **_kwargs: Any) -> Any:
     def wrap(k):
         return lambda *a, **kw: k(*a, **kw)
+
     return wrap(kernel) if kernel is not None else wrap
 
 
