@@ -43,9 +43,9 @@ class ModuleAlias:
                 sys.modules[n] = m
         self.installed = False
 
-    def __enter__(self):
+    def __enter__(self) -> ModuleAlias:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self.uninstall()
         return False

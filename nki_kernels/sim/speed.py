@@ -41,7 +41,7 @@ def _user_kernels(src: str, **names) -> dict:
     return ns
 
 
-def small_op_overhead(n=2000):
+def small_op_overhead(n: int = 2000) -> tuple[float, float]:
     """µs per instruction for tensor_scalar / tensor_tensor / tensor_copy on a (128, 4) tile."""
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
     k = jit(
@@ -77,7 +77,7 @@ def small_op_overhead(n=2000):
     return sim / instr * 1e6, ref / (3 * n) * 1e6
 
 
-def matmul_loop(iters=1000):
+def matmul_loop(iters: int = 1000) -> tuple[float, float]:
     """128x128x512 fp32 nc_matmul accumulated in PSUM, ``iters`` times, vs NumPy ``a.T @ b``."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 128)).astype(np.float32)
@@ -113,7 +113,7 @@ def matmul_loop(iters=1000):
     return sim, ref
 
 
-def small_op_overhead_07(n=2000):
+def small_op_overhead_07(n: int = 2000) -> float:
     """The same small-tile loop written against NKI 0.7 (dst-first ISA calls into preallocated tiles)."""
     x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
 
@@ -142,7 +142,7 @@ def small_op_overhead_07(n=2000):
     return sim / (3 * n + 2) * 1e6
 
 
-def matmul_loop_07(iters=1000):
+def matmul_loop_07(iters: int = 1000) -> float:
     """``iters`` x ``nisa.nc_matmul(acc, s, m)`` (NKI 0.7, auto-accumulating into PSUM)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 128)).astype(np.float32)
@@ -172,7 +172,7 @@ def matmul_loop_07(iters=1000):
     return _best(lambda: nki7.simulate(k)(a, b), repeat=2)
 
 
-def main(iters=1000) -> int:
+def main(iters: int = 1000) -> int:
     print(
         "nki_kernels.sim interpreter speed (measured CPU time of this process on this machine, best of 5; "
         "not a Trainium figure)"

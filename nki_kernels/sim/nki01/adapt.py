@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 from ..core import engines
 from ..core.context import enter
@@ -60,7 +61,7 @@ def returns_fresh(
     pre: tuple = (),
     convert: Callable | None = None,
     engine_param: bool = False,
-    **bound,
+    **bound: Any,
 ) -> Callable:
     """An NKI 0.1 call that returns its result as a new tile: ``core_fn(ctx, PENDING, *pre, *args)``.
     ``name``: the call's name in messages (default the core op's); ``api``: the event's api
@@ -102,7 +103,7 @@ def with_dst(
     api: str | None = None,
     convert: Callable | None = None,
     engine_param: bool = False,
-    **bound,
+    **bound: Any,
 ) -> Callable:
     """An NKI 0.1 call that writes its ``dst`` argument (keyword, or the first positional argument)
     and returns None; ``convert(*args, **kw) -> (dst, args, kw)`` maps other signatures."""

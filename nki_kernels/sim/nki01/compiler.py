@@ -1,13 +1,19 @@
 """``neuronxcc.nki.compiler``: direct allocation (``sbuf``/``psum`` ``alloc``/``mod_alloc``, checked by
 nki01/allocation.py), the allocator decorators; scheduling directives are accepted as no-ops."""
 
+from __future__ import annotations
+
 import copy as _copy
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ..core.errors import SimTypeError, not_implemented
 from .allocation import Placement as _Placement
 from .kernel import jit as _jit
 from .kernel import skip_middle_end_transformations  # noqa: F401
 from .language import Buffer as _Buffer
+
+if _TYPE_CHECKING:
+    from typing import NoReturn
 
 
 class _AllocatableBuffer(_Buffer):
@@ -60,7 +66,7 @@ no_reorder = _identity_decorator
 allocation_scope = _identity_decorator
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> NoReturn:
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.compiler.{name}")

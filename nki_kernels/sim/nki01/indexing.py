@@ -7,6 +7,8 @@ masks they evaluate to."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -34,17 +36,17 @@ class IndexExpr:
     __slots__ = ("v", "mgrid")
     __array_priority__ = 100
 
-    def __init__(self, v, mgrid=False):
+    def __init__(self, v: Any, mgrid: bool = False):
         self.v = np.asarray(v, dtype=np.int64)
         self.mgrid = mgrid
 
     shape = property(lambda s: s.v.shape)
     ndim = property(lambda s: s.v.ndim)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> IndexExpr:
         return self.__class__(self.v[key], self.mgrid)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
         # ERR err_cannot_assign_to_index (SDK 2.26 nki.errors.rst): an index tensor is not a tile
         raise NKISyntaxError(
             "E014",
@@ -88,7 +90,7 @@ class IndexExpr:
     __ge__ = lambda s, o: s._cmp(o, np.greater_equal)
     __eq__ = lambda s, o: s._cmp(o, np.equal)
 
-    def __ne__(self, o):
+    def __ne__(self, o: object) -> NoReturn:
         raise SimValueError(
             "E015",
             "mask",
@@ -99,7 +101,7 @@ class IndexExpr:
 
     __hash__ = None
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise SimValueError(
             "E015",
             "index",
@@ -108,7 +110,7 @@ class IndexExpr:
             "Use it in mask= instead of an if statement",
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"IndexExpr(shape={self.v.shape}, range=[{self.v.min() if self.v.size else 0}, "
             f"{self.v.max() if self.v.size else 0}])"
@@ -140,10 +142,10 @@ class MaskExpr:
     __slots__ = ("v",)
     __array_priority__ = 100
 
-    def __init__(self, v):
+    def __init__(self, v: Any):
         self.v = np.asarray(v, dtype=bool)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
         # ERR err_cannot_assign_to_index (SDK 2.26 nki.errors.rst): nor does a mask
         raise NKISyntaxError(
             "E014",
@@ -166,7 +168,7 @@ class MaskExpr:
     __ror__ = lambda s, o: s._b(o, np.logical_or)
     __invert__ = lambda s: s.__class__(~s.v)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         f = sys._getframe(1)
         if not f.f_code.co_filename.startswith(_SIM_DIR) and control_flow_site(f) in ("if", "jump"):
             # ERR err_control_flow_condition_depending_on_arange (SDK 2.26 nki.errors.rst): an `if` (or
@@ -190,7 +192,7 @@ class MaskExpr:
         )
         return True
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
 
 
@@ -205,16 +207,16 @@ class MGrid:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts):
+    def __init__(self, parts: Iterable[Any]):
         self.parts = tuple(IndexExpr(p, True) for p in parts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[IndexExpr]:
         return iter(self.parts)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.parts)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> IndexExpr:
         return self.parts[i]
 
     p = property(lambda s: s.parts[0])
@@ -234,7 +236,7 @@ class _MGridMaker:
         return MGrid(np.ogrid[key])
 
 
-def mask_value(mask, api="mask"):
+def mask_value(mask: Any, api: str = "mask") -> bool | np.ndarray | None:
     """``mask=`` of an NKI 0.1 call as the core takes it: None, a bool, or the predicate's bool array
     (broadcast to the instruction's shape by the core)."""
     if mask is None or mask is True or mask is False:
@@ -259,7 +261,7 @@ def mask_value(mask, api="mask"):
     )
 
 
-def mask_array(mask, shape, api="mask"):
+def mask_array(mask: Any, shape: tuple[int, ...], api: str = "mask") -> bool | np.ndarray | None:
     """Evaluate ``mask=`` for an output of ``shape``: None (all), a bool, or a bool array."""
     if mask is None:
         return None

@@ -6,6 +6,8 @@ it names (``core.NAME``) holds the semantics and their sources.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 import numpy as np
 
 from ..core import dma as _dma
@@ -32,6 +34,9 @@ from . import allocation as _alloc
 from .adapt import returns_fresh, with_dst
 from .indexing import IndexExpr, MaskExpr, mask_value
 from .symbolic import Index, Predicate, concrete
+
+if _TYPE_CHECKING:
+    from typing import NoReturn
 
 tensor_engine, scalar_engine, gpsimd_engine = engine.tensor, engine.scalar, engine.gpsimd
 vector_engine, sync_engine, unknown_engine = engine.vector, engine.sync, engine.unknown
@@ -176,7 +181,7 @@ nc_transpose = _guarded(nc_transpose, _transpose_engine)
 INSTRUCTIONS = {n: f for n, f in dict(globals()).items() if callable(f) and hasattr(f, "core_op")}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> NoReturn:
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.isa.{name}")

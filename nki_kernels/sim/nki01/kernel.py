@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy as _copy
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from .. import kernel_ast as _kernel_ast
@@ -48,7 +49,7 @@ class Kernel(_CoreKernel):
     stack_allocator = False  # @ncc.enable_stack_allocator
     force_auto_alloc = False  # @ncc.force_auto_alloc
 
-    def run_instances(self, ctx, points, args, kwargs):
+    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict) -> Any:
         """Run the grid, the kernel function traced (:meth:`traced`), with the direct-allocation rules
         (nki01/allocation.py) watching the run."""
         if self.stack_allocator and not self.skip_middle_end:
@@ -69,7 +70,7 @@ class Kernel(_CoreKernel):
         direct.finish(result)
         return result
 
-    def traced(self):
+    def traced(self) -> Callable:
         """The kernel function as the front end traces it: its ``range`` loops are symbolic
         (``language.kernel_range``; docs/nki-0.1-rules.md section 9)."""
         fn = self.__dict__.get("_traced")
@@ -80,7 +81,7 @@ class Kernel(_CoreKernel):
             self.__dict__["_traced"] = fn
         return fn[1]
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if maybe_current() is not None:
             # a jitted helper called inside a kernel runs inline; a mode='trace' helper is traced like
             # the kernel function (nki-samples rmsnorm_quant NKI-917 note), a plain one unrolls its range
@@ -118,7 +119,7 @@ class Kernel(_CoreKernel):
                 out.add(p.name)
         return frozenset(out)
 
-    def check_outputs(self, ctx: RunContext, result, params: dict) -> None:
+    def check_outputs(self, ctx: RunContext, result: Any, params: dict) -> None:
         func = self._inner()
         code = getattr(func, "__code__", None)
         if code is None:
@@ -159,7 +160,7 @@ def _tensors(x):
             yield from _tensors(v)
 
 
-def jit(func=None, mode="auto", **kwargs):
+def jit(func: Callable | None = None, mode: str = "auto", **kwargs: Any) -> Any:
     """``@nki.jit`` / ``@nki.jit(mode=...)``: every mode is accepted; all simulate here."""
     if func is None:
         return lambda f: jit(f, mode=mode, **kwargs)
@@ -168,7 +169,7 @@ def jit(func=None, mode="auto", **kwargs):
     return Kernel(func, mode=mode, **kwargs)
 
 
-def trace(func=None, **kwargs):
+def trace(func: Callable | None = None, **kwargs: Any) -> Any:
     return jit(func, mode="trace", **kwargs)
 
 
@@ -182,7 +183,7 @@ def _as_kernel(kernel) -> _CoreKernel:
     )
 
 
-def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
+def trace_kernel(kernel: Callable, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> tuple[Any, Any]:
     """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
 
     A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
@@ -190,7 +191,7 @@ def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     return _trace_kernel(_as_kernel(kernel), *args, options=options, **kwargs)
 
 
-def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) -> Any:
+def simulate_kernel(kernel: Callable, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> Any:
     """``nki.simulate_kernel(kernel, *args, **kwargs)``: run on NumPy, return NumPy outputs."""
     return _trace_kernel(_as_kernel(kernel), *args, options=options, **kwargs)[0]
 
@@ -208,14 +209,14 @@ class DeviceKernel(Kernel):
     harness wrapper that calls ``nki.simulate_kernel``); ``api_kwargs`` its keyword arguments
     (``warmup``, ``iters``, ``save_neff_name``, ...)."""
 
-    def __init__(self, kernel: _CoreKernel, api: str, source=None, api_kwargs=None):
+    def __init__(self, kernel: _CoreKernel, api: str, source: Any = None, api_kwargs: dict | None = None):
         super().__init__(kernel.func, kernel.mode, kernel.grid, kernel.skip_middle_end, **kernel.options)
         self.api = api
         self.source = kernel if source is None else source
         self.api_kwargs = dict(api_kwargs or {})
         self.benchmark_result = None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if maybe_current() is not None:
             return self.func(*args, **kwargs)
         handler = device_handlers.get(self.api)
@@ -243,7 +244,7 @@ benchmark = _device_wrapper("nki.benchmark")
 profile = _device_wrapper("nki.profile")
 
 
-def skip_middle_end_transformations(kernel):
+def skip_middle_end_transformations(kernel: Callable) -> Kernel:
     """Compiler flag: affine_range behaves like sequential_range (so it is never shuffled)."""
     k = _copy.copy(jit(kernel))
     k.skip_middle_end = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dis as _dis
 import sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 import ml_dtypes as _ml_dtypes
 import numpy as np
@@ -43,6 +44,13 @@ from .symbolic import symbolic as _symbolic
 from .symbolic import symbolic_range_site as _symbolic_range_site
 from .tile import ParDim, Tile
 
+if _TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, NoReturn
+
+    from ..core.tensor import Tensor
+    from .symbolic import Index
+
 # ---- dtypes -------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
 float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
@@ -66,7 +74,7 @@ fp32 = _Limits(float(np.float32(np.finfo(np.float32).min)), float(np.finfo(np.fl
 bfp16 = _Limits(float("-inf"), float("inf"))  # 0xff80 decodes as bf16 -inf (spec §3)
 
 
-def static_cast(x, dtype):
+def static_cast(x: Any, dtype: Any) -> Tensor | np.ndarray:
     """Cast a NumPy array (also outside kernels) or a tile to ``dtype``."""
     if isinstance(x, Tile):
         return copy(x, dtype=dtype)
@@ -81,15 +89,15 @@ class Buffer:
     """A memory buffer (nl.sbuf, nl.psum, ...).  ``phys_tiles``: the number of physical tiles a
     ``mod_alloc`` gives a block-dimension tensor (None: automatic allocation)."""
 
-    def __init__(self, name, phys_tiles=None, placement=None):
+    def __init__(self, name: str, phys_tiles: int | None = None, placement: _alloc.Placement | None = None):
         self.name = name
         self.phys_tiles = phys_tiles
         self.placement = placement  # allocation.Placement of a direct allocation (None: automatic)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"nl.{self.name}" if self.phys_tiles is None else f"nl.{self.name}.mod_alloc({self.phys_tiles} tiles)"
 
-    def mod_alloc(self, *args, **kwargs):
+    def mod_alloc(self, *args: Any, **kwargs: Any) -> Buffer:
         """Modulo allocation (SDK 2.26 nki.compiler psum.mod_alloc / sbuf.mod_alloc): capacity counts the
         physical tiles, the product of ``num_*_tiles`` (an empty shape is one tile, as the SDK's
         test_psum_modulo_alloc example defines it); the placement is checked by nki01/allocation.py."""
@@ -98,7 +106,7 @@ class Buffer:
         placement = _alloc.mod_alloc_placement(self.name, kwargs)
         return Buffer(self.name, placement.tiles(), placement)
 
-    def auto_alloc(self, *args, **kwargs):
+    def auto_alloc(self, *args: Any, **kwargs: Any) -> Buffer:
         return self
 
 
@@ -135,7 +143,7 @@ class tile_size:
     total_available_sbuf_size = _limits.SBUF_BYTES_PER_PARTITION
 
 
-def par_dim(n):
+def par_dim(n: int) -> ParDim:
     return ParDim(n)
 
 
@@ -212,7 +220,14 @@ def _rank_check(shape, buf, api):
         )
 
 
-def ndarray(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+def ndarray(
+    shape: int | tuple[int, ...],
+    dtype: Any = float32,
+    *,
+    buffer: Buffer | str | None = None,
+    name: str = "",
+    **kwargs: Any,
+) -> Tensor:
     ctx = _enter("ndarray", instruction=False)
     _reject_in_shape("nl.ndarray", shape)
     buf = _buffer_name(buffer, "ndarray")
@@ -261,15 +276,37 @@ def _filled(api, shape, dtype, buffer, name, value):
     return _placed(ctx, t, placement, shape, par)
 
 
-def zeros(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+def zeros(
+    shape: int | tuple[int, ...],
+    dtype: Any = float32,
+    *,
+    buffer: Buffer | str | None = None,
+    name: str = "",
+    **kwargs: Any,
+) -> Tensor:
     return _filled("zeros", shape, dtype, buffer, name, 0)
 
 
-def ones(shape, dtype=float32, *, buffer=None, name="", **kwargs):
+def ones(
+    shape: int | tuple[int, ...],
+    dtype: Any = float32,
+    *,
+    buffer: Buffer | str | None = None,
+    name: str = "",
+    **kwargs: Any,
+) -> Tensor:
     return _filled("ones", shape, dtype, buffer, name, 1)
 
 
-def full(shape, fill_value, dtype=float32, *, buffer=None, name="", **kwargs):
+def full(
+    shape: int | tuple[int, ...],
+    fill_value: Any,
+    dtype: Any = float32,
+    *,
+    buffer: Buffer | str | None = None,
+    name: str = "",
+    **kwargs: Any,
+) -> Tensor:
     return _filled("full", shape, dtype, buffer, name, fill_value)
 
 
@@ -277,31 +314,39 @@ def _like(a, dtype, buffer):
     return a.shape, (a.dtype if dtype is None else dtype), (buffer if buffer is not None else a.buffer.value)
 
 
-def empty_like(a, dtype=None, *, buffer=None, name="", **kw):
+def empty_like(
+    a: Tensor, dtype: Any = None, *, buffer: Buffer | str | None = None, name: str = "", **kw: Any
+) -> Tensor:
     s, d, b = _like(a, dtype, buffer)
     return ndarray(s, d, buffer=b, name=name)
 
 
-def ndarray_like(a, dtype=None, *, buffer=None, name="", **kw):
+def ndarray_like(
+    a: Tensor, dtype: Any = None, *, buffer: Buffer | str | None = None, name: str = "", **kw: Any
+) -> Tensor:
     return empty_like(a, dtype, buffer=buffer, name=name)
 
 
-def zeros_like(a, dtype=None, *, buffer=None, name="", **kw):
+def zeros_like(
+    a: Tensor, dtype: Any = None, *, buffer: Buffer | str | None = None, name: str = "", **kw: Any
+) -> Tensor:
     s, d, b = _like(a, dtype, buffer)
     return zeros(s, d, buffer=b, name=name)
 
 
-def ones_like(a, dtype=None, *, buffer=None, name="", **kw):
+def ones_like(a: Tensor, dtype: Any = None, *, buffer: Buffer | str | None = None, name: str = "", **kw: Any) -> Tensor:
     s, d, b = _like(a, dtype, buffer)
     return ones(s, d, buffer=b, name=name)
 
 
-def full_like(a, fill_value, dtype=None, *, buffer=None, name="", **kw):
+def full_like(
+    a: Tensor, fill_value: Any, dtype: Any = None, *, buffer: Buffer | str | None = None, name: str = "", **kw: Any
+) -> Tensor:
     s, d, b = _like(a, dtype, buffer)
     return full(s, fill_value, d, buffer=b, name=name)
 
 
-def shared_identity_matrix(n, dtype=uint8, **kw):
+def shared_identity_matrix(n: int, dtype: Any = uint8, **kw: Any) -> Tensor:
     """An (n, n) identity in HBM, like shared_constant (2.26 language doc: "create a new identity
     tensor ... in HBM"; SDK test_psum_modulo_alloc loads it with nl.load)."""
     _enter("shared_identity_matrix", instruction=False)
@@ -310,7 +355,7 @@ def shared_identity_matrix(n, dtype=uint8, **kw):
     return t
 
 
-def shared_constant(constant, dtype=None, **kw):
+def shared_constant(constant: Any, dtype: Any = None, **kw: Any) -> Tensor:
     _enter("shared_constant", instruction=False)
     a = np.asarray(constant)
     d = dtype if dtype is not None else a.dtype
@@ -323,17 +368,17 @@ def shared_constant(constant, dtype=None, **kw):
 num_programs, program_ndim = _spmd.num_programs, _spmd.program_ndim
 
 
-def program_id(axis=0):
+def program_id(axis: int = 0) -> Index:
     """The SPMD instance index along ``axis``: an index like a loop index (docs/nki-0.1-rules.md section 11
     item 11; ERR err_shared_hbm_must_in_kernel_level uses it in an `if`, MASK lists it among mask operands)."""
     return _program_index(int(axis) if isinstance(axis, (int, np.integer)) else axis, _spmd.program_id(axis))
 
 
-def nc(n):
+def nc(n: int) -> int:
     return int(n)
 
 
-def spmd_dim(*dims):
+def spmd_dim(*dims: int) -> int:
     return int(np.prod([int(d) for d in dims]))
 
 
@@ -341,20 +386,20 @@ def spmd_dim(*dims):
 # affine_range / sequential_range (and a `range` loop in the kernel function or a mode='trace' helper, the
 # kernel's `range` is kernel_range below) yield symbolic indices (symbolic.py; aws-neuron-sdk@49ee15c5
 # programming_model.rst "Representing data in NKI"); static_range yields ints (unrolled at trace time).
-def affine_range(*args, **kwargs):
+def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
     """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
     return _symbolic(_loop("affine", _bound_args("nl.affine_range", args)))
 
 
-def sequential_range(*args, **kwargs):
+def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
     return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args)))
 
 
-def static_range(*args, **kwargs):
+def static_range(*args: Any, **kwargs: Any) -> Iterator[int]:
     return _loop("static", _bound_args("nl.static_range", args, static=True))
 
 
-def kernel_range(*args):
+def kernel_range(*args: Any) -> Iterator[Index] | range:
     """``range`` as the kernel function (and a ``mode='trace'`` helper) sees it: the iterator of a ``for``
     statement there is ``nl.sequential_range`` (NL sequential_range docstring, SDK 2.26: "range is replaced
     by sequential_range"); any other use (``list(range(n))``, a comprehension) is Python's range."""
@@ -365,7 +410,7 @@ def kernel_range(*args):
 
 
 # ---- indices ------------------------------------------------------------------------------
-def arange(*args):
+def arange(*args: int) -> IndexExpr:
     if len(args) == 0 or len(args) > 2:
         raise NKISyntaxError("E014", "arange", None, "nl.arange takes (stop) or (start, stop)", "No step")
     _reject_in_shape("nl.arange", args)
@@ -375,7 +420,7 @@ def arange(*args):
 mgrid = _MGridMaker()
 
 
-def ds(start, size):
+def ds(start: int, size: int) -> slice:
     """Dynamic slice ``start:start+size``."""
     return slice(int(start), int(start) + int(size))
 
@@ -385,14 +430,14 @@ _load = returns_fresh(_dma.load, api="nl.load")
 _store = with_dst(_dma.store, api="nl.store")
 
 
-def load(*args, **kw):
+def load(*args: Any, **kw: Any) -> Any:
     src = args[0] if args else kw.get("src")
     if src.__class__ is _indirect.IndirectTensor:
         _indirect.check_load_store("nl.load", src)
     return _load(*args, **kw)
 
 
-def store(*args, **kw):
+def store(*args: Any, **kw: Any) -> Any:
     dst = args[0] if args else kw.get("dst")
     if dst.__class__ is _indirect.IndirectTensor:
         _indirect.check_load_store("nl.store", dst)
@@ -406,7 +451,7 @@ copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_en
 broadcast_to = returns_fresh(_vector.broadcast_to)
 
 
-def expand_dims(data, axis):
+def expand_dims(data: Tile, axis: int | tuple[int, ...]) -> Tile:
     if not isinstance(data, Tile) or data.arr is None:
         raise SimTypeError("E010", "expand_dims", "data", "expects a tile")
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -426,7 +471,7 @@ def expand_dims(data, axis):
     return data.reshape(data.shape + (1,) * len(axes))
 
 
-def device_print(prefix, x, **kw):
+def device_print(prefix: str, x: Any, **kw: Any) -> None:
     """Prints in the interpreter (a no-op on hardware)."""
     _enter("device_print", instruction=False)
     v = x.read() if isinstance(x, Tile) else x
@@ -548,7 +593,7 @@ softmax = returns_fresh(_reduce.softmax)
 rms_norm = returns_fresh(_reduce.rms_norm)
 
 
-def finfo(dtype):
+def finfo(dtype: Any) -> Any:
     """Machine limits of a float dtype (``nl.finfo``, 2.26 language docs; NumPy/ml_dtypes ``finfo``)."""
     d = _dt.canonical(dtype, op="finfo")
     if not _dt.is_float(d):
@@ -638,7 +683,7 @@ def _subscript_target(frame):
     return None, False
 
 
-def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
+def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None, **kwargs: Any) -> Any:
     """``b = nl.loop_reduce(a, op, loop_indices)`` is ``b = nisa.tensor_tensor(data1=b, data2=a, op)``
     (2.26 language docs); the interpreter finds the destination (the assigned name's current tile) in
     the calling statement (README divergences); when the name is not bound yet the result is ``a``."""
@@ -658,7 +703,7 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
     )
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> NoReturn:
     if name.startswith("_"):
         raise AttributeError(name)
     raise not_implemented(f"nki.language.{name}")

@@ -8,13 +8,18 @@ allocation docs (``general/nki/api/nki/compiler/sbuf.py`` at 49ee15c5) name
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from ..core import dtypes as _dt
 from .language import tile_size as _tile_size
+
+if _TYPE_CHECKING:
+    from typing import Any
 
 sbuf_min_align = _tile_size.sbuf_min_align
 psum_min_align = _tile_size.psum_min_align
 
 
-def sizeinbytes(dtype) -> int:
+def sizeinbytes(dtype: Any) -> int:
     """Bytes of one element of ``dtype`` (an NKI dtype, a NumPy dtype or its name)."""
     return _dt.itemsize(_dt.canonical(dtype, op="sizeinbytes"))

@@ -7,6 +7,8 @@ Index expressions are evaluated here into the integer index arrays the core's vi
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 import numpy as np
 
 from ..core import dtypes as dt
@@ -71,13 +73,13 @@ class Tile(Tensor):
 
     __hash__ = object.__hash__
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise SimTypeError(
             "E010", "iter", self.name, "NKI tensors are not iterable", "Index them with slices or nl.arange"
         )
 
     # -- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key) -> Tile:
+    def __getitem__(self, key: Any) -> Tile:
         key = key if key.__class__ is tuple else (key,)
         if (
             len(key) == 1
@@ -185,20 +187,20 @@ class Tile(Tensor):
                 raise SimIndexError("E008", "index", self.name, f"unsupported index {k!r}")
         return parts
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         dst = self[key]
         ctx = enter_landing("dst[...] = value")
         core.assign(ctx, dst, value, api="dst[...] = value")
 
     # -- views ------------------------------------------------------------------------------
-    def reshape(self, *shape, **kw) -> Tile:
+    def reshape(self, *shape: Any, **kw: Any) -> Tile:
         if "shape" in kw:
             shape = (kw.pop("shape"),)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return self.reshape_view(tuple(int(s) for s in shape))
 
-    def view(self, dtype) -> Tile:
+    def view(self, dtype: Any) -> Tile:
         d = dt.canonical(dtype, op="view")
         if dt.itemsize(d) != self.itemsize or self.arr is None:
             raise SimValueError(
@@ -213,16 +215,16 @@ class Tile(Tensor):
         t.alloc.written = True
         return t
 
-    def astype(self, dtype) -> Tile:
+    def astype(self, dtype: Any) -> Tile:
         return NL["copy"](self, dtype=dtype)
 
-    def broadcast_to(self, shape) -> Tile:
+    def broadcast_to(self, shape: tuple[int, ...]) -> Tile:
         return NL["broadcast_to"](self, shape=shape)
 
-    def expand_dims(self, axis) -> Tile:
+    def expand_dims(self, axis: int | tuple[int, ...]) -> Tile:
         return NL["expand_dims"](self, axis)
 
-    def assert_shape(self, shape) -> Tile:
+    def assert_shape(self, shape: tuple[int, ...]) -> Tile:
         if tuple(shape) != self._shape:
             raise SimValueError(
                 "E011",
@@ -233,16 +235,16 @@ class Tile(Tensor):
         return self
 
     # -- arithmetic operators map to nl.* (spec §10) ------------------------------------
-    def __iadd__(self, other) -> Tile:
+    def __iadd__(self, other: Any) -> Tile:
         return core.accumulate(enter_landing("+="), self, other, "add")
 
-    def __isub__(self, other) -> Tile:
+    def __isub__(self, other: Any) -> Tile:
         return core.accumulate(enter_landing("-="), self, other, "subtract")
 
-    def __imul__(self, other) -> Tile:
+    def __imul__(self, other: Any) -> Tile:
         return core.accumulate(enter_landing("*="), self, other, "multiply")
 
-    def __itruediv__(self, other) -> Tile:
+    def __itruediv__(self, other: Any) -> Tile:
         return core.accumulate(enter_landing("/="), self, other, "divide")
 
 
