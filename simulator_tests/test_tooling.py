@@ -44,11 +44,6 @@ NOT_YET_ANNOTATED: set[str] = {
     "nki_kernels/sim/nki01/nki.py",
     "nki_kernels/sim/nki01/tile.py",
     "nki_kernels/sim/nki01/typing.py",
-    "nki_kernels/sim/nki07/adapt.py",
-    "nki_kernels/sim/nki07/isa.py",
-    "nki_kernels/sim/nki07/kernel.py",
-    "nki_kernels/sim/nki07/language.py",
-    "nki_kernels/sim/nki07/tensor.py",
     "nki_kernels/sim/speed.py",
 }
 
