@@ -33,11 +33,6 @@ NOT_YET_ANNOTATED: set[str] = {
     "nki_kernels/sim/core/tensor.py",
     "nki_kernels/sim/core/tensore.py",
     "nki_kernels/sim/core/vector.py",
-    "nki_kernels/sim/nki07/adapt.py",
-    "nki_kernels/sim/nki07/isa.py",
-    "nki_kernels/sim/nki07/kernel.py",
-    "nki_kernels/sim/nki07/language.py",
-    "nki_kernels/sim/nki07/tensor.py",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any, NoReturn
 
 from ..core.context import enter
 from ..core.dtypes import canonical, name_of
@@ -25,7 +26,7 @@ def _params(fn: Callable) -> frozenset:
     return frozenset(list(inspect.signature(fn).parameters)[2:]) - _NOT_07  # after (ctx, dst)
 
 
-def unwrap(x):
+def unwrap(x: Any) -> Any:
     """An NkiTensor's core tensor; tuples and lists element-wise; anything else unchanged."""
     c = x.__class__
     if c is NkiTensor:
@@ -77,7 +78,7 @@ def dst_first(
     convert: Callable | None = None,
     extra: tuple = (),
     defaults: dict | None = None,
-    **bound,
+    **bound: Any,
 ) -> Callable:
     """An NKI 0.7 ISA call ``op(dst, ...)``: the core op lands its result in ``dst``; returns None.
     ``convert(dst, *args, **kw) -> (args, kw)`` maps the 0.7 signature onto the core op's (``extra``:
@@ -163,7 +164,7 @@ def returns_fresh(
     api: str | None = None,
     pre: tuple = (),
     convert: Callable | None = None,
-    **bound,
+    **bound: Any,
 ) -> Callable:
     """An ``nl.*`` call of NKI 0.7 that returns a new tile (NKI 0.6 L1): ``core_fn(ctx, PENDING, *pre,
     ...)`` wrapped as an NkiTensor (``t[...] = nl.exp(x)`` lands the result in ``t``)."""
@@ -198,15 +199,15 @@ class Unimplemented:
     def __init__(self, api: str):
         self._api = api
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise not_implemented(self._api)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Unimplemented:
         if name.startswith("_"):  # introspection (pytest, inspect, copy) must see a plain object
             raise AttributeError(name)
         return Unimplemented(f"{self._api}.{name}")
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: Any) -> NoReturn:
         raise not_implemented(self._api)
 
     def __repr__(self) -> str:

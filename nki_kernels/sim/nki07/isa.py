@@ -8,6 +8,8 @@ documented semantics changed since SDK 2.26.
 
 from __future__ import annotations
 
+import typing as _typing
+
 import numpy as np
 
 from ..core import dma as _dma
@@ -34,6 +36,9 @@ from ..core.ops import BINARY, free_size, opcode, same_partitions, tile
 from ..core.tensor import SBUF
 from .adapt import dst_first, module_getattr
 from .tensor import NkiTensor
+
+if _typing.TYPE_CHECKING:  # not at run time: nki.isa's public names are the NKI API's
+    from typing import Any, SupportsInt
 
 tensor_engine, vector_engine, scalar_engine = engine.tensor, engine.vector, engine.scalar
 gpsimd_engine, unknown_engine, sync_engine = engine.gpsimd, engine.unknown, engine.sync
@@ -180,18 +185,18 @@ class VirtualRegister:
     __nki_register__ = True
     __slots__ = ("value",)
 
-    def __init__(self, x=0):
+    def __init__(self, x: SupportsInt = 0):
         self.value = int(x)
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self.value
 
     __index__ = __int__
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.value != 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"VirtualRegister({self.value})"
 
     def _v(self, o):
@@ -235,29 +240,29 @@ def _writable(dst, api):
         )
 
 
-def register_alloc(x=None):
+def register_alloc(x: SupportsInt | None = None) -> VirtualRegister:
     return VirtualRegister(0 if x is None else x)
 
 
-def register_move(dst, src):
+def register_move(dst: VirtualRegister, src: SupportsInt) -> None:
     _writable(dst, "register_move")
     dst.value = int(src)
 
 
-def register_load(dst, src):
+def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
     _writable(dst, "register_load")
     if not isinstance(src, NkiTensor) or src.size != 1:
         raise SimValueError("E011", "register_load", "src", "register_load reads a single-element SBUF tensor")
     dst.value = int(np.asarray(src.t.read()).reshape(-1)[0])
 
 
-def register_store(dst, src):
+def register_store(dst: NkiTensor, src: SupportsInt) -> None:
     if not isinstance(dst, NkiTensor) or dst.size != 1:
         raise SimValueError("E011", "register_store", "dst", "register_store writes a single-element SBUF tensor")
     dst.t.write(np.full(dst.shape, int(src)), api="register_store")
 
 
-def core_barrier(data, cores, engine=engine.gpsimd, **kw):
+def core_barrier(data: NkiTensor, cores: Any, engine: engine = engine.gpsimd, **kw: Any) -> None:
     """Synchronise the logical cores: the instances of an LNC launch run in lockstep (lnc.py), so a
     scheduling point and nothing else."""
     enter("core_barrier", instruction=False)

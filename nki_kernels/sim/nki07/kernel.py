@@ -13,6 +13,8 @@ import inspect
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
@@ -25,6 +27,10 @@ from ..core.tensor import Tensor
 from ..kernel_ast import analyze_kernel
 from .lnc import Lockstep
 from .tensor import NkiTensor
+
+if TYPE_CHECKING:
+    from ..core.options import SimOptions
+    from ..core.trace import Trace
 
 
 def _to_nki(x):
@@ -232,7 +238,7 @@ class Kernel(CoreKernel):
     tensor_cls = Tensor
     capacity_policy = "warn"
 
-    def __init__(self, fn, grid=(), **options):
+    def __init__(self, fn: Callable, grid: tuple[int, ...] = (), **options: Any):
         self.kernel_fn = fn
 
         def entry(*args, **kwargs):
@@ -258,7 +264,7 @@ class Kernel(CoreKernel):
         # nki/guides/nki_simulator.rst, "Execution")
         return True
 
-    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
+    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict) -> Any:
         _language_restrictions(self.kernel_fn, ctx)
         _check_arguments(self.kernel_fn, ctx, args, kwargs)
         if len(points) == 1:
@@ -266,7 +272,7 @@ class Kernel(CoreKernel):
             return self.func(*args, **kwargs)
         return Lockstep(ctx, points).run(self.func, args, kwargs)[0]
 
-    def __getitem__(self, lnc) -> Kernel:
+    def __getitem__(self, lnc: int | tuple[int, ...]) -> Kernel:
         if maybe_current() is not None:
             raise SimRuntimeError(
                 "E019",
@@ -286,7 +292,7 @@ class Kernel(CoreKernel):
         k.skip_middle_end = self.skip_middle_end
         return k
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if maybe_current() is not None:
             return self.kernel_fn(*args, **kwargs)  # K5: inline, with NkiTensor arguments
         return simulate(self)(*args, **kwargs)
@@ -295,7 +301,7 @@ class Kernel(CoreKernel):
         return f"<nki 0.7 kernel {self.__name__}[{self.grid[0] if len(self.grid) == 1 else self.grid}]>"
 
 
-def jit(fn=None, **kwargs):
+def jit(fn: Callable | None = None, **kwargs: Any) -> Kernel | Callable[[Callable], Kernel]:
     """``@nki.jit`` / ``@nki.jit(...)`` (K1).  ``mode=`` is ignored; ``platform_target=`` is an error."""
     if "platform_target" in kwargs:
         raise SimTypeError(
@@ -357,7 +363,7 @@ def _to_torch(x):
     return x
 
 
-def simulate(kernel, options=None):
+def simulate(kernel: Callable, options: SimOptions | None = None) -> Callable[..., Any]:
     """``nki.simulate(kernel)(*args)`` (K2): run on the interpreter; NumPy in/out, or torch in/out."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
 
@@ -396,7 +402,7 @@ cpu_simulate = _CpuSimulate
 dtype = np.dtype  # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype objects here
 
 
-def trace(kernel, *args, options=None, **kwargs):
+def trace(kernel: Callable, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> tuple[Any, Trace]:
     """``(outputs, trace)`` of a run: the instruction trace the cost model reads."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
     return _trace_kernel(k, *args, options=options, **kwargs)
@@ -407,7 +413,7 @@ def simulator_requested() -> bool:
     return os.environ.get("NKI_SIMULATOR", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def skip_middle_end_transformations(kernel):
+def skip_middle_end_transformations(kernel: Callable) -> Kernel:
     """A compiler flag: ``affine_range`` runs in program order (never shuffled)."""
     k = jit(kernel)
     k.skip_middle_end = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import sys
+import typing as _typing
 
 import ml_dtypes
 import numpy as np
@@ -37,6 +38,10 @@ from .adapt import dst_first, module_getattr, returns_fresh, unwrap
 from .isa import LoopRegister, VirtualRegister
 from .tensor import REGIONS as _REGIONS
 from .tensor import DynSlice, MemoryRegion, NkiTensor
+
+if _typing.TYPE_CHECKING:  # not at run time: nki.language's public names are the NKI API's
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any, NoReturn, SupportsInt
 
 # ---- dtypes ---------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = dt.float32, dt.float16, dt.bfloat16, dt.tfloat32
@@ -97,19 +102,19 @@ def _buf(buffer, api):
     )
 
 
-def is_hbm(buffer):
+def is_hbm(buffer: MemoryRegion | None) -> bool:
     return _buf(buffer, "is_hbm") in HBM_KINDS
 
 
-def is_on_chip(buffer):
+def is_on_chip(buffer: MemoryRegion | None) -> bool:
     return _buf(buffer, "is_on_chip") in ON_CHIP
 
 
-def is_psum(buffer):
+def is_psum(buffer: MemoryRegion | None) -> bool:
     return _buf(buffer, "is_psum") == "psum"
 
 
-def is_sbuf(buffer):
+def is_sbuf(buffer: MemoryRegion | None) -> bool:
     return _buf(buffer, "is_sbuf") == "sbuf"
 
 
@@ -153,7 +158,14 @@ def _shape(shape, api):
     return tuple(int(s) for s in shape)
 
 
-def ndarray(shape, dtype=float32, buffer=sbuf, name="", address=None, **kw):
+def ndarray(
+    shape: int | Sequence[int],
+    dtype: Any = float32,
+    buffer: MemoryRegion | None = sbuf,
+    name: str = "",
+    address: tuple[int, int] | None = None,
+    **kw: Any,
+) -> NkiTensor:
     """Uninitialised tensor (poisoned in the interpreter); ``address`` places it (``_placed``)."""
     ctx = enter("ndarray", instruction=False)
     b = _buf(buffer, "ndarray")
@@ -217,15 +229,26 @@ def _filled(api, shape, dtype, buffer, name, value):
     return NkiTensor(t)
 
 
-def zeros(shape, dtype=float32, buffer=sbuf, name="", **kw):
+def zeros(
+    shape: int | Sequence[int], dtype: Any = float32, buffer: MemoryRegion | None = sbuf, name: str = "", **kw: Any
+) -> NkiTensor:
     return _filled("zeros", shape, dtype, buffer, name, 0)
 
 
-def ones(shape, dtype=float32, buffer=sbuf, name="", **kw):
+def ones(
+    shape: int | Sequence[int], dtype: Any = float32, buffer: MemoryRegion | None = sbuf, name: str = "", **kw: Any
+) -> NkiTensor:
     return _filled("ones", shape, dtype, buffer, name, 1)
 
 
-def full(shape, fill_value, dtype=float32, buffer=sbuf, name="", **kw):
+def full(
+    shape: int | Sequence[int],
+    fill_value: Any,
+    dtype: Any = float32,
+    buffer: MemoryRegion | None = sbuf,
+    name: str = "",
+    **kw: Any,
+) -> NkiTensor:
     return _filled("full", shape, dtype, buffer, name, fill_value)
 
 
@@ -233,22 +256,30 @@ def _like(x, dtype, buffer):
     return x.shape, (x.dtype if dtype is None else dtype), (buffer if buffer is not None else x.buffer)
 
 
-def zeros_like(x, dtype=None, buffer=None, name="", **kw):
+def zeros_like(
+    x: NkiTensor, dtype: Any = None, buffer: MemoryRegion | None = None, name: str = "", **kw: Any
+) -> NkiTensor:
     s, d, b = _like(x, dtype, buffer)
     return zeros(s, d, buffer=b, name=name)
 
 
-def ones_like(x, dtype=None, buffer=None, name="", **kw):
+def ones_like(
+    x: NkiTensor, dtype: Any = None, buffer: MemoryRegion | None = None, name: str = "", **kw: Any
+) -> NkiTensor:
     s, d, b = _like(x, dtype, buffer)
     return ones(s, d, buffer=b, name=name)
 
 
-def full_like(x, fill_value, dtype=None, buffer=None, name="", **kw):
+def full_like(
+    x: NkiTensor, fill_value: Any, dtype: Any = None, buffer: MemoryRegion | None = None, name: str = "", **kw: Any
+) -> NkiTensor:
     s, d, b = _like(x, dtype, buffer)
     return full(s, fill_value, d, buffer=b, name=name)
 
 
-def empty_like(x, dtype=None, buffer=None, name="", **kw):
+def empty_like(
+    x: NkiTensor, dtype: Any = None, buffer: MemoryRegion | None = None, name: str = "", **kw: Any
+) -> NkiTensor:
     s, d, b = _like(x, dtype, buffer)
     return ndarray(s, d, buffer=b, name=name)
 
@@ -256,7 +287,7 @@ def empty_like(x, dtype=None, buffer=None, name="", **kw):
 ndarray_like = empty_like
 
 
-def shared_constant(constant, dtype=None, **kw):
+def shared_constant(constant: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
     enter("shared_constant", instruction=False)
     a = np.asarray(constant)
     t = _allocate(a.shape, dtype if dtype is not None else a.dtype, "hbm", api="shared_constant")
@@ -264,7 +295,7 @@ def shared_constant(constant, dtype=None, **kw):
     return NkiTensor(t)
 
 
-def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
+def shared_identity_matrix(n: int, dtype: Any = uint8, dst: NkiTensor | None = None, **kw: Any) -> NkiTensor:
     """An (n, n) identity tile in SBUF (NL ``shared_identity_matrix``: its examples feed the result
     straight to ``nl.transpose``/``nl.matmul``), or written into ``dst``."""
     ctx = enter("shared_identity_matrix")
@@ -272,14 +303,16 @@ def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
     return dst if dst is not None else NkiTensor(r)
 
 
-def rand(shape, dtype=float32, buffer=sbuf, name="", **kw):
+def rand(
+    shape: int | Sequence[int], dtype: Any = float32, buffer: MemoryRegion | None = sbuf, name: str = "", **kw: Any
+) -> NkiTensor:
     """Uniform [0, 1) values (NL ``rand``).  The interpreter's generator is NumPy's PCG64 seeded by
     ``random_seed`` (0 by default): the same seed gives the same values, not the hardware's values."""
     ctx = enter("rand")
     return NkiTensor(_rng.rand(ctx, _PENDING, _shape(shape, "rand"), dtype, buffer=_buf(buffer, "rand")))
 
 
-def random_seed(seed):
+def random_seed(seed: NkiTensor) -> None:
     """Seed ``nl.rand`` from a (1, 1) SBUF/PSUM tensor (NL ``random_seed``)."""
     ctx = enter("random_seed")
     if not isinstance(seed, NkiTensor) or seed.size != 1:
@@ -293,41 +326,41 @@ def random_seed(seed):
     _rng.random_seed(ctx, None, seed.t)
 
 
-def dropout(x, rate, dtype=None):
+def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NoReturn:
     raise not_implemented("nki.language.dropout")
 
 
-def gather_flattened(data, indices, axis=0, dtype=None):
+def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None) -> NoReturn:
     raise not_implemented("nki.language.gather_flattened")
 
 
 # ---- SPMD / LNC (K4) -----------------------------------------------------------------------------
-def program_id(axis=0):
+def program_id(axis: int = 0) -> int:
     return _spmd.program_id(axis)
 
 
-def num_programs(axes=0):
+def num_programs(axes: int | Sequence[int] | None = 0) -> int | tuple[int, ...]:
     return _spmd.num_programs(axes)
 
 
-def program_ndim():
+def program_ndim() -> int:
     return _spmd.program_ndim()
 
 
 # ---- loops (C1-C4) -------------------------------------------------------------------------------
-def affine_range(start, stop=None, step=1):
+def affine_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
     return _loop("affine", (start,) if stop is None else (start, stop, step))
 
 
-def sequential_range(start, stop=None, step=1):
+def sequential_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
     return _loop("sequential", (start,) if stop is None else (start, stop, step))
 
 
-def static_range(start, stop=None, step=1):
+def static_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
     return _loop("static", (start,) if stop is None else (start, stop, step))
 
 
-def dynamic_range(start, stop=None, step=1):
+def dynamic_range(start: SupportsInt, stop: SupportsInt | None = None, step: SupportsInt = 1) -> Iterator[LoopRegister]:
     ctx = enter("dynamic_range", instruction=False)
     ctx.warn_once("dynrange", "nl.dynamic_range is deprecated since NKI 0.6: use nl.fori_loop (MIG 0.5->0.6)")
     r = builtins.range(int(start)) if stop is None else builtins.range(int(start), int(stop), int(step))
@@ -355,7 +388,7 @@ def _not_in_no_reorder(api):
         )
 
 
-def fori_loop(lower, upper, body_fun, step=1):
+def fori_loop(lower: SupportsInt, upper: SupportsInt, body_fun: Callable[[LoopRegister], None], step: int = 1) -> None:
     """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None."""
     _not_in_no_reorder("fori_loop")
     if not isinstance(step, (int, np.integer)) or step < 1:
@@ -374,7 +407,7 @@ def fori_loop(lower, upper, body_fun, step=1):
     return None
 
 
-def while_loop(init, body_fun):
+def while_loop(init: SupportsInt, body_fun: Callable[[VirtualRegister], SupportsInt]) -> None:
     """Runtime while loop (C3): runs while the condition register is non-zero."""
     _not_in_no_reorder("while_loop")
     r = init
@@ -396,7 +429,7 @@ def while_loop(init, body_fun):
 
 
 @contextlib.contextmanager
-def no_reorder():
+def no_reorder() -> Iterator[None]:
     """Scheduling hint: instructions in the block keep program order (the interpreter always does)."""
     _NO_REORDER[0] += 1
     try:
@@ -406,11 +439,11 @@ def no_reorder():
 
 
 # ---- indexing helpers ----------------------------------------------------------------------------
-def ds(start, size, step=1):
+def ds(start: Any, size: int, step: int = 1) -> DynSlice:
     return DynSlice(start, size, step)
 
 
-def expand_dims(x, axis):
+def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
     return x.expand_dim(axis)
 
 
@@ -438,7 +471,7 @@ matmul = returns_fresh(_tensore.matmul, convert=_matmul)
 transpose = returns_fresh(_tensore.transpose)
 
 
-def device_print(print_prefix, tensor=None, **kw):
+def device_print(print_prefix: str, tensor: Any = None, **kw: Any) -> None:
     enter("device_print", instruction=False)
     v = unwrap(tensor)
     print(print_prefix, np.asarray(v.read()).astype(np.float32) if hasattr(v, "read") else v, file=sys.stdout)

@@ -10,6 +10,8 @@ follow V3 and access patterns V4.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -73,10 +75,10 @@ class DynSlice:
 
     __slots__ = ("start", "size", "step")
 
-    def __init__(self, start, size, step=1):
+    def __init__(self, start: Any, size: int, step: int = 1):
         self.start, self.size, self.step = start, size, step
 
-    def as_slice(self):
+    def as_slice(self) -> slice:
         s = _int_of(self.start, "ds", "start")
         n = int(self.size)
         return slice(s, s + n * self.step, self.step)
@@ -88,10 +90,10 @@ class Shape(tuple):
 
     __slots__ = ()
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     __hash__ = tuple.__hash__
@@ -119,15 +121,15 @@ class NkiTensor:
         return REGIONS[self.t.alloc.buffer.value]
 
     @property
-    def strides(self):
+    def strides(self) -> tuple[int, ...]:
         a = self._need_basic("strides")
         return tuple(s // a.itemsize for s in a.strides)
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         return self.t.off // self.t.alloc.array.itemsize
 
-    def is_contiguous(self):
+    def is_contiguous(self) -> bool:
         a = self.t.arr
         exp = 1
         dims = list(zip(a.shape, self.strides, strict=False))
@@ -141,24 +143,24 @@ class NkiTensor:
             exp *= n
         return True
 
-    def get_pattern(self):
+    def get_pattern(self) -> list[list[int]]:
         return [[s, n] for s, n in zip(self.strides, self.shape, strict=False)]
 
-    def is_indirect(self):
+    def is_indirect(self) -> bool:
         return self.t.arr is None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"NkiTensor({self.name}, shape={self.shape}, dtype={dt.name_of(self.dtype)}, buffer={self.t.alloc.buffer})"
         )
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.t.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable", "Index them with slices or nl.ds")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`.
         value = bool(np.all(np.asarray(self.t.read()) != 0))
         f = user_frame()
@@ -220,7 +222,7 @@ class NkiTensor:
         return NkiTensor(self.t.view_of(arr))
 
     # ---- indexing (V1) ---------------------------------------------------------------------
-    def __getitem__(self, key) -> NkiTensor:
+    def __getitem__(self, key: Any) -> NkiTensor:
         t = self.t
         arr = t.arr
         if key.__class__ is not tuple:
@@ -317,7 +319,7 @@ class NkiTensor:
             "NKI does not clamp slices: fix the range (sizes are in .shape)",
         )
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Any, value: Any) -> None:
         dst = self[key]
         ctx = enter_landing("dst[...] = value")
         core.assign(ctx, dst.t, value.t if isinstance(value, NkiTensor) else value, api="dst[...] = value")
@@ -338,7 +340,7 @@ class NkiTensor:
             )
         return d
 
-    def permute(self, dims):
+    def permute(self, dims: Sequence[int]) -> NkiTensor:
         dims = tuple(int(d) for d in dims)
         if sorted(dims) != list(range(self.ndim)):
             raise SimValueError("E011", "permute", "dims", f"{dims} is not a permutation of range({self.ndim})")
@@ -351,7 +353,7 @@ class NkiTensor:
             )
         return self._new(self._need_basic("permute").transpose(dims))
 
-    def broadcast(self, dim, size):
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
         d = self._dim(dim, "broadcast")
         a = self._need_basic("broadcast")
         if a.shape[d] != 1:
@@ -359,19 +361,19 @@ class NkiTensor:
         shape = a.shape[:d] + (int(size),) + a.shape[d + 1 :]
         return self._new(np.lib.stride_tricks.as_strided(a, shape, a.strides[:d] + (0,) + a.strides[d + 1 :]))
 
-    def expand_dim(self, dim):
+    def expand_dim(self, dim: int) -> NkiTensor:
         d = self._dim(dim, "expand_dim", extra=1)
         a = self._need_basic("expand_dim")
         return self._new(np.expand_dims(a, d))
 
-    def squeeze_dim(self, dim):
+    def squeeze_dim(self, dim: int) -> NkiTensor:
         d = self._dim(dim, "squeeze_dim")
         a = self._need_basic("squeeze_dim")
         if a.shape[d] != 1:
             raise SimValueError("E011", "squeeze_dim", "dim", f"dimension {d} has size {a.shape[d]}, not 1")
         return self._new(np.squeeze(a, d))
 
-    def reshape_dim(self, dim, shape):
+    def reshape_dim(self, dim: int, shape: Sequence[int]) -> NkiTensor:
         d = self._dim(dim, "reshape_dim", allow_partition=True)
         shape = tuple(int(s) for s in shape)
         n = self.shape[d]
@@ -384,7 +386,7 @@ class NkiTensor:
             raise SimValueError("E026", "reshape_dim", "dim", "the partition dimension cannot be split")
         return self.reshape(self.shape[:d] + shape + self.shape[d + 1 :])
 
-    def flatten_dims(self, start_dim, end_dim):
+    def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
         s = self._dim(start_dim, "flatten_dims")
         e = self._dim(end_dim, "flatten_dims")
         if e < s:
@@ -392,7 +394,7 @@ class NkiTensor:
         shp = self.shape
         return self.reshape(shp[:s] + (int(np.prod(shp[s : e + 1])),) + shp[e + 1 :])
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: int | Sequence[int]) -> NkiTensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
@@ -429,7 +431,12 @@ class NkiTensor:
             ) from None
         return self._new(v)
 
-    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
+    def rearrange(
+        self,
+        src_pattern: Sequence[str | Sequence[str]],
+        dst_pattern: Sequence[str | Sequence[str]],
+        fixed_sizes: Mapping[str, int] | None = None,
+    ) -> NkiTensor:
         fixed = dict(fixed_sizes or {})
 
         def names(p):
@@ -456,13 +463,13 @@ class NkiTensor:
         t = t.permute(tuple(order.index(x) for x in flat_dst)) if order != flat_dst else t
         return t.reshape(tuple(int(np.prod([sizes[x] for x in grp])) for grp in dst))
 
-    def slice(self, dim, start, end, step=1):
+    def slice(self, dim: int, start: Any, end: Any, step: int = 1) -> NkiTensor:
         d = self._dim(dim, "slice", allow_partition=True)
         key = [slice(None)] * self.ndim
         key[d] = slice(start, end, step)
         return self[tuple(key)]
 
-    def select(self, dim, index):
+    def select(self, dim: int, index: Any) -> NkiTensor:
         d = self._dim(dim, "select", allow_partition=True)
         i = _int_of(index, "select", "index")
         key = [slice(None)] * self.ndim
@@ -472,7 +479,7 @@ class NkiTensor:
             return r
         return r
 
-    def vector_select(self, dim, vector_offset):
+    def vector_select(self, dim: int, vector_offset: NkiTensor) -> NkiTensor:
         if self.t.arr is None:
             self._indirect_again("vector_select")
         return self.ap(
@@ -482,10 +489,10 @@ class NkiTensor:
             indirect_dim=dim,
         )
 
-    def indirect(self, index, num_elem=None):
+    def indirect(self, index: Any, num_elem: int | None = None) -> NoReturn:
         raise not_implemented("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
 
-    def view(self, dtype):
+    def view(self, dtype: Any) -> NkiTensor:
         d = dt.canonical(dtype, op="view")
         a = self._need_basic("view")
         sd = dt.storage_dtype(d, current("view").options.precision)
@@ -509,7 +516,16 @@ class NkiTensor:
     reinterpret_cast = view
 
     # ---- access patterns (V4) --------------------------------------------------------------
-    def ap(self, pattern=None, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None, *more):
+    def ap(
+        self,
+        pattern: Sequence[Sequence[int]] | None = None,
+        offset: int | Sequence[int] | None = None,
+        scalar_offset: Any = None,
+        vector_offset: NkiTensor | Sequence[int] | None = None,
+        indirect_dim: int = 0,
+        dtype: Any = None,
+        *more: Sequence[int],
+    ) -> NkiTensor:
         api = "ap"
         t = self.t
         al = t.alloc
@@ -656,10 +672,10 @@ NkiTensor.__abs__ = lambda s: NL["abs"](s)
 NkiTensor.__invert__ = lambda s: NL["invert"](s)
 
 
-def wrap(t):
+def wrap(t: Any) -> Any:
     """Core tensor -> NkiTensor (anything else unchanged)."""
     return NkiTensor(t) if isinstance(t, Tensor) else t
 
 
-def unwrap(x):
+def unwrap(x: Any) -> Any:
     return x.t if isinstance(x, NkiTensor) else x
