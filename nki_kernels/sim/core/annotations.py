@@ -3,6 +3,8 @@ runtime effect in the interpreter; both front ends' ``typing`` namespaces instan
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Annotation:
     """An annotation object: subscriptable and callable, always itself."""
@@ -10,10 +12,10 @@ class Annotation:
     def __init__(self, name: str):
         self.name = name
 
-    def __getitem__(self, item) -> Annotation:
+    def __getitem__(self, item: Any) -> Annotation:
         return self
 
-    def __call__(self, *a, **k) -> Annotation:
+    def __call__(self, *a: Any, **k: Any) -> Annotation:
         return self
 
     def __repr__(self) -> str:

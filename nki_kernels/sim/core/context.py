@@ -14,7 +14,8 @@ import random
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,10 @@ from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_l
 from .memory import Memory
 from .options import SimOptions
 from .trace import Event, Trace
+
+if TYPE_CHECKING:
+    from .memory import Alloc
+    from .trace import Engine, Payload, Region
 
 _local = threading.local()
 _last_run: RunContext | None = None
@@ -147,23 +152,23 @@ class RunContext:
     # -- trace -------------------------------------------------------------------------
     def record(
         self,
-        op,
-        api,
-        engine,
-        partitions=0,
-        free_elems=0,
-        in_shapes=(),
-        out_shape=(),
-        in_dtypes=(),
-        out_dtype="",
-        nbytes=0,
-        flops=0,
-        reads=(),
-        writes=(),
-        payload=None,
-        result=None,
-        where=None,
-        seq=None,
+        op: str,
+        api: str,
+        engine: Engine,
+        partitions: int = 0,
+        free_elems: int = 0,
+        in_shapes: Sequence[tuple[int, ...]] = (),
+        out_shape: Sequence[int] = (),
+        in_dtypes: Sequence[str] = (),
+        out_dtype: str = "",
+        nbytes: int = 0,
+        flops: int = 0,
+        reads: Sequence[Region] = (),
+        writes: Sequence[Region] = (),
+        payload: Payload | None = None,
+        result: Alloc | None = None,
+        where: tuple | None = None,
+        seq: int | None = None,
     ) -> Event | None:
         """THE instruction-recording path: every instruction the interpreter executes passes
         here exactly once (capacity check, block liveness, trace event), after its operands were
@@ -240,7 +245,7 @@ class RunContext:
         self.alloc_count += 1
         return self.alloc_count
 
-    def warn_once(self, key, message: str) -> None:
+    def warn_once(self, key: Hashable, message: str) -> None:
         file, line = user_location()
         k = (key, file, line)
         if k in self.warned:
@@ -256,7 +261,7 @@ class RunContext:
         return self.trace
 
 
-def unproven(key, message: str) -> None:
+def unproven(key: Hashable, message: str) -> None:
     """A construct that is legal on paper but has public evidence of trouble on hardware: a
     SimWarning naming the user's line, once per line; an E024 error under ``SimOptions.strict``."""
     ctx = maybe_current()
@@ -285,6 +290,6 @@ class activate:
         _local.ctx = self.ctx
         return self.ctx
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> bool:
         _local.ctx = self.prev
         return False

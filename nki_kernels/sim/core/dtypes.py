@@ -9,6 +9,8 @@ written.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -73,7 +75,7 @@ _BY_NAME = {
 _NAMES: dict = {}
 
 
-def name_of(dt) -> str:
+def name_of(dt: np.dtype | _TF32) -> str:
     n = _NAMES.get(dt)
     if n is None:
         if dt is tfloat32:
@@ -89,7 +91,7 @@ def name_of(dt) -> str:
 _INFO: dict = {}
 
 
-def info(dt) -> tuple:
+def info(dt: np.dtype | _TF32) -> tuple[int, str]:
     """(itemsize, name) of an NKI dtype, cached (np.dtype() calls are slow on the hot path)."""
     r = _INFO.get(dt)
     if r is None:
@@ -100,7 +102,7 @@ def info(dt) -> tuple:
 _STORAGE: dict = {}
 
 
-def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
+def canonical(dt: Any, *, op: str = "dtype", arg: str = "dtype") -> np.dtype | _TF32:
     """Map whatever a user passes as a dtype to an NKI dtype, or raise E018."""
     if dt is tfloat32 or isinstance(dt, _TF32):
         return tfloat32
@@ -134,20 +136,20 @@ def canonical(dt, *, op: str = "dtype", arg: str = "dtype"):
     raise SimValueError("E018", op, arg, f"Unsupported dtype '{dt}'", f"Expected one of: {allowed}")
 
 
-def is_float(dt) -> bool:
+def is_float(dt: np.dtype | _TF32) -> bool:
     # ml_dtypes' bfloat16/float8 report kind 'V', so test membership, not .kind
     return dt is tfloat32 or dt in FLOATS
 
 
-def is_int(dt) -> bool:
+def is_int(dt: np.dtype | _TF32) -> bool:
     return dt is not tfloat32 and dt not in FLOATS and np.dtype(dt).kind in "iub"
 
 
-def itemsize(dt) -> int:
+def itemsize(dt: np.dtype | _TF32) -> int:
     return 4 if dt is tfloat32 else np.dtype(dt).itemsize
 
 
-def storage_dtype(dt, precision: str) -> np.dtype:
+def storage_dtype(dt: np.dtype | _TF32, precision: str) -> np.dtype:
     """The NumPy dtype an array of NKI dtype ``dt`` is stored in."""
     r = _STORAGE.get((dt, precision))
     if r is None:
@@ -172,7 +174,7 @@ def _round_tf32(x: np.ndarray) -> np.ndarray:
     return np.where(finite, r.view(np.float32), x)
 
 
-def cast_into(dst: np.ndarray, value, nki_dtype, where=None) -> None:
+def cast_into(dst: np.ndarray, value: Any, nki_dtype: np.dtype | _TF32, where: np.ndarray | None = None) -> None:
     """Write ``value`` into storage array ``dst`` rounding once to ``nki_dtype``.
 
     Float->int casts truncate toward zero (golden values of the SDK 2.26 ``nki/test`` examples)
@@ -201,7 +203,7 @@ _POISON_BITS = {
 }
 
 
-def poison_fill(shape, nki_dtype, storage: np.dtype) -> np.ndarray:
+def poison_fill(shape: tuple[int, ...], nki_dtype: np.dtype | _TF32, storage: np.dtype) -> np.ndarray:
     """A new array of ``shape`` holding the poison value of ``nki_dtype`` in ``storage`` dtype."""
     pb = _POISON_BITS.get(storage)
     if pb is not None:
@@ -209,7 +211,7 @@ def poison_fill(shape, nki_dtype, storage: np.dtype) -> np.ndarray:
     return np.full(shape, poison_value(nki_dtype), dtype=storage)
 
 
-def poison_mask(a: np.ndarray):
+def poison_mask(a: np.ndarray) -> np.ndarray | None:
     """Boolean array: which elements of ``a`` hold the (detectable) poison pattern; None if the
     dtype cannot carry it (ints, fp8)."""
     pb = _POISON_BITS.get(a.dtype)
@@ -218,7 +220,7 @@ def poison_mask(a: np.ndarray):
     return a.view(pb[0]) == pb[1]
 
 
-def poison_value(dt):
+def poison_value(dt: np.dtype | _TF32) -> float | bool | int:
     if is_float(dt):
         return np.nan
     if np.dtype(dt) == np.bool_:
@@ -231,7 +233,7 @@ def poison_value(dt):
 _FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, bfloat16: 1, float16: 1, float32: 2}
 
 
-def promote(a, b):
+def promote(a: np.dtype | _TF32 | None, b: np.dtype | _TF32 | None) -> np.dtype | _TF32:
     """Promote two NKI dtypes (None = weak Python scalar: float -> fp32, int -> int32)."""
     if a is b and a is not None and a is not tfloat32:
         return a
@@ -266,7 +268,7 @@ def promote(a, b):
     return r
 
 
-def scalar_dtype(x):
+def scalar_dtype(x: Any) -> np.dtype | _TF32 | None:
     """NKI dtype of a scalar operand: typed NumPy scalars keep their type, Python ones are weak."""
     if isinstance(x, (bool, np.bool_)):
         return uint8

@@ -16,6 +16,8 @@ only on Vector; ``tensor_reduce`` and ``scalar_tensor_tensor`` run on Vector and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .errors import NKISyntaxError, SimValueError
 from .trace import ACT, DVE, POOL
 
@@ -135,7 +137,7 @@ def check_reduce(api: str, arg: str, name: str) -> str:
     return n
 
 
-def pick(names, allowed, preferred: str) -> str:
+def pick(names: Sequence[str | None], allowed: tuple[str, ...], preferred: str) -> str:
     """The engine the compiler would use for ``engine=unknown``: ``preferred`` if every op runs
     there, else the first engine of ``allowed`` that runs them all (else ``preferred``, and the
     legality check names the problem)."""

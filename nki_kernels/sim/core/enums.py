@@ -9,11 +9,15 @@ a superset of SDK 2.26's (49ee15c5 ``general/nki/api/nki/isa/__init__.py``: no `
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from .errors import NKISyntaxError
 from .trace import ACT, DVE, PE, POOL, Engine
+
+if TYPE_CHECKING:
+    _E = TypeVar("_E", bound=enum.Enum)
 
 
 class engine(enum.IntEnum):
@@ -74,7 +78,7 @@ TRACE_ENGINE: dict = {engine.tensor: PE, engine.scalar: ACT, engine.gpsimd: POOL
 ENGINE_OF_TRACE: dict = {PE: engine.tensor, ACT: engine.scalar, POOL: engine.gpsimd, DVE: engine.vector}
 
 
-def enum_arg(x, cls, api: str, arg: str):
+def enum_arg(x: Any, cls: type[_E], api: str, arg: str) -> _E | None:
     """An enum argument: a member of ``cls``, or an int naming one (NKI 0.6 MIG says raw integers are
     rejected, but nki-library, run on hardware, passes ``dge_mode=3``); anything else is E021.
     ``None`` stays ``None``."""
@@ -94,7 +98,7 @@ def enum_arg(x, cls, api: str, arg: str):
     )
 
 
-def engine_of(e, default: Engine, api: str) -> Engine:
+def engine_of(e: Any, default: Engine, api: str) -> Engine:
     """The trace engine for an ``engine=`` argument (unset / ``engine.unknown``: ``default``)."""
     if e is None:
         return default

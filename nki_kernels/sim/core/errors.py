@@ -22,7 +22,7 @@ import types
 _SIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def trim_traceback(tb):
+def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """A traceback without the interpreter's own frames, so a user error ends at the user's
     line.  ``NKI_SIM_FULL_TRACEBACK=1`` keeps every frame (for debugging the interpreter)."""
     if os.environ.get("NKI_SIM_FULL_TRACEBACK", "") not in ("", "0"):
@@ -38,7 +38,7 @@ def trim_traceback(tb):
     return out
 
 
-def user_frame():
+def user_frame() -> types.FrameType | None:
     """The innermost stack frame that is not inside nki_kernels.sim (the kernel line)."""
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_SIM_DIR):
@@ -68,8 +68,8 @@ class SimError(Exception):
         arg: str | None,
         what: str,
         fix: str | None = None,
-        got=None,
-        limit=None,
+        got: object = None,
+        limit: object = None,
         where: tuple[str, int] | None = None,
     ):
         entry = CODES.get(code)
@@ -162,7 +162,7 @@ class SimWarning(UserWarning):
 
 
 def partition_error(
-    api: str, arg, n: int, fix: str = "Split the partition axis into tiles of nl.tile_size.pmax (128)"
+    api: str, arg: str | None, n: int, fix: str = "Split the partition axis into tiles of nl.tile_size.pmax (128)"
 ) -> SimValueError:
     """E001 with NKI's own wording (spec §3 err_num_partition_exceed_arch_limit)."""
     return SimValueError(
@@ -170,7 +170,7 @@ def partition_error(
     )
 
 
-def psum_bank_error(api: str, arg, what: str, per_partition: int) -> SimValueError:
+def psum_bank_error(api: str, arg: str | None, what: str, per_partition: int) -> SimValueError:
     """E004: a PSUM tile must fit one 2 KiB bank per partition (spec §12)."""
     return SimValueError(
         "E004",

@@ -19,6 +19,8 @@ unwritten (``test_indirect_load_oob_skip`` / ``test_indirect_store_oob_skip``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import dtypes as _dt
@@ -153,7 +155,7 @@ def check_load_store(api: str, t: object) -> None:
         )
 
 
-def oob_mask(dst: Tensor, src: Tensor, m, oob_mode, api: str, rmw=None):
+def oob_mask(dst: Tensor, src: Tensor, m: MaskArg, oob_mode: Any, api: str, rmw: Any = None) -> MaskArg:
     """The DMA mask after ``oob_mode`` (2.26 dma_copy): ``skip`` drops out-of-bounds points."""
     mode = "error" if oob_mode is None else getattr(oob_mode, "name", oob_mode)
     if mode not in ("error", "skip"):

@@ -6,6 +6,7 @@ every event carries its loop context; ``SimOptions.shuffle_affine_seed`` shuffle
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
 
 from .context import maybe_current, unproven
 from .errors import user_location
@@ -19,7 +20,7 @@ _KINDS = {
 }
 
 
-def loop(kind: str, args: tuple):
+def loop(kind: str, args: tuple) -> Iterator[int]:
     """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range")."""
     r = builtins.range(*args)
     ctx = maybe_current()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +16,11 @@ from .dtypes import info as dtype_info
 from .errors import SimValueError, SimWarning, user_location
 from .options import SimOptions
 from .trace import Buffer
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .dtypes import _TF32
+    from .trace import Region
 
 BUFFERS = {b.value: b for b in Buffer}
 _SBUF, _PSUM = Buffer.SBUF, Buffer.PSUM
@@ -54,7 +61,18 @@ class Alloc:
     )
 
     def __init__(
-        self, ctx, buffer, array, dtype, name, par_axis, *, immutable=False, origin=True, phys_tiles=None, track=True
+        self,
+        ctx: RunContext,
+        buffer: Buffer | str,
+        array: np.ndarray,
+        dtype: np.dtype | _TF32,
+        name: str | None,
+        par_axis: int | None,
+        *,
+        immutable: bool = False,
+        origin: bool | tuple[str, int] = True,
+        phys_tiles: int | None = None,
+        track: bool = True,
     ):
         ctx.alloc_count += 1
         self.id = ctx.alloc_count
@@ -102,7 +120,7 @@ class Alloc:
     def name(self) -> str:
         return self._name or f"t{self.id}"
 
-    def __del__(self):
+    def __del__(self) -> None:
         tok = self.token
         if tok is not None and not tok[2]:
             tok[3]._free(tok)
@@ -114,7 +132,7 @@ class Alloc:
         p = a.shape[self.par_axis] if a.ndim else 1
         return a.size // p * self.itemsize if p else 0
 
-    def psum_kinds(self):
+    def psum_kinds(self) -> np.ndarray:
         """The per-element PSUM written state (int8, storage layout), materialised."""
         k = self.psum_kind
         if k is None:
@@ -183,7 +201,7 @@ class Memory:
             if self.blocks:
                 self.blocks.pop(tok[4], None)
 
-    def block_liveness(self, reads, writes) -> None:
+    def block_liveness(self, reads: Iterable[Region], writes: Iterable[Region]) -> None:
         """Update the live blocks of block-dimension tensors: a read retires the blocks it
         covers, a write (after the reads of the same instruction) makes them live."""
         for regions, live in ((reads, False), (writes, True)):

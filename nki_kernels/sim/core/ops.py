@@ -253,7 +253,9 @@ _MASKED_REDUCE = {
 }
 
 
-def masked_reduce(name, v, axes, keepdims, m) -> np.ndarray:
+def masked_reduce(
+    name: str, v: np.ndarray, axes: int | tuple[int, ...] | None, keepdims: bool, m: MaskArg
+) -> np.ndarray:
     """Reduce only the elements ``m`` selects (a reduction's mask= selects inputs)."""
     if m is False:
         m = np.zeros(v.shape, bool)
@@ -273,7 +275,7 @@ def reduce_out_mask(m: MaskArg, axes: tuple, keepdims: bool) -> MaskArg:
     return np.any(m, axis=axes, keepdims=keepdims)
 
 
-def opcode(op, api: str, arg: str = "op") -> str:
+def opcode(op: OpArg, api: str, arg: str = "op") -> str:
     """Name of an ALU op given as nl.X, np.X or a string."""
     if isinstance(op, str):
         return op
@@ -364,7 +366,7 @@ class Result:
         "private",
     )
 
-    def commit(self, ctx) -> None:
+    def commit(self, ctx: RunContext) -> None:
         """Record the result with its new tile as its destination (the pending result's end)."""
         self.release(ctx)
         record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
@@ -373,7 +375,7 @@ class Result:
             # the result stays in a tile of its own: an automatically allocated tensor
             direct.automatic(self.tile.alloc.buffer.value, "", self.where, self.api)
 
-    def release(self, ctx) -> None:
+    def release(self, ctx: RunContext) -> None:
         """No longer pending (it lands, or it is committed)."""
         self.tile.alloc.pending = None
         ctx.pending.remove(self)
@@ -634,7 +636,17 @@ def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) ->
     return None
 
 
-def land(ctx, res: Result, dst: Tensor, *, how="same", mask=None, accumulate=False, where=None, seq=None) -> None:
+def land(
+    ctx: RunContext,
+    res: Result,
+    dst: Tensor,
+    *,
+    how: str = "same",
+    mask: MaskArg = None,
+    accumulate: bool = False,
+    where: tuple | None = None,
+    seq: int | None = None,
+) -> None:
     """Write ``res``'s exact value into ``dst`` (rounded once to its dtype) under the instruction's
     and the assignment's masks, accumulating onto what is there when ``accumulate`` (the first write
     to a never-written PSUM element overwrites it), and record the instruction's event."""
@@ -661,7 +673,9 @@ def land(ctx, res: Result, dst: Tensor, *, how="same", mask=None, accumulate=Fal
     record(ctx, res, dst, accumulate=accumulate, where=where, seq=seq)
 
 
-def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=None, accumulate=False) -> bool:
+def land_pending(
+    ctx: RunContext, dst: Tensor, value: Tensor, *, api: str, how: str, mask: MaskArg = None, accumulate: bool = False
+) -> bool:
     """If ``value`` is a pending result's tile itself, land the result in ``dst`` (``dst[...] = value``
     / ``+=``) and return True."""
     res = value.alloc.pending
@@ -697,7 +711,7 @@ def land_pending(ctx, dst: Tensor, value: Tensor, *, api: str, how: str, mask=No
     return True
 
 
-def fit_exact(api, dst: Tensor, shape) -> str:
+def fit_exact(api: str, dst: Tensor, shape: tuple[int, ...]) -> str:
     """ISA dst rule (NKI 0.6 ISA, every instruction: "dst" has the result's shape): the result's
     partition count and element count per partition; 'same' or 'reshape'."""
     if dst._shape == shape:
@@ -715,7 +729,16 @@ def fit_exact(api, dst: Tensor, shape) -> str:
     return "reshape"
 
 
-def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same", mask=None) -> None:
+def copy_into(
+    ctx: RunContext,
+    dst: Tensor,
+    src: Tensor,
+    *,
+    api: str,
+    eviction: bool = False,
+    how: str = "same",
+    mask: MaskArg = None,
+) -> None:
     """An on-chip copy instruction (VectorE tensor_copy) of ``src`` into ``dst``."""
     tile(src, api, "value")
     v = src.read(
@@ -738,7 +761,7 @@ def copy_into(ctx, dst: Tensor, src: Tensor, *, api, eviction=False, how="same",
     record(ctx, res, dst)
 
 
-def record_inplace(ctx, dst: Tensor, res: Result) -> None:
+def record_inplace(ctx: RunContext, dst: Tensor, res: Result) -> None:
     """Record an instruction that wrote its destination itself (a partial or predicated write)."""
     record(ctx, res, dst)
 
@@ -759,7 +782,7 @@ def _space_error(api, arg, t, allowed):
     )
 
 
-def tile(x, api: str, arg: str, buffers=ON_CHIP, engine_access: bool = True) -> Tensor:
+def tile(x: Any, api: str, arg: str, buffers: Sequence[Buffer | str] = ON_CHIP, engine_access: bool = True) -> Tensor:
     """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
     ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
     if not isinstance(x, Tensor):
@@ -879,7 +902,7 @@ def _partition_access(x: Tensor, api, arg) -> None:
             )
 
 
-def hbm(x, api: str, arg: str) -> Tensor:
+def hbm(x: Any, api: str, arg: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise SimTypeError("E007", api, arg, f"expected an HBM tensor, got {type(x).__name__}")
     if x.buffer not in HBM_KINDS:
@@ -938,7 +961,7 @@ def pa_shape(api: str, *shapes: tuple) -> tuple:
         ) from None
 
 
-def free_size(shape) -> int:
+def free_size(shape: Sequence[int]) -> int:
     n = 1
     for s in shape[1:]:
         n *= s
@@ -1051,7 +1074,7 @@ def place(value: np.ndarray, dst_shape: tuple, how: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
-def assign(ctx, dst: Tensor, value, *, api="dst[...] = value", mask=None) -> None:
+def assign(ctx: RunContext, dst: Tensor, value: Any, *, api: str = "dst[...] = value", mask: MaskArg = None) -> None:
     """``dst[...] = value``: the pending result lands in dst; another tile is copied (on chip) or
     moved by DMA; a scalar is a memset (or a DMA of a constant into HBM)."""
     m = mask_of(mask, dst._shape, api)
@@ -1093,7 +1116,7 @@ def assign(ctx, dst: Tensor, value, *, api="dst[...] = value", mask=None) -> Non
     )
 
 
-def accumulate(ctx, dst: Tensor, other, opname: str, *, warn: bool = True) -> Tensor:
+def accumulate(ctx: RunContext, dst: Tensor, other: Any, opname: str, *, warn: bool = True) -> Tensor:
     """``dst += other`` (and -=, *=, /=).  A pending matmul result accumulates in PSUM for free
     (spec §8); anything else is a VectorE read-modify-write (warned)."""
     api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +44,7 @@ class SimOptions:
     # tests run strict; third-party code gets warnings.
     strict: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.precision not in ("hw", "compat"):
             raise ValueError(f"SimOptions(precision): got {self.precision!r}, allowed 'hw' or 'compat'")
         if self.shuffle_affine_seed is not None and not isinstance(self.shuffle_affine_seed, int):
@@ -51,7 +52,7 @@ class SimOptions:
                 f"SimOptions(shuffle_affine_seed): must be an int or None, got {self.shuffle_affine_seed!r}"
             )
 
-    def replace(self, **kw) -> SimOptions:
+    def replace(self, **kw: Any) -> SimOptions:
         return dataclasses.replace(self, **kw)
 
 
@@ -113,7 +114,7 @@ def default_options() -> SimOptions:
     return _default
 
 
-def set_default_options(options: SimOptions | None = None, **kw) -> SimOptions:
+def set_default_options(options: SimOptions | None = None, **kw: Any) -> SimOptions:
     """Set the process-wide default options; returns the previous ones."""
     global _default
     prev = default_options()

@@ -16,7 +16,8 @@ import itertools
 import os
 import textwrap
 import warnings
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from .context import RunContext, activate, maybe_current
 from .errors import SimError, SimRuntimeError, SimTypeError, SimValueError, SimWarning, trim_traceback
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 class Kernel:
@@ -38,7 +42,14 @@ class Kernel:
     tensor_cls: type = Tensor
     capacity_policy = "error"
 
-    def __init__(self, func, mode="auto", grid=(), skip_middle_end=False, **options):
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        mode: str = "auto",
+        grid: Sequence[int] = (),
+        skip_middle_end: bool = False,
+        **options: Any,
+    ):
         self.func = func
         self.mode = mode
         self.grid = tuple(grid)
@@ -50,7 +61,7 @@ class Kernel:
         self.__module__ = getattr(func, "__module__", None)
         self.__wrapped__ = func
 
-    def __getitem__(self, grid) -> Kernel:
+    def __getitem__(self, grid: int | tuple[int, ...]) -> Kernel:
         if maybe_current() is not None:
             raise SimRuntimeError(
                 "E019",
@@ -71,7 +82,7 @@ class Kernel:
         k.grid = grid
         return k
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if maybe_current() is not None:
             return self.func(*args, **kwargs)
         return simulate_kernel(self, *args, **kwargs)
@@ -92,10 +103,10 @@ class Kernel:
         """Names of the parameters the kernel may write (NKI 0.1: annotated ``nt.mutable_tensor``)."""
         return frozenset()
 
-    def check_outputs(self, ctx: RunContext, result, params: dict) -> None:
+    def check_outputs(self, ctx: RunContext, result: Any, params: dict) -> None:
         """Kernel-level output rules once the instances ran (``params``: name -> converted argument)."""
 
-    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict):
+    def run_instances(self, ctx: RunContext, points: list, args: list, kwargs: dict) -> Any:
         """Run the instances of the launch grid; the first instance's return value is the kernel's."""
         result = None
         for pid in points:
@@ -194,7 +205,7 @@ def _unwrap(kernel):
     )
 
 
-def trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
+def trace_kernel(kernel: Kernel, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> tuple[Any, Trace]:
     """Run ``kernel`` in the interpreter; return ``(outputs, trace)``.
 
     A coded error's traceback is trimmed to the user's frames, so it ends at the kernel line
@@ -240,7 +251,7 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     return outputs, trace
 
 
-def simulate_kernel(kernel, *args, options: SimOptions | None = None, **kwargs) -> Any:
+def simulate_kernel(kernel: Kernel, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> Any:
     """``nki.simulate_kernel(kernel, *args, **kwargs)``: run on NumPy, return NumPy outputs."""
     return trace_kernel(kernel, *args, options=options, **kwargs)[0]
 

@@ -9,7 +9,7 @@ from .context import current
 from .errors import SimIndexError
 
 
-def program_id(axis=0) -> int:
+def program_id(axis: int = 0) -> int:
     ctx = current("program_id")
     if not isinstance(axis, (int, np.integer)) or axis < 0 or axis >= len(ctx.grid):
         raise SimIndexError(
@@ -24,7 +24,7 @@ def program_id(axis=0) -> int:
     return ctx.program_id[axis]
 
 
-def num_programs(axes=None):
+def num_programs(axes: int | tuple[int, ...] | list[int] | None = None) -> int | tuple[int, ...]:
     ctx = current("num_programs")
     if axes is None:
         return int(np.prod(ctx.grid)) if ctx.grid else 1

@@ -23,6 +23,8 @@ keep the class of the tensor they are taken from, and new tensors get the class 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +75,16 @@ class Tensor:
     )
     dynamic = False  # an indirect view (indices read from a tile at run time): core/indirect.py
 
-    def __init__(self, alloc: Alloc, arr=None, par=None, src=None, key=None, shape=None, off=0):
+    def __init__(
+        self,
+        alloc: Alloc,
+        arr: np.ndarray | None = None,
+        par: int | None = None,
+        src: np.ndarray | None = None,
+        key: tuple | None = None,
+        shape: Sequence[int] | None = None,
+        off: int = 0,
+    ):
         self.alloc = alloc
         self.off = off  # byte offset of this view's first element in the allocation
         self.arr = arr
@@ -155,7 +166,7 @@ class Tensor:
         if p is not None:
             p.commit(current())
 
-    def read(self, mask=None) -> np.ndarray:
+    def read(self, mask: np.ndarray | bool | None = None) -> np.ndarray:
         """Values in storage dtype, shape ``self.shape`` (an instruction reading its operand).
         ``mask``: the instruction's mask; one of another shape (the instruction's output shape,
         which this operand broadcasts to) only limits the never-written check."""
@@ -207,13 +218,15 @@ class Tensor:
             f"garbage on hardware (NaN poison here)",
         )
 
-    def read_f32(self, mask=None) -> np.ndarray:
+    def read_f32(self, mask: np.ndarray | bool | None = None) -> np.ndarray:
         a = self.read(mask)
         if a.dtype == np.float32:
             return a
         return a.astype(np.float32)
 
-    def write(self, value, mask=None, *, api="assign", kind=BY_OTHER) -> None:
+    def write(
+        self, value: Any, mask: np.ndarray | bool | None = None, *, api: str = "assign", kind: int = BY_OTHER
+    ) -> None:
         """Write ``value`` (rounded once to the allocation's dtype) where ``mask`` holds.
         ``kind``: who writes (memory.BY_TENSOR_ENGINE / BY_OTHER), the PSUM written state."""
         al = self.alloc
@@ -260,7 +273,7 @@ class Tensor:
             al.unwritten = False  # the whole allocation was written
         al.written = True
 
-    def accumulate(self, value, kind) -> bool:
+    def accumulate(self, value: np.ndarray, kind: int) -> bool:
         """``self += value`` in place when that is one NumPy call: an fp32 basic view of memory that
         is written everywhere (PSUM accumulation, spec §8).  False: the caller takes the general path."""
         al = self.alloc
@@ -354,7 +367,7 @@ class Tensor:
         return Region(al.id, al.buffer, lo, hi + src.itemsize)
 
     # -- indexing (the core's: ints, slices, Ellipsis; integer index arrays) -----------------
-    def index(self, key) -> Tensor:
+    def index(self, key: Sequence[Any]) -> Tensor:
         """``self[key]`` for a tuple of ints, slices and Ellipsis (an index-array view is indexed
         through its index arrays)."""
         key = list(key)
@@ -362,7 +375,7 @@ class Tensor:
         t.sliced = any(k.__class__ is slice for k in key)
         return t
 
-    def take(self, parts, par=None) -> Tensor:
+    def take(self, parts: Sequence[int | np.ndarray], par: int | None = None) -> Tensor:
         """The index-array view ``self[parts]``: one int or integer array per axis (arrays broadcast
         together; ints are bounds-checked now, arrays by the instruction under its mask)."""
         if len(parts) != len(self._shape):
@@ -573,7 +586,7 @@ class Tensor:
         return t
 
     # -- views ------------------------------------------------------------------------------
-    def reshape_view(self, shape, api="reshape") -> Tensor:
+    def reshape_view(self, shape: Sequence[int], api: str = "reshape") -> Tensor:
         """The same elements seen with ``shape`` (a basic view whose layout allows it; on chip the
         partition axis stays first and unchanged)."""
         shape = tuple(int(s) for s in shape)
@@ -623,7 +636,7 @@ class Tensor:
         off = arr.__array_interface__["data"][0] - base if arr.size else self.off
         return self.__class__(self.alloc, arr=arr, par=0 if self.alloc.buffer in ON_CHIP else None, off=off)
 
-    def reinterpret(self, arr: np.ndarray, dtype, name=None) -> Tensor:
+    def reinterpret(self, arr: np.ndarray, dtype: object, name: str | None = None) -> Tensor:
         """``arr`` (a NumPy ``.view`` of this tensor's storage) as a tensor of another NKI dtype, sharing
         the storage: a new allocation record that is not counted again against capacity."""
         ctx = current("view")
@@ -739,7 +752,16 @@ def allocate(
     return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=par)
 
 
-def allocate_hbm(ctx, shape, dtype, buffer, *, api, name="", kernel_level_rule=True) -> Tensor:
+def allocate_hbm(
+    ctx: RunContext,
+    shape: int | tuple,
+    dtype: object,
+    buffer: Buffer | str,
+    *,
+    api: str,
+    name: str = "",
+    kernel_level_rule: bool = True,
+) -> Tensor:
     """An HBM tensor of the kernel.  SPMD instances after the first see the same HBM tensors, handed
     out in creation order (instances run one after the other, spec §2; README divergences).
     ``kernel_level_rule``: NKI 0.1's err_shared_hbm_must_in_kernel_level (the NKI 0.6/0.7 docs state no such
@@ -834,7 +856,7 @@ def fresh(
     return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=0)
 
 
-def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tensor:
+def hbm_input(ctx: RunContext, array: np.ndarray, name: str, mutable: bool = False) -> Tensor:
     """A kernel argument: an HBM copy of the caller's array (immutable unless ``mutable``)."""
     d = dt.canonical(array.dtype, op="simulate_kernel", arg=name)
     sd = dt.storage_dtype(d, ctx.options.precision)
@@ -845,7 +867,7 @@ def hbm_input(ctx, array: np.ndarray, name: str, mutable: bool = False) -> Tenso
     return (ctx.tensor_cls or Tensor)(al, arr=al.array)
 
 
-def is_tensor(x) -> bool:
+def is_tensor(x: object) -> bool:
     return isinstance(x, Tensor)
 
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import dtypes as dt
@@ -46,7 +48,7 @@ def mm_dtype(stationary: Tensor, moving: Tensor) -> str:
     return b.dname if b.itemsize > a.itemsize else a.dname
 
 
-def perf_mode_name(perf_mode) -> str:
+def perf_mode_name(perf_mode: Any) -> str:
     """'none' or 'double_row' (2.27 / NKI 0.6 ``matmul_perf_mode``; the SDK 2.26 example spells it
     ``"double_row_gen3"``); anything else is E003."""
     name = "none" if perf_mode is None else getattr(perf_mode, "value", perf_mode)

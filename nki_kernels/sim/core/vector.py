@@ -8,6 +8,8 @@ vectorised NumPy call in fp32 (ints for bitwise ops), and hands a :class:`~.ops.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import dtypes as dt
@@ -47,6 +49,9 @@ from .ops import (
 from .tensor import PSUM, SBUF, Tensor
 from .trace import ACT, DVE, POOL, Engine
 
+if TYPE_CHECKING:
+    from .ops import Result
+
 _NUMBER = (int, float, np.integer, np.floating, bool, np.bool_)
 
 
@@ -54,7 +59,7 @@ def _dtype(dtype, default, api):
     return default if dtype is None else dt.canonical(dtype, op=api)
 
 
-def engine_for(e, default, api, *operands):
+def engine_for(e: EngineArg, default: Engine, api: str, *operands: tuple[str, Any]) -> Engine:
     """The trace engine for ``engine=`` (unset: ``default``); GpSimd cannot access PSUM (isa docs,
     spec §7/§9; NKI 0.6 isa I13)."""
     name = engine_of(e, default, api)
@@ -76,7 +81,7 @@ def _dst_operand(dst):
     return (("dst", dst),) if isinstance(dst, Tensor) else ()
 
 
-def scalar_operand(x, P, api, arg, *, partition_code="E002"):
+def scalar_operand(x: Operand, P: int, api: str, arg: str, *, partition_code: str = "E002") -> np.ndarray | np.float32:
     """A scalar operand, or a (P, 1) tile read as (P, 1) fp32.
 
     A column with another partition count than the data is the errors page's err_num_partition_mismatch
@@ -125,7 +130,7 @@ def _apply(fn_name, a, b, reverse, api):
 # ---- copies and memsets ----------------------------------------------------------------------
 
 
-def copy_result(src: Tensor, *, api, engine=ACT, dtype=None, mask=None):
+def copy_result(src: Tensor, *, api: str, engine: Engine = ACT, dtype: DTypeArg = None, mask: MaskArg = None) -> Result:
     """The :class:`~.ops.Result` of copying ``src`` (bit-exact when the dtypes match)."""
     aname = "tensor_copy"
     d = _dtype(dtype, src.dtype, aname)
