@@ -152,6 +152,30 @@ BINARY = {
 # NKI 0.6 nl: the operand with the larger (smaller) magnitude, signed; y on ties (NL ``abs_max`` examples)
 BINARY["abs_max"] = lambda a, b: np.where(np.abs(a) > np.abs(b), a, b)
 BINARY["abs_min"] = lambda a, b: np.where(np.abs(a) < np.abs(b), a, b)
+
+# Python operators on tensors, as both front ends map them to nl.* ops: (dunder stem, nl op).  The
+# arithmetic and bitwise ones also get their reflected form (``__radd__``); comparisons do not.
+OPERATOR_BINARY: tuple[tuple[str, str], ...] = (
+    ("add", "add"),
+    ("sub", "subtract"),
+    ("mul", "multiply"),
+    ("truediv", "divide"),
+    ("pow", "power"),
+    ("mod", "mod"),
+    ("and", "bitwise_and"),
+    ("or", "bitwise_or"),
+    ("xor", "bitwise_xor"),
+    ("lshift", "left_shift"),
+    ("rshift", "right_shift"),
+)
+OPERATOR_COMPARE: tuple[tuple[str, str], ...] = (
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+)
 UNARY["gelu_apprx_sigmoid_dx"] = (lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x))), ACT)
 BITWISE = {
     "bitwise_and": np.bitwise_and,

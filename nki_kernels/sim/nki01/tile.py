@@ -270,30 +270,11 @@ def _binop(name, reverse=False):
     return f
 
 
-for _n, _op in (
-    ("add", "add"),
-    ("sub", "subtract"),
-    ("mul", "multiply"),
-    ("truediv", "divide"),
-    ("pow", "power"),
-    ("mod", "mod"),
-    ("and", "bitwise_and"),
-    ("or", "bitwise_or"),
-    ("xor", "bitwise_xor"),
-    ("lshift", "left_shift"),
-    ("rshift", "right_shift"),
-    ("floordiv", "floor_divide"),
-):
+# NKI 0.1 also maps `//` (nl.floor_divide)
+for _n, _op in (*core.OPERATOR_BINARY, ("floordiv", "floor_divide")):
     setattr(Tile, f"__{_n}__", _binop(_op))
     setattr(Tile, f"__r{_n}__", _binop(_op, reverse=True))
-for _n, _op in (
-    ("lt", "less"),
-    ("le", "less_equal"),
-    ("gt", "greater"),
-    ("ge", "greater_equal"),
-    ("eq", "equal"),
-    ("ne", "not_equal"),
-):
+for _n, _op in core.OPERATOR_COMPARE:
     setattr(Tile, f"__{_n}__", _binop(_op))
 Tile.__neg__ = lambda s: NL["negative"](s)
 Tile.__invert__ = lambda s: NL["invert"](s)

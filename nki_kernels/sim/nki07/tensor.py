@@ -642,29 +642,10 @@ def _binop(name, reverse=False):
     return f
 
 
-for _n, _op in (
-    ("add", "add"),
-    ("sub", "subtract"),
-    ("mul", "multiply"),
-    ("truediv", "divide"),
-    ("pow", "power"),
-    ("mod", "mod"),
-    ("and", "bitwise_and"),
-    ("or", "bitwise_or"),
-    ("xor", "bitwise_xor"),
-    ("lshift", "left_shift"),
-    ("rshift", "right_shift"),
-):
+for _n, _op in core.OPERATOR_BINARY:
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
     setattr(NkiTensor, f"__r{_n}__", _binop(_op, reverse=True))
-for _n, _op in (
-    ("lt", "less"),
-    ("le", "less_equal"),
-    ("gt", "greater"),
-    ("ge", "greater_equal"),
-    ("eq", "equal"),
-    ("ne", "not_equal"),
-):
+for _n, _op in core.OPERATOR_COMPARE:
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
 NkiTensor.__hash__ = object.__hash__
 NkiTensor.__neg__ = lambda s: NL["negative"](s)
