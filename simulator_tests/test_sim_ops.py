@@ -484,3 +484,44 @@ def test_low_precision_tiles_poison_and_round_trip(dtype):
     y = simulate_kernel(k, x)
     assert y.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(y.astype(F32), 2 * x.astype(F32))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((128, 8, 111, 2), (3,)), ((128, 4, 2, 111), (2,)), ((16, 3, 5, 7), (1, 3)), ((4, 20, 3), (1,)), ((4, 40), (1,))],
+)
+@pytest.mark.parametrize("name", ["max", "min", "maximum", "minimum"])
+def test_short_axis_max_min_fold_equals_numpy_reduce(rng, shape, axes, name):
+    """The max/min fast path over short axes (ops.reduce_values) gives NumPy's reduce bit for bit, NaNs included."""
+    from nki_kernels.sim.core.ops import REDUCE, reduce_values
+
+    v = rng.standard_normal(shape).astype(F32)
+    v.flat[3] = np.nan
+    view = v[:, ::1]
+    for keepdims in (False, True):
+        got = reduce_values(name, view, axes, keepdims)
+        want = REDUCE[name](view, axis=axes, keepdims=keepdims)
+        assert got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_matmul_of_a_window_of_wider_rows_matches_numpy(rng):
+    """nc_matmul of an image window (free axes that do not flatten without a copy: core.tensore.gemm_t
+    multiplies row by row) equals a.T @ window in fp32."""
+    w = rng.standard_normal((128, 64)).astype(F32)
+    img = rng.standard_normal((128, 6, 40)).astype(F32)
+
+    @nki.jit
+    def k(w_in, x_in):
+        out = nl.ndarray((64, 3, 36), nl.float32, buffer=nl.shared_hbm)
+        wt = nl.load(w_in)
+        x = nl.load(x_in)
+        ps = nl.zeros((64, 3, 36), nl.float32, buffer=nl.psum)
+        ps += nisa.nc_matmul(wt, x[:, 2:5, 3:39])
+        nl.store(out, nisa.tensor_copy(ps))
+        return out
+
+    got = simulate_kernel(k, w, img)
+    assert np.isfinite(got).all() and np.abs(got).sum() > 0
+    want = np.einsum("km,krc->mrc", w.astype(np.float64), img[:, 2:5, 3:39].astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)

@@ -209,6 +209,33 @@ REDUCE = {
     "bitwise_xor": np.bitwise_xor.reduce,
 }
 
+# max/min as a fold of np.maximum/np.minimum over the slices of short reduced axes: NumPy's reduce over
+# a short (e.g. pooling, length 2) axis of a strided view runs its inner loop once per output element
+# and is ~40x slower than the fold (measured: 5.4 ms vs 0.13 ms for a (128, 8, 111, 2) view).  The
+# result is the same value (max/min are exact and NaN-propagating in either order).
+_FOLD = {"maximum": np.maximum, "max": np.maximum, "minimum": np.minimum, "min": np.minimum}
+_FOLD_MAX_LEN = 16
+
+
+def reduce_values(name: str, v: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
+    """``REDUCE[name](v, axis=axes, keepdims=keepdims)`` with a fast path for max/min over short axes."""
+    fold = _FOLD.get(name)
+    if fold is None or any(v.shape[a] > _FOLD_MAX_LEN or v.shape[a] == 0 for a in axes):
+        return REDUCE[name](v, axis=axes, keepdims=keepdims)
+    r = v
+    for a in sorted(axes, reverse=True):
+        idx = [slice(None)] * r.ndim
+        idx[a] = 0
+        acc = r[tuple(idx)]
+        for i in range(1, r.shape[a]):
+            idx[a] = i
+            acc = fold(acc, r[tuple(idx)])
+        r = acc
+    if keepdims:
+        r = np.expand_dims(r, tuple(sorted(axes)))
+    return r
+
+
 _NP_CODES = {
     np.add: "add",
     np.subtract: "subtract",

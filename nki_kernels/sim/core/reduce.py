@@ -25,6 +25,7 @@ from .ops import (
     op,
     opcode,
     reduce_out_mask,
+    reduce_values,
     tile,
 )
 from .tensor import Tensor
@@ -171,7 +172,7 @@ def tensor_reduce(
             r = np.expand_dims(r, tuple(sorted(ax)))
     else:
         if m is None or m is True:
-            r = np.asarray(fn(data.read_f32(), axis=ax, keepdims=keepdims), dtype=np.float32)
+            r = np.asarray(reduce_values(name_, data.read_f32(), ax, keepdims), dtype=np.float32)
         else:
             r = masked_reduce(name_, data.read_f32(m), ax, keepdims, m)
         if negate:
@@ -252,7 +253,10 @@ def reduce(
     v = x.read_f32(m)
     om = None
     if m is None or m is True:
-        r = np.asarray(_NL_REDUCE[name](v, axis=ax, keepdims=keepdims), dtype=np.float32)
+        if name in ("max", "min"):
+            r = np.asarray(reduce_values(name, v, ax, keepdims), dtype=np.float32)
+        else:
+            r = np.asarray(_NL_REDUCE[name](v, axis=ax, keepdims=keepdims), dtype=np.float32)
     else:
         r = masked_reduce(name, v, ax, keepdims, m)
         om = reduce_out_mask(m, ax, keepdims)  # outputs with no selected input: not written
