@@ -142,3 +142,23 @@ def test_nki_sim_options_rejects_anything_unclear(monkeypatch, tmp_path, spec, m
 def test_nki_sim_options_accepts_the_documented_booleans(monkeypatch, spec, expected):
     monkeypatch.setenv("NKI_SIM_OPTIONS", spec)
     assert opt._from_env().poison is expected
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("2", "2")])
+def test_run_uses_one_blas_thread_unless_the_user_sets_it(tmp_path, given, seen):
+    """The CLI defaults OPENBLAS_NUM_THREADS to 1 before NumPy loads (the interpreter's GEMMs are one small
+    instruction each; a second BLAS thread doubled CPU time), and keeps a value the user set."""
+    (tmp_path / "blas.py").write_text("import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    proc = subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", "run", "blas.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == seen
