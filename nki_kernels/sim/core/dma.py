@@ -272,7 +272,7 @@ def store(ctx: RunContext, dst: Dst, value: Operand, *, mask: MaskArg = None, ap
     m = mask_of(mask, dst._shape, "store")
     if isinstance(value, Tensor):
         tile(value, "store", "value", engine_access=False)
-        how = _fit("store", value._shape, dst._shape, dst.name)
+        how = _fit("store", value._shape, dst._shape, dst)
         if value.alloc.buffer is PSUM:
             value = emit(ctx, None, copy_result(value, api="nl.copy"))
         dma_transfer(ctx, dst, value, api=api, mask=m, how=how)

@@ -189,7 +189,10 @@ class Memory:
         live = self.live
         v = live[buf] = live[buf] + n
         self.tiles[buf][alloc.id] = tok
-        self.dirty = True
+        if v > (limits.SBUF_BYTES_PER_PARTITION if buf == "sbuf" else limits.PSUM_BYTES_PER_PARTITION):
+            # only an allocation past capacity needs the check at the next instruction (check() returns
+            # at once while both buffers fit)
+            self.dirty = True
         if v > self.peak[buf]:
             self.peak[buf] = v
 

@@ -379,6 +379,8 @@ def mask_of(mask: MaskArg, shape: tuple, api: str = "mask") -> MaskArg:
 # results and how they land
 # ---------------------------------------------------------------------------------------
 
+_BUFFER_NAME = {b: b.value for b in Buffer}  # Enum .value is a Python-level property call
+
 K_ELEMENTWISE, K_REDUCE, K_MATMUL, K_TRANSPOSE, K_DMA = "E", "R", "M", "T", "D"
 
 
@@ -423,8 +425,11 @@ class Result:
         record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
         direct = ctx.direct
         if direct is not None:
-            # the result stays in a tile of its own: an automatically allocated tensor
-            direct.automatic(self.tile.alloc.buffer.value, "", self.where, self.api)
+            # the result stays in a tile of its own: an automatically allocated tensor (a call only when
+            # it can matter: the buffer's first automatic tensor, or a buffer allocated directly)
+            buf = _BUFFER_NAME[self.tile.alloc.buffer]
+            if direct.active or buf not in direct.first_auto:
+                direct.automatic(buf, "", self.where, self.api)
 
     def release(self, ctx: RunContext) -> None:
         """No longer pending (it lands, or it is committed)."""
@@ -476,13 +481,14 @@ def compute_result(
             continue
         al = t.alloc
         shp = t._shape
-        tsize = t.size
+        a = t.arr
+        tsize = t.size if a is None else a.size
         n = tsize // shp[0] if shp and shp[0] else 0
         if n > N:
             N = n
         if al.buffer is PSUM:
             psum_in = True
-        if not strided and _strided(t):
+        if not strided and (_strided(t) if a is None else a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16):
             strided = True
         nbytes += tsize * al.itemsize
         in_shapes.append(shp)
@@ -1083,9 +1089,9 @@ def _same_region(a: Tensor, b: Tensor) -> bool:
     return a.off == b.off and a.arr.shape == b.arr.shape and a.arr.strides == b.arr.strides
 
 
-def _fit(api, value_shape, dst_shape, dst_name):
-    """How a value of value_shape lands in dst_shape: 'same' | 'reshape' | 'broadcast'."""
-    if tuple(value_shape) == tuple(dst_shape):
+def _fit(api, value_shape, dst_shape, dst):
+    """How a value of value_shape lands in dst_shape (of tensor ``dst``): 'same' | 'reshape' | 'broadcast'."""
+    if value_shape == dst_shape or tuple(value_shape) == tuple(dst_shape):
         return "same"
     nd = max(len(value_shape), len(dst_shape))
     vs = tuple(value_shape) + (1,) * (nd - len(value_shape))
@@ -1104,7 +1110,7 @@ def _fit(api, value_shape, dst_shape, dst_name):
     raise SimValueError(
         "E011",
         api,
-        dst_name,
+        dst.name,
         f"Illegal assignment destination shape in 'a = b': destination {tuple(dst_shape)} "
         f"cannot hold value {tuple(value_shape)}",
         "Slice the destination to the value's shape",
@@ -1132,7 +1138,7 @@ def assign(ctx: RunContext, dst: Tensor, value: Any, *, api: str = "dst[...] = v
     if isinstance(value, Tensor):
         if _same_region(dst, value):
             return  # `t[...] += x` writes back its own view: already done
-        how = _fit(api, value._shape, dst._shape, dst.name)
+        how = _fit(api, value._shape, dst._shape, dst)
         if land_pending(ctx, dst, value, api=api, how=how, mask=m):
             return
         if dst.alloc.buffer in ON_CHIP and value.alloc.buffer in ON_CHIP:
@@ -1167,13 +1173,16 @@ def assign(ctx: RunContext, dst: Tensor, value: Any, *, api: str = "dst[...] = v
     )
 
 
+_AUGMENTED = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}
+
+
 def accumulate(ctx: RunContext, dst: Tensor, other: Any, opname: str, *, warn: bool = True) -> Tensor:
     """``dst += other`` (and -=, *=, /=).  A pending matmul result accumulates in PSUM for free
     (spec §8); anything else is a VectorE read-modify-write (warned)."""
-    api = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}[opname]
+    api = _AUGMENTED[opname]
     res = other.alloc.pending if isinstance(other, Tensor) else None
     if res is not None and res.tile is other and opname == "add" and dst.alloc.buffer is PSUM and res.op == "nc_matmul":
-        how = _fit(api, other._shape, dst._shape, dst.name)
+        how = _fit(api, other._shape, dst._shape, dst)
         res.release(ctx)
         # the first `psum += nc_matmul(...)` into never-written PSUM overwrites: official samples
         # accumulate into nl.ndarray(..., buffer=nl.psum) (spec Corrections 8); per

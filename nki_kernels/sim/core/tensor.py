@@ -853,7 +853,11 @@ def fresh(
             al.unwritten = True
             if not origin:
                 al.origin = ctx.site
-    return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=0)
+    t = (ctx.tensor_cls or Tensor)(al, arr=al.array, par=0)
+    # the whole (C-contiguous, partition-first) allocation: bytes [0, row) of every partition, as
+    # _compute_region would find
+    t._region = Region(al.id, buf, 0, al.row_bytes)
+    return t
 
 
 def hbm_input(ctx: RunContext, array: np.ndarray, name: str, mutable: bool = False) -> Tensor:

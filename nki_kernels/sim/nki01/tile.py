@@ -97,11 +97,25 @@ class Tile(Tensor):
                 f"a {list(self._shape)} on-chip tile indexed with one index: index both axes",
                 "Write t[0:N, 0] for an [N, 1] tile or t[0, 0:M] for a [1, M] tile",
             )
-        for k in key:  # the common case: ints, slices and ``...`` only
+        basic = None  # the common case: ints, slices and ``...`` only, loop indices read as their values
+        for i, k in enumerate(key):
             c = k.__class__
-            if c is not slice and c is not int and k is not Ellipsis:
-                break
+            if c is int or k is Ellipsis:
+                continue
+            if c is slice:
+                if k.start.__class__ is Index or k.stop.__class__ is Index or k.step.__class__ is Index:
+                    # a loop index bounding a slice is its concrete value (docs/nki-0.1-rules.md section 9)
+                    basic = basic or list(key)
+                    basic[i] = slice(*(b.v if b.__class__ is Index else b for b in (k.start, k.stop, k.step)))
+                continue
+            if c is Index:
+                basic = basic or list(key)
+                basic[i] = k.v
+                continue
+            break
         else:
+            if basic is not None:
+                key = tuple(basic)
             if self.sliced and any(k.__class__ is slice and k != _ALL for k in key):
                 _nested(self.name)
             return self.index(key)
