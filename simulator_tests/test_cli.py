@@ -35,6 +35,16 @@ def test_verify_worker_processes_give_the_rows_of_one_process(capsys, monkeypatc
     assert tables["1"] == tables["2"]
 
 
+def test_verify_starts_the_biggest_group_first():
+    # the pool submits groups by size, so the CS149 224x224 conv (the longest) is never the last to start
+    from nki_kernels.kernels import registry
+
+    groups = cli._verify_groups(False)
+    heaviest = max(groups, key=lambda g: cli._verify_weight((*g, False, False, False)))
+    case = registry.SPECS[heaviest[0]].cases("verify")[heaviest[1]]
+    assert case.kernel == "conv2d" and case.p["H"] == 224, case
+
+
 def test_sim_bench_reports_both_measurements(capsys):
     assert cli.main(["sim-bench", "--iters", "20"]) == 0
     out = capsys.readouterr().out
