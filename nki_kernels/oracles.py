@@ -25,12 +25,16 @@ def conv2d_maxpool_ref(X: ArrayLike, W: ArrayLike, bias: ArrayLike, pool_size: i
     assert C == C2, f"conv2d_maxpool_ref: C_in mismatch {C} vs {C2}"
     Ho, Wo = H - KH + 1, Wd - KW + 1
     out = np.empty((B, Co, Ho, Wo))
-    for b in range(B):  # one GEMM per image and filter tap: no KH*KW-times window copy
-        acc = np.zeros((Co, Ho * Wo))
+    # one GEMM per image and filter row: the KW taps of row i stacked, times the full-width input rows
+    # i..i+Ho (a view: no window copy); tap j is then the columns j..j+Wo of its block
+    w_rows = np.ascontiguousarray(W.transpose(2, 3, 0, 1)).reshape(KH, KW * Co, C)
+    for b in range(B):
+        acc = out[b]
+        acc[...] = bias[:, None, None]
         for i in range(KH):
+            y = (w_rows[i] @ X[b, :, i : i + Ho, :].reshape(C, Ho * Wd)).reshape(KW, Co, Ho, Wd)
             for j in range(KW):
-                acc += W[:, :, i, j] @ X[b, :, i : i + Ho, j : j + Wo].reshape(C, Ho * Wo)
-        out[b] = acc.reshape(Co, Ho, Wo) + bias[:, None, None]
+                acc += y[j, :, :, j : j + Wo]
     p = int(pool_size)
     Hp, Wp = Ho // p, Wo // p
     out = out[:, :, : Hp * p, : Wp * p].reshape(B, Co, Hp, p, Wp, p).max(axis=(3, 5))
