@@ -14,7 +14,7 @@ from .context import RunContext, unproven
 from .enums import engine as Eng
 from .enums import enum_arg
 from .errors import SimTypeError, SimValueError
-from .memory import BY_OTHER, BY_TENSOR_ENGINE
+from .memory import BY_OTHER, BY_TENSOR_ENGINE, NEVER
 from .ops import (
     K_MATMUL,
     K_TRANSPOSE,
@@ -133,11 +133,17 @@ def nc_matmul(
         return emit(ctx, dst, res)
     acc = accumulate
     if acc is None or acc:
-        kinds = dst.written_kinds()
-        written = kinds != 0
+        al = dst.alloc
+        if al.psum_kind is None:  # one written state for the whole allocation: no per-element array
+            written = al.psum_fill != NEVER and dst.size > 0
+            by_other = written and al.psum_fill == BY_OTHER
+        else:
+            kinds = dst.written_kinds()
+            written = bool((kinds != NEVER).any())
+            by_other = bool((kinds == BY_OTHER).any())
         if acc is None:
-            acc = bool(written.any())
-        if acc and warn_non_matmul_init and (kinds == BY_OTHER).any():
+            acc = written
+        if acc and warn_non_matmul_init and by_other:
             ctx.warn_once(
                 "mm_acc_init",
                 "nc_matmul accumulates onto PSUM initialised by a non-matmul instruction "

@@ -276,8 +276,17 @@ class NkiTensor:
                 step = 1 if k.step is None else int(k.step)
                 if step < 1:
                     raise SimIndexError("E008", "index", self.name, f"slice step must be >= 1, got {step}")
-                start = 0 if k.start is None else _int_of(k.start, "index", self.name)
-                stop = n if k.stop is None else _int_of(k.stop, "index", self.name)
+                # (an int is taken as is: the name in a message is formatted only when one is raised)
+                start = k.start
+                if start is None:
+                    start = 0
+                elif start.__class__ is not int:
+                    start = _int_of(start, "index", self.name)
+                stop = k.stop
+                if stop is None:
+                    stop = n
+                elif stop.__class__ is not int:
+                    stop = _int_of(stop, "index", self.name)
                 if start < 0:
                     start += n
                 if stop < 0:
@@ -294,7 +303,7 @@ class NkiTensor:
                     "E008", "index", self.name, "None/np.newaxis is not a valid NKI index", "Use .expand_dim(dim)"
                 )
             else:
-                i = _int_of(k, "index", self.name)
+                i = k if k.__class__ is int else _int_of(k, "index", self.name)
                 if i < -n or i >= n:
                     raise self._oob(axis, i, i, n)
                 if i < 0:
