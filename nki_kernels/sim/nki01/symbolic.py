@@ -59,6 +59,18 @@ def _internal(depth: int = 2) -> bool:
 
 
 def _merge(a: Terms, b: Terms, sign: int) -> Terms:
+    if len(a) == 1 and len(b) == 1:
+        # one term each (`kh * KW + kw`, `rr + kh`), the common case: what the dict below computes -- the
+        # coefficients summed for one key, else both terms in key order; zero coefficients dropped
+        (ka, ca), (kb, cb) = a[0], b[0]
+        cb = sign * cb
+        if ka == kb:
+            c = ca + cb
+            return ((ka, c),) if c else ()
+        lo, hi = ((ka, ca), (kb, cb)) if ka < kb else ((kb, cb), (ka, ca))
+        if ca and cb:
+            return (lo, hi)
+        return tuple(t for t in (lo, hi) if t[1])
     d = dict(a)
     for k, c in b:
         d[k] = d.get(k, 0) + sign * c
@@ -101,11 +113,14 @@ class Index:
         return Index(v, None, 0)
 
     def __add__(self, o: object) -> Any:
-        if o.__class__ is Index:
-            oi: Index = o
+        c = o.__class__
+        if c is Index:
+            oi: Index = o  # type: ignore[assignment]
             if self.terms is None or oi.terms is None:
                 return Index(self.v + oi.v, None)
             return Index(self.v + oi.v, _merge(self.terms, oi.terms, 1), self.const + oi.const)
+        if c is int:  # the _is_int branch below for a plain int (int(o) is o), without the calls
+            return Index(self.v + o, self.terms, self.const + o)  # type: ignore[operator]
         if _is_int(o):
             n = int(o)  # type: ignore[call-overload]
             return Index(self.v + n, self.terms, self.const + n)
@@ -139,7 +154,7 @@ class Index:
         return self
 
     def __mul__(self, o: object) -> Any:
-        if _is_int(o):
+        if o.__class__ is int or _is_int(o):
             n = int(o)  # type: ignore[call-overload]
             if self.terms is None:
                 return Index(self.v * n, None)
@@ -266,7 +281,7 @@ class Index:
 
     # -- uses that need a Python int: E028 (interpreter code may read the value) ------------------------------
     def __index__(self) -> int:
-        if _internal():
+        if sys._getframe(1).f_code.co_filename.startswith(_SIM_DIR):  # _internal(), inlined (a call less)
             return self.v
         f = sys._getframe(1)
         if _called_name(f) == "range":
@@ -276,7 +291,7 @@ class Index:
         raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a NumPy index, ...)")
 
     def __int__(self) -> int:
-        if _internal():
+        if sys._getframe(1).f_code.co_filename.startswith(_SIM_DIR):  # _internal(), inlined (a call less)
             return self.v
         raise _e028("int() of a loop index")
 
