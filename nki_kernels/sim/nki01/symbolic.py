@@ -532,25 +532,46 @@ def symbolic(inner: Iterator[int]) -> Iterator[Index]:
 _PY_STATE = (int, float, complex, str, bytes, list, tuple, dict, set, np.number, np.bool_)
 
 
+# (id(code), kernel_scope, line of the `for`) -> (code, the loop's site, its loop_state entries), derived once from
+# kernel_ast.analyze_code, whose result per (code, kernel_scope) is computed once and kept for the process; the code
+# object is held here so that its id is not reused
+_LOOP_STATE: dict[tuple[int, bool, int], tuple[types.CodeType, Any, tuple]] = {}
+
+
+def _loop_state_at(frame: types.FrameType, kernel_scope: bool) -> tuple[types.CodeType, Any, tuple]:
+    """(code, site, states): the loop whose ``for`` is on ``frame``'s line and the entries of ``loop_state`` of
+    its block, in order (site None and states empty without source, loop state or loop at that line)."""
+    code = frame.f_code
+    key = (id(code), kernel_scope, frame.f_lineno)
+    hit = _LOOP_STATE.get(key)
+    if hit is None:
+        from ..kernel_ast import analyze_code
+
+        fs = analyze_code(code, kernel_scope=kernel_scope, module_globals=frame.f_globals)
+        site = None
+        states: tuple = ()
+        if fs is not None and fs.loop_state:
+            site = fs.loop_at(frame.f_lineno)
+            if site is not None:
+                states = tuple(st for st in fs.loop_state if st.block == site.block)
+        hit = _LOOP_STATE[key] = (code, site, states)
+    return hit
+
+
 def check_loop_state(frame: types.FrameType) -> None:
     """pm.loop_body_traced_once: a Python value updated in a symbolic loop body and read after the loop holds
     one iteration's value on hardware (the body is traced once: aws-neuron-sdk@81ce03ae nki/migration/index.rst
     "Consistent control flow behavior").  It compiles, so: a SimWarning at the update line, E028 under strict
     (docs/nki-0.1-rules.md section 11 item 12).  ``frame`` is the user frame whose ``for`` statement ended."""
-    from ..kernel_ast import analyze_code
-
     ctx = maybe_current()
     if ctx is None:
         return
-    fs = analyze_code(frame.f_code, kernel_scope=frame.f_code in TRACED_CODES, module_globals=frame.f_globals)
-    if fs is None or not fs.loop_state:
-        return
-    site = fs.loop_at(frame.f_lineno)
-    if site is None:
-        return
+    _, site, states = _loop_state_at(frame, frame.f_code in TRACED_CODES)
+    if not states:
+        return  # no Python state carried out of this loop: the frame's locals are not read
     local = frame.f_locals
-    for st in fs.loop_state:
-        if st.block != site.block or st.name not in local:
+    for st in states:
+        if st.name not in local:
             continue
         value = local[st.name]
         if not isinstance(value, _PY_STATE) or isinstance(value, Index):
