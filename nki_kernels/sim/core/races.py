@@ -170,7 +170,7 @@ class RaceLog:
     each entry ends and at the end of the run.  ``strict``: reductions across iterations are errors;
     ``warned``: the run's set of warnings already given."""
 
-    __slots__ = ("entries", "spmd", "seq", "loops", "strict", "warned", "_loops", "_affine")
+    __slots__ = ("entries", "spmd", "seq", "loops", "strict", "warned", "_loops", "_affine", "_run")
 
     def __init__(self, spmd: bool, strict: bool = False, warned: set | None = None) -> None:
         # loop id -> the entry's writes, by allocation id (in order of each allocation's first write)
@@ -182,6 +182,9 @@ class RaceLog:
         self.warned: set = warned if warned is not None else set()
         self._loops: tuple | None = None  # the loop tuple of the last note and its affine frames
         self._affine: list | tuple = ()
+        # the last tensor noted when its write was basic: (geometry, allocation id, kind, affine frames whose
+        # entries' last write of that allocation it is)
+        self._run: tuple | None = None
 
     def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, kind: int) -> None:
         """An instruction writes ``dst`` (and the tensors in ``extra``); ``where``: (file, line, program_id,
@@ -214,8 +217,21 @@ class RaceLog:
             self.seq += 1
             seq = self.seq
             k = kind if t is dst else PLAIN
-            name = al.name
-            for fr in affine:
+            name = None
+            frames = affine
+            run = self._run
+            if run is not None and run[0] is g and run[1] == aid and run[2] == k:
+                # the previous tensor noted was this same basic write: the entries of the frames it shares with
+                # this note (same LoopFrame objects: same entry and iteration) end with it for this allocation,
+                # so the loop below would keep nothing there -- start after them
+                shared = run[3]
+                j, m = 0, min(len(shared), len(affine))
+                while j < m and affine[j] is shared[j]:
+                    j += 1
+                if j:
+                    frames = affine[j:]
+            self._run = (g, aid, k, affine) if basic else None
+            for fr in frames:
                 by_alloc = entries.get(fr.loop_id)
                 if by_alloc is None:
                     by_alloc = entries[fr.loop_id] = {}
@@ -238,6 +254,8 @@ class RaceLog:
                         and last.off == off
                     ):
                         continue
+                if name is None:
+                    name = al.name
                 # tuple.__new__ directly: what Write(...) does, without its Python-level __new__
                 lst.append(_new(Write, (aid, name, box, off, axes, basic, k, who, seq, file, line)))
             if spmd and al.buffer.is_hbm and self.spmd is not None:
@@ -249,6 +267,14 @@ class RaceLog:
         """An ``affine_range`` entry ended: E029 if two of its iterations wrote the same elements."""
         by_alloc = self.entries.pop(loop_id, None)
         where = self.loops.pop(loop_id, None)
+        run = self._run
+        if run is not None:
+            # the entry is gone: the last write's shared frames stop before it (a later write carrying its frame,
+            # noted late, starts a new entry for it)
+            for j, fr in enumerate(run[3]):
+                if fr.loop_id == loop_id:
+                    self._run = (run[0], run[1], run[2], run[3][:j]) if j else None
+                    break
         if by_alloc and where is not None:
             self._check(by_alloc, where, "iterations")
 
