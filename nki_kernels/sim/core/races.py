@@ -208,8 +208,12 @@ class RaceLog:
         for t in (dst, *extra) if extra else (dst,):
             if t is None:
                 continue
-            g = _geometry(t)
+            g = t._race  # _geometry(t), inlined: the view's cached geometry
             if g is None:
+                g = _geometry(t)
+                if g is None:
+                    continue
+            elif g is _NONE:
                 continue
             box, off, axes, basic = g
             al = t.alloc
@@ -271,10 +275,13 @@ class RaceLog:
         if run is not None:
             # the entry is gone: the last write's shared frames stop before it (a later write carrying its frame,
             # noted late, starts a new entry for it)
-            for j, fr in enumerate(run[3]):
-                if fr.loop_id == loop_id:
-                    self._run = (run[0], run[1], run[2], run[3][:j]) if j else None
-                    break
+            # (searched from the innermost frame: entries usually end innermost first; a loop id is in one frame)
+            shared = run[3]
+            j = len(shared) - 1
+            while j >= 0 and shared[j].loop_id != loop_id:
+                j -= 1
+            if j >= 0:
+                self._run = (run[0], run[1], run[2], shared[:j]) if j else None
         if by_alloc and where is not None:
             self._check(by_alloc, where, "iterations")
 
