@@ -6,11 +6,13 @@ every event carries its loop context; ``SimOptions.shuffle_affine_seed`` shuffle
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from .context import maybe_current, unproven
 from .errors import user_location
 from .trace import LoopFrame, LoopKind
+
+_new = tuple.__new__
 
 _KINDS = {
     "affine": LoopKind.AFFINE,
@@ -24,12 +26,13 @@ def loop(kind: str, args: tuple) -> Iterator[int]:
     """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range")."""
     r = builtins.range(*args)
     ctx = maybe_current()
-    order = list(r)
-    if ctx is not None and kind == "affine" and ctx.shuffle_rng is not None and not ctx.skip_middle_end:
-        ctx.shuffle_rng.shuffle(order)
     if ctx is None:
-        yield from order
+        yield from r
         return
+    order: Sequence[int] = r  # the range itself unless shuffled (same values, no list)
+    if kind == "affine" and ctx.shuffle_rng is not None and not ctx.skip_middle_end:
+        order = list(r)
+        ctx.shuffle_rng.shuffle(order)
     if kind == "affine" and not order:
         # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
         unproven(
@@ -43,7 +46,8 @@ def loop(kind: str, args: tuple) -> Iterator[int]:
     file, line = user_location()
     n, start, step = len(r), r.start, r.step
     for i in order:
-        ctx.loops = outer + (LoopFrame(lk, loop_id, (i - start) // step, n, file, line),)
+        # tuple.__new__ directly: the LoopFrame(...) NamedTuple, without its Python-level __new__
+        ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
         try:
             yield i
         finally:

@@ -62,6 +62,9 @@ class Write(NamedTuple):
     line: int
 
 
+_new = tuple.__new__
+
+
 def _storage(arr: np.ndarray) -> tuple[list[int], list[int], list[int]]:
     """(axis order by decreasing stride, strides, sizes) of an allocation's storage array."""
     strides = [int(s) for s in arr.strides]
@@ -167,43 +170,98 @@ class RaceLog:
     each entry ends and at the end of the run.  ``strict``: reductions across iterations are errors;
     ``warned``: the run's set of warnings already given."""
 
-    __slots__ = ("entries", "spmd", "seq", "loops", "strict", "warned")
+    __slots__ = ("entries", "spmd", "seq", "loops", "strict", "warned", "_loops", "_affine", "_run")
 
     def __init__(self, spmd: bool, strict: bool = False, warned: set | None = None) -> None:
-        self.entries: dict[int, list[Write]] = {}
+        # loop id -> the entry's writes, by allocation id (in order of each allocation's first write)
+        self.entries: dict[int, dict[int, list[Write]]] = {}
         self.loops: dict[int, tuple[str, int, str]] = {}  # loop id -> (file, line, kind) for messages
         self.spmd: list[Write] | None = [] if spmd else None
         self.seq = 0
         self.strict = strict
         self.warned: set = warned if warned is not None else set()
+        self._loops: tuple | None = None  # the loop tuple of the last note and its affine frames
+        self._affine: list | tuple = ()
+        # the last tensor noted when its write was basic: (geometry, allocation id, kind, affine frames whose
+        # entries' last write of that allocation it is)
+        self._run: tuple | None = None
 
     def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, kind: int) -> None:
         """An instruction writes ``dst`` (and the tensors in ``extra``); ``where``: (file, line, program_id,
         loops) when it ran (None: now); ``kind``: PLAIN, REDUCTION or PSUM_MATMUL."""
         loops = ctx.loops if where is None else where[3]  # type: ignore[attr-defined]
-        affine = [fr for fr in loops if fr.kind is _AFFINE] if loops else ()
+        # the affine frames of the enclosing loops, derived once per loop tuple: every instruction of an iteration
+        # sees the same tuple (loops.loop builds one per iteration), and keeping it referenced here makes identity
+        # imply equal contents (tuples of immutable LoopFrames)
+        if loops is not self._loops:
+            self._loops = loops
+            self._affine = [fr for fr in loops if fr.kind is _AFFINE] if loops else ()
+        affine = self._affine
         spmd = self.spmd is not None and dst.alloc.buffer.is_hbm  # type: ignore[attr-defined]
         if not affine and not spmd:
             return
         if where is None:
             site = ctx.site  # type: ignore[attr-defined]
             where = (site[0], site[1], ctx.program_id, loops)  # type: ignore[attr-defined]
-        for t in (dst, *extra):
+        file, line = where[0], where[1]
+        entries = self.entries
+        for t in (dst, *extra) if extra else (dst,):
             if t is None:
                 continue
-            g = _geometry(t)
+            g = t._race  # _geometry(t), inlined: the view's cached geometry
             if g is None:
+                g = _geometry(t)
+                if g is None:
+                    continue
+            elif g is _NONE:
                 continue
             box, off, axes, basic = g
             al = t.alloc
+            aid = al.id
             self.seq += 1
+            seq = self.seq
             k = kind if t is dst else PLAIN
-            for fr in affine:
-                lst = self.entries.get(fr.loop_id)
-                if lst is None:
-                    lst = self.entries[fr.loop_id] = []
+            name = None
+            frames = affine
+            run = self._run
+            if run is not None and run[0] is g and run[1] == aid and run[2] == k:
+                # the previous tensor noted was this same basic write: the entries of the frames it shares with
+                # this note (same LoopFrame objects: same entry and iteration) end with it for this allocation,
+                # so the loop below would keep nothing there -- start after them
+                shared = run[3]
+                j, m = 0, min(len(shared), len(affine))
+                while j < m and affine[j] is shared[j]:
+                    j += 1
+                if j:
+                    frames = affine[j:]
+            self._run = (g, aid, k, affine) if basic else None
+            for fr in frames:
+                by_alloc = entries.get(fr.loop_id)
+                if by_alloc is None:
+                    by_alloc = entries[fr.loop_id] = {}
                     self.loops[fr.loop_id] = (fr.file, fr.line, "nl.affine_range")
-                lst.append(Write(al.id, al.name, box, off, axes, basic, k, fr.iteration, self.seq, where[0], where[1]))
+                who = fr.iteration
+                lst = by_alloc.get(aid)
+                if lst is None:
+                    lst = by_alloc[aid] = []
+                elif basic:
+                    # the previous write of this allocation in this entry is the same basic write (a tile
+                    # rewritten, e.g. `psum += nc_matmul` in inner loops): _check keeps only the first write of
+                    # each (box, who, exempt, off, axes), so not keeping this one changes nothing.  Box and axes
+                    # compared by identity: the same cached geometry of the same view (kept alive by `last`).
+                    last = lst[-1]
+                    if (
+                        last.box is box
+                        and last.axes is axes
+                        and last.who == who
+                        and last.exempt == k
+                        and last.off == off
+                    ):
+                        continue
+                if name is None:
+                    name = al.name
+                # tuple.__new__ directly: what Write(...) does, without its Python-level __new__
+                lst.append(_new(Write, (aid, name, box, off, axes, basic, k, who, seq, file, line)))
             if spmd and al.buffer.is_hbm and self.spmd is not None:
                 self.spmd.append(
                     Write(al.id, al.name, box, off, axes, basic, k, where[2], self.seq, where[0], where[1])
@@ -211,10 +269,21 @@ class RaceLog:
 
     def close(self, loop_id: int) -> None:
         """An ``affine_range`` entry ended: E029 if two of its iterations wrote the same elements."""
-        writes = self.entries.pop(loop_id, None)
+        by_alloc = self.entries.pop(loop_id, None)
         where = self.loops.pop(loop_id, None)
-        if writes and where is not None:
-            self._check(writes, where, "iterations")
+        run = self._run
+        if run is not None:
+            # the entry is gone: the last write's shared frames stop before it (a later write carrying its frame,
+            # noted late, starts a new entry for it)
+            # (searched from the innermost frame: entries usually end innermost first; a loop id is in one frame)
+            shared = run[3]
+            j = len(shared) - 1
+            while j >= 0 and shared[j].loop_id != loop_id:
+                j -= 1
+            if j >= 0:
+                self._run = (run[0], run[1], run[2], shared[:j]) if j else None
+        if by_alloc and where is not None:
+            self._check(by_alloc, where, "iterations")
 
     def finish(self) -> None:
         """The end of the run: entries left open (a loop left by ``break`` or an exception) and the SPMD
@@ -223,12 +292,13 @@ class RaceLog:
             self.close(loop_id)
         if self.spmd:
             writes, self.spmd = self.spmd, []
-            self._check(writes, ("", 0, "SPMD grid"), "instances")
+            by_alloc: dict[int, list[Write]] = {}
+            for w in writes:
+                by_alloc.setdefault(w.alloc_id, []).append(w)
+            self._check(by_alloc, ("", 0, "SPMD grid"), "instances")
 
-    def _check(self, writes: list[Write], where: tuple[str, int, str], what: str) -> None:
-        by_alloc: dict[int, list[Write]] = {}
-        for w in writes:
-            by_alloc.setdefault(w.alloc_id, []).append(w)
+    def _check(self, by_alloc: dict[int, list[Write]], where: tuple[str, int, str], what: str) -> None:
+        """E029 / the reduction warning for the writes of one entry (or of the SPMD instances), by allocation."""
         soft: tuple[Write, Write] | None = None
         for writes_of_alloc in by_alloc.values():
             if len(writes_of_alloc) < 2 or all(w.exempt == PSUM_MATMUL for w in writes_of_alloc):

@@ -59,6 +59,18 @@ def _internal(depth: int = 2) -> bool:
 
 
 def _merge(a: Terms, b: Terms, sign: int) -> Terms:
+    if len(a) == 1 and len(b) == 1:
+        # one term each (`kh * KW + kw`, `rr + kh`), the common case: what the dict below computes -- the
+        # coefficients summed for one key, else both terms in key order; zero coefficients dropped
+        (ka, ca), (kb, cb) = a[0], b[0]
+        cb = sign * cb
+        if ka == kb:
+            c = ca + cb
+            return ((ka, c),) if c else ()
+        lo, hi = ((ka, ca), (kb, cb)) if ka < kb else ((kb, cb), (ka, ca))
+        if ca and cb:
+            return (lo, hi)
+        return tuple(t for t in (lo, hi) if t[1])
     d = dict(a)
     for k, c in b:
         d[k] = d.get(k, 0) + sign * c
@@ -101,11 +113,14 @@ class Index:
         return Index(v, None, 0)
 
     def __add__(self, o: object) -> Any:
-        if o.__class__ is Index:
-            oi: Index = o
+        c = o.__class__
+        if c is Index:
+            oi: Index = o  # type: ignore[assignment]
             if self.terms is None or oi.terms is None:
                 return Index(self.v + oi.v, None)
             return Index(self.v + oi.v, _merge(self.terms, oi.terms, 1), self.const + oi.const)
+        if c is int:  # the _is_int branch below for a plain int (int(o) is o), without the calls
+            return Index(self.v + o, self.terms, self.const + o)  # type: ignore[operator]
         if _is_int(o):
             n = int(o)  # type: ignore[call-overload]
             return Index(self.v + n, self.terms, self.const + n)
@@ -139,7 +154,7 @@ class Index:
         return self
 
     def __mul__(self, o: object) -> Any:
-        if _is_int(o):
+        if o.__class__ is int or _is_int(o):
             n = int(o)  # type: ignore[call-overload]
             if self.terms is None:
                 return Index(self.v * n, None)
@@ -266,7 +281,7 @@ class Index:
 
     # -- uses that need a Python int: E028 (interpreter code may read the value) ------------------------------
     def __index__(self) -> int:
-        if _internal():
+        if sys._getframe(1).f_code.co_filename.startswith(_SIM_DIR):  # _internal(), inlined (a call less)
             return self.v
         f = sys._getframe(1)
         if _called_name(f) == "range":
@@ -276,7 +291,7 @@ class Index:
         raise _e028("a loop index used where Python needs an int (a list/tuple subscript, range(), a NumPy index, ...)")
 
     def __int__(self) -> int:
-        if _internal():
+        if sys._getframe(1).f_code.co_filename.startswith(_SIM_DIR):  # _internal(), inlined (a call less)
             return self.v
         raise _e028("int() of a loop index")
 
@@ -517,25 +532,46 @@ def symbolic(inner: Iterator[int]) -> Iterator[Index]:
 _PY_STATE = (int, float, complex, str, bytes, list, tuple, dict, set, np.number, np.bool_)
 
 
+# (id(code), kernel_scope, line of the `for`) -> (code, the loop's site, its loop_state entries), derived once from
+# kernel_ast.analyze_code, whose result per (code, kernel_scope) is computed once and kept for the process; the code
+# object is held here so that its id is not reused
+_LOOP_STATE: dict[tuple[int, bool, int], tuple[types.CodeType, Any, tuple]] = {}
+
+
+def _loop_state_at(frame: types.FrameType, kernel_scope: bool) -> tuple[types.CodeType, Any, tuple]:
+    """(code, site, states): the loop whose ``for`` is on ``frame``'s line and the entries of ``loop_state`` of
+    its block, in order (site None and states empty without source, loop state or loop at that line)."""
+    code = frame.f_code
+    key = (id(code), kernel_scope, frame.f_lineno)
+    hit = _LOOP_STATE.get(key)
+    if hit is None:
+        from ..kernel_ast import analyze_code
+
+        fs = analyze_code(code, kernel_scope=kernel_scope, module_globals=frame.f_globals)
+        site = None
+        states: tuple = ()
+        if fs is not None and fs.loop_state:
+            site = fs.loop_at(frame.f_lineno)
+            if site is not None:
+                states = tuple(st for st in fs.loop_state if st.block == site.block)
+        hit = _LOOP_STATE[key] = (code, site, states)
+    return hit
+
+
 def check_loop_state(frame: types.FrameType) -> None:
     """pm.loop_body_traced_once: a Python value updated in a symbolic loop body and read after the loop holds
     one iteration's value on hardware (the body is traced once: aws-neuron-sdk@81ce03ae nki/migration/index.rst
     "Consistent control flow behavior").  It compiles, so: a SimWarning at the update line, E028 under strict
     (docs/nki-0.1-rules.md section 11 item 12).  ``frame`` is the user frame whose ``for`` statement ended."""
-    from ..kernel_ast import analyze_code
-
     ctx = maybe_current()
     if ctx is None:
         return
-    fs = analyze_code(frame.f_code, kernel_scope=frame.f_code in TRACED_CODES, module_globals=frame.f_globals)
-    if fs is None or not fs.loop_state:
-        return
-    site = fs.loop_at(frame.f_lineno)
-    if site is None:
-        return
+    _, site, states = _loop_state_at(frame, frame.f_code in TRACED_CODES)
+    if not states:
+        return  # no Python state carried out of this loop: the frame's locals are not read
     local = frame.f_locals
-    for st in fs.loop_state:
-        if st.block != site.block or st.name not in local:
+    for st in states:
+        if st.name not in local:
             continue
         value = local[st.name]
         if not isinstance(value, _PY_STATE) or isinstance(value, Index):
