@@ -344,9 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     """The ``nki-kernels`` command: arguments, then the environment, then the subcommand's own
     checks are validated before any work; each failure is one line on stderr and exit code 2."""
     # Before NumPy loads (the parser imports it): one BLAS thread unless the user chose otherwise.  The
-    # interpreter issues one small GEMM per nc_matmul (<= 128x128x512); a second OpenBLAS thread doubled
-    # the CPU time of a CS149 224x224 conv run (7.0 -> 14.2 s) for no wall-clock gain, and on a busy
-    # machine its spin-waiting made `verify`'s 224x224 case 20x slower.  dev.py sets the same default.
+    # interpreter issues one small GEMM per nc_matmul (<= 128x128x512); a second OpenBLAS thread cost the
+    # CS149 harness 30-55% more CPU for a wall time within the noise on an idle machine, and on a busy
+    # one its spin-waiting made `verify`'s 224x224 case 10x slower.  dev.py sets the same default.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] != "run":  # run passes everything after FILE to the file unchanged

@@ -147,7 +147,7 @@ def test_nki_sim_options_accepts_the_documented_booleans(monkeypatch, spec, expe
 @pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("2", "2")])
 def test_run_uses_one_blas_thread_unless_the_user_sets_it(tmp_path, given, seen):
     """The CLI defaults OPENBLAS_NUM_THREADS to 1 before NumPy loads (the interpreter's GEMMs are one small
-    instruction each; a second BLAS thread doubled CPU time), and keeps a value the user set."""
+    instruction each; a second BLAS thread cost CPU), and keeps a value the user set."""
     (tmp_path / "blas.py").write_text("import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if given is not None:
