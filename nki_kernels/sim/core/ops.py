@@ -488,7 +488,7 @@ def compute_result(
             N = n
         if al.buffer is PSUM:
             psum_in = True
-        if not strided and (_strided(t) if a is None else a.ndim >= 2 and a.shape[-1] > 1 and abs(a.strides[-1]) > 16):
+        if not strided and _strided(t):
             strided = True
         nbytes += tsize * al.itemsize
         in_shapes.append(shp)
