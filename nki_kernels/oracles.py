@@ -14,30 +14,42 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
+# output rows of one conv2d oracle block: its float64 input rows, GEMM results and sums stay a few MB
+# (one (B, C, H, W) float64 copy of the input and a GEMM result per filter row took ~1 GB at CS149 224x224)
+_CONV_BLOCK_ROWS = 16
+
+
 def conv2d_maxpool_ref(X: ArrayLike, W: ArrayLike, bias: ArrayLike, pool_size: int = 1) -> np.ndarray:
     """Valid (no padding) stride-1 cross-correlation + bias, then non-overlapping max-pool.
 
     X (B, C_in, H, W), W (C_out, C_in, KH, KW), bias (C_out,) ->
     (B, C_out, (H-KH+1)//pool_size, (W-KW+1)//pool_size)."""
-    X, W, bias = _f64(X), _f64(W), _f64(bias)
+    X = np.asarray(X)
+    W, bias = _f64(W), _f64(bias)
     B, C, H, Wd = X.shape
     Co, C2, KH, KW = W.shape
     assert C == C2, f"conv2d_maxpool_ref: C_in mismatch {C} vs {C2}"
     Ho, Wo = H - KH + 1, Wd - KW + 1
-    out = np.empty((B, Co, Ho, Wo))
-    # one GEMM per image and filter row: the KW taps of row i stacked, times the full-width input rows
-    # i..i+Ho (a view: no window copy); tap j is then the columns j..j+Wo of its block
-    w_rows = np.ascontiguousarray(W.transpose(2, 3, 0, 1)).reshape(KH, KW * Co, C)
-    for b in range(B):
-        acc = out[b]
-        acc[...] = bias[:, None, None]
-        for i in range(KH):
-            y = (w_rows[i] @ X[b, :, i : i + Ho, :].reshape(C, Ho * Wd)).reshape(KW, Co, Ho, Wd)
-            for j in range(KW):
-                acc += y[j, :, :, j : j + Wo]
     p = int(pool_size)
     Hp, Wp = Ho // p, Wo // p
-    out = out[:, :, : Hp * p, : Wp * p].reshape(B, Co, Hp, p, Wp, p).max(axis=(3, 5))
+    out = np.empty((B, Co, Hp, Wp))
+    # one GEMM per filter row and block of output rows: the KW taps of row i stacked, times the block's
+    # full-width input rows shifted by i (a view); tap j is then the columns j..j+Wo of its result
+    w_rows = np.ascontiguousarray(W.transpose(2, 3, 0, 1)).reshape(KH, KW * Co, C)
+    step = p * max(1, _CONV_BLOCK_ROWS // p)  # whole pooling windows per block
+    for b in range(B):
+        for r0 in range(0, Hp * p, step):  # rows past the last whole window are never pooled
+            n = min(step, Hp * p - r0)
+            x = _f64(X[b, :, r0 : r0 + n + KH - 1, :])
+            acc = out[b, :, r0 : r0 + n, :] if p == 1 else np.empty((Co, n, Wo))
+            acc[...] = bias[:, None, None]
+            for i in range(KH):
+                y = (w_rows[i] @ x[:, i : i + n, :].reshape(C, n * Wd)).reshape(KW, Co, n, Wd)
+                for j in range(KW):
+                    acc += y[j, :, :, j : j + Wo]
+            if p > 1:
+                pooled = acc[:, :, : Wp * p].reshape(Co, n // p, p, Wp, p).max(axis=(2, 4))
+                out[b, :, r0 // p : (r0 + n) // p, :] = pooled
     return out
 
 

@@ -1,16 +1,21 @@
 """The oracles against independent, loop-based formulas on tiny shapes."""
 
 import numpy as np
+import pytest
 
+from nki_kernels import oracles
 from nki_kernels.oracles import attention_ref, conv2d_maxpool_ref, matmul_mk_ref, matmul_ref
 
 
-def test_conv2d_maxpool_ref_matches_direct_loops(rng):
+@pytest.mark.parametrize("block_rows", [16, 2])  # one block per image; several, the last one partial
+def test_conv2d_maxpool_ref_matches_direct_loops(rng, monkeypatch, block_rows):
+    monkeypatch.setattr(oracles, "_CONV_BLOCK_ROWS", block_rows)
     X = rng.standard_normal((2, 3, 7, 8))
     W = rng.standard_normal((4, 3, 3, 2))
     b = rng.standard_normal(4)
     for pool in (1, 2, 3):
         out = conv2d_maxpool_ref(X, W, b, pool)
+        assert np.isfinite(out).all() and np.any(out != 0)
         Ho, Wo = 5, 7
         conv = np.zeros((2, 4, Ho, Wo))
         for n in range(2):
