@@ -14,12 +14,14 @@ profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from nki_kernels import environment
@@ -29,8 +31,8 @@ from nki_kernels.usage import OneLineParser, UsageError, attach_dash_values, fai
 
 def _verify_groups(quick: bool) -> list[tuple[int, int]]:
     """(spec index, case index) of every case of the registry's verify set (``verify-quick`` with
-    --quick).  A group is one case in NKI 0.1 and right after in NKI 0.7, on the same inputs and the
-    same float64 oracle result (for the CS149 224x224 batch-4 conv that oracle alone takes ~12 s)."""
+    --quick).  A group is one case traced in each NKI generation, on the same seeded inputs, and
+    compared with one float64 oracle result."""
     from nki_kernels.kernels import registry
 
     set_name = "verify-quick" if quick else "verify"
@@ -40,56 +42,75 @@ def _verify_groups(quick: bool) -> list[tuple[int, int]]:
 # One verify row: kernel, NKI API, shape, dtype, max abs err, max rel err, result, sim wall s, estimate,
 # and the reason of a failure ("" when it passed).
 VerifyRow = tuple[str, str, str, str, str, str, str, str, str, str]
+# One trace job: (spec index, case index, NKI API, quick, estimate).
+VerifyJob = tuple[int, int, str, bool, bool]
+# What a trace job gives back: sim wall s, estimate, the output (or the path of its .npy file), and why
+# the kernel is missing ("" when it ran).
+Traced = tuple[float, str, Any, str]
 
 
-def _verify_group(job: tuple[int, int, bool, bool, bool]) -> list[VerifyRow]:
-    """Run one group (see :func:`_verify_groups`); a module-level function so that a worker process can
-    run it.  ``job`` = (spec index, case index, quick, estimate, show progress)."""
-    from nki_kernels.backend import resolve
+def _verify_case(spec_i: int, case_i: int, quick: bool) -> tuple[Any, Any]:
     from nki_kernels.kernels import registry
+
+    spec = registry.SPECS[spec_i]
+    return spec, spec.cases("verify-quick" if quick else "verify")[case_i]
+
+
+def _verify_oracle(spec_i: int, case_i: int, quick: bool) -> Any:
+    """The float64 oracle result of one case, on its seeded inputs."""
+    spec, case = _verify_case(spec_i, case_i, quick)
+    a, kw = spec.make_inputs(case)
+    return spec.load_oracle()(*a, **kw)
+
+
+def _verify_trace(job: VerifyJob, spill: str | None = None, progress: bool = False) -> Traced:
+    """Trace one case in one NKI generation (module level: a worker process runs it).  With ``spill``
+    (a directory; in a worker) the output is saved there as float32 -- exact for the registry's fp32,
+    fp16 and bf16 outputs -- and its path returned: a pickled 200 MB result took 1.2 s to reach the
+    parent, a file in the page cache is one copy."""
+    import numpy as np
+
+    from nki_kernels.backend import resolve
     from nki_kernels.sim import trace_kernel
 
-    spec_i, case_i, quick, estimate, progress = job
-    spec = registry.SPECS[spec_i]
-    case = spec.cases("verify-quick" if quick else "verify")[case_i]
-    tracers: dict[str, Callable[..., Any]] = {"0.1": trace_kernel, "0.7": resolve("0.7").nki.trace}
+    spec_i, case_i, api, quick, estimate = job
+    spec, case = _verify_case(spec_i, case_i, quick)
+    try:
+        fn = spec.load(api)
+    except ImportError as e:
+        return 0.0, "-", None, str(e)
+    tracer = trace_kernel if api == "0.1" else resolve(api).nki.trace
     a, kw = spec.make_inputs(case)
-    # The float64 oracle runs in a thread beside the traces: it is BLAS-bound (the GIL is released), the
-    # interpreter is Python-bound, so the CS149 224x224 case no longer waits ~12 s for it at the end.
-    with ThreadPoolExecutor(max_workers=1) as oracle:
-        ref = oracle.submit(spec.load_oracle(), *a, **kw)
-        return _verify_apis(spec, case, a, kw, ref, tracers, estimate, progress)
+    t0 = time.perf_counter()
+    if progress:
+        with Progress(f"verify {spec.title} (NKI {api})"):
+            out, trace = tracer(fn, *a, **kw)
+    else:
+        out, trace = tracer(fn, *a, **kw)
+    wall = time.perf_counter() - t0
+    est = _verify_estimate(fn, trace) if estimate else "-"
+    if spill is not None:
+        path = os.path.join(spill, f"{spec_i}-{case_i}-{api}.npy")
+        np.save(path, np.asarray(out).astype(np.float32, copy=False))
+        out = path
+    return wall, est, out, ""
 
 
-def _verify_apis(
-    spec: Any,
-    case: Any,
-    a: tuple[Any, ...],
-    kw: dict[str, Any],
-    ref: Future[Any],
-    tracers: dict[str, Callable[..., Any]],
-    estimate: bool,
-    progress: bool,
-) -> list[VerifyRow]:
-    """The rows of one group: the case traced in each NKI generation and compared with ``ref``."""
-    from nki_kernels.kernels import registry
+def _verify_rows(group: tuple[int, int], quick: bool, traced: dict[str, Traced], ref: Any) -> list[VerifyRow]:
+    """The rows of one group: each generation's output compared with the oracle's ``ref``."""
+    import numpy as np
+
     from nki_kernels.tolerances import compare
 
+    spec, case = _verify_case(*group, quick)
     rows: list[VerifyRow] = []
-    for api in registry.APIS:
-        try:
-            fn = spec.load(api)
-        except ImportError as e:
-            rows.append((spec.title, api, case.describe(), "-", "-", "-", "MISSING", "-", "-", str(e)))
+    for api, (wall, est, out, missing) in traced.items():
+        if missing:
+            rows.append((spec.title, api, case.describe(), "-", "-", "-", "MISSING", "-", "-", missing))
             continue
-        t0 = time.perf_counter()
-        if progress:
-            with Progress(f"verify {spec.title} (NKI {api})"):
-                out, trace = tracers[api](fn, *a, **kw)
-        else:
-            out, trace = tracers[api](fn, *a, **kw)
-        wall = time.perf_counter() - t0
-        res = compare(out, ref.result(), case.dtype)  # the project's one tolerance table
+        if isinstance(out, str):
+            out = np.load(out, mmap_mode="r")
+        res = compare(out, ref, case.dtype)  # the project's one tolerance table
         rows.append(
             (
                 spec.title,
@@ -100,7 +121,7 @@ def _verify_apis(
                 f"{res['max_rel_err']:.2e}",
                 "PASS" if res["ok"] else "FAIL",
                 f"{wall:.2f}",
-                _verify_estimate(fn, trace) if estimate else "-",
+                est,
                 res["reason"],
             )
         )
@@ -122,39 +143,49 @@ def _verify_estimate(fn: Any, trace: Any) -> str:
         return f"n/a ({type(exc).__name__})"
 
 
-def _verify_results(jobs: list[tuple[int, int, bool, bool, bool]], workers: int) -> Iterator[list[VerifyRow]]:
-    """Each group's rows, in order: in this process (``workers`` 1) or in a pool of processes, each
-    group in one worker (the cases are independent, and the biggest are NumPy-bound)."""
-    if workers <= 1:
-        yield from map(_verify_group, jobs)
-        return
-
-    with Progress("verify"), ProcessPoolExecutor(max_workers=workers) as pool:
-        # biggest groups first, so that the CS149 224x224 case does not start last and set the wall time
-        # alone; the rows are still printed in the registry's order
-        futures: dict[int, Future[list[VerifyRow]]] = {}
-        for k in sorted(range(len(jobs)), key=lambda k: -_verify_weight(jobs[k])):
-            futures[k] = pool.submit(_verify_group, jobs[k][:4] + (False,))
-        for k in range(len(jobs)):
-            yield futures[k].result()
-
-
-def _verify_weight(job: tuple[int, int, bool, bool, bool]) -> int:
-    """A size proxy of one group's work: the elements of its arguments and of its output."""
-    from math import prod
-
+def _verify_results(
+    groups: list[tuple[int, int]], quick: bool, estimate: bool, workers: int
+) -> Iterator[list[VerifyRow]]:
+    """Each group's rows, in order.  Every (case, NKI generation) is traced by a job of its own: in this
+    process (``workers`` 1), or in a pool of worker processes, the biggest cases first.  Meanwhile this
+    process computes the float64 oracles in a thread (BLAS-bound: the GIL is released) and compares.
+    (With a group per worker, the CS149 224x224 case -- two ~7 s traces beside a ~7 s oracle -- set the
+    wall time alone while the other worker sat idle: 25 s against 21 s, interleaved runs.)"""
     from nki_kernels.kernels import registry
 
-    spec_i, case_i, quick = job[:3]
-    spec = registry.SPECS[spec_i]
-    args, out, _ = spec.arg_shapes(spec.cases("verify-quick" if quick else "verify")[case_i])
+    jobs = {(g, api): (*g, api, quick, estimate) for g in groups for api in registry.APIS}
+    with contextlib.ExitStack() as stack:
+        futures = {}
+        if workers > 1:
+            spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="nki-kernels-verify-"))
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+            # the first submit forks the workers: before any thread of ours starts (a fork beside a running
+            # thread copies the locks it holds; the workers hung)
+            for key in sorted(jobs, key=lambda k: -_verify_weight(k[0][0], k[0][1], quick)):  # stable: 0.1 first
+                futures[key] = pool.submit(_verify_trace, jobs[key], spill)
+            stack.enter_context(Progress("verify"))
+        oracles = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        refs = {g: oracles.submit(_verify_oracle, *g, quick) for g in groups}
+        for g in groups:
+            traced = {
+                api: futures.pop((g, api)).result() if futures else _verify_trace(jobs[g, api], progress=True)
+                for api in registry.APIS
+            }
+            yield _verify_rows(g, quick, traced, refs.pop(g).result())
+
+
+def _verify_weight(spec_i: int, case_i: int, quick: bool) -> int:
+    """A size proxy of one case's work: the elements of its arguments and of its output."""
+    from math import prod
+
+    spec, case = _verify_case(spec_i, case_i, quick)
+    args, out, _ = spec.arg_shapes(case)
     return sum(prod(s) for s in args) + prod(out)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     groups = _verify_groups(args.quick)
     workers = min(args.jobs if args.jobs is not None else (os.cpu_count() or 1), len(groups))
-    jobs = [(i, j, args.quick, not args.no_estimate, True) for i, j in groups]
     n = 2 * len(groups)
     print(
         f"nki-kernels verify: {n} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles"
@@ -162,7 +193,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         flush=True,
     )
     rows: list[VerifyRow] = []
-    for group in _verify_results(jobs, workers):
+    for group in _verify_results(groups, args.quick, not args.no_estimate, workers):
         for r in group:
             rows.append(r)
             head = f"  [{len(rows)}/{n}] {r[0]} (NKI {r[1]}) {r[2]} {r[3]}"
@@ -220,8 +251,6 @@ def _run_options(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import contextlib
-
     from nki_kernels.sim import SimError, install_neuronxcc_alias, install_nki_alias, set_default_options
 
     path = args.file

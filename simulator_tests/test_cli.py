@@ -40,7 +40,7 @@ def test_verify_starts_the_biggest_group_first():
     from nki_kernels.kernels import registry
 
     groups = cli._verify_groups(False)
-    heaviest = max(groups, key=lambda g: cli._verify_weight((*g, False, False, False)))
+    heaviest = max(groups, key=lambda g: cli._verify_weight(*g, False))
     case = registry.SPECS[heaviest[0]].cases("verify")[heaviest[1]]
     assert case.kernel == "conv2d" and case.p["H"] == 224, case
 
