@@ -35,14 +35,50 @@ def test_verify_worker_processes_give_the_rows_of_one_process(capsys, monkeypatc
     assert tables["1"] == tables["2"]
 
 
-def test_verify_starts_the_biggest_group_first():
-    # the pool submits groups by size, so the CS149 224x224 conv (the longest) is never the last to start
+def test_verify_starts_the_biggest_case_first():
+    # the pool submits the trace jobs by case size, so the CS149 224x224 conv (the longest) never starts last
     from nki_kernels.kernels import registry
 
     groups = cli._verify_groups(False)
     heaviest = max(groups, key=lambda g: cli._verify_weight(*g, False))
     case = registry.SPECS[heaviest[0]].cases("verify")[heaviest[1]]
     assert case.kernel == "conv2d" and case.p["H"] == 224, case
+
+
+def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkeypatch):
+    # a stand-in pool that runs each job at submit: the order of submission, and the outputs go through
+    # the .npy files a worker writes (the rows must be those of one process)
+    from concurrent.futures import Future
+
+    submitted = []
+
+    class InlinePool:
+        def __init__(self, max_workers):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, job, spill):
+            submitted.append(job[:3])
+            f: Future = Future()
+            f.set_result(fn(job, spill))
+            assert isinstance(f.result()[2], str) and f.result()[2].endswith(".npy")
+            return f
+
+    groups = cli._verify_groups(True)[:3]
+    inline = list(cli._verify_results(groups, True, False, 1))
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", InlinePool)
+    pooled = list(cli._verify_results(groups, True, False, 2))
+    weights = [cli._verify_weight(i, j, True) for i, j, _ in submitted]
+    assert weights == sorted(weights, reverse=True) and len(set(weights)) > 1
+    assert [api for *_, api in submitted[:2]] == ["0.1", "0.7"]
+    assert len(submitted) == 2 * len(groups)
+    assert [[r[:7] for r in g] for g in pooled] == [[r[:7] for r in g] for g in inline]
+    assert all(r[6] == "PASS" for g in pooled for r in g)
 
 
 def test_sim_bench_reports_both_measurements(capsys):
