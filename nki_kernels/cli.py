@@ -158,13 +158,16 @@ def _verify_results(
         futures = {}
         if workers > 1:
             spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="nki-kernels-verify-"))
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+            pool = ProcessPoolExecutor(max_workers=workers)
+            # on the way out -- the rows done, or an error -- jobs not yet started are dropped, not run
+            stack.callback(pool.shutdown, cancel_futures=True)
             # the first submit forks the workers: before any thread of ours starts (a fork beside a running
             # thread copies the locks it holds; the workers hung)
             for key in sorted(jobs, key=lambda k: -_verify_weight(k[0][0], k[0][1], quick)):  # stable: 0.1 first
                 futures[key] = pool.submit(_verify_trace, jobs[key], spill)
             stack.enter_context(Progress("verify"))
-        oracles = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        oracles = ThreadPoolExecutor(max_workers=1)
+        stack.callback(oracles.shutdown, cancel_futures=True)
         refs = {g: oracles.submit(_verify_oracle, *g, quick) for g in groups}
         for g in groups:
             traced = {

@@ -56,11 +56,8 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
         def __init__(self, max_workers):
             pass
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            pass
 
         def submit(self, fn, job, spill):
             submitted.append(job[:3])
@@ -79,6 +76,38 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
     assert len(submitted) == 2 * len(groups)
     assert [[r[:7] for r in g] for g in pooled] == [[r[:7] for r in g] for g in inline]
     assert all(r[6] == "PASS" for g in pooled for r in g)
+
+
+def test_verify_error_drops_the_oracles_not_yet_started(monkeypatch):
+    # the first oracle fails; the second is running when the error reaches the main thread (it runs until the
+    # executor shuts down); the third, still queued, must be dropped rather than computed before the error
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pytest
+
+    groups = cli._verify_groups(True)[:3]
+    release = threading.Event()
+    called = []
+
+    def oracle(spec_i, case_i, quick):
+        called.append((spec_i, case_i))
+        if len(called) == 1:
+            raise RuntimeError("oracle failed")
+        release.wait(timeout=60)
+
+    class Oracles(ThreadPoolExecutor):
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)
+            release.set()
+            super().shutdown(wait=wait)
+
+    monkeypatch.setattr(cli, "_verify_oracle", oracle)
+    monkeypatch.setattr(cli, "ThreadPoolExecutor", Oracles)
+    with pytest.raises(RuntimeError, match="oracle failed"):
+        for _ in cli._verify_results(groups, True, False, 1):
+            pass
+    assert called == groups[:2]
 
 
 def test_sim_bench_reports_both_measurements(capsys):
