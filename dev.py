@@ -2,7 +2,7 @@
 """dev.py: create/reuse the project's virtual environment, install the project, run a job.
 
     python3 dev.py verify [--quick]      main job: every kernel in the simulator vs its oracle, with estimates
-    python3 dev.py test [pytest args]    the test suite (what CI's .ci/run calls)
+    python3 dev.py test [pytest args]    the test suite (what CI's .ci/run calls; 2 processes without args)
     python3 dev.py run [flags] FILE ...  run your NKI file, neuronxcc.nki (0.1) / nki (0.7) aliased to the interpreter
     python3 dev.py conformance PATH      public NKI code (aws-neuron-sdk checkout, nki-library) on the interpreter
     python3 dev.py sim-bench             the interpreter's own speed
@@ -199,6 +199,19 @@ def ensure_env() -> Path:
     return py
 
 
+def suite_workers(args: list[str]) -> list[str]:
+    """pytest-xdist flags for `dev.py test`: the whole suite (no arguments) runs in 2 worker
+    processes, a test file per worker at a time (`--dist loadfile`: a module's fixtures are built
+    once; in collection order, which simulator_tests/conftest.py starts with the slowest file): 257 s
+    of wall time against 510-530 s in one process on a 2-core machine.  With any pytest
+    argument the run is the user's to shape (one process unless it says `-n N`), so `-s`, `--pdb`
+    and a quick `-k` work as in plain pytest."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if args or cpus < 2:
+        return []
+    return ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+
+
 def _shellcheck_for_tests() -> None:
     """As root on Linux, install shellcheck (the run_hw.sh lint test needs it), saying so."""
     if shutil.which("shellcheck") is not None or not sys.platform.startswith("linux") or os.geteuid() != 0:
@@ -301,7 +314,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "test":
         _shellcheck_for_tests()
         dirs = [str(ROOT / d) for d in ("simulator_tests", "hw_tests") if (ROOT / d).is_dir()]
-        cmd, cwd = [str(py), "-m", "pytest", *dirs, "-q", *argv[1:]], ROOT
+        cmd, cwd = [str(py), "-m", "pytest", *dirs, "-q", *suite_workers(argv[1:]), *argv[1:]], ROOT
     else:
         cmd, cwd = [str(py), "-m", "nki_kernels.cli", *argv], None  # the caller's directory
     return run_child(cmd, cwd=cwd, env=env)

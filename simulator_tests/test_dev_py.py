@@ -200,6 +200,33 @@ def test_test_as_root_says_it_installs_shellcheck(monkeypatch, capsys, opt_out):
     assert cmd[1:3] == ["-m", "pytest"] and kw["cwd"] == dev.ROOT  # the suite runs in the repository
 
 
+# ------------------------------------------------------------------ the suite in two processes
+TWO_WORKERS = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+
+
+@pytest.mark.parametrize(
+    "args, cpus, workers",
+    [
+        ([], 2, TWO_WORKERS),  # the whole suite (what CI runs)
+        ([], 8, TWO_WORKERS),
+        ([], 1, []),  # one CPU: one process, no worker start-up
+        (["-k", "nothing"], 2, []),  # the user's own pytest arguments: plain pytest (-s, --pdb work)
+        (["-n", "3"], 2, []),  # ... including their own worker count, passed through unchanged
+    ],
+)
+def test_the_whole_suite_runs_in_two_worker_processes(monkeypatch, args, cpus, workers):
+    dev = load_dev(monkeypatch)
+    calls = []
+    monkeypatch.setattr(dev, "ensure_env", lambda: Path(sys.executable))
+    monkeypatch.setattr(dev, "_shellcheck_for_tests", lambda: None)
+    monkeypatch.setattr(dev.os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: calls.append(cmd) or 0)
+    assert dev.main(["test", *args]) == 0
+    (cmd,) = calls
+    dirs = [str(ROOT / d) for d in ("simulator_tests", "hw_tests")]
+    assert cmd[1:] == ["-m", "pytest", *dirs, "-q", *workers, *args]
+
+
 # ------------------------------------------------------------------ bad input before any work
 @pytest.mark.parametrize(
     "argv, env, message",
