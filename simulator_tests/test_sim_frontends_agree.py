@@ -1,9 +1,13 @@
 """One op core, two front ends: every NKI 0.1 instruction and its NKI 0.7 twin record the same
 instruction -- identical payloads, the same engine, region sizes, partitions, free elements, flops and
 bytes -- on a grid of shapes and dtypes.  (The FP8 double-row matmul was once recorded two ways, so
-the same instruction was costed differently depending on the front end.)"""
+the same instruction was costed differently depending on the front end.)  And the layering that keeps
+them so: neither front end imports the other, and the interpreter imports only at the top of its files."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -20,6 +24,48 @@ from nki_kernels.sim.trace import PAYLOADS
 
 F32 = np.float32
 SHAPES = [(128, 512), (64, 96), (32, 8), (1, 1)]
+SIM = Path(nki1.__file__).resolve().parents[1]  # nki_kernels/sim
+
+
+def _imports(path: Path, package: str):
+    """(absolute module, inside a function) of every import statement of one file, at any depth."""
+    tree = ast.parse(path.read_text(), str(path))
+    local = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            names = [".".join([*base, node.module] if node.module else base)]
+        else:
+            continue
+        for name in names:
+            yield name, id(node) in local
+
+
+@pytest.mark.parametrize("front, sibling", [("nki01", "nki07"), ("nki07", "nki01")])
+def test_neither_front_end_imports_the_other(front, sibling):
+    """The front ends are siblings over the core: no import of one from the other, at any depth (a
+    function-local one once slipped through)."""
+    package = f"nki_kernels.sim.{front}"
+    files = sorted((SIM / front).glob("*.py"))
+    assert len(files) >= 8, files
+    for path in files:
+        for name, _ in _imports(path, package):
+            assert not name.startswith(f"nki_kernels.sim.{sibling}"), f"{path.name} imports {name}"
+
+
+def test_the_interpreter_imports_only_at_the_top_of_its_files():
+    """docs/architecture.md invariant: no function-local imports in nki_kernels/sim, so each module's
+    dependencies (and the layering above) are visible in its first lines."""
+    files = sorted(SIM.rglob("*.py"))
+    assert len(files) >= 40, files
+    for path in files:
+        package = ".".join(("nki_kernels", *path.relative_to(SIM.parent).parent.parts))
+        inside = [name for name, in_function in _imports(path, package) if in_function]
+        assert not inside, f"{path.relative_to(SIM.parent)} imports {inside} inside a function"
 
 
 def _fields(ev):

@@ -1,4 +1,4 @@
-"""Static facts about a kernel's source, for the NKI 0.1 front end (docs/nki-0.1-rules.md §10).
+"""Static facts about a kernel's source, for both front ends (docs/nki-0.1-rules.md §10).
 
 The real NKI 0.1 front end reads the kernel's Python source: it captures the bodies of ``affine_range`` /
 ``sequential_range`` loops (and of a ``range`` loop in the kernel function, which it turns into
@@ -11,15 +11,18 @@ the runner combines it with what it sees at run time (a name's value is an NKI t
 iterator was ``nl.affine_range``; an ``if`` test was a loop-index predicate) before it raises anything.
 
 Entry points: :func:`analyze_kernel` (a function or ``@nki.jit`` kernel, plus the helpers it calls where they
-resolve), :func:`analyze_source` (a source string; for tests) and :func:`analyze_code` (any code object met at
-run time, cached per code object and scope).  Line numbers are absolute lines of the file, as in tracebacks
-and ``Event.line``.
+resolve), :func:`analyze_source` (a source string; for tests), :func:`analyze_code` (any code object met at
+run time, cached per code object and scope) and :func:`control_flow_site` (what a user's frame does with the
+truth value it asks for: the test of an ``if``, another jump, ``and``/``or``, a call).  Line numbers are
+absolute lines of the file, as in tracebacks and ``Event.line``.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
+import dis
 import enum
 import functools
 import inspect
@@ -803,8 +806,6 @@ def _nested(node: ast.AST, filename: str, qualname: str) -> Iterator[tuple[str, 
 
 
 def _replace_calls(fs: FunctionSource, calls: tuple[CallSite, ...]) -> FunctionSource:
-    import dataclasses
-
     return dataclasses.replace(fs, calls=calls)
 
 
@@ -866,3 +867,47 @@ def source_of(func: object) -> tuple[str, int] | None:
         return inspect.getsourcefile(f) or f.__code__.co_filename, f.__code__.co_firstlineno
     except TypeError:
         return None
+
+
+# ---- what a running frame does with a truth value (both front ends: a loop-index predicate in NKI 0.1, a
+# tensor in NKI 0.7, tested by `if`) ----------------------------------------------------------------------
+_INSTR_CACHE: dict[types.CodeType, dict[int, tuple[str, int | None]]] = {}
+
+
+def _instruction(frame: types.FrameType) -> tuple[str, int | None]:
+    """(opname, line) of the instruction ``frame`` is executing."""
+    code = frame.f_code
+    table = _INSTR_CACHE.get(code)
+    if table is None:
+        table = {}
+        instrs = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        for n, ins in enumerate(instrs):
+            pos = getattr(ins, "positions", None)
+            line = pos.lineno if pos is not None and pos.lineno is not None else ins.starts_line
+            op, k = ins.opname, n
+            if op == "TO_BOOL" and n + 1 < len(instrs):
+                k = n + 1  # Python 3.13+: __bool__ runs in TO_BOOL; what follows says what the value is for
+                op = instrs[k].opname
+            if op.startswith("POP_JUMP") and k >= 1 and instrs[n - 1].opname == "COPY":
+                op = "JUMP_IF_" + op  # 3.12+: `a and b` in a value is COPY + POP_JUMP_IF_* (3.11: JUMP_IF_*_OR_POP)
+            table[ins.offset] = (op, line)
+        _INSTR_CACHE[code] = table
+    return table.get(frame.f_lasti, ("", frame.f_lineno))
+
+
+def control_flow_site(frame: types.FrameType) -> str:
+    """What the user's ``frame`` is doing with a truth value: ``"if"`` (the test of an ``if``/``elif``
+    statement), ``"jump"`` (another conditional jump: ``while``, ``x if p else y``, ``assert``, a comprehension
+    filter), ``"boolop"`` (``and``/``or`` in a value) or ``"call"`` (``bool()``, ``min``/``max``, ``not``, ...)."""
+    op, line = _instruction(frame)
+    if op.startswith("POP_JUMP"):
+        fs = analyze_code(frame.f_code, module_globals=frame.f_globals)
+        if fs is None:
+            return "if"  # no source: cannot tell, accept
+        site = fs.if_test_at(line if line is not None else frame.f_lineno)
+        if site is not None and (line or frame.f_lineno) not in fs.while_lines:
+            return "if"
+        return "jump"
+    if op.startswith("JUMP_IF_"):
+        return "boolop"
+    return "call"

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..core.context import unproven
 from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
-from .symbolic import Index, Predicate, control_flow_site, raise_nonaffine_mask
+from ..kernel_ast import control_flow_site
+from .symbolic import Index, Predicate, raise_nonaffine_mask
 
 
 def _iv(x):

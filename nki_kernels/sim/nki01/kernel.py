@@ -21,6 +21,7 @@ from ..core.tensor import Tensor
 from . import scopes as _scopes
 from . import symbolic as _symbolic
 from .allocation import DirectAllocation
+from .language import kernel_range
 from .tile import Tile
 
 
@@ -75,8 +76,6 @@ class Kernel(_CoreKernel):
         (``language.kernel_range``; docs/nki-0.1-rules.md section 9)."""
         fn = self.__dict__.get("_traced")
         if fn is None or fn[0] is not self.func:
-            from .language import kernel_range
-
             fn = (self.func, _symbolic.traced_function(self.func, kernel_range))
             self.__dict__["_traced"] = fn
         return fn[1]

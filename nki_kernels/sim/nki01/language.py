@@ -4,6 +4,7 @@ elementwise and reduction ops (one registration line each), loops, indexing help
 
 from __future__ import annotations
 
+import ast as _ast
 import dis as _dis
 import sys
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -32,6 +33,7 @@ from ..core.ops import PENDING as _PENDING
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
 from ..core.trace import ACT as _ACT
+from ..kernel_ast import _lookup
 from . import allocation as _alloc
 from . import tile as _tile_mod
 from .adapt import returns_fresh, with_dst
@@ -648,10 +650,6 @@ def _subscript_target(frame):
     """``x[<any index expression>] = nl.loop_reduce(...)``: the view the statement assigns to, found from the
     statement's source (the call's position in the frame's code) and evaluated in the caller's scope (nki-samples
     attention.py flash_attn_bwd: ``dq_local_reduced[...] = nl.loop_reduce(``; docs/nki-0.1-rules.md §7)."""
-    import ast as _ast
-
-    from ..kernel_ast import _lookup
-
     code = frame.f_code
     pos = (
         next((p for i, p in enumerate(code.co_positions()) if 2 * i == frame.f_lasti), None)

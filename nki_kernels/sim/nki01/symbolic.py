@@ -24,6 +24,7 @@ through :func:`reject_in_shape`.
 
 from __future__ import annotations
 
+import ast
 import dis
 import functools
 import itertools
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..core.context import maybe_current
 from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError, SimWarning, user_location
+from ..kernel_ast import _dotted, _lookup, analyze_code, control_flow_site
 
 Terms = tuple[tuple[int, int], ...]
 
@@ -335,10 +337,6 @@ def _val(o: object) -> int:
 def _called_name(frame: types.FrameType) -> str | None:
     """The dotted name of the function the call instruction ``frame`` is executing calls, from the source (None
     when it is not a call or there is no source)."""
-    import ast
-
-    from ..kernel_ast import _dotted, _lookup
-
     code = frame.f_code
     if not hasattr(code, "co_positions"):
         return None
@@ -362,53 +360,9 @@ def concrete(x: object) -> object:
 # ------------------------------------------------------------------------------------------------------------
 # predicates and the `if` test
 # ------------------------------------------------------------------------------------------------------------
-_INSTR_CACHE: dict[types.CodeType, dict[int, tuple[str, int | None]]] = {}
-
-
-def _instruction(frame: types.FrameType) -> tuple[str, int | None]:
-    """(opname, line) of the instruction ``frame`` is executing."""
-    code = frame.f_code
-    table = _INSTR_CACHE.get(code)
-    if table is None:
-        table = {}
-        instrs = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
-        for n, ins in enumerate(instrs):
-            pos = getattr(ins, "positions", None)
-            line = pos.lineno if pos is not None and pos.lineno is not None else ins.starts_line
-            op, k = ins.opname, n
-            if op == "TO_BOOL" and n + 1 < len(instrs):
-                k = n + 1  # Python 3.13+: __bool__ runs in TO_BOOL; what follows says what the value is for
-                op = instrs[k].opname
-            if op.startswith("POP_JUMP") and k >= 1 and instrs[n - 1].opname == "COPY":
-                op = "JUMP_IF_" + op  # 3.12+: `a and b` in a value is COPY + POP_JUMP_IF_* (3.11: JUMP_IF_*_OR_POP)
-            table[ins.offset] = (op, line)
-        _INSTR_CACHE[code] = table
-    return table.get(frame.f_lasti, ("", frame.f_lineno))
-
-
 # called with (frame, line, value) when a predicate is the test of an `if`/`elif` (a predicated region), for
 # the scope rules; None: nobody listens
 predicated_if_hook: Callable[[types.FrameType, int, bool], None] | None = None
-
-
-def control_flow_site(frame: types.FrameType) -> str:
-    """What the user's ``frame`` is doing with a truth value: ``"if"`` (the test of an ``if``/``elif``
-    statement), ``"jump"`` (another conditional jump: ``while``, ``x if p else y``, ``assert``, a comprehension
-    filter), ``"boolop"`` (``and``/``or`` in a value) or ``"call"`` (``bool()``, ``min``/``max``, ``not``, ...)."""
-    op, line = _instruction(frame)
-    if op.startswith("POP_JUMP"):
-        from ..kernel_ast import analyze_code
-
-        fs = analyze_code(frame.f_code, module_globals=frame.f_globals)
-        if fs is None:
-            return "if"  # no source: cannot tell, accept
-        site = fs.if_test_at(line if line is not None else frame.f_lineno)
-        if site is not None and (line or frame.f_lineno) not in fs.while_lines:
-            return "if"
-        return "jump"
-    if op.startswith("JUMP_IF_"):
-        return "boolop"
-    return "call"
 
 
 class Predicate:
@@ -545,8 +499,6 @@ def _loop_state_at(frame: types.FrameType, kernel_scope: bool) -> tuple[types.Co
     key = (id(code), kernel_scope, frame.f_lineno)
     hit = _LOOP_STATE.get(key)
     if hit is None:
-        from ..kernel_ast import analyze_code
-
         fs = analyze_code(code, kernel_scope=kernel_scope, module_globals=frame.f_globals)
         site = None
         states: tuple = ()
@@ -646,8 +598,6 @@ def symbolic_range_site(frame: types.FrameType) -> bool:
     ``mode='trace'`` helper (which the front end turns into ``nl.sequential_range``)?"""
     if frame.f_code not in TRACED_CODES:
         return False  # a nested function or plain helper sharing the kernel's globals: unrolled (NKI-917 note)
-    from ..kernel_ast import analyze_code
-
     fs = analyze_code(frame.f_code, kernel_scope=True, module_globals=frame.f_globals)
     if fs is None:
         return False

@@ -17,8 +17,9 @@ from ..core.context import enter, enter_landing, unproven
 from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, user_frame
 from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
+from ..kernel_ast import control_flow_site
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
-from .symbolic import Index, Predicate, control_flow_site
+from .symbolic import Index, Predicate
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}

@@ -14,6 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
@@ -25,6 +26,7 @@ from ..core.runner import Kernel as CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from ..core.tensor import Tensor
 from ..kernel_ast import analyze_kernel
+from .language import NKIObject
 from .lnc import Lockstep
 from .tensor import NkiTensor
 
@@ -132,10 +134,6 @@ def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
     tuples, lists, dictionaries with string keys, simple user classes) and "Class Support" / "Enumerations" (a
     user class inherits from NKIObject and no other class; Enum classes are translated); nki/migration/index.rst
     (NKI 0.1 -> 0.2: "Dictionaries support only string keys")."""
-    from enum import Enum
-
-    from .language import NKIObject
-
     if isinstance(v, (float, np.floating)) and np.isfinite(v) and abs(float(v)) > float(np.finfo(np.float32).max):
         # sources silent on what the compiler does with it (inf, presumably): a warning, E010 under strict
         return (

@@ -28,6 +28,7 @@ from ..core.errors import (
     user_frame,
 )
 from ..core.tensor import ON_CHIP, Tensor
+from ..kernel_ast import control_flow_site
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -165,8 +166,6 @@ class NkiTensor:
         value = bool(np.all(np.asarray(self.t.read()) != 0))
         f = user_frame()
         if f is not None:
-            from ..nki01.symbolic import control_flow_site
-
             if control_flow_site(f) == "if":
                 # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the
                 # compiler resolves only if-statements on compile-time values; a tensor's contents are known at
