@@ -45,6 +45,10 @@ STAMP = VENV / ".nki-kernels-installed"  # written only after a successful insta
 MARKER = ".nki-kernels-venv"  # written before creation: this venv is dev.py's
 EXTRAS = ("test", "plot")  # always installed
 ADDED = VENV / ".nki-kernels-extras"  # extras added with `dev.py install-extra NAME`, one per line
+# Versions this venv avoids (not the package's own requirements: `pip install -e .` into a Neuron venv must
+# not move its packages).  ml_dtypes 0.7.0 with NumPy 2.4 took 0.75-1.0 s of CPU to import (its ufunc loop
+# registration), 0.6.0 0.03 s, in every interpreter process: each `dev.py run`, each `verify` worker.
+VENV_ONLY = ("ml_dtypes!=0.7.0",)
 
 
 def say(msg: str) -> None:
@@ -112,6 +116,7 @@ def _want() -> str:
     h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     h.update(sys.version.encode())
     h.update(",".join(extras()).encode())
+    h.update(",".join(VENV_ONLY).encode())
     return h.hexdigest()
 
 
@@ -165,10 +170,10 @@ def _create_venv() -> None:
 def _install(py: Path) -> None:
     say(
         f"installing into {VENV}: nki-kernels (editable, from {ROOT}) with extras "
-        f"{', '.join(extras())}: {', '.join(requirements())}"
+        f"{', '.join(extras())}: {', '.join(requirements())}; in this venv also {', '.join(VENV_ONLY)}"
     )
     pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    cmd = pip + ["-e", f"{ROOT}[{','.join(extras())}]"]
+    cmd = pip + [*VENV_ONLY, "-e", f"{ROOT}[{','.join(extras())}]"]
     rc = run_child(cmd)
     if rc in (128 + signal.SIGINT, 128 + signal.SIGTERM):
         raise KeyboardInterrupt

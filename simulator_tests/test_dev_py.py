@@ -64,10 +64,26 @@ def test_install_message_names_every_requirement(monkeypatch, capsys):
     reqs = dev.requirements()
     names = {re.split(r"[<>=!~ ]", r, maxsplit=1)[0] for r in reqs}
     assert {"numpy", "ml_dtypes", "pytest", "hypothesis", "matplotlib"} <= names
-    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: 0)
+    cmds = []
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: cmds.append(cmd) or 0)
     dev._install(Path(sys.executable))
     out = capsys.readouterr().out
     assert all(r in out for r in reqs) and "editable" in out
+    # the versions only dev.py's venv avoids go to pip beside the project, and are said
+    ((cmd,),) = [cmds]
+    assert dev.VENV_ONLY and all(v in cmd and v in out for v in dev.VENV_ONLY)
+
+
+def test_dev_py_venv_has_no_version_it_avoids(monkeypatch):
+    """The venv the suite runs in (when it is dev.py's) got none of the versions dev.py asks pip to avoid."""
+    import importlib.metadata
+
+    if not _dev_venv_ready(monkeypatch) or Path(sys.prefix).resolve() != load_dev(monkeypatch).VENV.resolve():
+        pytest.skip(reason="not running in the venv dev.py made (run the suite with python3 dev.py test)")
+    dev = load_dev(monkeypatch)
+    for spec in dev.VENV_ONLY:
+        name, bad = spec.split("!=")
+        assert importlib.metadata.version(name) != bad, spec
 
 
 # ------------------------------------------------------------------ the caller's cwd
