@@ -207,7 +207,7 @@ def ensure_env() -> Path:
 def suite_workers(args: list[str]) -> list[str]:
     """pytest-xdist flags for `dev.py test`: the whole suite (no arguments) runs in 2 worker
     processes, a test file per worker at a time (`--dist loadfile`: a module's fixtures are built
-    once; in collection order, which simulator_tests/conftest.py starts with the slowest file): 257 s
+    once; in collection order, which simulator_tests/conftest.py starts with the slowest file): 249-261 s
     of wall time against 510-530 s in one process on a 2-core machine.  With any pytest
     argument the run is the user's to shape (one process unless it says `-n N`), so `-s`, `--pdb`
     and a quick `-k` work as in plain pytest."""

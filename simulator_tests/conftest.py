@@ -26,7 +26,7 @@ def rng():
 
 
 # The slowest module first: under `dev.py test`'s two workers (pytest-xdist --dist loadfile hands out
-# test files in collection order) the cost model's leave-one-out fixture (~2.5 min of the suite's ~9 min
+# test files in collection order) the cost model's leave-one-out fixture (~2.5 min of the suite's ~8 min
 # of CPU) then runs beside the rest of the suite instead of last.  Order within a module is kept.
 _SLOWEST_FIRST = ("test_perf_calibration.py",)
 
