@@ -82,10 +82,7 @@ def _verify_trace(job: VerifyJob, spill: str | None = None, progress: bool = Fal
     tracer = trace_kernel if api == "0.1" else resolve(api).nki.trace
     a, kw = spec.make_inputs(case)
     t0 = time.perf_counter()
-    if progress:
-        with Progress(f"verify {spec.title} (NKI {api})"):
-            out, trace = tracer(fn, *a, **kw)
-    else:
+    with Progress(f"verify {spec.title} (NKI {api})") if progress else contextlib.nullcontext():
         out, trace = tracer(fn, *a, **kw)
     wall = time.perf_counter() - t0
     est = _verify_estimate(fn, trace) if estimate else "-"
