@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from nki_kernels.sim import SimError, SimOptions, SimWarning, install_neuronxcc_alias, simulate_kernel
+from nki_kernels.sim.core.policy import LENIENT
 
 DATA = Path(__file__).parent / "data" / "nki01_rules"
 OPTIONS = SimOptions()
@@ -118,8 +119,14 @@ def check_bad(case: Case, options: SimOptions) -> str | None:
     except Exception as e:  # noqa: BLE001 -- an uncoded exception is a finding, reported as such
         return f"uncoded {type(e).__name__}: {e}"
     if strict_rule_default:
-        at_line = [w for w in warned if os.path.abspath(w.filename) == str(case.path) and w.lineno == case.blame]
-        return None if at_line else f"no SimWarning at line {case.blame} (got {[str(w.message) for w in warned]})"
+        # the never-stricter policy's one warning form (sim/core/policy.py): the code and the lenient rule
+        tag = f"[{case.code} under strict] {case.rule}: "
+        at_line = [
+            w
+            for w in warned
+            if os.path.abspath(w.filename) == str(case.path) and w.lineno == case.blame and tag in str(w.message)
+        ]
+        return None if at_line else f"no `{tag}` SimWarning at line {case.blame} (got {[str(w.message) for w in warned]})"
     return "ran without an error"
 
 
@@ -158,6 +165,16 @@ def _params(kind: str) -> list:
         )
         out.append(pytest.param(c, id=c.name, marks=marks))
     return out
+
+
+def test_strict_only_cases_are_the_lenient_rules_of_the_policy() -> None:
+    """A case is strict-only exactly when its rule is a lenient rule of sim/core/policy.py, with that code."""
+    wrong = [
+        f"{c.name}: RULE {c.rule!r} CODE {c.code} STRICT {c.strict}"
+        for c in CASES
+        if c.code is not None and (c.strict != (c.rule in LENIENT) or (c.strict and LENIENT[c.rule].code != c.code))
+    ]
+    assert not wrong, wrong
 
 
 def test_xfail_list_names_existing_tests() -> None:

@@ -822,7 +822,7 @@ def test_capacity_is_checked():
             nisa.memset(dst=t, value=0.0)
         return a
 
-    with pytest.warns(SimWarning, match=r"\[E006\]"):
+    with pytest.warns(SimWarning, match=r"\[E006 under strict\] pm.sbuf_spill"):
         k(rand(2, 2))
     with pytest.raises(ValueError, match=r"\[E006\]"):
         nki.simulate(k, options=SimOptions(strict=True))(rand(2, 2))

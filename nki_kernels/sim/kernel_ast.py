@@ -290,6 +290,30 @@ def _module_tree(filename: str, text: str) -> ast.Module:
     return ast.parse(text, filename=filename)
 
 
+@functools.lru_cache(maxsize=4096)
+def assigned_name(filename: str, line: int) -> str | None:
+    """The variable the statement starting at ``filename:line`` binds with a plain assignment (``out =
+    nl.ndarray(...)``, ``acc: nt.tensor[...] = ...``), or None (no source, not an assignment, several targets, a
+    subscript target).  Messages name a tensor created without ``name=`` by this variable."""
+    if line <= 0:
+        return None
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    try:
+        tree = _module_tree(filename, "".join(lines))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) != line:
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            return node.target.id
+    return None
+
+
 def _find_node(tree: ast.Module, code: types.CodeType) -> ast.AST | None:
     """The def/lambda node of ``code`` in ``tree`` (``co_firstlineno`` is the first decorator's line)."""
     best = None

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import limits
-from .errors import _SIM_DIR, SimRuntimeError, SimValueError, SimWarning, user_location
+from .errors import _SIM_DIR, SimRuntimeError, SimWarning, user_location
 from .memory import Memory
 from .options import SimOptions
+from .policy import enforce
 from .trace import Event, Trace
 
 if TYPE_CHECKING:
@@ -116,11 +117,11 @@ class RunContext:
         options: SimOptions,
         kernel_name: str = "",
         grid: tuple = (),
-        capacity_policy: str = "error",
         tensor_cls: type | None = None,
     ):
         self.options = options
-        self.memory = Memory(options, capacity_policy)
+        self.warned: set = set()  # (key, file, line) of the warnings already given
+        self.memory = Memory(options, self.warned)
         self.trace = Trace(kernel_name=kernel_name, grid=grid)
         self.program_id: tuple = ()
         self.grid: tuple = grid
@@ -141,7 +142,6 @@ class RunContext:
         self.site = ("<unknown>", 0)
         self.alloc_count = 0
         self.loop_count = 0
-        self.warned: set = set()
         self.tensor_cls = tensor_cls
         self.direct: object | None = None
         self.scopes = None
@@ -261,22 +261,27 @@ class RunContext:
         return self.trace
 
 
-def unproven(key: Hashable, message: str) -> None:
-    """A construct that is legal on paper but has public evidence of trouble on hardware: a
-    SimWarning naming the user's line, once per line; an E024 error under ``SimOptions.strict``."""
+def lenient(
+    rule: str,
+    what: str,
+    fix: str | None = None,
+    *,
+    op: str | None = None,
+    arg: str | None = None,
+    where: tuple[str, int] | None = None,
+) -> None:
+    """The never-stricter policy (``policy.py``) applied to one finding of the lenient ``rule``: under
+    ``SimOptions.strict`` the rule's coded error; otherwise a SimWarning naming the rule and that code, once per
+    (rule, line).  ``where`` is the (file, line) to blame, by default the user's line."""
     ctx = maybe_current()
-    if ctx is None:
-        return
-    if ctx.options.strict:
-        raise SimValueError(
-            "E024",
-            "strict",
-            None,
-            message,
-            "SimOptions(strict=True) rejects hardware-unproven constructs; rewrite it or run "
-            "without strict to get a warning",
-        )
-    ctx.warn_once(key, message)
+    if ctx is not None:
+        enforce(rule, ctx.options.strict, ctx.warned, what, fix, op=op, arg=arg, where=where or user_location())
+
+
+def unproven(rule: str, message: str) -> None:
+    """A construct that is legal on paper but has public evidence of trouble on hardware: the lenient ``rule``
+    (its code E024: a SimWarning naming the user's line, once per line; the error under ``SimOptions.strict``)."""
+    lenient(rule, message, op="strict")
 
 
 class activate:

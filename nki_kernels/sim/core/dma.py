@@ -184,7 +184,7 @@ def dma_transpose(
     if nd == 3 and src.alloc.buffer is SBUF:
         # nki-samples keeps DMA transposes off on trn2 "until we stabilized it" (spec Corrections 12)
         unproven(
-            "dma_transpose_3d",
+            "isa.dma_transpose_3d",
             "a 3-D SBUF->SBUF dma_transpose is hardware-unproven (nki-samples disable "
             "DMA transposes on trn2 until stabilized); transpose on TensorE (nc_transpose) instead",
         )

@@ -36,7 +36,7 @@ def loop(kind: str, args: tuple) -> Iterator[int]:
     if kind == "affine" and not order:
         # an affine_range that runs zero times is hardware-unproven (spec Corrections 12)
         unproven(
-            "zero_trip",
+            "pm.zero_trip_loop",
             f"nl.affine_range{tuple(args)} runs zero times (hardware-unproven); guard the "
             "loop with an `if` on the trip count",
         )

@@ -4,17 +4,18 @@ per partition with their capacity checks (E005/E006, spec §12)."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..kernel_ast import assigned_name
 from . import limits
 from .dtypes import _INFO
 from .dtypes import info as dtype_info
-from .errors import SimValueError, SimWarning, user_location
+from .errors import user_location
 from .options import SimOptions
+from .policy import enforce
 from .trace import Buffer
 
 if TYPE_CHECKING:
@@ -118,7 +119,9 @@ class Alloc:
 
     @property
     def name(self) -> str:
-        return self._name or f"t{self.id}"
+        """The tensor's ``name=``, else the variable its allocation line assigns (``out = nl.ndarray(...)``), else
+        ``t<id>`` (an instruction's result)."""
+        return self._name or assigned_name(*self.origin) or f"t{self.id}"
 
     def __del__(self) -> None:
         tok = self.token
@@ -143,15 +146,12 @@ class Alloc:
 class Memory:
     """Live on-chip bytes per partition (SBUF, PSUM), released when tiles die (CPython refcount)."""
 
-    def __init__(self, options: SimOptions, capacity_policy: str = "error"):
+    def __init__(self, options: SimOptions, warned: set):
         self.options = options
-        # "error": a live overflow raises E005/E006; "warn": one SimWarning per run, an error only under
-        # SimOptions.strict (the NKI 0.7 runner's policy: the NKI >= 0.2 compiler frees a tensor after its
-        # last use, the interpreter only sees Python references -- docs/nki-0.7-spec.md "Decisions");
-        # "spill": SBUF as "warn" (the NKI 0.1 compiler spills live SBUF tiles to HBM: 2.26
-        # programming_model.rst "Memory hierarchy"; AWS's select_and_scatter holds more), PSUM as "error"
-        self.capacity_policy = capacity_policy
-        self.warned_capacity = False
+        # Live on-chip bytes over capacity are the lenient rules pm.sbuf_spill / pm.psum_capacity (policy.py): a
+        # SimWarning, the error under SimOptions.strict.  The compiler frees a tile after its last use and spills
+        # SBUF ("Memory hierarchy", 2.26 programming_model.rst); the interpreter sees only Python references.
+        self.warned = warned
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
         self.tiles = {"sbuf": {}, "psum": {}}  # alloc id -> (token, name, shape, origin) of live tiles
@@ -265,17 +265,17 @@ class Memory:
             and live["psum"] - (ex if ex_buf == "psum" else 0) <= limits.PSUM_BYTES_PER_PARTITION
         ):
             return
-        for buf, limit, code, fix in (
+        for buf, limit, rule, fix in (
             (
                 "sbuf",
                 limits.SBUF_BYTES_PER_PARTITION,
-                "E006",
+                "pm.sbuf_spill",
                 "Free tiles earlier (allocate them inside the loop that uses them) or use smaller tiles",
             ),
             (
                 "psum",
                 limits.PSUM_BYTES_PER_PARTITION,
-                "E005",
+                "pm.psum_capacity",
                 "PSUM has 8 banks of 2 KiB per partition: keep at most 8 live PSUM tiles of 512 fp32",
             ),
         ):
@@ -288,40 +288,31 @@ class Memory:
                 )
                 # blamed at the allocation of the newest live tile: the one that did not fit
                 newest = max(live, key=lambda t: t[4]) if live else None
-                where = (newest[7][0], newest[7][1]) if newest is not None and newest[7][1] else None
-                err = SimValueError(
-                    code,
-                    api,
-                    buf,
-                    f"live {buf.upper()} bytes per partition exceed capacity (largest live tiles: {desc})",
+                where = (newest[7][0], newest[7][1]) if newest is not None and newest[7][1] else user_location()
+                # PSUM over capacity through block-dimension tensors: the compiler places (and evicts) their
+                # logical blocks itself (2.26 psum.alloc: blocks do not "reflect the number of physical
+                # tiles"; AWS's attention tutorial v3 writes 16 qk blocks before reading them)
+                blocks = buf == "psum" and any(b[0][1] for b in self.blocks.values() if b[0][0] == "psum")
+                why = (
+                    "the compiler places the logical blocks of PSUM block-dimension tensors itself"
+                    if blocks
+                    else "the compiler frees a tile after its last use, the interpreter when nothing refers to it"
+                    + (
+                        ""
+                        if buf == "psum"
+                        else "; it also spills SBUF to HBM (programming_model.rst 'Memory hierarchy')"
+                    )
+                )
+                enforce(
+                    rule,
+                    self.options.strict,
+                    self.warned,
+                    f"live {buf.upper()} bytes per partition exceed capacity (largest live tiles: {desc}); {why}",
                     fix,
+                    op=api,
+                    arg=buf,
                     got=self.live[buf],
                     limit=limit,
                     where=where,
                 )
-                policy = self.capacity_policy
-                # PSUM over capacity through block-dimension tensors: the compiler places (and evicts) their
-                # logical blocks itself (2.26 psum.alloc: blocks do not "reflect the number of physical
-                # tiles"; AWS's attention tutorial v3 writes 16 qk blocks before reading them) -- a warning
-                blocks = buf == "psum" and any(b[0][1] for b in self.blocks.values() if b[0][0] == "psum")
-                if policy == "error" or self.options.strict or (policy == "spill" and buf == "psum" and not blocks):
-                    raise err
-                if not self.warned_capacity:
-                    self.warned_capacity = True
-                    file, line = err.file, err.line
-                    why = (
-                        "the NKI 0.1 compiler places the logical blocks of PSUM block-dimension tensors itself"
-                        if buf == "psum"
-                        else "the NKI 0.1 compiler spills SBUF tiles to HBM (programming_model.rst 'Memory "
-                        "hierarchy'), at a cost the interpreter does not model"
-                        if policy == "spill"
-                        else "NKI 0.7 frees tiles after their last use, which the interpreter cannot see"
-                    )
-                    warnings.warn_explicit(
-                        f"{err} -- {why}: a warning here, an error with "
-                        f"SimOptions(strict=True) at {os.path.basename(file)}:{line}",
-                        SimWarning,
-                        file,
-                        line,
-                    )
                 return

@@ -580,6 +580,7 @@ def record(
             else 2
             if res.api == "nl.loop_reduce"
             else (1 if reduction else 0),
+            res.mask,
         )
     if not ctx.options.trace:
         return ctx.record(res.op, res.api, res.engine, result=result)
@@ -622,6 +623,7 @@ def record(
             where=where,
             result=result,
             seq=seq,
+            mask=res.mask,
         )
     return ctx.record(
         res.op,
@@ -1298,11 +1300,12 @@ def record_dma(
     where: tuple | None = None,
     result: Alloc | None = None,
     seq: int | None = None,
+    mask: MaskArg = None,
 ) -> Event | None:
-    """Record one DMA from ``src`` (None: a constant) into ``dst``."""
+    """Record one DMA from ``src`` (None: a constant) into ``dst`` (under ``mask``, a bool array over ``dst``)."""
     races = ctx.races
     if races is not None and result is not dst.alloc:
-        races.note(ctx, dst, (), where, 0)  # iteration races (E029)
+        races.note(ctx, dst, (), where, 0, mask)  # iteration races (E029)
     if not ctx.options.trace:
         return ctx.record(op, api, DMA, result=result)
     side = src if (src is not None and src.alloc.buffer in HBM_KINDS) else dst
@@ -1438,4 +1441,4 @@ def dma_transfer(
         if rmw is not None:
             v = BINARY[rmw](dst.read_f32(), v.astype(np.float32))
         dst.write(v, m, api=api)
-    return record_dma(ctx, api, dst, src, dst.size, op=op, rmw=rmw is not None)
+    return record_dma(ctx, api, dst, src, dst.size, op=op, rmw=rmw is not None, mask=m)

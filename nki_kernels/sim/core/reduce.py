@@ -131,7 +131,7 @@ def tensor_reduce(
             # them internally) and CS149 F25 solutions that passed on trn2 with axis=(2, 4) (spec §9).
             # Accept, warn; an error (E024) under strict.
             unproven(
-                "reduce_axes",
+                "isa.reduce_axes",
                 f"tensor_reduce over non-consecutive axes {tuple(ax)}: the 2.26 doc requires "
                 "consecutive axes, the compiler accepts and reorders them (aws-neuron-sdk#1257); reduce "
                 "consecutive axes to follow the doc",

@@ -13,17 +13,15 @@ import ast
 import copy
 import inspect
 import itertools
-import os
 import textwrap
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import dtypes as dt
-from .context import RunContext, activate, maybe_current
-from .errors import SimError, SimRuntimeError, SimTypeError, SimValueError, SimWarning, trim_traceback
+from .context import RunContext, activate, lenient, maybe_current
+from .errors import SimError, SimRuntimeError, SimValueError, trim_traceback
 from .options import SimOptions, default_options
 from .tensor import HBM_KINDS, Tensor, hbm_input
 
@@ -36,11 +34,9 @@ class Kernel:
     inline (helpers may take and return on-chip tiles).  Policies of a run (class attributes):
 
     ``tensor_cls``      the class of the run's new tensors
-    ``capacity_policy`` "error" (E005/E006) or "warn" (one warning; an error under strict)
     """
 
     tensor_cls: type = Tensor
-    capacity_policy = "error"
 
     def __init__(
         self,
@@ -170,13 +166,7 @@ def _to_numpy(x, ctx, where=None):
                 f"top-level kernel outputs must be in HBM on hardware, `{x.name}` is in {x.buffer.upper()} "
                 "(nki_known_issues.rst); store it into an nl.ndarray(..., buffer=nl.shared_hbm) and return that"
             )
-            if ctx.options.strict:
-                raise SimTypeError("E007", "return", x.name, what, where=where)
-            file, line = where if where is not None else ("<kernel>", 0)
-            key = ("sbuf_return", file, line)
-            if key not in ctx.warned:
-                ctx.warned.add(key)
-                warnings.warn_explicit(f"{what} at {os.path.basename(file)}:{line}", SimWarning, file, line)
+            lenient("ki.top_level_hbm", what, op="return", arg=x.name, where=where)
         if not x.alloc.written and not x.alloc.argument:
             raise SimValueError(
                 "E016",
@@ -220,9 +210,7 @@ def _trace_kernel(kernel, *args, options: SimOptions | None = None, **kwargs):
     k = _unwrap(kernel)
     opts = options if options is not None else default_options()
     grid = k.grid
-    ctx = RunContext(
-        opts, kernel_name=k.__name__, grid=grid, capacity_policy=k.capacity_policy, tensor_cls=k.tensor_cls
-    )
+    ctx = RunContext(opts, kernel_name=k.__name__, grid=grid, tensor_cls=k.tensor_cls)
     ctx.skip_middle_end = k.skip_middle_end
     with activate(ctx), np.errstate(all="ignore"):  # NKI has no fp exceptions: inf/nan propagate
         k.begin_run(ctx)

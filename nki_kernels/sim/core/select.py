@@ -449,7 +449,7 @@ def nc_find_index8(
         if spec == "0.1":
             p, j = (int(x) for x in np.argwhere(idx < 0)[0])
             unproven(
-                "find_index8_absent",
+                "isa.find_index8_absent",
                 f"nc_find_index8: value {v[p, j]} (partition {p}, slot {j}) does not "
                 "occur in data; SDK 2.26 leaves the result undefined (NKI 0.6 documents all ones, used here); "
                 "search only for values taken from data (nisa.max8)",

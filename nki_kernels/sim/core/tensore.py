@@ -163,7 +163,7 @@ def _psum_operand(ctx, t, aname: str, arg: str, api: str):
         return t
     tile(t, aname, arg)
     unproven(
-        "psum_operand",
+        "ki.psum_operand",
         f"{aname}({arg}) reads a PSUM tile: TensorE reads SBUF, so the compiler inserts a "
         "PSUM -> SBUF copy (made explicit here); copy it yourself with nisa.tensor_copy to control the engine",
     )

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import engines, limits
-from .context import RunContext
+from .context import RunContext, lenient
 from .enums import engine_of, enum_arg
 from .enums import reduce_cmd as ReduceCmd
 from .errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
@@ -285,9 +285,9 @@ def tensor_tensor(
             f"tensor_tensor operands differ in elements per partition ({data1.shape} vs {data2.shape}); "
             "the ISA requires equal shapes, a (P, 1) column belongs to nisa.tensor_scalar(data, op, column)"
         )
-        if ctx.options.strict:
-            raise SimValueError("E011", aname, "data2", what, "Use nisa.tensor_scalar for a per-partition column")
-        ctx.warn_once("tensor_tensor_column", what)
+        lenient(
+            "isa.tensor_tensor_column", what, "Use nisa.tensor_scalar for a per-partition column", op=aname, arg="data2"
+        )
         shape = pa_shape(aname, data1.shape, data2.shape)
     else:
         shape = data1.shape

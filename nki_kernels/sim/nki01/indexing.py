@@ -187,7 +187,7 @@ class MaskExpr:
         # golden value matches the second predicate alone; the known-issues doc says `and` is
         # not supported for masks).  Accept it, with a warning (an error under strict).
         unproven(
-            "mask_and",
+            "ki.mask_and",
             "`and`/`or`/`if` on an NKI mask expression evaluates the mask as True "
             "(Python semantics: `m1 and m2` is m2 alone); combine predicates with &",
         )

@@ -46,7 +46,6 @@ class Kernel(_CoreKernel):
     theirs, copied back); the instances of an SPMD grid run one after the other."""
 
     tensor_cls = Tile
-    capacity_policy = "spill"  # live SBUF over capacity: a warning (the compiler spills), E006 under strict
     stack_allocator = False  # @ncc.enable_stack_allocator
     force_auto_alloc = False  # @ncc.force_auto_alloc
 

@@ -756,7 +756,7 @@ def _invert(fn):
             # KI (SDK 2.26 nki_known_issues.rst "Execution"): nl.invert "produces incorrect result with bool
             # input type, use int8 type instead" -- it runs here; a warning, E024 under strict
             _unproven(
-                "invert_bool",
+                "ki.invert_bool",
                 "nl.invert on a bool tile gives wrong results on hardware (known issue); use "
                 "an int8 tile (or nl.logical_not)",
             )

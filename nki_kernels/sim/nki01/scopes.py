@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import ast
 import linecache
-import os
 import re
 import types
-import warnings
 from dataclasses import dataclass, field
 
 from .. import kernel_ast
-from ..core.errors import NKISyntaxError, SimValueError, SimWarning, user_frame
+from ..core.context import lenient
+from ..core.errors import NKISyntaxError, SimValueError, user_frame
 from ..core.tensor import Tensor
 from ..core.trace import LoopKind
 
@@ -264,12 +263,13 @@ class SourceRules:
                 f"(line {bound}); NKI traces a loop body once, so on hardware this reads the tensor from before "
                 f"the loop.  Update it in place ({u.name}[...] = ...) or use a tensor allocated before the loop"
             )
-            if ctx.options.strict:  # type: ignore[attr-defined]
-                raise NKISyntaxError("E027", "scope", u.name, what + " (ERR err_local_variable_used_out_of_scope)")
-            key = ("scope_carried", filename, line)
-            if key not in ctx.warned:  # type: ignore[attr-defined]
-                ctx.warned.add(key)  # type: ignore[attr-defined]
-                warnings.warn_explicit(f"{what} at {os.path.basename(filename)}:{line}", SimWarning, filename, line)
+            lenient(
+                "pm.scope_carried",
+                what + " (ERR err_local_variable_used_out_of_scope)",
+                op="scope",
+                arg=u.name,
+                where=(filename, line),
+            )
 
     def _check_annotations(self, f: types.FrameType, anns: tuple[kernel_ast.AnnotatedAssign, ...]) -> None:
         """``x: nt.tensor[shape] = value``: Python never evaluates a local annotation, so the shape is compared

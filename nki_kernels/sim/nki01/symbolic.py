@@ -31,14 +31,13 @@ import itertools
 import operator
 import sys
 import types
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..core.context import maybe_current
-from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError, SimWarning, user_location
+from ..core.context import lenient, maybe_current
+from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
 from ..kernel_ast import _dotted, _lookup, analyze_code, control_flow_site
 
 Terms = tuple[tuple[int, int], ...]
@@ -447,25 +446,13 @@ def bound_args(api: str, args: tuple, static: bool = False) -> tuple:
         f"{api}() with a loop-index bound: the trip count depends on an enclosing symbolic loop index, which "
         "has no value at trace time"
     )
-    ctx = maybe_current()
-    if static or (ctx is not None and ctx.options.strict):
-        raise _e028(
-            msg,
-            "Use a constant trip count and a mask= / `if` predicate for the ragged part, or "
-            "nl.static_range for the enclosing loop",
-        )
-    if ctx is not None:
-        file, line = user_location()
-        key = ("index_range_bound", file, line)
-        if key not in ctx.warned:
-            ctx.warned.add(key)
-            warnings.warn_explicit(
-                f"[E028 under strict] {msg} (sources silent; the interpreter uses this "
-                f"iteration's value) at {file.rsplit('/', 1)[-1]}:{line}",
-                SimWarning,
-                file,
-                line,
-            )
+    fix = (
+        "Use a constant trip count and a mask= / `if` predicate for the ragged part, or nl.static_range for the "
+        "enclosing loop"
+    )
+    if static:
+        raise _e028(msg, fix)
+    lenient("pm.index_range_bound", msg + " (the interpreter uses this iteration's value)", fix, op="loop index")
     return tuple(concrete(a) for a in args)
 
 
@@ -538,14 +525,7 @@ def check_loop_state(frame: types.FrameType) -> None:
             "Compute it outside the loop (e.g. from the trip count), keep it in an NKI tensor, or iterate with "
             "nl.static_range"
         )
-        if ctx.options.strict:
-            raise NKISyntaxError("E028", "loop state", st.name, msg, fix, where=(file, line))
-        key = ("loop_state", file, line)
-        if key not in ctx.warned:
-            ctx.warned.add(key)
-            warnings.warn_explicit(
-                f"[E028 under strict] {msg}; {fix} at {file.rsplit('/', 1)[-1]}:{line}", SimWarning, file, line
-            )
+        lenient("pm.loop_body_traced_once", msg, fix, op="loop state", arg=st.name, where=(file, line))
 
 
 def program_index(axis: int, v: int) -> Index:

@@ -36,7 +36,7 @@ def _nested(name: str) -> None:
     # CS149 course tips (asst4-trainium2 README): "Do not use nested slicing/mgrid
     # (e.g. t[0:128, 128:256][0:64, 0:64])" -- legal on paper, trouble in practice
     unproven(
-        "nested_index",
+        "ki.nested_slice",
         f"indexing `{name}` again after slicing it (slice of a slice) is "
         "hardware-unproven (CS149 tips: do not use nested slicing/mgrid); index the original "
         "tensor once with the combined range",

@@ -234,7 +234,6 @@ class Kernel(CoreKernel):
     (K8); the instances of an LNC launch run in lockstep (lnc.py)."""
 
     tensor_cls = Tensor
-    capacity_policy = "warn"
 
     def __init__(self, fn: Callable, grid: tuple[int, ...] = (), **options: Any):
         self.kernel_fn = fn

@@ -8,7 +8,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "err_unexpected_output_dependencies"
+RULE = "err_unexpected_output_dependencies.rmw"
 SOURCE = (
     "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unexpected-output-dependencies; "
     "general/nki/api/nki/language/__init__.py affine_range (associative reductions are no loop-carried "

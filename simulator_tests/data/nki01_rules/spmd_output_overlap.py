@@ -1,13 +1,18 @@
-"""err_unexpected_output_dependencies (second form): the instances of an SPMD grid all write the whole output."""
+"""spmd.output_overlap: the instances of an SPMD grid all write the whole output.  The errors page's
+err_unexpected_output_dependencies names the iterations of an affine_range, not SPMD instances, and no other source
+makes overlapping instance writes an error: a warning by default, an error under strict."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "err_unexpected_output_dependencies"
-SOURCE = "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unexpected-output-dependencies"
+RULE = "spmd.output_overlap"
+SOURCE = (
+    "aws-neuron-sdk@49ee15c5 general/nki/api/nki.errors.rst#err-unexpected-output-dependencies (affine_range "
+    "iterations only); spec corrections turn 4, item L"
+)
 CODE = "E029"
-STRICT = False
+STRICT = True
 GRID = (2,)
 
 
