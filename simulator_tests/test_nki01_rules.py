@@ -126,7 +126,9 @@ def check_bad(case: Case, options: SimOptions) -> str | None:
             for w in warned
             if os.path.abspath(w.filename) == str(case.path) and w.lineno == case.blame and tag in str(w.message)
         ]
-        return None if at_line else f"no `{tag}` SimWarning at line {case.blame} (got {[str(w.message) for w in warned]})"
+        return (
+            None if at_line else f"no `{tag}` SimWarning at line {case.blame} (got {[str(w.message) for w in warned]})"
+        )
     return "ran without an error"
 
 

@@ -4,6 +4,8 @@ uses that need an int (E028)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -72,7 +74,7 @@ def test_nested_closure_and_helper_range_are_ints() -> None:
     np.testing.assert_allclose(simulate_kernel(k, x), x * np.array([1.0, 2.0], np.float32)[:, None, None])
 
 
-@pytest.mark.parametrize("form", ["ternary", "while", "bool", "float", "in", "truediv"])
+@pytest.mark.parametrize("form", ["while", "float", "truediv"])
 def test_python_uses_of_an_index_are_e028(form: str) -> None:
     @nki.jit
     def k(a):
@@ -97,6 +99,50 @@ def test_python_uses_of_an_index_are_e028(form: str) -> None:
 
     with pytest.raises(SimError, match=r"\[E028\]"):
         simulate_kernel(k, _x((2, 128, 64)))
+
+
+@pytest.mark.parametrize("form", ["ternary", "bool", "in", "not", "max", "and", "if_index"])
+def test_the_truth_value_of_an_index_is_true_as_traced(form: str) -> None:
+    """Outside an `if` test the traced index object is true for every iteration (spec corrections turn 4, item
+    I): the lenient rule pm.predicate_truth_value -- a warning naming the line, the traced value computed, E028
+    under strict."""
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 128, 64), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            if form == "ternary":
+                s = 1.0 if i < 1 else 2.0
+            elif form == "bool":
+                s = 1.0 + bool(i > 0)
+            elif form == "in":
+                s = 1.0 if i in (0, 5) else 2.0
+            elif form == "not":
+                s = 2.0 if not (i > 5) else 1.0
+            elif form == "max":
+                s = 1.0
+                i = max(1, i)  # `i > 1` is true as traced: i itself (its concrete value would make both rows 1)
+            elif form == "and":
+                p = (i < 1) and (i >= 0)  # the second predicate: true in both iterations
+                s = 1.0 if p else 2.0
+            else:
+                s = 1.0 if i else 2.0
+            nl.store(out[i], nl.multiply(nl.load(a[i]), s))
+        return out
+
+    x = _x((2, 128, 64))
+    with pytest.warns(SimWarning, match=r"\[E028 under strict\] pm.predicate_truth_value: the truth value") as w:
+        got = simulate_kernel(k, x)
+    assert {os.path.basename(r.filename) for r in w if "predicate_truth_value" in str(r.message)} == {
+        "test_sim_symbolic.py"
+    }
+    # as traced: every condition is true, so each iteration takes the branch a true test takes
+    scale = {"ternary": 1.0, "bool": 2.0, "in": 1.0, "not": 1.0, "max": 1.0, "and": 1.0, "if_index": 1.0}[form]
+    want = x * np.float32(scale)
+    assert np.isfinite(got).all() and np.abs(got).max() > 0
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(SimError, match=r"\[E028\] loop index: the truth value"):
+        simulate_kernel(k, x, options=STRICT)
 
 
 def test_program_id_is_an_index() -> None:

@@ -921,15 +921,18 @@ def _instruction(frame: types.FrameType) -> tuple[str, int | None]:
 
 def control_flow_site(frame: types.FrameType) -> str:
     """What the user's ``frame`` is doing with a truth value: ``"if"`` (the test of an ``if``/``elif``
-    statement), ``"jump"`` (another conditional jump: ``while``, ``x if p else y``, ``assert``, a comprehension
-    filter), ``"boolop"`` (``and``/``or`` in a value) or ``"call"`` (``bool()``, ``min``/``max``, ``not``, ...)."""
+    statement), ``"while"`` (the test of a ``while``), ``"jump"`` (another conditional jump: ``x if p else y``,
+    ``assert``, a comprehension filter), ``"boolop"`` (``and``/``or`` in a value) or ``"call"`` (``bool()``,
+    ``min``/``max``, ``not``, ...)."""
     op, line = _instruction(frame)
     if op.startswith("POP_JUMP"):
         fs = analyze_code(frame.f_code, module_globals=frame.f_globals)
         if fs is None:
             return "if"  # no source: cannot tell, accept
-        site = fs.if_test_at(line if line is not None else frame.f_lineno)
-        if site is not None and (line or frame.f_lineno) not in fs.while_lines:
+        at = line or frame.f_lineno
+        if at in fs.while_lines:
+            return "while"
+        if fs.if_test_at(at) is not None:
             return "if"
         return "jump"
     if op.startswith("JUMP_IF_"):

@@ -313,9 +313,10 @@ class Index:
         raise _e028("iterating over a loop index")
 
     def __bool__(self) -> bool:
-        if _internal():
+        f = sys._getframe(1)
+        if f.f_code.co_filename.startswith(_SIM_DIR):
             return bool(self.v)
-        raise _e028("the truth value of a loop index (write the comparison, e.g. `if i > 0:`)")
+        return truth_value(control_flow_site(f), "a loop index")
 
     def __repr__(self) -> str:
         if self.terms is None:
@@ -416,21 +417,44 @@ class Predicate:
             if hook is not None:
                 hook(f, f.f_lineno, self.v)
             return self.v
-        what = {
-            "jump": "a loop-index predicate as the condition of a `while`, a conditional expression "
-            "(`x if p else y`), an assert or a comprehension filter",
-            "boolop": "`and`/`or` on a loop-index predicate",
-            "call": "the truth value of a loop-index predicate outside an `if` test (bool(), not, min()/max(), "
-            "`in`, ...)",
-        }[site]
-        raise _e028(
-            what + ": it has no Python value at trace time",
-            "Use it as the test of an `if` statement or in mask=, combine predicates with & | ~, or "
-            "iterate with nl.static_range for Python values",
-        )
+        return truth_value(site, "a loop-index predicate")
 
     def __repr__(self) -> str:
         return f"Predicate({self.v}{'' if self.affine else ', non-affine'})"
+
+
+def truth_value(site: str, what: str) -> bool:
+    """The truth value of a loop index or loop-index predicate outside an ``if`` test (``site`` as
+    :func:`~nki_kernels.sim.kernel_ast.control_flow_site` says).  At trace time the index has no Python value;
+    Python calls ``bool()`` on the object the tracer holds, which defines no ``__bool__`` and so is true
+    (spec corrections turn 4, item I): ``min(k, n - i * k)`` is ``n - i * k`` (``min`` keeps the second operand
+    when ``second < first`` is true), ``p and q`` is ``q``, ``p or q`` is ``p``, ``not p`` is False -- for every
+    iteration.  No source documents an error, and public code that ran relies on it (CS149 solutions bound masks
+    with ``min``; AWS's flash-attention backward joins index predicates with ``and``): the lenient rule
+    pm.predicate_truth_value, and the interpreter computes what the traced kernel computes (true).  A ``while``
+    on it never ends at trace time: E028."""
+    if site == "while":
+        raise _e028(
+            f"{what} as the condition of a `while`: it has no Python value at trace time, so the traced loop's "
+            "condition is always true and the trace never ends",
+            "Loop with nl.affine_range / nl.sequential_range over a trip count, and predicate the ragged part "
+            "with an `if` or mask=",
+        )
+    how = {
+        "jump": "in a conditional expression (`x if p else y`), an assert or a comprehension filter",
+        "boolop": "in `and` / `or`",
+        "call": "outside an `if` test (bool(), not, min()/max(), `in`, ...)",
+        "if": "as an `if` test",
+    }[site]
+    lenient(
+        "pm.predicate_truth_value",
+        f"the truth value of {what} {how}: the traced kernel sees an object without a Python value, which is true "
+        "for every iteration (`min(a, b)` is b, `p and q` is q, `not p` is False); this run computes that",
+        "Write the condition as an `if` test or a mask= predicate (combine predicates with & | ~), or iterate "
+        "with nl.static_range for Python values",
+        op="loop index",
+    )
+    return True
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -543,6 +567,25 @@ def reject_in_shape(api: str, values: object) -> None:
                 "Size the tile for the largest iteration and write the ragged part with mask=, or "
                 "iterate with nl.static_range",
             )
+
+
+def slice_extent(k: slice, name: str) -> None:
+    """E028 when the extent of the slice ``k`` (bounded by loop indices) is not a trace-time constant, e.g.
+    ``a[i * 128 : n]`` or ``a[i * 128 : i * 128 + min(128, n - i * 128)]``: the programming model ("Tile size
+    considerations", aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst) sizes tiles statically and writes
+    the ragged last tile with mask=."""
+    if k.step is not None and k.step.__class__ is Index:
+        raise _e028(f"a loop index as the step of a slice of `{name}`: a tile's shape is a trace-time int")
+    a, b = k.start, k.stop
+    if a.__class__ is Index and b.__class__ is Index:
+        d = b - a
+        if d.__class__ is not Index or d.terms is None or not d.terms:
+            return  # the same affine terms on both sides (a constant extent), or non-affine: cannot tell, accept
+    raise _e028(
+        f"the extent of the slice {a!r}:{b!r} of `{name}` depends on a loop index: a tile's shape is a trace-time int",
+        "Slice a constant extent (i * 128 : i * 128 + 128, or nl.ds(i * 128, 128)) and write the ragged last "
+        "tile with mask= (programming model, 'Tile size considerations')",
+    )
 
 
 def mask_of_predicate(p: Predicate, api: str) -> bool:

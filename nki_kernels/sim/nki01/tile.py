@@ -19,7 +19,7 @@ from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from ..kernel_ast import control_flow_site
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
-from .symbolic import Index, Predicate
+from .symbolic import Index, Predicate, slice_extent
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -105,7 +105,9 @@ class Tile(Tensor):
                 continue
             if c is slice:
                 if k.start.__class__ is Index or k.stop.__class__ is Index or k.step.__class__ is Index:
-                    # a loop index bounding a slice is its concrete value (docs/nki-0.1-rules.md section 9)
+                    # a loop index bounding a slice is its concrete value (docs/nki-0.1-rules.md section 9); the
+                    # extent must not depend on it (a tile's shape is a trace-time int)
+                    slice_extent(k, self.name)
                     basic = basic or list(key)
                     basic[i] = slice(*(b.v if b.__class__ is Index else b for b in (k.start, k.stop, k.step)))
                 continue

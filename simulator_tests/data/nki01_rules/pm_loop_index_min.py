@@ -1,5 +1,7 @@
-"""pm.index_needs_int: min()/max() of a symbolic loop index and an int to size a tile (the last ragged tile
-is written with a mask instead)."""
+"""pm.index_needs_int: a slice whose extent depends on a symbolic loop index (`p * 128 : 200` has the extent
+`200 - p * 128`, not a trace-time int); the last ragged tile is written with a mask instead.  (Sizing it with
+`min(128, 200 - p * 128)` gives the same slice: min() is its second operand on hardware, see
+pm_predicate_truth_value__min_mask_bound.)"""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -22,8 +24,7 @@ def inputs():
 def bad(a):
     out = nl.ndarray((200, 64), dtype=a.dtype, buffer=nl.shared_hbm)
     for p in nl.affine_range(2):
-        rows = min(128, 200 - p * 128)  # <- blame
-        nl.store(out[p * 128 : p * 128 + rows, :], nl.load(a[p * 128 : p * 128 + rows, :]))
+        nl.store(out[p * 128 : 200, :], nl.load(a[p * 128 : 200, :]))  # <- blame
     return out
 
 

@@ -1,16 +1,18 @@
-"""pm.index_needs_int (second form): max() of a symbolic loop index and an int."""
+"""pm.predicate_truth_value (second form): max() of a symbolic loop index and an int.  Python's max keeps the
+second operand when `1 > i` is true, and the traced comparison is always true: max(i, 1) is 1 for every
+iteration on hardware.  A warning by default, an error under strict."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "pm.index_needs_int"
+RULE = "pm.predicate_truth_value"
 SOURCE = (
-    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index); "
-    "docs/nki-0.1-rules.md section 9"
+    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index: no Python value); "
+    "spec corrections turn 4, item I"
 )
 CODE = "E028"
-STRICT = False
+STRICT = True
 
 
 def inputs():

@@ -1,16 +1,18 @@
-"""pm.index_needs_int (second form): bool() of a symbolic loop index outside an if statement."""
+"""pm.predicate_truth_value: bool() of a symbolic loop index outside an if statement.  The traced object has no
+Python value and Python treats it as true (spec corrections turn 4, item I): every iteration sees True.  No source
+documents an error: a warning by default, an error under strict."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "pm.index_needs_int"
+RULE = "pm.predicate_truth_value"
 SOURCE = (
-    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index); "
-    "docs/nki-0.1-rules.md section 9"
+    "aws-neuron-sdk@49ee15c5 general/nki/programming_model.rst 'Representing data in NKI' (Index: no Python value); "
+    "spec corrections turn 4, item I"
 )
 CODE = "E028"
-STRICT = False
+STRICT = True
 
 
 def inputs():
