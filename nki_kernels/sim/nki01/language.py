@@ -24,6 +24,7 @@ from ..core import spmd as _spmd
 from ..core import tensore as _tensore
 from ..core import vector as _vector
 from ..core.context import enter as _enter
+from ..core.context import lenient
 from ..core.context import maybe_current as _maybe_current
 from ..core.context import unproven as _unproven
 from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented
@@ -208,18 +209,24 @@ def _placed(ctx, t, placement, shape, par):
 
 
 def _rank_check(shape, buf, api):
-    """KI (SDK 2.26 nki_known_issues.rst "Indexing"): an SBUF/PSUM tile has at least 2 dimensions."""
-    if buf not in _HBM and (isinstance(shape, (int, np.integer)) or len(tuple(shape)) < 2):
-        raise SimTypeError(
-            "E010",
-            api,
-            "shape",
-            f"an SBUF/PSUM tile needs at least 2 dimensions (partition and "
-            f"free), got shape {shape!r} (Insufficient rank)",
-            "Add a free axis: e.g. (128, 1) instead of (128,)",
-            got=shape,
-            limit="rank >= 2",
-        )
+    """The shape of a new tensor, checked.  KI (SDK 2.26 nki_known_issues.rst "Indexing"): an SBUF/PSUM tile has
+    at least 2 dimensions, and users "may get" an "Insufficient rank" error on a 1-D one -- while 2024 CS149
+    solutions that ran on hardware declare (128,) SBUF tiles.  So a 1-D on-chip shape (N,) is the lenient rule
+    ki.tile_rank_1d and becomes the (N, 1) tile (partition-first: (P,) behaves as (P, 1)); a 0-D one has no
+    partition axis (E010)."""
+    if buf in _HBM:
+        return shape
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if len(dims) >= 2:
+        return shape
+    what = (
+        f"an SBUF/PSUM tile needs at least 2 dimensions (partition and free), got shape {shape!r} (Insufficient rank)"
+    )
+    fix = "Add a free axis: e.g. (128, 1) instead of (128,)"
+    if len(dims) == 0:
+        raise SimTypeError("E010", api, "shape", what, fix, got=shape, limit="rank >= 2")
+    lenient("ki.tile_rank_1d", what + f"; the interpreter makes it ({dims[0]}, 1)", fix, op=api, arg="shape")
+    return (dims[0], 1)
 
 
 def ndarray(
@@ -233,7 +240,7 @@ def ndarray(
     ctx = _enter("ndarray", instruction=False)
     _reject_in_shape("nl.ndarray", shape)
     buf = _buffer_name(buffer, "ndarray")
-    _rank_check(shape, buf, "ndarray")
+    shape = _rank_check(shape, buf, "ndarray")
     if buf in _HBM:
         t = _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
         if ctx.direct is not None and not ctx.direct.forced_auto:
@@ -268,7 +275,7 @@ def _filled(api, shape, dtype, buffer, name, value):
             "Creating HBM tensor with init value is not supported",
             "Use nl.ndarray for HBM tensors and write them with nl.store / dma_copy",
         )
-    _rank_check(shape, buf, api)
+    shape = _rank_check(shape, buf, api)
     placement = _direct_alloc(ctx, buffer, buf, api, name, filled=True)
     par = _par(shape, buf, api, ctx)
     t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=par)

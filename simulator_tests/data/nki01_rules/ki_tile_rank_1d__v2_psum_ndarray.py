@@ -1,17 +1,17 @@
-"""ki.tile_rank (second form): a 1-D tile created in PSUM with nl.ndarray."""
+"""ki.tile_rank_1d (second form): a 1-D tile created in PSUM with nl.ndarray."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "ki.tile_rank"
+RULE = "ki.tile_rank_1d"
 SOURCE = (
     "aws-neuron-sdk@49ee15c5 general/nki/nki_known_issues.rst 'Indexing' (tiles on SBUF/PSUM need at least 2 "
     "dimensions)"
 )
 CODE = "E010"
-STRICT = False
+STRICT = True
 
 
 def inputs():
