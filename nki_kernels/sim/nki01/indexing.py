@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..core.context import unproven
+from ..core.context import lenient, unproven
 from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
 from ..kernel_ast import control_flow_site
 from .symbolic import Index, Predicate, raise_nonaffine_mask
@@ -25,27 +25,50 @@ def _iv(x):
     return x.v if isinstance(x, IndexExpr) else x
 
 
-def _affine_operand(o) -> bool:
-    return not (o.__class__ is Index and o.terms is None or isinstance(o, NonAffineIndexExpr))
+def _level(o) -> int:
+    """How affine an index-expression operand is: 0 affine; 1 affine in the aranges with a non-affine loop-index
+    term (``(h // 2) * 128 + i_p``: a constant in each iteration once the compiler unrolls the loop); 2 not affine
+    in the aranges (``i_p % 2``, ``i_p * i_f``)."""
+    if o.__class__ is Index:
+        return 0 if o.terms is not None else 1
+    return o.LEVEL if isinstance(o, (IndexExpr, MaskExpr)) else 0
+
+
+def _grid(a: tuple | bool, b: tuple | bool) -> tuple | bool:
+    """The index space of an expression combining two operands built from nl.mgrid fields (their grids
+    broadcast), or False."""
+    if a and b and a is not True and b is not True:
+        return tuple(np.broadcast_shapes(a, b))  # type: ignore[arg-type]
+    return a or b
 
 
 class IndexExpr:
     """An affine index tensor: ``nl.arange(n)[:, None]``, ``mgrid`` fields, ``k*128 + i_p``; with a loop index
-    (:class:`~.symbolic.Index`) its concrete value is used.  ``mgrid``: built from an ``nl.mgrid`` field (KI:
-    "nl.mgrid won't work" for indirect load/store)."""
+    (:class:`~.symbolic.Index`) its concrete value is used.  ``mgrid``: built from ``nl.mgrid`` fields (KI:
+    "nl.mgrid won't work" for indirect load/store), then the shape of their whole grid: an expression of some
+    fields still spans it (``nisa.iota(3 * g.y + g.z)`` of ``g = nl.mgrid[0:P, 0:W, 0:3, 0:3]`` is a (P, W, 3, 3)
+    tile, as nki-samples' select_and_scatter annotates it)."""
 
     __slots__ = ("v", "mgrid")
     __array_priority__ = 100
+    LEVEL = 0
 
-    def __init__(self, v: Any, mgrid: bool = False):
+    def __init__(self, v: Any, mgrid: tuple | bool = False):
         self.v = np.asarray(v, dtype=np.int64)
         self.mgrid = mgrid
+
+    def full(self) -> np.ndarray:
+        """The values over the expression's whole index space (an mgrid expression spans its grid)."""
+        m = self.mgrid
+        if m and m is not True and self.v.shape != m:
+            return np.broadcast_to(self.v, np.broadcast_shapes(self.v.shape, m))
+        return self.v
 
     shape = property(lambda s: s.v.shape)
     ndim = property(lambda s: s.v.ndim)
 
     def __getitem__(self, key: Any) -> IndexExpr:
-        return self.__class__(self.v[key], self.mgrid)
+        return self.__class__(self.v[key], bool(self.mgrid))
 
     def __setitem__(self, key: Any, value: Any) -> NoReturn:
         # ERR err_cannot_assign_to_index (SDK 2.26 nki.errors.rst): an index tensor is not a tile
@@ -61,9 +84,9 @@ class IndexExpr:
         if isinstance(o, (IndexExpr, int, np.integer, Index)):
             # `//`, `%` and index * index are not affine: fine in a subscript, E015 in mask=
             # (ERR err_unsupported_expression_in_mask, SDK 2.26 nki.errors.rst)
-            aff = affine and self.__class__ is IndexExpr and _affine_operand(o)
-            mgrid = self.mgrid or (isinstance(o, IndexExpr) and o.mgrid)
-            return (IndexExpr if aff else NonAffineIndexExpr)(f(self.v, _iv(o)), mgrid)
+            level = max(self.LEVEL, _level(o)) if affine else 2
+            mgrid = _grid(self.mgrid, isinstance(o, IndexExpr) and o.mgrid)
+            return _INDEX[level](f(self.v, _iv(o)), mgrid)
         return NotImplemented
 
     def _mul(self, o):
@@ -81,8 +104,7 @@ class IndexExpr:
 
     def _cmp(self, o, f):
         if isinstance(o, (IndexExpr, int, np.integer, Index)):
-            aff = self.__class__ is IndexExpr and _affine_operand(o)
-            return (MaskExpr if aff else NonAffineMaskExpr)(f(self.v, _iv(o)))
+            return _MASK[max(self.LEVEL, _level(o))](f(self.v, _iv(o)))
         return NotImplemented
 
     __lt__ = lambda s, o: s._cmp(o, np.less)
@@ -118,21 +140,30 @@ class IndexExpr:
         )
 
 
+class IterIndexExpr(IndexExpr):
+    """An index expression affine in its aranges with a non-affine loop-index term (``(h // 2) * 128 + i_p``):
+    in mask= the lenient rule pm.mask_loop_index_nonaffine."""
+
+    __slots__ = ()
+    LEVEL = 1
+
+
 class NonAffineIndexExpr(IndexExpr):
     """An index expression with ``//``, ``%`` or a product of indices: a valid subscript, not a mask operand."""
 
     __slots__ = ()
+    LEVEL = 2
 
 
 def _mask_operand(o):
-    """(bool value or array, affine) of a mask operand, or None."""
+    """(bool value or array, affinity level as :func:`_level`) of a mask operand, or None."""
     c = o.__class__
     if c is Predicate:
-        return o.v, o.affine
+        return o.v, 0 if o.affine else 2
     if isinstance(o, MaskExpr):
-        return o.v, c is MaskExpr
+        return o.v, o.LEVEL
     if isinstance(o, (bool, np.bool_)):
-        return bool(o), True
+        return bool(o), 0
     return None
 
 
@@ -142,6 +173,7 @@ class MaskExpr:
 
     __slots__ = ("v",)
     __array_priority__ = 100
+    LEVEL = 0
 
     def __init__(self, v: Any):
         self.v = np.asarray(v, dtype=bool)
@@ -160,8 +192,7 @@ class MaskExpr:
         m = _mask_operand(o)
         if m is None:
             return NotImplemented
-        aff = self.__class__ is MaskExpr and m[1]
-        return (MaskExpr if aff else NonAffineMaskExpr)(f(self.v, m[0]))
+        return _MASK[max(self.LEVEL, m[1])](f(self.v, m[0]))
 
     __and__ = lambda s, o: s._b(o, np.logical_and)
     __rand__ = lambda s, o: s._b(o, np.logical_and)
@@ -171,7 +202,7 @@ class MaskExpr:
 
     def __bool__(self) -> bool:
         f = sys._getframe(1)
-        if not f.f_code.co_filename.startswith(_SIM_DIR) and control_flow_site(f) in ("if", "jump"):
+        if not f.f_code.co_filename.startswith(_SIM_DIR) and control_flow_site(f) in ("if", "while", "jump"):
             # ERR err_control_flow_condition_depending_on_arange (SDK 2.26 nki.errors.rst): an `if` (or
             # `while`, conditional expression) on an nl.arange / nl.mgrid predicate
             raise SimValueError(
@@ -197,10 +228,42 @@ class MaskExpr:
         return f"MaskExpr(shape={self.v.shape}, true={int(self.v.sum())})"
 
 
+class IterMaskExpr(MaskExpr):
+    """A mask built from an :class:`IterIndexExpr` (the lenient rule pm.mask_loop_index_nonaffine in ``mask=``)."""
+
+    __slots__ = ()
+    LEVEL = 1
+
+
 class NonAffineMaskExpr(MaskExpr):
     """A mask built from a non-affine index expression (rejected by ``mask=``, E015)."""
 
     __slots__ = ()
+    LEVEL = 2
+
+
+_INDEX = (IndexExpr, IterIndexExpr, NonAffineIndexExpr)
+_MASK = (MaskExpr, IterMaskExpr, NonAffineMaskExpr)
+
+
+def _mask_level(mask: MaskExpr, api: str) -> None:
+    """E015 for a mask that is not affine in its aranges; the lenient rule for one whose only non-affine part is a
+    loop-index term.  ERR err_unsupported_expression_in_mask (SDK 2.26 nki.errors.rst) shows `i % 4` of a loop
+    index as a whole mask failing (kept an error: a loop-index Predicate); a CS149 solution that ran on hardware
+    masked a store with `//` of an affine_range index next to its aranges, which is a constant in each iteration
+    once the backend unrolls the loop."""
+    if mask.LEVEL == 2:
+        raise_nonaffine_mask(api)
+    if mask.LEVEL == 1:
+        lenient(
+            "pm.mask_loop_index_nonaffine",
+            f"the mask of {api} combines nl.arange indices with a non-affine term of a loop index (`//`, `%` or "
+            "a product of loop indices); the errors page's err_unsupported_expression_in_mask rejects non-affine "
+            "mask expressions",
+            "Make the loop-index term affine (split the loop, or iterate over the quotient and remainder as two loops)",
+            op=api,
+            arg="mask",
+        )
 
 
 class MGrid:
@@ -209,7 +272,9 @@ class MGrid:
     __slots__ = ("parts",)
 
     def __init__(self, parts: Iterable[Any]):
-        self.parts = tuple(IndexExpr(p, True) for p in parts)
+        parts = [np.asarray(p) for p in parts]
+        grid = tuple(np.broadcast_shapes(*(p.shape for p in parts))) if parts else ()
+        self.parts = tuple(IndexExpr(p, grid or True) for p in parts)
 
     def __iter__(self) -> Iterator[IndexExpr]:
         return iter(self.parts)
@@ -251,8 +316,9 @@ def mask_value(mask: Any, api: str = "mask") -> bool | np.ndarray | None:
         if not mask.affine:
             raise_nonaffine_mask(api)
         return mask.v
-    if isinstance(mask, NonAffineMaskExpr):
-        raise_nonaffine_mask(api)
+    if isinstance(mask, MaskExpr):
+        _mask_level(mask, api)
+        return mask.v
     raise SimValueError(
         "E015",
         api,
@@ -273,8 +339,7 @@ def mask_array(mask: Any, shape: tuple[int, ...], api: str = "mask") -> bool | n
             raise_nonaffine_mask(api)
         return mask.v
     if isinstance(mask, MaskExpr):
-        if mask.__class__ is not MaskExpr:
-            raise_nonaffine_mask(api)
+        _mask_level(mask, api)
         m = mask.v
         if m.ndim < len(shape):
             m = m.reshape(m.shape + (1,) * (len(shape) - m.ndim))

@@ -73,7 +73,8 @@ def _iota_args(expr, dtype, **kw):
     if isinstance(expr, (int, np.integer)) or expr.__class__ is Index:
         v = np.full((1, 1), int(expr), dtype=np.int64)
     elif isinstance(expr, IndexExpr):
-        v = expr.v if expr.ndim >= 2 else expr.v.reshape(-1, 1)
+        v = expr.full()
+        v = v if v.ndim >= 2 else v.reshape(-1, 1)
     else:
         raise SimTypeError("E010", "iota", "expr", "iota expects an nl.arange/mgrid expression")
     return (v, dtype), kw
