@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimWarning
+from nki_kernels.sim import SimOptions, SimWarning
 from nki_kernels.sim.nki07 import isa as nisa
 from nki_kernels.sim.nki07 import language as nl
 from nki_kernels.sim.nki07 import nki
@@ -17,8 +19,8 @@ def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def run(body, *args):
-    """Run ``body(*tensors)`` as a kernel that returns a trivially written output."""
+def run_kernel(body):
+    """``body(*tensors)`` as a kernel that returns a trivially written output."""
 
     @nki.jit
     def k(*a):
@@ -27,7 +29,12 @@ def run(body, *args):
         nisa.dma_copy(dst=out, src=a[0][0:1, 0:1])
         return out
 
-    return k(*(args or (rand(128, 64),)))
+    return k
+
+
+def run(body, *args):
+    """Run ``body(*tensors)`` as a kernel that returns a trivially written output."""
+    return run_kernel(body)(*(args or (rand(128, 64),)))
 
 
 def raises(exc, code, body, *args):
@@ -509,19 +516,27 @@ def test_shared_hbm_in_a_loop_is_not_a_0_7_error():
 
 
 def test_engine_destination_start_partition():
-    """E026 on destinations: a 64-partition write may start at partition 0 or 64, not 32 (arch guide)."""
+    """The arch guide's start partitions on destinations too (a 64-partition write at 0 or 64, not 32): the lenient
+    rule arch.start_partition -- the compiler's allocator handles it, and an NxDI 0.7 kernel that ran writes a
+    1-partition slice at partition 1 -- a warning by default, E026 under strict."""
 
-    def body(start):
+    def body(start, n=64):
         def f(a):
             t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-            s = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=s, src=a[0:64, :])
-            nisa.tensor_copy(dst=t[start : start + 64, :], src=s)
+            s = nl.ndarray((n, 64), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=s, src=a[0:n, :])
+            nisa.tensor_copy(dst=t[start : start + n, :], src=s)
 
         return f
 
-    run(body(64))
-    raises(ValueError, "E026", body(32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        run(body(64))
+    for start, n in ((32, 64), (1, 1)):
+        with pytest.warns(SimWarning, match=r"\[E026 under strict\] arch.start_partition"):
+            run(body(start, n))
+        with pytest.raises(ValueError, match=r"\[E026\]"):
+            nki.simulate(run_kernel(body(start, n)), options=SimOptions(strict=True))(rand(128, 64))
 
 
 def test_keyword_only_kernel_signature_rejected():
@@ -548,7 +563,6 @@ def test_keyword_only_kernel_signature_rejected():
 def test_is_operator_in_a_kernel_warns_and_is_strict_e010():
     """MIG 0.2->0.3 'Replace is / is not with == / !=': a warning (nki-library helpers use `is None`), E010
     under strict; `==` is the fix."""
-    from nki_kernels.sim import SimOptions
 
     @nki.jit
     def bad(a, flag=None):
@@ -641,7 +655,6 @@ def test_enum_and_dataclass_arguments_are_nki_values():
 def test_argument_outside_32_bit_values_warns_and_is_strict_e010(bad, good):
     """LG "NKI Values": 32-bit ints and floats only.  What the compiler does with a wider value is not documented:
     a SimWarning naming the argument, E010 under strict."""
-    from nki_kernels.sim import SimOptions
 
     k = _copy_kernel()
     x = rand(4, 4)
@@ -713,7 +726,6 @@ def test_if_on_tensor_contents_warns_and_is_strict_e015():
     tensor (the docstrings' `assert nl.equal(...)`) stays silent; the fix selects instead of branching."""
     import warnings
 
-    from nki_kernels.sim import SimOptions
 
     def kernel(bad):
         @nki.jit
