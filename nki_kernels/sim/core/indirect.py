@@ -109,12 +109,44 @@ def _index_values(t: Tensor, api: str, axis: int, rank: int) -> np.ndarray:
     return v.reshape(v.shape + (1,) * (rank - v.ndim))
 
 
+def _scalar_tiles_with_slices(base: Tensor, key: list, api: str) -> list:
+    """``x[rank_tile[0, 0], :, :]``: one-element index tiles next to slices (vLLM-NKIPy's rank-slice add).  Each such
+    tile is a runtime scalar index -- its axis is dropped, as an int's would be -- and each slice the integer range
+    it selects (broadcast over the slice axes in order).  Index tiles of several elements next to slices mix basic
+    and advanced indexing: ERR err_unsupported_mixing_basic_advanced_tensor_indexing (SDK 2.26 nki.errors.rst)."""
+    if any(isinstance(k, Tensor) and k.size != 1 for k in key):
+        raise NKISyntaxError(
+            "E014",
+            api,
+            base.name,
+            "Mixing basic tensor indexing and advanced tensor indexing is not supported: an index tile of several "
+            "elements next to slices (err_unsupported_mixing_basic_advanced_tensor_indexing)",
+            "Index the other axes with nl.arange expressions instead of slices",
+        )
+    axes = [a for a, k in enumerate(key) if k.__class__ is slice]
+    out: list = []
+    for a, k in enumerate(key):
+        if k.__class__ is slice:
+            r = np.arange(*k.indices(base.shape[a]), dtype=np.int64)
+            shape = [1] * len(axes)
+            shape[axes.index(a)] = r.size
+            out.append(r.reshape(shape))
+        elif isinstance(k, Tensor):
+            out.append(k)  # read by _index_values below, as a scalar
+        else:
+            out.append(k)
+    return out
+
+
 def indirect_view(base: Tensor, key: list) -> IndirectTensor:
     """``base[key]`` where some entries of ``key`` are index tiles (the rest ints / integer index
     arrays the front end built)."""
     api = "index"
     rank = len(base.shape)
     parts, tiles = [], []
+    scalar_tiles = any(k.__class__ is slice for k in key)
+    if scalar_tiles:
+        key = _scalar_tiles_with_slices(base, key, api)
     for axis, k in enumerate(key):
         if isinstance(k, Tensor):
             if axis and axis == rank - 1 and base.alloc.buffer not in ON_CHIP:
@@ -130,7 +162,9 @@ def indirect_view(base: Tensor, key: list) -> IndirectTensor:
                     "Gather rows instead: index axis 0 with the tile and the free axes with "
                     "nl.arange, then rearrange on chip",
                 )
-            parts.append(_index_values(k, api, axis, rank))
+            v = _index_values(k, api, axis, rank)
+            # a one-element tile next to slices is a scalar index (its axis dropped); else the tile's values
+            parts.append(int(v.ravel()[0]) if scalar_tiles else v)
             tiles.append(k)
         else:
             parts.append(k)
