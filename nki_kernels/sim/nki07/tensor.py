@@ -580,8 +580,18 @@ class NkiTensor:
             start += int(offset)
         base_shape = base.shape
         if scalar_offset is not None:
+            # the offset counts along axis `indirect_dim` of this tensor (a reshaped view has its own strides:
+            # vLLM-NKIPy's rank-slice add offsets a (ranks, rows, H) reshape of a (B, H) input by whole ranks)
             k = int(indirect_dim)
-            row = int(np.prod(base_shape[k + 1 :])) if k + 1 <= len(base_shape) else 1
+            shp = tuple(self.shape)
+            if not 0 <= k < max(len(shp), 1):
+                raise SimIndexError(
+                    "E008", api, "indirect_dim", f"indirect_dim {k} is not an axis of {self.name}{list(shp)}"
+                )
+            if t.arr is not None and t.arr.ndim == len(shp):
+                row = t.arr.strides[k] // isz
+            else:
+                row = int(np.prod(shp[k + 1 :])) if shp else 1
             start += _int_of(scalar_offset, api, "scalar_offset") * row
         counts = tuple(c for _, c in pat)
         strides = [s for s, _ in pat]
