@@ -837,9 +837,17 @@ def loop_reduce(
         )
     v = x.read_f32()
     inputs = [x]
+    if isinstance(acc, Tensor) and _never_written(acc):
+        # A destination nothing has written yet starts the reduction with x: neuronx-cc's own generated kernels
+        # (AccelOpt's NKIBench, decompiled compiler output that ran on trn1/trn2) loop_reduce into an nl.ndarray
+        # without initialising it.  A destination written before the loop (the docstring's nl.zeros) is reduced
+        # into as the docstring says.
+        acc = None
     if isinstance(acc, Tensor):
         _ops.tile(acc, aname, "destination")
-        if acc.shape != x.shape:
+        if acc.shape != x.shape and acc.shape[0] == x.shape[0] and acc.size == x.size:
+            v = v.reshape(acc.shape)  # partition-first: a (P,) tile is the (P, 1) tile (spec corrections 7)
+        elif acc.shape != x.shape:
             raise SimValueError(
                 "E011",
                 aname,
@@ -854,6 +862,14 @@ def loop_reduce(
         np.ascontiguousarray(v), d, "tensor_tensor", api, DVE, inputs, func=name, mask=mask_array(mask, x.shape, aname)
     )
     return emit(ctx, dst, res)
+
+
+def _never_written(t: Tensor) -> bool:
+    """Does every element of ``t`` still hold the never-written poison (False when the dtype cannot tell)?"""
+    if not t.alloc.unwritten:
+        return False
+    pm = _dt.poison_mask(t.read_raw())
+    return pm is not None and bool(pm.all())
 
 
 @op
