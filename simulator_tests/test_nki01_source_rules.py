@@ -147,7 +147,10 @@ def test_ordered_loops_and_skip_middle_end_are_exempt() -> None:
     np.testing.assert_array_equal(_clean(nki.compiler.skip_middle_end_transformations(aff), x), x[1])
 
 
-def test_spmd_instances_writing_the_same_hbm_elements_race() -> None:
+def test_spmd_instances_writing_the_same_hbm_elements_warn() -> None:
+    """err_unexpected_output_dependencies names affine_range iterations, not SPMD instances: the lenient rule
+    spmd.output_overlap (a warning naming the user's `out`, E029 under strict)."""
+
     @nki.jit
     def same(a):
         out = nl.ndarray((128, 64), F32, buffer=nl.shared_hbm)
@@ -162,8 +165,41 @@ def test_spmd_instances_writing_the_same_hbm_elements_race() -> None:
         return out
 
     x = _x(2, 128, 64)
-    assert _code(same[2], x) == "E029"
+    with pytest.warns(SimWarning, match=r"\[E029 under strict\] spmd.output_overlap: .*SPMD instances \(0,\) and \(1,\) .*`out`"):
+        simulate_kernel(same[2], x)
+    assert _code(same[2], x, options=STRICT) == "E029"
     np.testing.assert_array_equal(_clean(own[2], x), x)
+
+
+def test_a_masked_write_races_only_on_the_elements_it_writes() -> None:
+    """Iteration races compare the elements each write writes (spec corrections turn 4, item L): the unmasked
+    index ranges of two iterations' last tiles overlap in the flattened storage, the masked writes do not."""
+
+    def kernel(overlap: bool):
+        @nki.jit
+        def k(a):
+            out = nl.ndarray((2, 200, 8), F32, buffer=nl.shared_hbm)
+            flat = out.reshape((400, 8))
+            src = a.reshape((400, 8))
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(8)[None, :]
+            for b in nl.affine_range(2):
+                for t in nl.affine_range(2):
+                    rows = t * 128 + i_p
+                    at = 199 if overlap else 200  # batch 1 starting one row early rewrites batch 0's last row
+                    v = nl.load(src[b * 200 + rows, i_f], mask=(rows < 200))
+                    nl.store(flat[b * at + rows, i_f], v, mask=(rows < 200))
+            return out
+
+        return k
+
+    x = _x(2, 200, 8)
+    np.testing.assert_array_equal(_clean(kernel(False), x), x)
+    with pytest.raises(SimError, match=r"\[E029\].*iterations 0 and 1 .* `out`") as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimWarning)
+            simulate_kernel(kernel(True), x)
+    assert "t2" not in str(e.value)  # the user's variable, not the interpreter's tensor id
 
 
 # -- tensor scopes -------------------------------------------------------------------------------------------

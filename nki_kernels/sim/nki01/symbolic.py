@@ -576,6 +576,8 @@ def slice_extent(k: slice, name: str) -> None:
     the ragged last tile with mask=."""
     if k.step is not None and k.step.__class__ is Index:
         raise _e028(f"a loop index as the step of a slice of `{name}`: a tile's shape is a trace-time int")
+    if k.step not in (None, 1):
+        return  # a strided slice (t[:, i::2]): its extent may not vary over the iterations; cannot tell, accept
     a, b = k.start, k.stop
     if a.__class__ is Index and b.__class__ is Index:
         d = b - a
