@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import engines, limits
-from .context import RunContext, unproven
+from .context import RunContext, lenient, unproven
 from .errors import NKISyntaxError, SimTypeError, SimValueError
 from .ops import (
     REDUCE,
@@ -284,12 +284,16 @@ def _row_mask(mask, data, api, *, reduce_dim_ok):
         return m
     flat = m.reshape(m.shape[0], -1)
     if not reduce_dim_ok and not (flat == flat[:, :1]).all():
-        raise SimValueError(
-            "E011",
-            api,
-            "mask",
-            f"{api} does not support a mask on the reduce (free) dimension",
-            "Mask partitions only, e.g. mask=(i_p < n) (nki_known_issues.rst)",
+        # the known-issues page says bn_stats does not support it, but the SDK's own 2.26 layernorm example
+        # (general/nki/examples/layernorm, nki_layernorm_kernel_v2) masks bn_stats on its free axis for a ragged last
+        # chunk: the lenient rule ki.bn_stats_reduce_mask; the statistics are those of the masked-in elements
+        lenient(
+            "ki.bn_stats_reduce_mask",
+            f"{api} with a mask on the reduce (free) dimension: the known-issues page says it is not supported (the "
+            "interpreter computes the statistics of the masked-in elements)",
+            "Mask partitions only, e.g. mask=(i_p < n), and give bn_stats only the valid free elements",
+            op=api,
+            arg="mask",
         )
     return flat.any(axis=1, keepdims=True)
 
@@ -355,12 +359,25 @@ def bn_stats(
     # tutorial v2 loads only the valid rows under the same partition mask)
     rm = _in_mask(mask, data, aname)
     x = data.read_f32(rm).reshape(P, F)
+    sel = None if rm is None else np.broadcast_to(rm, data.shape).reshape(P, F)
+    if sel is not None and (sel == sel[:, :1]).all():
+        sel = None  # a partition mask: whole rows (the rows not selected are not written)
     cols = []
-    for part in (x[:, 0::2], x[:, 1::2]):
+    for k in (0, 1):
+        part = x[:, k::2]
         n = part.shape[1]
-        mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
-        var = part.var(axis=1) if n else np.zeros(P, np.float32)
-        cols += [np.full(P, n, np.float32), mean, var * n]
+        if sel is None:
+            mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
+            var = part.var(axis=1) if n else np.zeros(P, np.float32)
+            cols += [np.full(P, n, np.float32), mean, var * n]
+            continue
+        # a free-axis mask (ki.bn_stats_reduce_mask): the statistics of the masked-in elements of each partition
+        s_ = sel[:, k::2]
+        cnt = s_.sum(axis=1).astype(np.float32)
+        safe = np.maximum(cnt, 1.0)
+        mean = np.where(s_, part, 0.0).sum(axis=1, dtype=np.float32) / safe
+        var = np.where(s_, (part - mean[:, None]) ** 2, 0.0).sum(axis=1, dtype=np.float32) / safe
+        cols += [cnt, mean, var * cnt]
     v = np.stack(cols, axis=1).astype(np.float32)
     res = compute_result(
         v,

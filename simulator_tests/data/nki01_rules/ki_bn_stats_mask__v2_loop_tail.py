@@ -1,16 +1,16 @@
-"""ki.bn_stats_mask (second form): bn_stats over loop tiles masked on the free (reduce) axis for the ragged tail."""
+"""ki.bn_stats_reduce_mask (second form): bn_stats over loop tiles masked on the free (reduce) axis for the ragged tail."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 
-RULE = "ki.bn_stats_mask"
+RULE = "ki.bn_stats_reduce_mask"
 SOURCE = (
     "aws-neuron-sdk@49ee15c5 general/nki/nki_known_issues.rst (bn_stats does not support mask on the reduce dimension)"
 )
 CODE = "E011"
-STRICT = False
+STRICT = True
 
 
 def inputs():
