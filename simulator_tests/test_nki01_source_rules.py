@@ -165,7 +165,9 @@ def test_spmd_instances_writing_the_same_hbm_elements_warn() -> None:
         return out
 
     x = _x(2, 128, 64)
-    with pytest.warns(SimWarning, match=r"\[E029 under strict\] spmd.output_overlap: .*SPMD instances \(0,\) and \(1,\) .*`out`"):
+    with pytest.warns(
+        SimWarning, match=r"\[E029 under strict\] spmd.output_overlap: .*SPMD instances \(0,\) and \(1,\) .*`out`"
+    ):
         simulate_kernel(same[2], x)
     assert _code(same[2], x, options=STRICT) == "E029"
     np.testing.assert_array_equal(_clean(own[2], x), x)

@@ -726,7 +726,6 @@ def test_if_on_tensor_contents_warns_and_is_strict_e015():
     tensor (the docstrings' `assert nl.equal(...)`) stays silent; the fix selects instead of branching."""
     import warnings
 
-
     def kernel(bad):
         @nki.jit
         def k(a):

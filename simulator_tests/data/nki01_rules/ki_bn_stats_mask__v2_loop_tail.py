@@ -1,4 +1,5 @@
-"""ki.bn_stats_reduce_mask (second form): bn_stats over loop tiles masked on the free (reduce) axis for the ragged tail."""
+"""ki.bn_stats_reduce_mask (second form): bn_stats over loop tiles masked on the free (reduce) axis for the ragged
+tail."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa

@@ -9,7 +9,8 @@ import numpy as np
 
 RULE = "ki.bn_stats_reduce_mask"
 SOURCE = (
-    "aws-neuron-sdk@49ee15c5 general/nki/nki_known_issues.rst (bn_stats does not support mask on the reduce dimension); "
+    "aws-neuron-sdk@49ee15c5 general/nki/nki_known_issues.rst (bn_stats does not support mask on the reduce "
+    "dimension); "
     "general/nki/examples/layernorm/layernorm_nki_kernel.py (nki_layernorm_kernel_v2 does it)"
 )
 CODE = "E011"
