@@ -195,8 +195,98 @@ COMPARE = {
     "logical_or",
     "logical_xor",
 }
+
+# ---- sums in the device's order ------------------------------------------------------------------
+# A free-axis tensor_reduce(add) on a real NeuronCore (trn1) equals a left-to-right float32 sum bit for
+# bit, 4 seeds x 4,096 rows of 128 fp32; NumPy's pairwise np.sum differs in ~78 % of those rows by up
+# to 10 ULP (LaelaZorana/kernel-grader-mi300x-rocm-trainium-nki @ 50e9a9d, kernel-nki/README.md and
+# dataset/nki_bins.jsonl).  The accumulator starts at +0.0: the published sequential reference starts
+# from zeros (kernel-nki/histogram_nki.py), and the ScalarE pipelined reduction of the arch guide
+# (trainium_inferentia2_arch.rst "Pipelined Reduction") resets its register to zero and adds each
+# element in turn.  The measured rows are positive, so they cannot tell +0.0 from the first element;
+# the start matters only for a row of -0.0 (+0.0 here, -0.0 from the first element).  Several
+# reduced axes are summed in row-major order of the reduced elements -- an assumption (the device
+# data reduce one axis).  Unknown: trn2, the PSUM accumulation order of matmuls, activation tables.
+_ZERO = np.float32(0.0)
+_ACCUMULATE_BELOW = 8  # fewer kept elements: one np.add.accumulate chain per row is faster
+
+
+def _rows_reduce_in_order() -> bool:
+    """Does ``np.add.reduce(c, axis=0)`` of a C-contiguous (n, k >= 2) float32 array add the rows in
+    order (the kept axis the inner loop)?  NumPy does not document it: checked once on data where its
+    pairwise order (8 lanes) gives another result (1 + 2**-23 instead of 1.0)."""
+    c = np.full((16, 2), 2.0**-24, np.float32)
+    c[0] = 1.0
+    return bool((np.add.reduce(c, axis=0) == 1.0).all())
+
+
+_ROWS_IN_ORDER = _rows_reduce_in_order()
+
+
+def _axes_of(nd: int, axis: AxisArg | None) -> tuple[int, ...]:
+    """The reduced axes, sorted, negative axes normalised (as NumPy)."""
+    if axis is None:
+        return tuple(range(nd))
+    return tuple(sorted({int(x) % nd for x in ((axis,) if isinstance(axis, (int, np.integer)) else axis)}))
+
+
+def device_sum(a: np.ndarray, axis: AxisArg | None = None, keepdims: bool = False) -> np.ndarray:
+    """``np.sum(a, axis, keepdims)`` in the device's order: per kept element, a float32 accumulator
+    starting at +0.0 adds the reduced elements one at a time (row-major over the reduced axes), each
+    addition rounded once.  Vectorised across the kept elements: the reduced axes are moved first in
+    a contiguous copy and NumPy adds its rows in order (``_rows_reduce_in_order``); with fewer than
+    ``_ACCUMULATE_BELOW`` kept elements, ``np.add.accumulate`` (sequential by definition) runs along
+    each row instead."""
+    v = np.asarray(a, dtype=np.float32)
+    axes = _axes_of(v.ndim, axis)
+    kept = tuple(i for i in range(v.ndim) if i not in axes)
+    kshape = tuple(v.shape[i] for i in kept)
+    n = math.prod(v.shape[i] for i in axes)
+    k = math.prod(kshape)
+    if n == 0 or k == 0:
+        r = np.zeros(kshape, np.float32)
+    elif n == 1:
+        r = v.reshape(kshape) + _ZERO
+    elif k < _ACCUMULATE_BELOW or not _ROWS_IN_ORDER:
+        rows = v.transpose(kept + axes).reshape(k, n)
+        r = (np.add.accumulate(rows, axis=1)[:, -1] + _ZERO).reshape(kshape)
+    else:
+        cols = np.ascontiguousarray(v.transpose(axes + kept)).reshape(n, k)
+        r = (np.add.reduce(cols, axis=0) + _ZERO).reshape(kshape)
+    return np.expand_dims(r, axes) if keepdims else r
+
+
+def device_mean(
+    a: np.ndarray, axis: AxisArg | None = None, keepdims: bool = False, where: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.mean`` in the device's order: :func:`device_sum` of the selected elements, then one float32
+    division by their count (2.26 nl.mean: "Similar to numpy.mean", which divides the sum; a multiply
+    by a rounded 1/n would differ by up to 1 ULP -- the device's way is unknown)."""
+    v = np.asarray(a, dtype=np.float32)
+    axes = _axes_of(v.ndim, axis)
+    s = device_sum(v if where is None else np.where(where, v, _ZERO), axes, keepdims=True)
+    if where is None:
+        n: np.ndarray | np.float32 = np.float32(math.prod(v.shape[i] for i in axes))
+    else:  # counts of 0/1 are exact in float32 below 2**24
+        n = np.sum(np.broadcast_to(where, v.shape), axis=axes, keepdims=True, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):  # nothing selected: not written (the out mask)
+        r = np.divide(s, n, dtype=np.float32)
+    return r if keepdims else r.squeeze(axes)
+
+
+def device_var(
+    a: np.ndarray, axis: AxisArg | None = None, keepdims: bool = False, where: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.var`` (ddof 0) in the device's order, NumPy's two passes: the mean (:func:`device_mean`),
+    then the mean of the squared deviations, every sum a :func:`device_sum` (2.26 nl.var: "Similar to
+    numpy.var")."""
+    v = np.asarray(a, dtype=np.float32)
+    d = v - device_mean(v, axis, True, where)
+    return device_mean(d * d, axis, keepdims, where)
+
+
 REDUCE = {
-    "add": np.sum,
+    "add": device_sum,
     "multiply": np.prod,
     "maximum": np.max,
     "max": np.max,
@@ -291,16 +381,16 @@ except AttributeError:  # pragma: no cover
 
 
 _MASKED_REDUCE = {
-    "sum": (np.sum, None),
-    "add": (np.sum, None),
+    "sum": (device_sum, None),
+    "add": (device_sum, None),
     "prod": (np.prod, None),
     "multiply": (np.prod, None),
     "max": (np.max, -np.inf),
     "maximum": (np.max, -np.inf),
     "min": (np.min, np.inf),
     "minimum": (np.min, np.inf),
-    "mean": (np.mean, None),
-    "var": (np.var, None),
+    "mean": (device_mean, None),
+    "var": (device_var, None),
 }
 
 
@@ -315,6 +405,8 @@ def masked_reduce(
     if name in ("logical_or",):
         return np.any(v != 0, axis=axes, keepdims=keepdims, where=m).astype(np.float32)
     fn, init = _MASKED_REDUCE[name]
+    if fn is device_sum:
+        return device_sum(np.where(m, v, _ZERO), axes, keepdims)  # +0.0 for the rest: the same sum
     kw = {} if init is None else {"initial": init}
     return np.asarray(fn(v, axis=axes, keepdims=keepdims, where=m, **kw), dtype=np.float32)
 

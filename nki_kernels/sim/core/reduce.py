@@ -18,6 +18,9 @@ from .ops import (
     MaskArg,
     OpArg,
     compute_result,
+    device_mean,
+    device_sum,
+    device_var,
     emit,
     free_size,
     mask_of,
@@ -221,13 +224,13 @@ def _axes(x, axis, api):
     return ax
 
 
-_NL_REDUCE = {
-    "sum": np.sum,
+_NL_REDUCE = {  # sum/mean/var add in the device's order (ops.device_sum)
+    "sum": device_sum,
     "max": np.max,
     "min": np.min,
-    "mean": np.mean,
+    "mean": device_mean,
     "prod": np.prod,
-    "var": np.var,
+    "var": device_var,
     "all": lambda a, axis, keepdims: np.all(a != 0, axis=axis, keepdims=keepdims),
 }
 
@@ -363,20 +366,22 @@ def bn_stats(
     if sel is not None and (sel == sel[:, :1]).all():
         sel = None  # a partition mask: whole rows (the rows not selected are not written)
     cols = []
+    # mean and variance as NumPy's two passes with every sum in the device's order (ops.device_sum); how the
+    # device computes them (two passes, Welford, a rounded 1/n) is not published
     for k in (0, 1):
         part = x[:, k::2]
         n = part.shape[1]
         if sel is None:
-            mean = part.mean(axis=1) if n else np.zeros(P, np.float32)
-            var = part.var(axis=1) if n else np.zeros(P, np.float32)
+            mean = device_mean(part, 1) if n else np.zeros(P, np.float32)
+            var = device_var(part, 1) if n else np.zeros(P, np.float32)
             cols += [np.full(P, n, np.float32), mean, var * n]
             continue
         # a free-axis mask (ki.bn_stats_reduce_mask): the statistics of the masked-in elements of each partition
         s_ = sel[:, k::2]
         cnt = s_.sum(axis=1).astype(np.float32)
         safe = np.maximum(cnt, 1.0)
-        mean = np.where(s_, part, 0.0).sum(axis=1, dtype=np.float32) / safe
-        var = np.where(s_, (part - mean[:, None]) ** 2, 0.0).sum(axis=1, dtype=np.float32) / safe
+        mean = device_sum(np.where(s_, part, 0.0), 1) / safe
+        var = device_sum(np.where(s_, (part - mean[:, None]) ** 2, 0.0), 1) / safe
         cols += [cnt, mean, var * cnt]
     v = np.stack(cols, axis=1).astype(np.float32)
     res = compute_result(
@@ -425,10 +430,11 @@ def bn_aggr(
     rm = _in_mask(mask, data, aname)
     s = data.read_f32(rm).reshape(P, -1, 3)
     n, mean, m2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
-    tot = n.sum(axis=1)
+    # the groups' sums in the device's order (ops.device_sum); the device's formula is not published
+    tot = device_sum(n, 1)
     safe = np.where(tot == 0, 1, tot)
-    mu = (n * mean).sum(axis=1) / safe
-    var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
+    mu = device_sum(n * mean, 1) / safe
+    var = device_sum(m2 + n * (mean - mu[:, None]) ** 2, 1) / safe
     v = np.stack([mu, var], axis=1).astype(np.float32)
     res = compute_result(
         v,
@@ -495,12 +501,14 @@ def max8(
     return emit(ctx, dst, res)
 
 
+# add/average across partitions: left to right from partition 0, like the free axis (ops.device_sum) --
+# an assumption: the device data measure a free-axis reduction only (GpSimdE's order is not published)
 _PAR_REDUCE = {
-    "add": np.sum,
+    "add": device_sum,
     "maximum": np.max,
     "max": np.max,
-    "average": np.mean,
-    "mean": np.mean,
+    "average": device_mean,
+    "mean": device_mean,
     "bitwise_or": np.bitwise_or.reduce,
     "bitwise_and": np.bitwise_and.reduce,
 }

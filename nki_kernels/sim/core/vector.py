@@ -33,6 +33,7 @@ from .ops import (
     Operand,
     ShapeArg,
     compute_result,
+    device_sum,
     dtype_of,
     emit,
     free_size,
@@ -571,6 +572,10 @@ def activation(
             regs[:P] = 0
         elif cmd is ReduceCmd.reset_reduce:
             regs[:P] = _free_reduce(rname, r, P)
+        elif cmd is ReduceCmd.reduce and rname == "add":
+            # the register keeps accumulating, one element at a time (arch guide "Pipelined Reduction":
+            # reduce_res[lane] += out_tile[lane][k]); ops.device_sum adds the register first (0.0 + reg = reg)
+            regs[:P] = device_sum(np.concatenate([regs[:P, None], r.reshape(P, -1)], axis=1), 1)
         elif cmd is ReduceCmd.reduce:
             regs[:P] = REDUCE[rname](np.stack([regs[:P], _free_reduce(rname, r, P)]), axis=0)
         if reduce_res is not None:
