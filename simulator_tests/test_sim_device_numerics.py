@@ -341,6 +341,17 @@ def test_device_sum_paths(rng, monkeypatch, rows_in_order, k, n):
     assert ops.device_sum(x, -1, keepdims=True).shape == (k, 1)
 
 
+@pytest.mark.parametrize("shape,axis", [((4, 16, 600), 1), ((128, 8, 111, 2), 3), ((4, 3, 700, 2), (1, 3))])
+def test_device_sum_short_axes_over_many_kept(rng, shape, axis):
+    """The slice-by-slice path (a short reduced axis, thousands of kept elements) adds in order too."""
+    x = rng.standard_normal(shape).astype(F32)
+    ax = (axis,) if isinstance(axis, int) else axis
+    kept = [i for i in range(x.ndim) if i not in ax]
+    rows = np.ascontiguousarray(x.transpose(kept + list(ax))).reshape(-1, int(np.prod([shape[i] for i in ax])))
+    r = ops.device_sum(x, axis)
+    np.testing.assert_array_equal(r.reshape(-1).view(np.uint32), seq_rows(rows).view(np.uint32))
+
+
 def test_numpy_adds_rows_in_order_here():
     """The fast path relies on np.add.reduce(axis=0) of a C-contiguous (n, k >= 2) array adding the rows
     in order; ops checks it once at import and otherwise runs the accumulate path (tested above)."""

@@ -209,6 +209,9 @@ COMPARE = {
 # data reduce one axis).  Unknown: trn2, the PSUM accumulation order of matmuls, activation tables.
 _ZERO = np.float32(0.0)
 _ACCUMULATE_BELOW = 8  # fewer kept elements: one np.add.accumulate chain per row is faster
+# a short reduced axis over many kept elements (pooling-like): add its slices, no transposed copy
+# (measured here: (128, 4, 512) over axis 1, 60 us against 121 us; (128, 16) over axis 1, 10 us against 5)
+_FOLD_SUM_MAX_LEN, _FOLD_SUM_MIN_KEPT = 16, 2048
 
 
 def _rows_reduce_in_order() -> bool:
@@ -236,7 +239,7 @@ def device_sum(a: np.ndarray, axis: AxisArg | None = None, keepdims: bool = Fals
     addition rounded once.  Vectorised across the kept elements: the reduced axes are moved first in
     a contiguous copy and NumPy adds its rows in order (``_rows_reduce_in_order``); with fewer than
     ``_ACCUMULATE_BELOW`` kept elements, ``np.add.accumulate`` (sequential by definition) runs along
-    each row instead."""
+    each row instead; a short reduced axis over many kept elements adds its slices one by one."""
     v = np.asarray(a, dtype=np.float32)
     axes = _axes_of(v.ndim, axis)
     kept = tuple(i for i in range(v.ndim) if i not in axes)
@@ -247,6 +250,11 @@ def device_sum(a: np.ndarray, axis: AxisArg | None = None, keepdims: bool = Fals
         r = np.zeros(kshape, np.float32)
     elif n == 1:
         r = v.reshape(kshape) + _ZERO
+    elif n <= _FOLD_SUM_MAX_LEN and k >= _FOLD_SUM_MIN_KEPT:
+        t = v.transpose(axes + kept).reshape((n,) + kshape)
+        r = t[0] + _ZERO
+        for i in range(1, n):
+            r += t[i]
     elif k < _ACCUMULATE_BELOW or not _ROWS_IN_ORDER:
         rows = v.transpose(kept + axes).reshape(k, n)
         r = (np.add.accumulate(rows, axis=1)[:, -1] + _ZERO).reshape(kshape)
