@@ -1,4 +1,4 @@
-"""Sums in the device's order (issue 26 item 6).
+"""Sums in the device's order.
 
 A free-axis ``tensor_reduce(add)`` on a real NeuronCore (trn1) adds each partition's elements left to
 right in float32 (LaelaZorana/kernel-grader-mi300x-rocm-trainium-nki @ 50e9a9d, CC BY 4.0:
