@@ -13,7 +13,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from nki_kernels.sim import nisa, nki, nl, simulate_kernel
+from nki_kernels.sim import SimWarning, nisa, nki, nl, simulate_kernel
 from nki_kernels.sim.core import ops
 from nki_kernels.sim.nki07 import isa as nisa7
 from nki_kernels.sim.nki07 import language as nl7
@@ -296,6 +296,31 @@ def test_bn_stats_and_bn_aggr_sum_in_order(rng):
     mu = seq_rows(cnt * mean) / tot
     var = seq_rows(m2 + cnt * (mean - mu[:, None]) ** 2) / tot
     same_bits(aggr, np.stack([mu, var], axis=1))
+
+
+def test_bn_stats_with_a_free_axis_mask_sums_the_selected_elements_in_order(rng):
+    """A free-axis mask on bn_stats warns (ki.bn_stats_reduce_mask) and gives the statistics of the
+    masked-in elements (the SDK 2.26 layernorm example); their sums add in the device's order too."""
+    x = data(rng, (128, 512)) + F32(1.0)
+    keep = 301
+
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        i_f = nl.arange(512)[None, :]
+        out = nl.ndarray((128, 6), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nisa.bn_stats(t, mask=(i_f < keep)))
+        return out
+
+    with pytest.warns(SimWarning, match="bn_stats"):
+        stats = simulate_kernel(k, x)
+    cols = []
+    for h in (x[:, 0:keep:2], x[:, 1:keep:2]):  # the selected even and odd elements: 151 and 150
+        n = F32(h.shape[1])
+        mean = seq_rows(h) / n
+        d = h - mean[:, None]
+        cols += [np.full(128, n, F32), mean, (seq_rows(d * d) / n) * n]
+    same_bits(stats, np.stack(cols, axis=1))
 
 
 def test_partition_reduce_adds_partitions_in_order(rng):
