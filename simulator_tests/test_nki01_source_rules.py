@@ -286,3 +286,20 @@ def test_a_jit_kernel_called_from_a_kernel_may_create_its_outputs() -> None:
 
     x = _x(128, 64)
     np.testing.assert_array_equal(_clean(outer, x), x)
+
+
+def test_race_messages_name_the_users_variables() -> None:
+    """E029 names the tensor by the variable its allocation line assigns (`acc`), not the interpreter's id."""
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 64), F32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 64), F32, buffer=nl.sbuf)
+        for i in nl.affine_range(2):
+            acc[...] = nl.load(a[i])
+        nl.store(out, acc)
+        return out
+
+    with pytest.raises(SimError, match=r"\[E029\] affine_range\(acc\): .* both write elements of `acc`") as e:
+        simulate_kernel(k, _x(2, 128, 64))
+    assert "`t" not in str(e.value)
