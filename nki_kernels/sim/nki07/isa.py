@@ -17,6 +17,7 @@ from ..core import indirect as _indirect
 from ..core import reduce as _reduce
 from ..core import select as _select
 from ..core import tensore as _tensore
+from ..core import topk as _topk
 from ..core import vector as _vector
 from ..core.context import current, enter
 from ..core.dtypes import is_int, name_of
@@ -176,6 +177,8 @@ nc_stream_shuffle = dst_first(_select.nc_stream_shuffle)
 range_select = dst_first(_select.range_select, defaults={"reduce_cmd": reduce_cmd.reset_reduce})
 nonzero_with_count = dst_first(_select.nonzero_with_count)
 nc_n_gather = dst_first(_indirect.nc_n_gather)
+# I20: topk(val_dst, idx_dst, src, n, sorted=False) -- GpSimdE, per 16-partition group (SDK 2.33 page)
+topk = dst_first(_topk.topk, dst_name="val_dst")
 
 
 # ---- registers and runtime control flow (C5) -----------------------------------------------------
