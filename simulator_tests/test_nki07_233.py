@@ -9,11 +9,18 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nki_kernels.sim import SimOptions, SimWarning
 from nki_kernels.sim.nki07 import isa as nisa
 from nki_kernels.sim.nki07 import language as nl
 from nki_kernels.sim.nki07 import nki
 
 RNG = np.random.default_rng(233)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for v in ("NKI_COMPILER_FRONTEND",):
+        monkeypatch.delenv(v, raising=False)
 
 
 def rand(*shape, dtype=np.float32):
@@ -41,6 +48,329 @@ def run(body, *args):
 def raises(exc, code, body, *args):
     with pytest.raises(exc, match=rf"\[{code}\]"):
         run(body, *args)
+
+
+def scalar_kernel(body):
+    """A kernel over a (1, 1) int32 HBM input: ``body(tile)`` returns the NkiScalar to store in the output."""
+
+    @nki.jit
+    def k(idx):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=idx)
+        r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.scalar_store(r, body(t))
+        out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return k
+
+
+def one(v):
+    return np.array([[v]], np.int32)
+
+
+# ---- S1-S3: NkiScalar, scalar_load, scalar_store ---------------------------------------------------------
+@pytest.mark.parametrize("v", [5, -7, 123456, 2**31 - 1])
+def test_scalar_arithmetic_wraps_at_32_bits_like_numpy_int32(v):
+    """S1 (NkiScalar page): + - * on a 32-bit scalar wrap (never widen): the stored value is NumPy's int32
+    arithmetic of the same expression."""
+    k = scalar_kernel(lambda t: (nisa.scalar_load(t) * 4 + 1) * nisa.scalar_load(t) - 3)
+    x = np.int32(v)
+    with np.errstate(over="ignore"):
+        ref = (x * np.int32(4) + np.int32(1)) * x - np.int32(3)
+    np.testing.assert_array_equal(k(one(v)), one(ref))
+
+
+def test_documented_wraparound_values():
+    """S1: the NkiScalar page's own examples: 100000 * 100000 is 1410065408, int32 max + 1 is int32 min."""
+    k = scalar_kernel(lambda t: nisa.scalar_load(t) * 100000)
+    np.testing.assert_array_equal(k(one(100000)), one(1410065408))
+    k2 = scalar_kernel(lambda t: 1 + nisa.scalar_load(t))
+    np.testing.assert_array_equal(k2(one(2**31 - 1)), one(-(2**31)))
+
+
+def test_scalar_offset_gathers_a_runtime_row():
+    """S4: an NkiScalar is the scalar_offset of an access pattern: row `idx` of an HBM tensor, picked at run
+    time, equals NumPy's a[idx]."""
+
+    @nki.jit
+    def k(a, idx):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=idx)
+        i = nisa.scalar_load(t)
+        row = nl.ndarray((1, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=a.ap([[a.shape[1], 1], [1, a.shape[1]]], scalar_offset=i + 1, indirect_dim=0))
+        out = nl.ndarray((1, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=row)
+        return out
+
+    a = rand(10, 16)
+    for idx in (0, 4, 8):
+        check(k(a, one(idx)), a[idx + 1 : idx + 2])
+
+
+def test_fori_loop_bounded_by_a_scalar_passes_scalars_to_its_body():
+    """C2 (SDK 2.33.0 fori_loop): an NkiScalar bound (also an expression of one); with int / scalar bounds the
+    body gets an NkiScalar; the kernel sums the first `count - 1` rows like NumPy."""
+    seen = []
+
+    @nki.jit
+    def k(a, count):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=count)
+        acc = nl.zeros((1, a.shape[1]), nl.float32, buffer=nl.sbuf)
+        row = nl.ndarray((1, a.shape[1]), nl.float32, buffer=nl.sbuf)
+
+        def body(i):
+            seen.append(type(i).__name__)
+            nisa.dma_copy(dst=row, src=a.ap([[a.shape[1], 1], [1, a.shape[1]]], scalar_offset=i))
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=row, op=nl.add)
+
+        nl.fori_loop(0, nisa.scalar_load(t) - 1, body)
+        out = nl.ndarray((1, a.shape[1]), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+
+    a = rand(12, 8)
+    check(k(a, one(7)), a[:6].sum(axis=0, keepdims=True), rtol=1e-5)
+    assert seen == ["NkiScalar"] * 6
+
+
+def _store(value_fn, dtype=nl.int32):
+    def body(a):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 3)
+        r = nl.ndarray((1, 1), dtype=dtype, buffer=nl.sbuf)
+        nisa.scalar_store(r, value_fn(nisa.scalar_load(t)))
+
+    return body
+
+
+def _load(dtype, buffer=nl.sbuf, shape=(1, 1)):
+    def body(a):
+        t = nl.ndarray(shape, dtype=dtype, buffer=buffer)
+        nisa.memset(t, 2)
+        nisa.scalar_load(t)
+
+    return body
+
+
+@pytest.mark.parametrize(
+    "bad, good, exc, code",
+    [
+        (_load(nl.float32), _load(nl.int32), TypeError, "E009"),  # int32 / int64 only
+        (_load(nl.uint32), _load(nl.int32), TypeError, "E009"),  # unsigned dtypes are not accepted
+        (_load(nl.int32, nl.psum), _load(nl.int32, nl.sbuf), TypeError, "E007"),  # SBUF or HBM
+        (_load(nl.int32, shape=(1, 2)), _load(nl.int32, shape=(1, 1)), ValueError, "E011"),  # a 1x1 tensor
+    ],
+    ids=["float_tile", "unsigned_tile", "psum_tile", "not_1x1"],
+)
+def test_scalar_load_constraints(bad, good, exc, code):
+    """S2 (scalar_load page): the source is a 1x1 nl.int32 / nl.int64 tensor in SBUF or HBM."""
+    raises(exc, code, bad)
+    run(good)
+
+
+def test_scalar_store_takes_a_scalar_of_the_tile_width():
+    """S3 (scalar_store page): `value` must be an NkiScalar (a Python int is rejected: memset writes constants),
+    and dst has the scalar's width (a 64-bit scalar into an int32 tile: E009)."""
+
+    def python_int(a):
+        r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.scalar_store(r, 7)
+
+    def memset_int(a):
+        r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(r, 7)
+
+    raises(TypeError, "E010", python_int)
+    run(memset_int)
+    raises(TypeError, "E009", _store(lambda s: nisa.NkiScalar(5, nl.int64)))
+    raises(TypeError, "E009", _store(lambda s: s, dtype=nl.int16))
+    run(_store(lambda s: s * 2))
+
+
+def test_scalar_store_writes_the_value():
+    """S3: the stored int is the loaded one (the output is compared, not only 'it ran')."""
+    k = scalar_kernel(lambda t: nisa.scalar_load(t))
+    np.testing.assert_array_equal(k(one(-42)), one(-42))
+
+
+def test_comparison_result_is_traced_but_unusable():
+    """S1 (NkiScalar page): an int32 comparison is traced, but its result cannot be used (E015); the scalar
+    itself can."""
+    raises(ValueError, "E015", _store(lambda s: s < 4))
+    raises(ValueError, "E015", _store(lambda s: (s == 3) + 1))
+    run(_store(lambda s: s + 4))
+
+
+def test_python_control_flow_on_a_scalar_raises_type_error():
+    """S1 / C6: a traced scalar has no value while the kernel is specialized: `if s:`, int(s), range(s) raise
+    E015 (a TypeError, as the pages say); fori_loop is the construct for a runtime trip count."""
+
+    def branch(a):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 2)
+        s = nisa.scalar_load(t)
+        if s:
+            pass
+
+    def to_int(a):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 2)
+        for _ in range(nisa.scalar_load(t)):
+            pass
+
+    def counted(a):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 2)
+        nl.fori_loop(0, nisa.scalar_load(t), lambda i: None)
+
+    for bad in (branch, to_int):
+        with pytest.raises(TypeError, match=r"\[E015\]"):
+            run(bad)
+    run(counted)
+
+
+def test_int64_scalar_rules():
+    """S1, S4, C2: at 64 bits only +, -, * exist (a comparison or `//` is rejected at compile time: E021), a
+    64-bit scalar cannot bound a fori_loop (E009) nor offset an SBUF/PSUM access (E009), operands of two widths
+    do not mix (E009); +, -, * and an HBM offset work.  (nl.int64 tiles are not modelled, so the 64-bit scalar is
+    constructed directly.)"""
+    wide = lambda v: nisa.NkiScalar(v, nl.int64)  # noqa: E731
+
+    raises(ValueError, "E021", lambda a: wide(3) < 4)
+    raises(ValueError, "E021", lambda a: wide(3) // 2)
+    raises(TypeError, "E009", lambda a: nl.fori_loop(0, wide(2), lambda i: None))
+    raises(TypeError, "E009", lambda a: wide(1) + nisa.NkiScalar(1))
+
+    def sbuf_offset(a):
+        t = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        t.ap([[4, 1], [1, 4]], scalar_offset=wide(1))
+
+    raises(TypeError, "E009", sbuf_offset)
+    raises(NotImplementedError, "E100", lambda a: nisa.NkiScalar(3) // 2)  # int32 `//`: not in the pages
+
+    @nki.jit
+    def hbm_offset(a):
+        row = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=a.ap([[4, 1], [1, 4]], scalar_offset=wide(2**32 + 3) - 2**32 * 1))
+        out = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=row)
+        return out
+
+    a = rand(6, 4)
+    check(hbm_offset(a), a[3:4])
+    assert (wide(2**62) * 4)._value == 0  # wraps at 64 bits: 2**64 == 0 mod 2**64
+    # nl.int64 tiles themselves are not modelled: a coded E018, never a NumPy error
+    raises(ValueError, "E018", lambda a: nl.ndarray((1, 1), dtype=nl.int64, buffer=nl.sbuf))
+
+
+def test_scalar_api_needs_the_tracer(monkeypatch):
+    """S2, K9: scalar_load / scalar_store are tracer-only; NKI_COMPILER_FRONTEND=custom selects the parser, which
+    rejects the call (E021); unset, the same kernel runs."""
+    k = scalar_kernel(lambda t: nisa.scalar_load(t) + 1)
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="deprecated"), pytest.raises(ValueError, match=r"\[E021\].*custom"):
+        k(one(1))
+    monkeypatch.delenv("NKI_COMPILER_FRONTEND")
+    np.testing.assert_array_equal(k(one(1)), one(2))
+
+
+def test_unknown_frontend_value_warns_and_traces(monkeypatch):
+    """K9: the 2.33 pages name only NKI_COMPILER_FRONTEND=custom; another value warns and the kernel is traced
+    (scalars work)."""
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "fancy")
+    k = scalar_kernel(lambda t: nisa.scalar_load(t) * 3)
+    with pytest.warns(SimWarning, match="fancy"):
+        np.testing.assert_array_equal(k(one(4)), one(12))
+
+
+# ---- C2-C4, C6: the loops that replaced dynamic_range / `while reg:` -----------------------------------------
+def _countdown_kernel(style):
+    """Counts a register down from `count` to 0, adding 1 per trip: `while reg:` (0.6 parser) or nl.while_loop."""
+
+    @nki.jit
+    def k(count):
+        c = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c, src=count)
+        n = nl.zeros((1, 1), nl.int32, buffer=nl.sbuf)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, c)
+
+        def step(r):
+            nisa.tensor_scalar(dst=c, data=c, op0=nl.subtract, operand0=1)
+            nisa.tensor_scalar(dst=n, data=n, op0=nl.add, operand0=1)
+            nisa.register_load(r, c)
+            return r
+
+        if style == "while":
+            while reg:
+                step(reg)
+        else:
+            nl.while_loop(reg, step)
+        out = nl.ndarray((1, 1), nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=n)
+        return out
+
+    return k
+
+
+def test_bare_while_on_a_register_removed_while_loop_is_the_fix(monkeypatch):
+    """C4, C6 (MIG 0.6 -> 0.7; SDK 2.32 VirtualRegister note): `while reg:` is removed under tracing (E015, a
+    TypeError); nl.while_loop counts like NumPy; NKI_COMPILER_FRONTEND=custom still runs the 0.6 form."""
+    with pytest.raises(TypeError, match=r"\[E015\].*while_loop"):
+        _countdown_kernel("while")(one(5))
+    np.testing.assert_array_equal(_countdown_kernel("while_loop")(one(5)), one(5))
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="custom"):
+        np.testing.assert_array_equal(_countdown_kernel("while")(one(4)), one(4))
+
+
+def test_int_of_a_register_raises_under_tracing(monkeypatch):
+    """C6: int(reg) / range(reg) raise under tracing (E015, TypeError); under custom they read the value."""
+
+    def body(a):
+        reg = nisa.register_alloc(3)
+        assert int(reg) == 3 and list(range(reg)) == [0, 1, 2]
+
+    with pytest.raises(TypeError, match=r"\[E015\]"):
+        run(body)
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="custom"):
+        run(body)
+
+
+def test_fori_loop_register_bound_gives_a_register_written_by_value(monkeypatch):
+    """C2 (SDK 2.33.0 fori_loop): a VirtualRegister bound makes `i` a VirtualRegister, passed by value: writing
+    it "has no effect on the loop" -- the 0.6 rule called it read-only, so a SimWarning (E015 under strict and
+    under NKI_COMPILER_FRONTEND=custom); the loop still runs its 3 trips."""
+    trips = []
+
+    def kernel(a):
+        def body(i):
+            trips.append(i.value)
+            nisa.register_move(i, 100)
+
+        nl.fori_loop(0, nisa.register_alloc(3), body)
+
+    with pytest.warns(SimWarning, match="no effect"):
+        run(kernel)
+    assert trips == [0, 1, 2]
+
+    @nki.jit
+    def strict_k(a):
+        kernel(a)
+        out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a[0:1, 0:1])
+        return out
+
+    with pytest.raises(ValueError, match=r"\[E015\]"):
+        nki.simulate(strict_k, options=SimOptions(strict=True))(rand(2, 2))
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="custom"), pytest.raises(ValueError, match=r"\[E015\]"):
+        run(kernel)
 
 
 # ---- I20: nisa.topk ---------------------------------------------------------------------------------------------

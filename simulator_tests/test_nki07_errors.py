@@ -378,15 +378,23 @@ def test_fori_loop_rules():
     raises(ValueError, "E011", lambda a: nl.fori_loop(0, 4, lambda i: 1))
 
 
-def test_dynamic_range_deprecated():
-    """C4: nl.dynamic_range warns (deprecated since NKI 0.6)."""
+def test_dynamic_range_removed_in_07_and_kept_by_the_custom_frontend(monkeypatch):
+    """C4: NKI 0.7 removed nl.dynamic_range (MIG 0.6 -> 0.7): E015 naming fori_loop.  K9:
+    NKI_COMPILER_FRONTEND=custom keeps the 0.6 specialization, where it runs with the 0.6 deprecation warning."""
+    trips = []
 
     def body(a):
-        for _ in nl.dynamic_range(2):
-            pass
+        for i in nl.dynamic_range(3):
+            trips.append(i.value)
 
+    monkeypatch.delenv("NKI_COMPILER_FRONTEND", raising=False)
+    with pytest.raises(ValueError, match=r"\[E015\].*fori_loop"):
+        run(body)
+    assert trips == []
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
     with pytest.warns(SimWarning, match="deprecated"):
         run(body)
+    assert trips == [0, 1, 2]
 
 
 def test_unimplemented_api_is_coded():
@@ -769,7 +777,8 @@ def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
 
         nl.fori_loop(0, 2, body)
 
-    raises(ValueError, "E015", write_loop_var)
+    # NKI 0.7: with int bounds the body gets an NkiScalar, not a register (SDK 2.33.0 fori_loop): E010
+    raises(TypeError, "E010", write_loop_var)
     run(write_own_register)
     raises(ValueError, "E015", loop_in_no_reorder)
     run(no_reorder_in_loop)

@@ -29,6 +29,7 @@ from ..core.errors import (
 )
 from ..core.tensor import ON_CHIP, Tensor
 from ..kernel_ast import control_flow_site
+from .scalar import INT64, NkiScalar, value_of
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -53,11 +54,11 @@ REGIONS = {r.value: r for r in MemoryRegion}
 
 
 def _int_of(x, api, arg):
-    """An index given as int, NumPy int, register or a (1, 1) SBUF tensor (read now)."""
+    """An index given as int, NumPy int, register, NkiScalar or a (1, 1) SBUF tensor (read now)."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
-    if hasattr(x, "__nki_register__"):
-        return int(x)
+    if hasattr(x, "__nki_register__") or isinstance(x, NkiScalar):
+        return value_of(x, api)
     if isinstance(x, NkiTensor):
         if x.t.size != 1:
             raise SimIndexError(
@@ -580,6 +581,17 @@ class NkiTensor:
             start += int(offset)
         base_shape = base.shape
         if scalar_offset is not None:
+            if isinstance(scalar_offset, NkiScalar) and scalar_offset.dtype == INT64 and al.buffer in ON_CHIP:
+                # scalar_load page: "on an SBUF or PSUM operand the offset must be nl.int32" (a 64-bit offset is
+                # rejected rather than silently narrowed); HBM takes either width
+                raise SimTypeError(
+                    "E009",
+                    api,
+                    "scalar_offset",
+                    f"an nl.int64 NkiScalar offsets an access pattern of {al.buffer.value} tensor {self.name}: "
+                    "on-chip offsets must be nl.int32",
+                    "Load the offset from an nl.int32 tile (64-bit offsets address HBM only)",
+                )
             k = int(indirect_dim)
             row = int(np.prod(base_shape[k + 1 :])) if k + 1 <= len(base_shape) else 1
             start += _int_of(scalar_offset, api, "scalar_offset") * row
