@@ -19,7 +19,7 @@ RNG = np.random.default_rng(233)
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for v in ("NKI_COMPILER_FRONTEND",):
+    for v in ("NKI_COMPILER_FRONTEND", "NEURON_LOGICAL_NC_CONFIG", "NEURON_CC_FLAGS"):
         monkeypatch.delenv(v, raising=False)
 
 
@@ -479,3 +479,167 @@ def test_topk_constraints(bad, exc, code):
     """I20 (0.6 docstring constraints, SDK 2.33.0 page): each violation is its coded error; the fixed twin runs."""
     raises(exc, code, _topk_body(**bad))
     run(_topk_body())
+
+
+# ---- K12: tracing-based specialization ------------------------------------------------------------------------
+class _Tiler(nl.NKIObject):
+    """A base class of a kernel helper hierarchy (class inheritance, RN 0.7.0)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def tiles(self, n):
+        yield from range(0, n, self.rows)  # a generator: its tiles are produced while the kernel is traced
+
+    def op(self, dst, t):
+        nisa.tensor_copy(dst=dst, src=t)
+
+
+class _Scaler(_Tiler):
+    def __init__(self, rows, factor):
+        super().__init__(rows)
+        self.factor = factor
+
+    def op(self, dst, t):
+        nisa.tensor_scalar(dst=dst, data=t, op0=nl.multiply, operand0=self.factor)
+
+
+class _Mixin:
+    offset = 0.5
+
+
+class _ScalerPlus(_Scaler, _Mixin):
+    def op(self, dst, t):
+        super().op(dst, t)
+        nisa.tensor_scalar(dst=dst, data=dst, op0=nl.add, operand0=self.offset)
+
+
+def _generator_kernel():
+    @nki.jit
+    def k(a, helper):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        for r0 in helper.tiles(a.shape[0]):
+            t = nl.ndarray((helper.rows, a.shape[1]), a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[r0 : r0 + helper.rows, :])
+            helper.op(t, t)
+            nisa.dma_copy(dst=out[r0 : r0 + helper.rows, :], src=t)
+        return out
+
+    return k
+
+
+def test_generators_and_class_inheritance_in_a_kernel():
+    """K12 (RN 0.7.0 "Specialization by Python tracing": generators and class inheritance are meta-programming
+    that follows Python semantics): a generator of tile offsets and an overriding subclass (with super())
+    produce NumPy's result."""
+    a = rand(96, 32)
+    k = _generator_kernel()
+    check(k(a, _Scaler(32, 3.0)), a * 3.0)
+    check(k(a, _Tiler(16)), a)
+
+
+def test_class_with_a_second_base_is_a_warning_under_tracing(monkeypatch):
+    """K12: the 0.6 rule "an NKI class inherits from NKIObject and no other class" was the parser's; under
+    tracing a kernel argument of such a class warns (E010 under strict) and runs; custom keeps the E010."""
+    a = rand(64, 8)
+    k = _generator_kernel()
+    with pytest.warns(SimWarning, match="_Mixin"):
+        check(k(a, _ScalerPlus(32, 2.0)), a * 2.0 + 0.5)
+    with pytest.raises(TypeError, match=r"\[E010\]"):
+        nki.simulate(k, options=SimOptions(strict=True))(a, _ScalerPlus(32, 2.0))
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="custom"), pytest.raises(TypeError, match=r"\[E010\]"):
+        k(a, _ScalerPlus(32, 2.0))
+
+
+def test_equality_of_user_classes_follows_python():
+    """K12 (announcement "Kernels that use == on user-defined classes can behave differently"): under tracing
+    `==` is Python's -- identity unless the class defines __eq__."""
+    picked = []
+
+    class Tag(nl.NKIObject):
+        def __init__(self, v):
+            self.v = v
+
+    class Val(Tag):
+        def __eq__(self, o):
+            return isinstance(o, Val) and o.v == self.v
+
+        __hash__ = object.__hash__
+
+    def body(a):
+        picked.append((Tag(1) == Tag(1), Val(1) == Val(1)))
+
+    run(body)
+    assert picked == [(False, True)]
+
+
+# ---- K10, K11: the LNC degree ------------------------------------------------------------------------------------
+def _halves_kernel():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        pid, n = nl.program_id(), nl.num_programs()
+        rows = a.shape[0] // n
+        t = nl.load(a[pid * rows : (pid + 1) * rows, :])
+        nl.store(out[pid * rows : (pid + 1) * rows, :], nl.add(t, float(pid + n)))
+        return out
+
+    return k
+
+
+def test_env_sets_the_lnc_degree_of_a_plain_call(monkeypatch):
+    """K10 (SDK 2.33.1 LNC page): NEURON_LOGICAL_NC_CONFIG sets the degree of a kernel called without brackets."""
+    a = rand(64, 8)
+    k = _halves_kernel()
+    check(k(a), a + 1.0)  # unset: LNC=1
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "2")
+    ref = a + 2.0
+    ref[32:] += 1.0
+    check(k(a), ref)
+    check(nki.simulate(k)(a), ref)
+
+
+@pytest.mark.parametrize(
+    "env, bad, good",
+    [
+        ({"NEURON_CC_FLAGS": "--lnc=1"}, 2, 1),  # neuronx-cc overridden to LNC=1
+        ({"NEURON_CC_FLAGS": "-O1 --logical-nc-config 2"}, 1, 2),  # the long option, space-separated
+        ({"NEURON_LOGICAL_NC_CONFIG": "2"}, 1, 2),  # kernel[1] while neuronx-cc uses the variable's 2
+    ],
+    ids=["cc_lnc1", "cc_long_option", "env2_bracket1"],
+)
+def test_lnc_mismatch_with_the_compiler_is_rejected(monkeypatch, env, bad, good):
+    """K11 (MIG 0.6 -> 0.7; NCC_EVRF066): a kernel whose LNC degree differs from the one neuronx-cc uses is
+    rejected (E011); the matching launch runs."""
+    for name, v in env.items():
+        monkeypatch.setenv(name, v)
+    a = rand(64, 8)
+    k = _halves_kernel()
+    with pytest.raises(ValueError, match=rf"\[E011\].*LNC={bad}.*LNC={good}.*EVRF066"):
+        nki.simulate(k[bad])(a)
+    ref = a + float(good)
+    if good == 2:
+        ref[32:] += 1.0
+    check(nki.simulate(k[good])(a), ref)
+
+
+def test_lnc_without_a_declared_compiler_degree_is_not_checked():
+    """K11: with no NEURON_CC_FLAGS --lnc and no NEURON_LOGICAL_NC_CONFIG only a graph compilation would pick
+    neuronx-cc's degree; simulations of either degree run."""
+    a = rand(64, 8)
+    k = _halves_kernel()
+    check(nki.simulate(k[1])(a), a + 1.0)
+    ref = a + 2.0
+    ref[32:] += 1.0
+    check(nki.simulate(k[2])(a), ref)
+
+
+def test_unsupported_lnc_env_value(monkeypatch):
+    """K10 (LNC page: a degree of 1 or 2): NEURON_LOGICAL_NC_CONFIG=3 is E011; =1 runs."""
+    a = rand(64, 8)
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "3")
+    with pytest.raises(ValueError, match=r"\[E011\].*NEURON_LOGICAL_NC_CONFIG"):
+        _halves_kernel()(a)
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    check(_halves_kernel()(a), a + 1.0)

@@ -532,8 +532,11 @@ def test_engine_destination_start_partition():
     raises(ValueError, "E026", body(32))
 
 
-def test_keyword_only_kernel_signature_rejected():
-    """MIG 0.2->0.3 'Remove keyword-only argument separator': E010 at the kernel's def line."""
+def test_keyword_only_kernel_signature_custom_e010_tracer_warns(monkeypatch):
+    """MIG 0.2->0.3 'Remove keyword-only argument separator' is a rule of the 0.3-0.6 parser: E010 at the kernel's
+    def line under NKI_COMPILER_FRONTEND=custom (and under strict); NKI 0.7 traces the kernel with Python (RN
+    0.7.0) and the 2.33 pages are silent on it, so by default a SimWarning."""
+    from nki_kernels.sim import SimOptions
 
     @nki.jit
     def bad(a, *, scale=1.0):
@@ -548,7 +551,13 @@ def test_keyword_only_kernel_signature_rejected():
         return out
 
     x = rand(4, 4)
+    monkeypatch.delenv("NKI_COMPILER_FRONTEND", raising=False)
+    with pytest.warns(SimWarning, match="keyword-only"):
+        np.testing.assert_array_equal(bad(x), x)
     with pytest.raises(TypeError, match=r"\[E010\].*keyword-only"):
+        nki.simulate(bad, options=SimOptions(strict=True))(x)
+    monkeypatch.setenv("NKI_COMPILER_FRONTEND", "custom")
+    with pytest.warns(SimWarning, match="custom"), pytest.raises(TypeError, match=r"\[E010\].*keyword-only"):
         bad(x)
     np.testing.assert_array_equal(good(x), x)
 
@@ -615,9 +624,8 @@ class _Mixed(nl.NKIObject, _Mixin):
         ({1: 2}, {"1": 2}),  # dictionaries take only string keys
         ((4, {0.5: "x"}), (4, {"x": 0.5})),  # ... also inside a container
         (_Plain(), _Config()),  # a user class inherits from NKIObject
-        (_Mixed(), _Config()),  # ... and from no other class
     ],
-    ids=["dict_key", "nested_dict_key", "plain_class", "second_base"],
+    ids=["dict_key", "nested_dict_key", "plain_class"],
 )
 def test_kernel_argument_values_the_compiler_rejects(bad, good):
     """LG "NKI Values" (dictionaries with string keys) and "Class Support" (NKIObject and no other base); MIG
