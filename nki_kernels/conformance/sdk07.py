@@ -299,16 +299,28 @@ def _run_snippet(label: str, path: str, code: str) -> Result:
 
 
 def run_docs(opts: Options, report: Report) -> list[Result]:
-    """The ``sdk-docstrings`` suite over ``opts.sdk``."""
+    """The ``sdk-docstrings`` suite over ``opts.sdk``.
+
+    The snapshot documents NKI 0.6 (SDK 2.32), whose docstrings still show ``nl.dynamic_range`` and
+    ``while reg:``; SDK 2.33 runs such 0.6 code only under its previous specialization,
+    ``NKI_COMPILER_FRONTEND=custom`` (docs/nki-0.7-spec.md K9), so the blocks run under it."""
     from nki_kernels.sim import install_nki_alias
 
     assert opts.sdk is not None
     results = []
-    with install_nki_alias():
-        for label, path, code in snippets(opts.sdk):
-            if opts.select and opts.select not in label:
-                continue
-            r = _run_snippet(label, path, code)
-            report(r)
-            results.append(r)
+    saved = os.environ.get("NKI_COMPILER_FRONTEND")
+    os.environ["NKI_COMPILER_FRONTEND"] = "custom"
+    try:
+        with install_nki_alias():
+            for label, path, code in snippets(opts.sdk):
+                if opts.select and opts.select not in label:
+                    continue
+                r = _run_snippet(label, path, code)
+                report(r)
+                results.append(r)
+    finally:
+        if saved is None:
+            del os.environ["NKI_COMPILER_FRONTEND"]
+        else:
+            os.environ["NKI_COMPILER_FRONTEND"] = saved
     return results

@@ -160,6 +160,17 @@ def load_stationary_cycles(ev: Event, hw: HardwareSpec) -> float:
     return cyc
 
 
+def cost_topk(ev: Event, hw: HardwareSpec) -> float:
+    """nisa.topk: 4*n + K GpSIMD cycles (the NKI 0.6 docstring), n the snake elements (the event's elements per
+    partition), K the results per partition."""
+    p = ev.payload
+    n = int(p.elems if type(p) is Reduce else ev.free_elems or 1)
+    k = 1
+    for d in ev.out_shape[1:]:
+        k *= int(d)
+    return hw.v("topk_cycles_per_elem") * n + k
+
+
 def cost_generic(ev: Event, hw: HardwareSpec) -> float:
     return _min_ii(hw, _n(ev))
 
@@ -184,6 +195,7 @@ COMPUTE_COSTS = {
     "iota": cost_pool_index,
     "affine_select": cost_pool_index,
     "range_select": cost_pool_index,
+    "topk": cost_topk,
     "transpose": cost_vector_transpose,
 }
 

@@ -140,6 +140,9 @@ _TRN2 = {
     "scan_cycles_per_elem": _c(2, "cycles/elem", "D", "ISA §4.2 tensor_tensor_scan 2N"),
     "stt_cycles_per_elem": _c(2, "cycles/elem", "D", "ISA §4.2 scalar_tensor_tensor 2N"),
     "pool_start_cycles": _c(150, "cycles", "D", "ISA §1.4 GpSimd instruction start ~150 cycles"),
+    "topk_cycles_per_elem": _c(
+        4, "cycles/elem", "D", "aws-neuron-sdk 81ce03ae nki.isa.topk docstring: 4*n + K GpSIMD cycles per partition"
+    ),
     "dynamic_copy_cycles": _c(600, "cycles", "D", "ISA §1.4 dynamic-offset tensor_copy MIN_II"),
     "sem_ns": _c(75, "ns", "E", "§4.2 semaphore hop 50-100 ns", range=(50, 100)),
     # DMA (§1.3, §1.4, §2, §4.2)

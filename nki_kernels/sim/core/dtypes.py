@@ -125,7 +125,12 @@ def canonical(dt: Any, *, op: str = "dtype", arg: str = "dtype") -> np.dtype | _
                 )
             if d == np.int64 or d == np.uint64:
                 raise SimValueError(
-                    "E018", op, arg, f"Unsupported dtype '{d}': NKI has no 64-bit types", "Use int32/uint32"
+                    "E018",
+                    op,
+                    arg,
+                    f"Unsupported dtype '{d}': the interpreter has no 64-bit tensors (NKI 0.1 has none; the nl.int64 "
+                    "scalar tiles of NKI 0.7 are not modelled)",
+                    "Use int32/uint32",
                 )
             if d.kind == "V" and d.itemsize == 4:
                 return tfloat32

@@ -78,9 +78,11 @@ def dst_first(
     convert: Callable | None = None,
     extra: tuple = (),
     defaults: dict | None = None,
+    dst_name: str = "dst",
     **bound: Any,
 ) -> Callable:
     """An NKI 0.7 ISA call ``op(dst, ...)``: the core op lands its result in ``dst``; returns None.
+    ``dst_name``: the destination's keyword in the 0.7 signature (``topk`` calls it ``val_dst``).
     ``convert(dst, *args, **kw) -> (args, kw)`` maps the 0.7 signature onto the core op's (``extra``:
     keyword names it takes besides the core op's); ``defaults``: the 0.7 signature's defaults where
     they differ from the core op's; ``bound``: fixed keyword arguments of this call (e.g. the
@@ -102,25 +104,25 @@ def dst_first(
 
     def call(*args, **kw):
         ctx = enter(short)
-        if "dst" in kw:
-            dst = kw.pop("dst")
+        if dst_name in kw:
+            dst = kw.pop(dst_name)
         elif args:
             dst, args = args[0], args[1:]
         else:
             raise SimTypeError(
                 "E010",
                 short,
-                "dst",
-                f"nisa.{short}() was called without dst: NKI 0.7 ISA calls "
+                dst_name,
+                f"nisa.{short}() was called without {dst_name}: NKI 0.7 ISA calls "
                 "write their result into a destination tile and return nothing",
-                f'Pass the destination first: nisa.{short}(dst=tile, ...) (NKI 0.6 MIG "All ISA '
+                f'Pass the destination first: nisa.{short}({dst_name}=tile, ...) (NKI 0.6 MIG "All ISA '
                 'functions require a destination parameter")',
             )
         if dst.__class__ is not NkiTensor:
             raise SimTypeError(
                 "E010",
                 short,
-                "dst",
+                dst_name,
                 f"expected a destination tensor, got {type(dst).__name__}",
                 f"ISA calls take dst first since NKI 0.2: nisa.{short}(dst, ...) returns nothing",
             )
@@ -128,7 +130,7 @@ def dst_first(
         if engine_dst and not d.access_ok and d.alloc.buffer in ON_CHIP:
             # the engines' partition rules hold for what they write too (NKI 0.6 trainium2 arch guide: an
             # access of P partitions starts at partition 0 (P > 64), 0/64 (P > 32) or 0/32/64/96): E026
-            partition_access(d, short, "dst")
+            partition_access(d, short, dst_name)
             d.access_ok = True
         kw = _kwargs(kw, known, short, d) if kw else {}
         if args:

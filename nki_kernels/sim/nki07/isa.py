@@ -15,8 +15,10 @@ import numpy as np
 from ..core import dma as _dma
 from ..core import indirect as _indirect
 from ..core import reduce as _reduce
+from ..core import scalar as _scalar
 from ..core import select as _select
 from ..core import tensore as _tensore
+from ..core import topk as _topk
 from ..core import vector as _vector
 from ..core.context import current, enter
 from ..core.dtypes import is_int, name_of
@@ -34,7 +36,9 @@ from ..core.enums import (  # noqa: F401
 from ..core.errors import NKISyntaxError, SimTypeError, SimValueError
 from ..core.ops import BINARY, free_size, opcode, same_partitions, tile
 from ..core.tensor import SBUF
-from .adapt import dst_first, module_getattr
+from . import frontend
+from .adapt import dst_first, module_getattr, unwrap
+from .scalar import NkiScalar, traced_use, value_of
 from .tensor import NkiTensor
 
 if _typing.TYPE_CHECKING:  # not at run time: nki.isa's public names are the NKI API's
@@ -176,31 +180,49 @@ nc_stream_shuffle = dst_first(_select.nc_stream_shuffle)
 range_select = dst_first(_select.range_select, defaults={"reduce_cmd": reduce_cmd.reset_reduce})
 nonzero_with_count = dst_first(_select.nonzero_with_count)
 nc_n_gather = dst_first(_indirect.nc_n_gather)
+# I20: topk(val_dst, idx_dst, src, n, sorted=False) -- GpSimdE, per 16-partition group (SDK 2.33 page)
+topk = dst_first(_topk.topk, dst_name="val_dst")
 
 
 # ---- registers and runtime control flow (C5) -----------------------------------------------------
 class VirtualRegister:
-    """A 32-bit engine register; in the interpreter it holds a Python int."""
+    """A 32-bit engine register; in the interpreter it holds a Python int (``.value``).
+
+    C6 (SDK 2.32 ``nki.isa.VirtualRegister`` note; NKI 0.7 specializes by tracing, RN 0.7.0): while a kernel
+    is traced a register has no value, so ``bool()`` (an ``if`` / ``while reg:``), ``int()`` and ``range()``
+    of a register raise (E015, a TypeError); ``NKI_COMPILER_FRONTEND=custom`` keeps the 0.6 parser, where
+    they read the value."""
 
     __nki_register__ = True
     __slots__ = ("value",)
 
     def __init__(self, x: SupportsInt = 0):
-        self.value = int(x)
+        self.value = value_of(x, "register_alloc")
 
-    def __int__(self) -> int:
+    def _concrete(self, what: str) -> int:
+        if not frontend.custom():
+            raise traced_use(
+                f"{what} of the register {self!r}",
+                "VirtualRegister",
+                "Use nl.fori_loop(lower, upper, body) / nl.while_loop(reg, body) for loops on the device "
+                "(NKI 0.7 removed `while reg:` and nl.dynamic_range)",
+            )
         return self.value
 
-    __index__ = __int__
+    def __int__(self) -> int:
+        return self._concrete("int()")
+
+    def __index__(self) -> int:
+        return self._concrete("a Python index / range() bound")
 
     def __bool__(self) -> bool:
-        return self.value != 0
+        return self._concrete("bool() (an `if` / `while reg:`)") != 0
 
     def __repr__(self) -> str:
         return f"VirtualRegister({self.value})"
 
     def _v(self, o):
-        return int(o) if isinstance(o, VirtualRegister) else o
+        return o.value if isinstance(o, VirtualRegister) else o
 
     __add__ = lambda s, o: s.value + s._v(o)
     __radd__ = lambda s, o: s._v(o) + s.value
@@ -220,24 +242,47 @@ class VirtualRegister:
 
 
 class LoopRegister(VirtualRegister):
-    """The induction variable of ``fori_loop`` / ``dynamic_range``: read-only (LG "Runtime control flow": it is
-    frozen, ``register_move`` / ``register_load`` cannot write it; MIG 0.5->0.6 "Rules for migrated loops": the
-    loop variable is read-only)."""
+    """The induction variable of ``nl.dynamic_range`` (``frozen``: read-only, LG "Runtime control flow"; MIG
+    0.5->0.6 "Rules for migrated loops") or of a ``fori_loop`` bounded by a register (passed by value: writing
+    it "has no effect on the loop", SDK 2.33.0 ``nki.language.fori_loop``)."""
 
-    __slots__ = ()
+    __slots__ = ("frozen",)
+
+    def __init__(self, x: SupportsInt = 0, frozen: bool = True):
+        super().__init__(x)
+        self.frozen = frozen
+
+
+def _register(dst, api):
+    if not isinstance(dst, VirtualRegister):
+        raise SimTypeError(
+            "E010",
+            api,
+            "dst",
+            f"dst must be a register from nisa.register_alloc(), got {type(dst).__name__}"
+            + (" (the NkiScalar a fori_loop with int bounds passes its body)" if isinstance(dst, NkiScalar) else ""),
+            "Allocate a register: r = nisa.register_alloc()",
+        )
 
 
 def _writable(dst, api):
-    if isinstance(dst, LoopRegister):
-        raise SimValueError(
-            "E015",
-            api,
-            "dst",
-            f"the register {dst!r} is the induction variable of a fori_loop / "
-            "dynamic_range loop: it is read-only (frozen), writing it would change the loop's "
-            "termination",
-            "Allocate a register of your own (nisa.register_alloc) and move the loop variable into it",
-        )
+    _register(dst, api)
+    if not isinstance(dst, LoopRegister):
+        return
+    what = (
+        f"the register {dst!r} is the induction variable of a fori_loop / dynamic_range loop: it is read-only "
+        "(frozen), writing it would change the loop's termination"
+    )
+    fix = "Allocate a register of your own (nisa.register_alloc) and move the loop variable into it"
+    if dst.frozen or frontend.custom():
+        raise SimValueError("E015", api, "dst", what, fix)
+    # SDK 2.33.0 fori_loop: "writing to i has no effect on the loop"; the 0.6 migration rule still says the
+    # variable is read-only: a SimWarning, E015 under strict
+    ctx = current(api)
+    what = f"{api} writes the fori_loop variable {dst!r}: it is passed by value, so the write has no effect on the loop"
+    if ctx.options.strict:
+        raise SimValueError("E015", api, "dst", what, fix)
+    ctx.warn_once("nki07_fori_var_write", f"{what} (E015 under strict)")
 
 
 def register_alloc(x: SupportsInt | None = None) -> VirtualRegister:
@@ -246,7 +291,7 @@ def register_alloc(x: SupportsInt | None = None) -> VirtualRegister:
 
 def register_move(dst: VirtualRegister, src: SupportsInt) -> None:
     _writable(dst, "register_move")
-    dst.value = int(src)
+    dst.value = value_of(src, "register_move")
 
 
 def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
@@ -259,7 +304,46 @@ def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
 def register_store(dst: NkiTensor, src: SupportsInt) -> None:
     if not isinstance(dst, NkiTensor) or dst.size != 1:
         raise SimValueError("E011", "register_store", "dst", "register_store writes a single-element SBUF tensor")
-    dst.t.write(np.full(dst.shape, int(src)), api="register_store")
+    dst.t.write(np.full(dst.shape, value_of(src, "register_store")), api="register_store")
+
+
+# ---- NkiScalar (S1-S6, SDK 2.33) ------------------------------------------------------------------
+def _tracer_only(api: str) -> None:
+    # scalar_load / scalar_store pages: "Only the tracer frontend supports this. The parser frontend rejects
+    # the call." (NKI_COMPILER_FRONTEND=custom selects the parser)
+    if frontend.custom():
+        raise NKISyntaxError(
+            "E021",
+            api,
+            None,
+            f"nisa.{api} needs NKI 0.7's tracing specialization; NKI_COMPILER_FRONTEND=custom selects the "
+            "previous (parser) specialization, which rejects the call",
+            "Unset NKI_COMPILER_FRONTEND",
+        )
+
+
+def scalar_load(src: NkiTensor, name: str | None = None) -> NkiScalar:
+    """S2: the integer of a 1x1 nl.int32 / nl.int64 tensor in SBUF or HBM, as an NkiScalar of its dtype."""
+    ctx = enter("scalar_load")
+    _tracer_only("scalar_load")
+    value, dtype = _scalar.scalar_load(ctx, unwrap(src), api="nisa.scalar_load")
+    return NkiScalar(value, dtype)
+
+
+def scalar_store(dst: NkiTensor, value: NkiScalar, name: str | None = None) -> None:
+    """S3: write an NkiScalar into a 1x1 tensor of its width (a Python int is rejected: use nisa.memset)."""
+    ctx = enter("scalar_store")
+    _tracer_only("scalar_store")
+    if not isinstance(value, NkiScalar):
+        raise SimTypeError(
+            "E010",
+            "scalar_store",
+            "value",
+            f"value must be an NkiScalar, got {type(value).__name__}: a Python int stores nothing on the "
+            "device (scalar_store page)",
+            "Write a compile-time constant with nisa.memset(dst, value)",
+        )
+    _scalar.scalar_store(ctx, unwrap(dst), value.usable("scalar_store"), value.dtype, api="nisa.scalar_store")
 
 
 def core_barrier(data: NkiTensor, cores: Any, engine: engine = engine.gpsimd, **kw: Any) -> None:

@@ -26,8 +26,9 @@ from ..core.runner import Kernel as CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from ..core.tensor import Tensor
 from ..kernel_ast import analyze_kernel
+from . import frontend
 from .language import NKIObject
-from .lnc import Lockstep
+from .lnc import Lockstep, check_degree, env_degree
 from .tensor import NkiTensor
 
 if TYPE_CHECKING:
@@ -98,17 +99,23 @@ def _language_restrictions(fn, ctx: RunContext) -> None:
         _RESTRICTIONS_SEEN[code] = info
     file, kwonly, def_line, is_lines = info
     if kwonly:
-        raise SimTypeError(
-            "E010",
-            "nki.jit",
-            kwonly[0],
-            f"the kernel signature has keyword-only parameters "
-            f"({', '.join(kwonly)}) after `*`: the NKI 0.3+ compiler does not support the `*` "
-            "separator in kernel signatures",
-            "Remove `*` and put the parameters with defaults last "
-            "(NKI migration guide 'Remove keyword-only argument separator')",
-            where=(file, def_line),
+        what = (
+            f"the kernel signature has keyword-only parameters ({', '.join(kwonly)}) after `*`: the NKI 0.3-0.6 "
+            "specialization does not support the `*` separator in kernel signatures"
         )
+        fix = (
+            "Remove `*` and put the parameters with defaults last "
+            "(NKI migration guide 'Remove keyword-only argument separator')"
+        )
+        # NKI 0.7 specializes by tracing the kernel with Python (RN 0.7.0): the 0.3 rule was the parser's; the
+        # 2.33 pages do not say whether it still holds -- an error under NKI_COMPILER_FRONTEND=custom (the
+        # parser), else a SimWarning, E010 under strict
+        if frontend.custom() or ctx.options.strict:
+            raise SimTypeError("E010", "nki.jit", kwonly[0], what, fix, where=(file, def_line))
+        key = ("kwonly", file, def_line)
+        if key not in ctx.warned:
+            ctx.warned.add(key)
+            warnings.warn_explicit(f"{what} (E010 under strict)", SimWarning, file, def_line)
     if is_lines:
         what = (
             "`is` / `is not` in a kernel: the NKI 0.3+ compiler does not support identity comparisons "
@@ -186,11 +193,13 @@ def _argument_problem(v, path: str) -> tuple[str, str, bool] | None:
         ]
         if not extra:
             return None
+        # the 0.6 parser's rule; NKI 0.7's tracing supports class inheritance (RN 0.7.0 "Specialization by Python
+        # tracing"): an error only under NKI_COMPILER_FRONTEND=custom, else a SimWarning (E010 under strict)
         return (
-            f"`{path}` is a {t.__name__}, whose class also inherits from {', '.join(extra)}: an NKI class "
+            f"`{path}` is a {t.__name__}, whose class also inherits from {', '.join(extra)}: an NKI 0.6 class "
             "inherits from NKIObject and no other class",
             "Derive the class from nl.NKIObject only",
-            False,
+            not frontend.custom(),
         )
     return (
         f"`{path}` is a {t.__name__}, a class that does not inherit from nl.NKIObject: the NKI compiler "
@@ -237,6 +246,7 @@ class Kernel(CoreKernel):
 
     def __init__(self, fn: Callable, grid: tuple[int, ...] = (), **options: Any):
         self.kernel_fn = fn
+        self.lnc_explicit = bool(grid)  # launched as kernel[n] (K4), else the environment's degree (K10)
 
         def entry(*args, **kwargs):
             inputs = {a.alloc.id for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
@@ -360,6 +370,25 @@ def _to_torch(x):
     return x
 
 
+def _launch(k: Kernel) -> Kernel:
+    """The launch of ``k`` (K10, K11): a kernel called without brackets runs on the LNC degree
+    ``NEURON_LOGICAL_NC_CONFIG`` gives (1 when unset); the degree must match the one the environment gives
+    neuronx-cc."""
+    if len(k.grid) != 1:
+        return k  # a multi-axis SPMD grid, not an LNC degree
+    if k.lnc_explicit:
+        check_degree(k.__name__, k.grid[0], f"{k.__name__}[{k.grid[0]}]")
+        return k
+    env = env_degree()
+    degree = k.grid[0] if env is None else env
+    check_degree(k.__name__, degree, "NEURON_LOGICAL_NC_CONFIG" if env is not None else "no brackets: LNC=1")
+    if degree != k.grid[0]:
+        run = k[degree]
+        run.lnc_explicit = False
+        return run
+    return k
+
+
 def simulate(kernel: Callable, options: SimOptions | None = None) -> Callable[..., Any]:
     """``nki.simulate(kernel)(*args)`` (K2): run on the interpreter; NumPy in/out, or torch in/out."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
@@ -375,7 +404,7 @@ def simulate(kernel: Callable, options: SimOptions | None = None) -> Callable[..
             v, was = _from_host(a, n)
             kw[n] = v
             torch_in |= was
-        out = _trace_kernel(k, *conv, options=options, **kw)[0]
+        out = _trace_kernel(_launch(k), *conv, options=options, **kw)[0]
         return _to_torch(out) if torch_in else out
 
     run.__name__ = f"simulate({k.__name__})"
@@ -402,7 +431,7 @@ dtype = np.dtype  # ``nki.dtype`` in annotations: NKI dtypes are NumPy dtype obj
 def trace(kernel: Callable, *args: Any, options: SimOptions | None = None, **kwargs: Any) -> tuple[Any, Trace]:
     """``(outputs, trace)`` of a run: the instruction trace the cost model reads."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
-    return _trace_kernel(k, *args, options=options, **kwargs)
+    return _trace_kernel(_launch(k), *args, options=options, **kwargs)
 
 
 def simulator_requested() -> bool:

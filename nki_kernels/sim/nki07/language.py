@@ -33,9 +33,13 @@ from ..core.ops import UNARY as _UNARY
 from ..core.tensor import HBM_KINDS, ON_CHIP
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
+from . import frontend as _frontend
 from . import tensor as _tensor_mod
 from .adapt import dst_first, module_getattr, returns_fresh, unwrap
 from .isa import LoopRegister, VirtualRegister
+from .scalar import INT32 as _INT32
+from .scalar import NkiScalar as _NkiScalar
+from .scalar import value_of as _value_of
 from .tensor import REGIONS as _REGIONS
 from .tensor import DynSlice, MemoryRegion, NkiTensor
 
@@ -57,6 +61,9 @@ int8, uint8, int16, uint16, int32, uint32, bool_ = (
     dt.uint32,
     dt.bool_,
 )
+# nl.int64 (SDK 2.33: scalar_load / scalar_store tiles, NkiScalar width): named for NkiScalar; tensors of it are
+# not modelled (E018, docs/nki-0.7-spec.md "Decisions")
+int64 = np.dtype(np.int64)
 # Packed x4 / MX scale dtypes exist as names; creating a tensor of them raises E018 (not modelled).
 float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4, float8_e8m0fnu = (
     "float8_e5m2_x4",
@@ -361,15 +368,29 @@ def static_range(start: int, stop: int | None = None, step: int = 1) -> Iterator
 
 
 def dynamic_range(start: SupportsInt, stop: SupportsInt | None = None, step: SupportsInt = 1) -> Iterator[LoopRegister]:
+    """C4: removed in NKI 0.7 (MIG 0.6->0.7, SDK 2.33.1 ``nki/migration/index``: the release "removes the
+    dynamic loop constructs deprecated in NKI 0.6.0"): E015 naming ``nl.fori_loop``.  Under
+    ``NKI_COMPILER_FRONTEND=custom`` (the 0.6 specialization, K9) it runs, deprecated, as in NKI 0.6."""
     ctx = enter("dynamic_range", instruction=False)
+    if not _frontend.custom():
+        raise SimValueError(
+            "E015",
+            "dynamic_range",
+            None,
+            "nl.dynamic_range was removed in NKI 0.7 (SDK 2.33): the tracing specialization cannot build a "
+            "loop from a register in a Python `for`",
+            "Move the body into a function and call nl.fori_loop(lower, upper, body) (or set "
+            "NKI_COMPILER_FRONTEND=custom while migrating, deprecated in 2.33)",
+        )
     ctx.warn_once("dynrange", "nl.dynamic_range is deprecated since NKI 0.6: use nl.fori_loop (MIG 0.5->0.6)")
-    r = builtins.range(int(start)) if stop is None else builtins.range(int(start), int(stop), int(step))
+    lo = _value_of(start, "dynamic_range")
+    r = (
+        builtins.range(lo)
+        if stop is None
+        else builtins.range(lo, _value_of(stop, "dynamic_range"), _value_of(step, "dynamic_range"))
+    )
     for i in _loop("sequential", (r.start, r.stop, r.step)):
-        yield _reg(i)
-
-
-def _reg(i):
-    return LoopRegister(i)
+        yield LoopRegister(i)
 
 
 _NO_REORDER = [0]  # depth of nested nl.no_reorder() blocks being executed
@@ -388,14 +409,40 @@ def _not_in_no_reorder(api):
         )
 
 
-def fori_loop(lower: SupportsInt, upper: SupportsInt, body_fun: Callable[[LoopRegister], None], step: int = 1) -> None:
-    """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None."""
+def _bound(x: Any, arg: str) -> int:
+    """A fori_loop bound's value.  SDK 2.33.0 ``nki.language.fori_loop``: a bound is an int, a VirtualRegister
+    or an NkiScalar, and "must be 32-bit: the loop compiles into a compare-and-branch that has no 64-bit form"."""
+    if isinstance(x, _NkiScalar) and x.dtype != _INT32:
+        raise SimTypeError(
+            "E009",
+            "fori_loop",
+            arg,
+            f"an nl.int64 scalar cannot bound a fori_loop (its trip-count comparison has no 64-bit form): {x!r}",
+            "Bound the loop with an nl.int32 scalar; a 64-bit scalar can still be computed inside the body",
+        )
+    if not isinstance(x, (int, np.integer, _NkiScalar)) and not hasattr(x, "__nki_register__"):
+        raise SimTypeError(
+            "E010",
+            "fori_loop",
+            arg,
+            f"a bound is an int, a VirtualRegister or an NkiScalar, got {type(x).__name__}",
+            "Load a runtime bound with nisa.scalar_load (or nisa.register_load)",
+        )
+    return _value_of(x, "fori_loop")
+
+
+def fori_loop(lower: SupportsInt, upper: SupportsInt, body_fun: Callable[[Any], None], step: int = 1) -> None:
+    """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None.  ``i`` is passed by
+    value: an NkiScalar (nl.int32) unless a bound is a VirtualRegister, then a VirtualRegister (SDK 2.33.0
+    ``nki.language.fori_loop``); under NKI_COMPILER_FRONTEND=custom a read-only register, as in NKI 0.6."""
     _not_in_no_reorder("fori_loop")
-    if not isinstance(step, (int, np.integer)) or step < 1:
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
         raise SimValueError("E011", "fori_loop", "step", f"step must be a positive compile-time int, got {step!r}")
-    lo, hi = int(lower), int(upper)
+    lo, hi = _bound(lower, "lower"), _bound(upper, "upper")
+    custom = _frontend.custom()
+    register = custom or hasattr(lower, "__nki_register__") or hasattr(upper, "__nki_register__")
     for i in _loop("sequential", (lo, hi, int(step))):
-        r = body_fun(_reg(i))
+        r = body_fun(LoopRegister(i, frozen=custom) if register else _NkiScalar(i, _INT32))
         if r is not None:
             raise SimValueError(
                 "E011",
@@ -412,9 +459,9 @@ def while_loop(init: SupportsInt, body_fun: Callable[[VirtualRegister], Supports
     _not_in_no_reorder("while_loop")
     r = init
     n = 0
-    while int(r) != 0:
-        r = body_fun(VirtualRegister(int(r)))
-        if not hasattr(r, "__nki_register__") and not isinstance(r, (int, np.integer)):
+    while _value_of(r, "while_loop") != 0:
+        r = body_fun(VirtualRegister(_value_of(r, "while_loop")))
+        if not hasattr(r, "__nki_register__") and not isinstance(r, (int, np.integer, _NkiScalar)):
             raise SimValueError(
                 "E011",
                 "while_loop",

@@ -12,12 +12,15 @@ every NKI call runs on entry (``core.context.enter``).  Decision recorded in doc
 
 from __future__ import annotations
 
+import os
+import shlex
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from ..core.context import RunContext, activate
+from ..core.errors import SimValueError
 
 
 class _Aborted(BaseException):
@@ -114,3 +117,71 @@ class Lockstep:
         if self.error is not None:
             raise self.error
         return self.results
+
+
+# ---- the LNC degree of a launch and of the compiler (K10, K11) -------------------------------------------
+ENV_KERNEL = "NEURON_LOGICAL_NC_CONFIG"
+ENV_CC = "NEURON_CC_FLAGS"
+_CC_OPTIONS = ("--lnc", "-lnc", "--logical-nc-config")
+
+
+def env_degree() -> int | None:
+    """K10: ``NEURON_LOGICAL_NC_CONFIG`` sets the LNC degree of a kernel called without brackets (SDK 2.33.1
+    ``nki/get-started/about/lnc``: the degree "can be specified using the NEURON_LOGICAL_NC_CONFIG environment
+    variable or via bracket syntax at the kernel call site"; the SDK supports a degree of 1 or 2).  None: unset."""
+    v = os.environ.get(ENV_KERNEL, "").strip()
+    if not v:
+        return None
+    if v not in ("1", "2"):
+        raise SimValueError(
+            "E011",
+            "nki.jit",
+            ENV_KERNEL,
+            f"{ENV_KERNEL}={v!r}: the Neuron SDK supports an LNC degree of 1 or 2",
+            f"Set {ENV_KERNEL}=1 or 2 (or unset it)",
+        )
+    return int(v)
+
+
+def compiler_degree() -> tuple[int, str] | None:
+    """The LNC degree neuronx-cc compiles with, when the environment declares it: ``--lnc`` /
+    ``--logical-nc-config`` in ``NEURON_CC_FLAGS``, else ``NEURON_LOGICAL_NC_CONFIG`` (NCC_EVRF066 page:
+    setting that variable makes neuronx-cc and the kernel agree).  ``(degree, where it came from)``; None when
+    the environment says nothing (neuronx-cc then defaults to LNC=2 on trn2, but only a graph compilation,
+    which the interpreter never does, would use it)."""
+    try:
+        toks = shlex.split(os.environ.get(ENV_CC, ""))
+    except ValueError:
+        toks = []
+    found = None
+    for i, t in enumerate(toks):
+        name, eq, val = t.partition("=")
+        if name not in _CC_OPTIONS:
+            continue
+        if not eq:
+            val = toks[i + 1] if i + 1 < len(toks) else ""
+        if val.strip().isdigit():
+            found = (int(val), f"{ENV_CC} {name}={val.strip()}")  # the last one wins, as on a command line
+    if found is not None:
+        return found
+    d = env_degree()
+    return (d, f"{ENV_KERNEL}={d}") if d is not None else None
+
+
+def check_degree(kernel_name: str, degree: int, how: str) -> None:
+    """K11 (MIG 0.6 -> 0.7, SDK 2.33.1: "the compiler now validates that the kernel and compiler LNC degrees
+    match"; error NCC_EVRF066): a kernel whose LNC degree differs from the one the environment gives
+    neuronx-cc is rejected (E011)."""
+    cc = compiler_degree()
+    if cc is None or cc[0] == degree:
+        return
+    raise SimValueError(
+        "E011",
+        "nki.jit",
+        "lnc",
+        f"NKI kernel '{kernel_name}' is configured with LNC={degree} ({how}), but neuronx-cc is using "
+        f"LNC={cc[0]} ({cc[1]}): the LNC degree is a property of the whole compiled graph (NCC_EVRF066)",
+        f"Set {ENV_KERNEL} to the degree you compile with and call the kernel without brackets",
+        got=degree,
+        limit=cc[0],
+    )

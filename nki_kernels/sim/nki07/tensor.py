@@ -29,6 +29,7 @@ from ..core.errors import (
 )
 from ..core.tensor import ON_CHIP, Tensor
 from ..kernel_ast import control_flow_site
+from .scalar import INT64, NkiScalar, value_of
 
 # the nl.* functions the tensor operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -53,11 +54,11 @@ REGIONS = {r.value: r for r in MemoryRegion}
 
 
 def _int_of(x, api, arg):
-    """An index given as int, NumPy int, register or a (1, 1) SBUF tensor (read now)."""
+    """An index given as int, NumPy int, register, NkiScalar or a (1, 1) SBUF tensor (read now)."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
-    if hasattr(x, "__nki_register__"):
-        return int(x)
+    if hasattr(x, "__nki_register__") or isinstance(x, NkiScalar):
+        return value_of(x, api)
     if isinstance(x, NkiTensor):
         if x.t.size != 1:
             raise SimIndexError(
@@ -578,8 +579,18 @@ class NkiTensor:
         start = t.off // isz if t.arr is not None else t.off // base.itemsize
         if offset is not None:
             start += int(offset)
-        base_shape = base.shape
         if scalar_offset is not None:
+            if isinstance(scalar_offset, NkiScalar) and scalar_offset.dtype == INT64 and al.buffer in ON_CHIP:
+                # scalar_load page: "on an SBUF or PSUM operand the offset must be nl.int32" (a 64-bit offset is
+                # rejected rather than silently narrowed); HBM takes either width
+                raise SimTypeError(
+                    "E009",
+                    api,
+                    "scalar_offset",
+                    f"an nl.int64 NkiScalar offsets an access pattern of {al.buffer.value} tensor {self.name}: "
+                    "on-chip offsets must be nl.int32",
+                    "Load the offset from an nl.int32 tile (64-bit offsets address HBM only)",
+                )
             # the offset counts along axis `indirect_dim` of this tensor (a reshaped view has its own strides:
             # vLLM-NKIPy's rank-slice add offsets a (ranks, rows, H) reshape of a (B, H) input by whole ranks)
             k = int(indirect_dim)
@@ -616,7 +627,12 @@ class NkiTensor:
             if not isinstance(vector_offset, NkiTensor):
                 raise SimTypeError("E010", api, "vector_offset", "vector_offset must be an SBUF (P, 1) tensor")
             rows = np.asarray(vector_offset.t.read()).reshape(-1).astype(np.int64)[: counts[0]]
-            rstride = int(np.prod(base_shape[1:]))
+            # a row of this tensor's axis 0 (of a reshaped view too, as for scalar_offset)
+            shp = tuple(self.shape)
+            if t.arr is not None and t.arr.ndim == len(shp) and shp:
+                rstride = t.arr.strides[0] // isz
+            else:
+                rstride = int(np.prod(shp[1:])) if shp else 1
             idx = np.full(counts, start, dtype=np.int64)
             idx += (rows * rstride).reshape((-1,) + (1,) * (len(counts) - 1))
             for ax, (s, c) in enumerate(pat[1:], start=1):
