@@ -269,13 +269,16 @@ def lenient(
     op: str | None = None,
     arg: str | None = None,
     where: tuple[str, int] | None = None,
+    error: bool = False,
 ) -> None:
     """The never-stricter policy (``policy.py``) applied to one finding of the lenient ``rule``: under
-    ``SimOptions.strict`` the rule's coded error; otherwise a SimWarning naming the rule and that code, once per
-    (rule, line).  ``where`` is the (file, line) to blame, by default the user's line."""
+    ``SimOptions.strict`` (or with ``error``: a mode in which the sources do make it an error, e.g. NKI 0.7's
+    ``NKI_COMPILER_FRONTEND=custom``) the rule's coded error; otherwise a SimWarning naming the rule and that code,
+    once per (rule, line).  ``where`` is the (file, line) to blame, by default the user's line."""
     ctx = maybe_current()
     if ctx is not None:
-        enforce(rule, ctx.options.strict, ctx.warned, what, fix, op=op, arg=arg, where=where or user_location())
+        strict = error or ctx.options.strict
+        enforce(rule, strict, ctx.warned, what, fix, op=op, arg=arg, where=where or user_location())
 
 
 def unproven(rule: str, message: str) -> None:

@@ -92,6 +92,33 @@ LENIENT: dict[str, Lenient] = {
     "spmd.output_overlap": Lenient(
         "E029", "err_unexpected_output_dependencies covers affine_range iterations, not SPMD instances"
     ),
+    # -- NKI 0.7 (nki07/) --------------------------------------------------------------------------------------------
+    "nki07.kwonly_signature": Lenient(
+        "E010",
+        "`*` in a kernel signature was the NKI 0.3-0.6 parser's rule; NKI 0.7 specializes by Python tracing (RN 0.7.0) "
+        "and the 2.33 pages do not repeat it (an error under NKI_COMPILER_FRONTEND=custom)",
+    ),
+    "nki07.is_operator": Lenient(
+        "E010", "`is` / `is not` in a kernel: the 0.3+ migration guide drops it, nki-library's helpers use `is None`"
+    ),
+    "nki07.argument_value": Lenient(
+        "E010",
+        "a kernel argument outside the documented NKI values where the sources do not say what the compiler does (an "
+        "int outside int32, a float outside fp32, an NKIObject class with a second base under 0.7 tracing)",
+    ),
+    "nki07.if_tensor": Lenient(
+        "E015",
+        "`if` on a tensor's contents: the compiler resolves ifs at specialization time, nki.simulate runs it "
+        "(simulator guide 'NKI Meta-Programming Support')",
+    ),
+    "nki07.fori_variable_write": Lenient(
+        "E015",
+        "SDK 2.33 fori_loop: writing the loop variable 'has no effect on the loop'; the 0.6 rule made it read-only "
+        "(an error under NKI_COMPILER_FRONTEND=custom)",
+    ),
+    "nki07.scalar_immediate_width": Lenient(
+        "E011", "a Python int that does not fit an NkiScalar's width: the 2.33 pages are silent (it wraps here)"
+    ),
     # -- memory ------------------------------------------------------------------------------------------------------
     "pm.sbuf_spill": Lenient("E006", "the compiler spills SBUF (programming model 'Memory hierarchy')"),
     "pm.psum_capacity": Lenient(

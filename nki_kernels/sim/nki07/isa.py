@@ -20,7 +20,7 @@ from ..core import select as _select
 from ..core import tensore as _tensore
 from ..core import topk as _topk
 from ..core import vector as _vector
-from ..core.context import current, enter
+from ..core.context import current, enter, lenient
 from ..core.dtypes import is_int, name_of
 from ..core.enums import (  # noqa: F401
     constants,
@@ -278,11 +278,9 @@ def _writable(dst, api):
         raise SimValueError("E015", api, "dst", what, fix)
     # SDK 2.33.0 fori_loop: "writing to i has no effect on the loop"; the 0.6 migration rule still says the
     # variable is read-only: a SimWarning, E015 under strict
-    ctx = current(api)
+    current(api)
     what = f"{api} writes the fori_loop variable {dst!r}: it is passed by value, so the write has no effect on the loop"
-    if ctx.options.strict:
-        raise SimValueError("E015", api, "dst", what, fix)
-    ctx.warn_once("nki07_fori_var_write", f"{what} (E015 under strict)")
+    lenient("nki07.fori_variable_write", what, fix, op=api, arg="dst")
 
 
 def register_alloc(x: SupportsInt | None = None) -> VirtualRegister:

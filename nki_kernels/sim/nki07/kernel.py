@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import warnings
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes
 import numpy as np
 
-from ..core.context import RunContext, maybe_current
-from ..core.errors import SimRuntimeError, SimTypeError, SimValueError, SimWarning
+from ..core.context import RunContext, lenient, maybe_current
+from ..core.errors import SimRuntimeError, SimTypeError, SimValueError
 from ..core.runner import Kernel as CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from ..core.tensor import Tensor
@@ -110,25 +109,21 @@ def _language_restrictions(fn, ctx: RunContext) -> None:
         # NKI 0.7 specializes by tracing the kernel with Python (RN 0.7.0): the 0.3 rule was the parser's; the
         # 2.33 pages do not say whether it still holds -- an error under NKI_COMPILER_FRONTEND=custom (the
         # parser), else a SimWarning, E010 under strict
-        if frontend.custom() or ctx.options.strict:
-            raise SimTypeError("E010", "nki.jit", kwonly[0], what, fix, where=(file, def_line))
-        key = ("kwonly", file, def_line)
-        if key not in ctx.warned:
-            ctx.warned.add(key)
-            warnings.warn_explicit(f"{what} (E010 under strict)", SimWarning, file, def_line)
+        lenient(
+            "nki07.kwonly_signature",
+            what,
+            fix,
+            op="nki.jit",
+            arg=kwonly[0],
+            where=(file, def_line),
+            error=frontend.custom(),
+        )
     if is_lines:
         what = (
             "`is` / `is not` in a kernel: the NKI 0.3+ compiler does not support identity comparisons "
             "(NKI migration guide 'Replace is / is not with == / !=')"
         )
-        if ctx.options.strict:
-            raise SimTypeError("E010", "is", None, what, "Use == / != instead", where=(file, is_lines[0]))
-        key = ("is_operator", file, is_lines[0])
-        if key not in ctx.warned:
-            ctx.warned.add(key)
-            warnings.warn_explicit(
-                f"{what}; use == / != at {os.path.basename(file)}:{is_lines[0]}", SimWarning, file, is_lines[0]
-            )
+        lenient("nki07.is_operator", what, "Use == / != instead", op="is", where=(file, is_lines[0]))
 
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -222,15 +217,9 @@ def _check_arguments(fn, ctx: RunContext, args, kwargs) -> None:
         p = _argument_problem(v, name)
         if p is None:
             continue
-        what, fix, strict_only = p
-        if strict_only and not ctx.options.strict:
-            key = ("nki07_arg", name, what)
-            if key not in ctx.warned:
-                ctx.warned.add(key)
-                if where is not None:
-                    warnings.warn_explicit(f"{what} (E010 under strict)", SimWarning, where[0], where[1])
-                else:
-                    warnings.warn(f"{what} (E010 under strict)", SimWarning, stacklevel=2)
+        what, fix, lenient_rule = p
+        if lenient_rule:
+            lenient("nki07.argument_value", what, fix, op="nki.jit", arg=name, where=where)
             continue
         raise SimTypeError("E010", "nki.jit", name, what, fix, where=where)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes as dt
-from ..core.context import maybe_current
+from ..core.context import lenient
 from ..core.errors import NKISyntaxError, SimNotImplementedError, SimTypeError, SimValueError
 from ..core.scalar import WIDTHS, wrap
 
@@ -124,11 +124,7 @@ class NkiScalar:
                 # the pages do not say what a Python int outside the scalar's width does: it wraps like the
                 # result would, with a warning (E011 under strict)
                 msg = f"the Python int {v} does not fit the {dt.name_of(self.dtype)} scalar it meets: it wraps"
-                ctx = maybe_current()
-                if ctx is not None and ctx.options.strict:
-                    raise SimValueError("E011", f"NkiScalar {sym}", None, msg, "Use a value in range")
-                if ctx is not None:
-                    ctx.warn_once("nkiscalar_immediate", msg + " (E011 under strict)")
+                lenient("nki07.scalar_immediate_width", msg, "Use a value in range", op=f"NkiScalar {sym}")
             return v
         return None
 

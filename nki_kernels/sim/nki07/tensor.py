@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import ops as core
-from ..core.context import current, enter_landing, maybe_current
+from ..core.context import current, enter_landing, lenient
 from ..core.errors import (
     NKISyntaxError,
     SimIndexError,
@@ -180,11 +180,7 @@ class NkiTensor:
                     "Branch on shapes / Python values, compute both sides and select (nisa.select / "
                     "affine_select), or load a register (nisa.register_load) for runtime control flow"
                 )
-                ctx = maybe_current()
-                if ctx is not None and ctx.options.strict:
-                    raise SimValueError("E015", "if", self.name, what, fix)
-                if ctx is not None:
-                    ctx.warn_once("nki07_if_tensor", f"{what}; {fix} (E015 under strict)")
+                lenient("nki07.if_tensor", what, fix, op="if", arg=self.name)
         return value
 
     __hash__ = object.__hash__
