@@ -518,6 +518,32 @@ class Result:
         "slot",
         "private",
     )
+    op: str
+    api: str
+    engine: Engine
+    kind: str
+    fields: tuple
+    value: np.ndarray | None
+    dtype: Any
+    buffer: Buffer
+    mask: MaskArg
+    shape: tuple
+    partitions: int
+    free_elems: int
+    in_shapes: list
+    in_dtypes: list
+    reads: list
+    nbytes: int
+    out_bytes: int
+    flops: int
+    extra_reads: tuple
+    extra_writes: tuple
+    tile: Tensor | None
+    where: tuple | None
+    written_by: int
+    origin: bool | tuple
+    slot: int | None
+    private: bool
 
     def commit(self, ctx: RunContext) -> None:
         """Record the result with its new tile as its destination (the pending result's end)."""
@@ -1322,7 +1348,7 @@ def accumulate(ctx: RunContext, dst: Tensor, other: Any, opname: str, *, warn: b
             f"`{api}` needs an SBUF/PSUM destination, got {dst.alloc.buffer.value}",
             "Accumulate on chip, then store",
         )
-    tile(dst, api, "dst")
+    dst = tile(dst, api, "dst")
     b = value_of(other)
     if isinstance(other, Tensor):
         tile(other, api, "value")

@@ -166,7 +166,7 @@ def tensor_copy_predicated(
     ``np.less_equal(a, 0.8)``); src (tile or scalar), dst, predicate have the same partitions and
     elements per partition; src and predicate not both in PSUM."""
     aname = "tensor_copy_predicated"
-    _ops.tile(dst, aname, "dst")
+    dst = _ops.tile(dst, aname, "dst")
     _ops.tile(predicate, aname, "predicate")
     if predicate.dtype not in _PRED_DTYPES:
         raise SimTypeError(
@@ -233,7 +233,7 @@ def select_reduce(
 ) -> Tensor | None:
     """``dst = where(predicate, on_true, on_false)``, optionally max-reduced per partition (2.26)."""
     aname = "select_reduce"
-    _ops.tile(dst, aname, "dst")
+    dst = _ops.tile(dst, aname, "dst")
     _ops.tile(predicate, aname, "predicate")
     _ops.tile(on_true, aname, "on_true")
     _same_elems(aname, "on_true", on_true, dst=dst, predicate=predicate)
@@ -721,7 +721,7 @@ def nc_stream_shuffle(
     the active-partition rule (96/128 -> 0; 64 -> 0/64; 32 -> 0/32/64/96)."""
     aname = "nc_stream_shuffle"
     _ops.tile(src, aname, "src")
-    _ops.tile(dst, aname, "dst")
+    dst = _ops.tile(dst, aname, "dst")
     if src.dtype != dst.dtype:
         raise SimTypeError(
             "E009", aname, "dst", f"dst dtype {_dt.name_of(dst.dtype)} must match src {_dt.name_of(src.dtype)}"
