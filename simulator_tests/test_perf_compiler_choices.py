@@ -1,7 +1,8 @@
-"""The compiler's choices the cost model makes (issue 25), each on a small synthetic trace whose timeline
-is worked out by hand in the comments: allocation (a tile rewritten whole is a new version, in a
-sequential loop and a skip_middle_end build too), DMA issue, PSUM fills folded into the first matmul,
-and the alternatives of undecidable choices that widen the band."""
+"""The compiler's choices the cost model makes (docs/cost-model.md, model items 2, 7, 8 and 10), each on
+a small synthetic trace whose timeline is worked out by hand in the comments: allocation (a tile
+rewritten whole is a new version, in a sequential loop and a skip_middle_end build too), DMA issue,
+PSUM fills folded into the first matmul, and the alternatives of undecidable choices that widen the
+band."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ class ClassBand:
     n: int  # gated points in the class
 
 
-# Leave-one-out per op class, recorded from `python -m nki_kernels.perf.calibration` (issue 25 refit,
+# Leave-one-out per op class, recorded from `python -m nki_kernels.perf.calibration` (the allocation/DMA-issue refit,
 # 67 gated points: §3.1 + the §3.1b tutorial, attention and GEMM+bias(+GELU) measurements + the §3.1c conv):
 #   dma-vector n=13 median 12.4 % p68 13.8 % worst 1.32x (#22b)
 #   mixed      n=28 median  9.7 % p68 12.3 % worst 1.37x (#att.fp32.1024.u)

@@ -26,6 +26,7 @@ import functools
 import linecache
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from nki_kernels.sim.core import engines as _engines
 from nki_kernels.sim.core.trace import Dma, Elementwise, Event, Matmul, Reduce, Transpose
@@ -182,7 +183,7 @@ class Allocation:
 
     serialise: bool = False
 
-    def depth(self, buffer, tile_bytes: int, alloc_id=None) -> int:
+    def depth(self, buffer: object, tile_bytes: int, alloc_id: int | None = None) -> int:
         if self.serialise or (alloc_id is not None and alloc_id in self.direct):
             return 1
         if str(buffer) == "psum":
@@ -194,7 +195,7 @@ class Allocation:
         return max(1, min(self.max_depth, int(cap // tile)))
 
 
-def allocation(hw: HardwareSpec, alloc_origins: dict, peak_sbuf: int, opts) -> Allocation:
+def allocation(hw: HardwareSpec, alloc_origins: dict, peak_sbuf: int, opts: Any) -> Allocation:
     """The :class:`Allocation` of one trace (``peak_sbuf``: its peak live SBUF bytes per partition)."""
     usable = hw.v("sbuf_usable_bytes_per_partition")
     room = usable - peak_sbuf if 0 < peak_sbuf <= usable else None

@@ -149,7 +149,7 @@ class ModelOptions:
             return max(1, int(hw.v("dge_queues_serial")))
         return max(1, int(hw.v("dge_queues")))
 
-    def serial_dma(self, ev) -> bool:
+    def serial_dma(self, ev: Event) -> bool:
         """True when ``ev`` (a DMA) is issued from the first queue only, one after the other: every DMA
         of a skip_middle_end build with ``skip_issue="serial"``; with "by-loop" (the fitted choice) the
         DMAs whose innermost loop is an ``affine_range`` -- the CS149 part 1 ladder and transpose
