@@ -1,4 +1,4 @@
-"""Calibration of the cost model against the public trn2 measurements (trn2-hardware.md §3.1, §3.1b).
+"""Calibration of the cost model against the public trn2 measurements (trn2-hardware.md §3.1, §3.1b, §3.1c).
 
 Each :class:`Point` names a measurement (its value, source, measurement mode), the kernel launches
 that re-create it (:mod:`nki_kernels.perf.calib_kernels`, :mod:`nki_kernels.perf.calib_kernels_tensor`)
