@@ -59,24 +59,35 @@ def _verdict(us: float, relaxed: float, optimized: float) -> str:
     return "no credit"
 
 
-def forecast_line(lo: float, hi: float, thresholds: tuple | None, outside: list) -> str:
-    """The one line after the estimate: the harness outcomes the band spans, or why there is no
-    forecast.  Outside the validated domain the forecast is declared unreliable (no pass/fail)."""
+def forecast_line(lo: float, hi: float, thresholds: tuple | None, outside: list, widened: str = "") -> str:
+    """The line after the estimate: the CS149 credit the band implies, or why there is no forecast.
+
+    The forecast never claims what the model cannot know: it is declared UNRELIABLE, with the reason,
+    when the kernel is outside the cost model's validated domain (``outside``: the domain warnings) or
+    when the band ``lo..hi`` (which covers every undecidable compiler choice, ``widened`` names them)
+    spans more than one of the harness's credit buckets; only a band inside one bucket gives a score."""
+    span = harness = ""
+    if thresholds is not None:
+        relaxed, optimized, label = thresholds
+        best, worst = _verdict(lo, relaxed, optimized), _verdict(hi, relaxed, optimized)
+        span = best if best == worst else f"{best} (band low) .. {worst} (band high)"
+        harness = f"CS149 harness ({label}): full credit <= {optimized:,.0f} us, 95 % <= {relaxed:,.0f} us"
+    why = f"; {widened}" if widened else ""
     if outside:
+        tail = f"; {harness}" if harness else ""
         return (
             "forecast UNRELIABLE: the kernel is outside the cost model's validated domain ("
             + "; ".join(outside)
-            + "); the estimate implies neither a pass nor a fail"
+            + f"){why}{tail}; the estimate implies neither a pass nor a fail"
         )
     if thresholds is None:
         return ""
-    relaxed, optimized, label = thresholds
-    best, worst = _verdict(lo, relaxed, optimized), _verdict(hi, relaxed, optimized)
-    span = best if best == worst else f"{best} (band low) .. {worst} (band high)"
-    return (
-        f"CS149 harness ({label}): full credit <= {optimized:,.0f} us, 95 % <= {relaxed:,.0f} us; "
-        f"score range the band implies: {span}"
-    )
+    if best != worst:
+        return (
+            f"forecast UNRELIABLE: the band {lo:,.1f}..{hi:,.1f} us spans more than one credit bucket "
+            f"({span}){why}; {harness}; the estimate implies neither a pass nor a fail"
+        )
+    return f"{harness}; score range the band implies: {span}{why}"
 
 
 class EstimatedLatency:
@@ -193,7 +204,7 @@ def _benchmark(dk, args, kwargs):
     where = "outside the validated domain" if accuracy.domain_warnings(est) else f"{accuracy.op_class(est)} class"
     band = f"cost-model typical error \u00b1{100 * accuracy.typical_error(est):.0f} % ({where})"
     lo, hi = accuracy.band_us(est)
-    note = forecast_line(lo, hi, cs149_thresholds(args), accuracy.domain_warnings(est))
+    note = forecast_line(lo, hi, cs149_thresholds(args), accuracy.domain_warnings(est), accuracy.widening_text(est))
     dk.benchmark_result = SimpleNamespace(
         nc_latency=EstimatedLatency(est.latency_us, name, band=band, note=note, band_us=(lo, hi))
     )

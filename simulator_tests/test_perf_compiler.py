@@ -202,6 +202,26 @@ def test_only_ops_the_compiler_may_move_are_moved(tmp_path):
     assert candidates(act) == ("ACT",)
 
 
+def _scalar_op(func):
+    payload = Elementwise(func, 512, 1, False, False, False, False, False)
+    return _ev(0, "tensor_scalar", "DVE", "nl.multiply", payload=payload)
+
+
+def test_placement_reads_the_interpreters_legality_table():
+    # One table for engine rules: a tensor_scalar may move to ScalarE exactly when the interpreter
+    # (sim/core/engines.py) would accept it there -- every ALU op legal on Scalar (tbl-aluop) and the
+    # (op0, op1) pair one of the trn2 ScalarE combinations.  subtract used to be movable here although
+    # the interpreter rejects it on ScalarE.
+    from nki_kernels.sim.core import engines
+
+    assert candidates(_scalar_op("subtract")) == ("DVE",)
+    assert candidates(_scalar_op("multiply,add")) == ("DVE", "ACT")
+    assert candidates(_scalar_op("add,multiply")) == ("DVE",)  # both legal on Scalar, the pair is not
+    for name in engines.ALU_OPS:
+        on_act = "ACT" in candidates(_scalar_op(name))
+        assert on_act == (engines.legal(name, "ACT") and (name, None) in engines.SCALAR_TENSOR_SCALAR), name
+
+
 # ---- multi-buffering depth --------------------------------------------------------------------
 
 
@@ -218,20 +238,67 @@ def _loop_loads(n, tile_bytes, buffer=Buffer.SBUF):
     return evs
 
 
-def test_middle_end_multi_buffers_small_sbuf_tiles_deeply():
+def test_the_allocator_multi_buffers_small_sbuf_tiles_deeply_in_every_build():
     # 1 KiB tiles, budget 64 KiB -> min(8, 64) = 8 copies: the 9th load waits for the 1st tile
     evs = _loop_loads(10, 1024)
-    deep = build_dependencies(evs, ModelOptions(affine_buffers=3))
+    deep = build_dependencies(evs, ModelOptions())
     assert all(deep[i] == [] for i in range(8)) and deep[8] == [0] and deep[9] == [1]
-    # 32 KiB tiles: 64 KiB / 32 KiB = 2 < affine_buffers = 3 -> 3 copies
-    big = build_dependencies(_loop_loads(5, 32 * 1024), ModelOptions(affine_buffers=3))
-    assert big[2] == [] and big[3] == [0]
-    # a skip_middle_end build keeps affine_buffers copies whatever the size
-    shallow = build_dependencies(evs, ModelOptions(affine_buffers=3, middle_end=False))
-    assert shallow[3] == [0] and shallow[4] == [1]
-    # PSUM tiles keep affine_buffers (8 banks shared by every PSUM tile)
-    ps = build_dependencies(_loop_loads(5, 1024, Buffer.PSUM), ModelOptions(affine_buffers=2))
+    # the same in a skip_middle_end build (the allocator runs in the back end)
+    assert build_dependencies(evs, ModelOptions(middle_end=False)) == deep
+    # 48 KiB tiles: 64 KiB / 48 KiB = 1, but double buffering fits -> 2 copies
+    big = build_dependencies(_loop_loads(5, 48 * 1024), ModelOptions())
+    assert big[1] == [] and big[2] == [0]
+    # PSUM tiles rotate through psum_buffers banks
+    ps = build_dependencies(_loop_loads(5, 1024, Buffer.PSUM), ModelOptions(psum_buffers=2))
     assert ps[2] == [0]
+
+
+def test_the_allocator_is_bounded_by_the_sbuf_the_kernel_leaves_free():
+    evs = _loop_loads(10, 1024)
+    usable = int(TRN2.v("sbuf_usable_bytes_per_partition"))
+    # 3 KiB free at the peak: the tile itself + 3 more copies = 4
+    four = build_dependencies(evs, ModelOptions(), peak_sbuf=usable - 3 * 1024)
+    assert all(four[i] == [] for i in range(4)) and four[4] == [0]
+    # nothing free: one physical copy, each load waits for the previous one
+    one = build_dependencies(evs, ModelOptions(), peak_sbuf=usable)
+    assert one[1] == [0] and one[2] == [1]
+
+
+def test_directly_allocated_tiles_keep_their_place(tmp_path):
+    # a kernel that places its row buffer itself (ncc.sbuf.alloc): the allocator does not re-place it, so
+    # a whole rewrite is not a new version in another buffer
+    src = tmp_path / "k.py"
+    src.write_text(
+        "def k(x):\n"
+        "    buf = ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,))\n"
+        "    row = nl.ndarray((128, 512), dtype=nl.float32, buffer=buf)\n"
+        "    other = nl.ndarray((128, 512), dtype=nl.float32,\n"
+        "                       buffer=ncc.sbuf.alloc(lambda i: (0, 4096)))\n"
+        "    auto = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+    )
+    from nki_kernels.perf.compiler import direct_allocations
+
+    origins = {7: (str(src), 3), 8: (str(src), 4), 9: (str(src), 6)}
+    assert direct_allocations(origins) == {7, 8}
+    evs = []
+    for it in range(3):  # tile 7 rewritten whole and read in each iteration of a sequential loop
+        lp = (LoopFrame(LoopKind.SEQUENTIAL, 1, it, 3, "/x/k.py", 5),)
+        evs.append(_load(2 * it, 1, 7, lo=it * 128 * 2048, hi=(it + 1) * 128 * 2048, loops=lp))
+        evs.append(
+            _ev(
+                2 * it + 1,
+                "tensor_copy",
+                "DVE",
+                "nisa.tensor_copy",
+                reads=[Region(7, Buffer.SBUF, 0, 2048)],
+                writes=[Region(20 + it, Buffer.SBUF, 0, 2048)],
+                loops=lp,
+            )
+        )
+    placed = build_dependencies(evs, ModelOptions(), origins)
+    assert placed[2] == [0, 1]  # iteration 1's load waits for iteration 0's copy: one buffer
+    auto = build_dependencies(evs, ModelOptions(), {7: (str(src), 6)})
+    assert auto[2] == []  # automatic allocation: a new version elsewhere
 
 
 def test_an_nki07_program_id_alone_is_not_a_loop():
@@ -239,7 +306,7 @@ def test_an_nki07_program_id_alone_is_not_a_loop():
     # site outside any loop are distinct buffers, not a rotating ring
     a = _load(0, 1, 10)._replace(program_id=(0,))
     b = _load(1, 2, 11)._replace(program_id=(0,))
-    assert build_dependencies([a, b], ModelOptions(affine_buffers=1, middle_end=False)) == [[], []]
+    assert build_dependencies([a, b], ModelOptions(serialise=True, middle_end=False)) == [[], []]
 
 
 # ---- outside the validated domain -------------------------------------------------------------

@@ -195,9 +195,10 @@ def _rewrite_loop(iters=3):
 
 def test_full_overwrite_in_a_loop_gets_rotating_buffers():
     evs = _rewrite_loop()
-    # middle_end=False: a skip_middle_end_transformations build keeps affine_buffers copies
-    none = build_dependencies(evs, ModelOptions(rename=False, middle_end=False))
-    two = build_dependencies(evs, ModelOptions(rename=True, affine_buffers=2, middle_end=False))
+    # the allocator gives 2 copies (a 4 KiB budget for 2 KiB tiles), whatever the build: skip_middle_end too
+    two_hw = TRN2.with_values(multibuffer_budget_bytes=4096)
+    none = build_dependencies(evs, ModelOptions(rename=False, middle_end=False), hw=two_hw)
+    two = build_dependencies(evs, ModelOptions(middle_end=False), hw=two_hw)
     # without renaming the load of iteration 1 (event 2) waits for iteration 0's add (WAR)
     assert none[2] == [0, 1]
     # with 2 buffers: iteration 1 writes the 2nd buffer (no wait); iteration 2 (event 4)
@@ -207,8 +208,8 @@ def test_full_overwrite_in_a_loop_gets_rotating_buffers():
     # RAW inside an iteration is kept; the adds' fresh result tiles (one site, 2 slots) make
     # iteration 2's add also wait for iteration 0's add
     assert two[3] == [2] and two[5] == [1, 4]
-    one = build_dependencies(evs, ModelOptions(rename=True, affine_buffers=1, middle_end=False))
-    assert one[2] == [0, 1]  # 1 buffer = no renaming
+    one = build_dependencies(evs, ModelOptions(serialise=True), hw=two_hw)
+    assert one[2] == [0, 1]  # no pipelining = no renaming
 
 
 def test_accumulation_is_not_renamed():
@@ -228,7 +229,7 @@ def test_accumulation_is_not_renamed():
         )
         for i in range(3)
     ]
-    d = build_dependencies(mm, ModelOptions(affine_buffers=4))
+    d = build_dependencies(mm, ModelOptions(psum_buffers=4))
     assert d[1] == [0] and d[2] == [1]
 
 
@@ -245,16 +246,17 @@ def test_named_tiles_from_one_source_line_get_their_own_rings():
             origins[aid] = ("/x/helper.py", 5)
             evs.append(load(seq, 1, aid, loops=lp, line=6))
             seq, aid = seq + 1, aid + 1
-    opts = ModelOptions(affine_buffers=2, middle_end=False)
+    opts = ModelOptions(middle_end=False)
+    hw = TRN2.with_values(multibuffer_budget_bytes=4096)
     # unnamed: one ring for all four tiles -> the 3rd tile (event 2) waits for the 1st (event 0)
-    assert build_dependencies(evs, opts, origins)[2] == [0]
+    assert build_dependencies(evs, opts, origins, hw=hw)[2] == [0]
     # named "a" / "b": two rings of 2 -> nobody waits
     names = {100: "a", 101: "b", 102: "a", 103: "b"}
-    assert all(d == [] for d in build_dependencies(evs, opts, origins, names))
+    assert all(d == [] for d in build_dependencies(evs, opts, origins, names, hw=hw))
     # a third iteration of "a" waits for the first "a"
     evs.append(load(seq, 1, 104, loops=(frame("affine", 2),), line=6))
     origins[104] = ("/x/helper.py", 5)
-    assert build_dependencies(evs, opts, origins, {**names, 104: "a"})[4] == [0]
+    assert build_dependencies(evs, opts, origins, {**names, 104: "a"}, hw=hw)[4] == [0]
 
 
 # ---- the DMA front end ----------------------------------------------------------------
@@ -278,18 +280,29 @@ def test_dge_queues_issue_in_parallel_and_the_rest_of_the_dge_time_is_latency():
     assert s.dma[1].data_start == pytest.approx(1300 + per)
 
 
-def test_an_nki07_or_skip_middle_end_build_issues_every_dma_from_one_queue():
-    # the AWS tutorial's NKI 0.7 build generated every descriptor on GpSimd, and the CS149
-    # skip_middle_end builds issue back to back: one queue, so the same 4 loads issue at 0, 300,
-    # 600, 900; an NKI 0.1 build with the middle end, 3 queues: 0, 0, 0, 300
+def test_an_nki07_build_and_affine_loop_dmas_of_a_skip_middle_end_build_issue_from_one_queue():
+    # the AWS tutorial's NKI 0.7 build generated every descriptor on GpSimd: one queue, so 4 loads
+    # issue at 0, 300, 600, 900; an NKI 0.1 build with the middle end, 3 queues: 0, 0, 0, 300
     hw = HW.with_values(dge_issue_ns=300, dge_exec_ns=300, dge_queues=3, dge_queues_serial=1)
     evs = [load(i, 1 + i, 10 + i) for i in range(4)]
     one = schedule(evs, hw, ModelOptions(mode="benchmark", frontend="nki07"))
     three = schedule(evs, hw, ModelOptions(mode="benchmark", frontend="nki01"))
     assert sorted(one.dma[i].issue_start for i in range(4)) == pytest.approx([0, 300, 600, 900])
     assert sorted(three.dma[i].issue_start for i in range(4)) == pytest.approx([0, 0, 0, 300])
-    skip = schedule(evs, hw, ModelOptions(mode="benchmark", middle_end=False))
-    assert sorted(skip.dma[i].issue_start for i in range(4)) == pytest.approx([0, 300, 600, 900])
+
+    # skip_middle_end_transformations ("by-loop", the fitted choice): the CS149 part 1 kernels' DMAs
+    # in affine_range loops ran one after the other; the §3.1c conv's DMAs in sequential_range loops
+    # did not (2,660 in 824 us)
+    def looped(kind):
+        return [e._replace(loops=(frame(kind, i),), line=20) for i, e in enumerate(evs)]
+
+    skip = ModelOptions(mode="benchmark", middle_end=False)
+    aff = schedule(looped("affine"), hw, skip)
+    seq = schedule(looped("sequential"), hw, skip)
+    assert sorted(aff.dma[i].issue_start for i in range(4)) == pytest.approx([0, 300, 600, 900])
+    assert sorted(seq.dma[i].issue_start for i in range(4)) == pytest.approx([0, 0, 0, 300])
+    serial = schedule(looped("sequential"), hw, ModelOptions(mode="benchmark", middle_end=False, skip_issue="serial"))
+    assert sorted(serial.dma[i].issue_start for i in range(4)) == pytest.approx([0, 300, 600, 900])
 
 
 def test_dma_queue_is_list_scheduled_in_program_order():

@@ -1,4 +1,4 @@
-"""Calibration of the cost model against the public trn2 measurements (trn2-hardware.md §3.1, §3.1b).
+"""Calibration of the cost model against the public trn2 measurements (trn2-hardware.md §3.1, §3.1b, §3.1c).
 
 Each :class:`Point` names a measurement (its value, source, measurement mode), the kernel launches
 that re-create it (:mod:`nki_kernels.perf.calib_kernels`, :mod:`nki_kernels.perf.calib_kernels_tensor`)
@@ -35,7 +35,7 @@ from nki_kernels.sim.errors import SimWarning
 
 from .hardware import TRN2, HardwareSpec
 from .model import Estimate, build_options, estimate_trace, trace_of
-from .schedule import ModelOptions, build_dependencies
+from .schedule import SKIP_ISSUE, ModelOptions, build_dependencies
 
 # Gates on the LEAVE-ONE-OUT errors: each gated point predicted by a fit without it.
 GATE_MEDIAN = 0.15  # median |error| must not exceed 15 %
@@ -475,7 +475,34 @@ for (_dt, (_M, _K, _N)), (_b, _a, _p) in MLP_P50.items():
         )
     )
 
-POINTS = POINTS_31 + POINTS_TUT + POINTS_KF
+# §3.1c: a naive-but-compiled CS149 2025 conv (B=1, 256 -> 256, 3x3, 224x224), measured with the CS149
+# harness (nki.benchmark p99): every loop sequential, one input-row buffer refilled by ~2,660 DMAs.
+CS149_CONV_P99 = {("fp16", 1): 824.0, ("fp32", 1): 3832.0}
+
+
+def _conv_args(dt):
+    def make():
+        import numpy as _np
+
+        d = _np.float16 if dt == "fp16" else _np.float32
+        return (_np.zeros((1, 256, 224, 224), d), _np.zeros((256, 256, 3, 3), d), _np.zeros(256, d)), {"pool_size": 1}
+
+    return make
+
+
+POINTS_CONV = [
+    Point(
+        f"cs149.{_dt}",
+        f"CS149 conv 224x224 {_dt}, sequential loops, one input-row buffer (our conv_rowwise)",
+        _v,
+        "trn2-hardware.md §3.1c (CS149 2025 harness, p99)",
+        "benchmark",
+        _one("conv_rowwise", _conv_args(_dt)),
+    )
+    for (_dt, _pool), _v in CS149_CONV_P99.items()
+]
+
+POINTS = POINTS_31 + POINTS_TUT + POINTS_KF + POINTS_CONV
 
 # trn1 (NeuronCore-v2) rows of §3.2: a CROSS-CHECK of the TRN1 description (never fitted,
 # never gated; the trn1 constants are documented overrides or carried over from trn2).
@@ -603,9 +630,9 @@ def _metric_of(est: _Summary, p: Point, launch: Launch) -> float:
 
 
 def _kernel_fn(name: str):
-    from . import calib_kernels, calib_kernels_tensor
+    from . import calib_kernels, calib_kernels_conv, calib_kernels_tensor
 
-    for mod in (calib_kernels, calib_kernels_tensor):
+    for mod in (calib_kernels, calib_kernels_tensor, calib_kernels_conv):
         if hasattr(mod, name):
             return getattr(mod, name)
     raise KeyError(f"no calibration kernel {name!r}")
@@ -658,8 +685,8 @@ _IRRELEVANT = {
 
 
 def _opts_of(choice: dict) -> dict:
-    """ModelOptions fields of a fit choice ({"affine_buffers": n, "window": w})."""
-    return {k: int(v) for k, v in choice.items() if k in OPTION_CHOICES}
+    """ModelOptions fields of a fit choice ({"psum_buffers": n, "window": w, "skip_issue": s})."""
+    return {k: (v if isinstance(v, (str, bool)) else int(v)) for k, v in choice.items() if k in OPTION_CHOICES}
 
 
 def _estimate(tr, p: Point, lc: Launch, hw: HardwareSpec, choice: dict) -> _Summary:
@@ -671,10 +698,12 @@ def _estimate(tr, p: Point, lc: Launch, hw: HardwareSpec, choice: dict) -> _Summ
     if est is None:
         built = build_options(_kernel_fn(lc.kernel))
         opts = ModelOptions(mode=p.mode, include_floor=False, **_opts_of(choice), **built)
-        dk = (id(tr), opts.affine_buffers)
+        dk = (id(tr), opts.psum_buffers, int(hw.v("multibuffer_max_depth")))
         if dk not in _DEPS_CACHE:
-            _DEPS_CACHE[dk] = build_dependencies(tr.events, opts, tr.alloc_origins, tr.alloc_names, hw)
-        e = estimate_trace(tr, hw=hw, options=opts, kernel_name=p.kernel, deps=_DEPS_CACHE[dk])
+            _DEPS_CACHE[dk] = build_dependencies(
+                tr.events, opts, tr.alloc_origins, tr.alloc_names, hw, tr.peak_sbuf_bytes_per_partition
+            )
+        e = estimate_trace(tr, hw=hw, options=opts, kernel_name=p.kernel, deps=_DEPS_CACHE[dk], with_alternatives=False)
         sched: Any = e.schedule
         first = sched.dma[min(sched.dma)] if sched.dma else None
         est = _EST_CACHE[ck] = _Summary(
@@ -758,6 +787,21 @@ def class_stats(results: Sequence[PointResult]) -> dict:
     return out
 
 
+def class_rank(results: Sequence[PointResult]) -> dict:
+    """{op class: rank_pairs of the pairs whose two points are in that class, "cross-class": the rest}."""
+    out = {}
+    for cls in OP_CLASSES:
+        rp = rank_pairs([r for r in results if r.op_class == cls])
+        if rp["total"]:
+            out[cls] = rp
+    allp = rank_pairs(results)
+    right = allp["right"] - sum(v["right"] for v in out.values())
+    total = allp["total"] - sum(v["total"] for v in out.values())
+    if total:
+        out["cross-class"] = {"right": right, "total": total}
+    return out
+
+
 def rank_pairs(results: Iterable[PointResult]) -> dict:
     """Pairs of variants of one kernel (same family) whose measured latencies differ by more than
     ``RANK_TIE``: how many the estimates order the same way.  Returns {"right", "total", "ties",
@@ -821,12 +865,21 @@ def table(results: Sequence[PointResult], loo: list | None = None) -> str:
             f"{ls['mean_abs_log_error']:.3f}  <- the model's expected accuracy"
         )
     lines.append("")
-    lines.append("per op class (class from the estimate: accuracy.op_class)")
+    lines.append(
+        "per op class (class from the estimate: accuracy.op_class; pairs = variants of one kernel whose "
+        "points are both in the class, ordered as measured)"
+    )
     ins_c, loo_c = class_stats(results), class_stats(loo or [])
+    ins_r, loo_r = class_rank(results), class_rank(loo or [])
     for cls in OP_CLASSES:
         if cls in ins_c:
             lo_txt = f"   leave-one-out {_fmt_stats(loo_c[cls])}" if cls in loo_c else ""
-            lines.append(f"  {cls:10s} in-sample {_fmt_stats(ins_c[cls])}{lo_txt}")
+            pairs = loo_r.get(cls) or ins_r.get(cls)
+            pr_txt = f"   pairs {pairs['right']}/{pairs['total']}" if pairs else ""
+            lines.append(f"  {cls:10s} in-sample {_fmt_stats(ins_c[cls])}{lo_txt}{pr_txt}")
+    cross = loo_r.get("cross-class") or ins_r.get("cross-class")
+    if cross:
+        lines.append(f"  {'(pairs across two classes)':10s} {cross['right']}/{cross['total']}")
     rp = rank_pairs(results)
     lines.append("")
     lines.append(
@@ -853,8 +906,7 @@ def run(progress: Callable[[int, int, Launch], object] | None = None) -> list:
 
 FLOOR_KEYS = {"benchmark": "floor_benchmark_us", "profile": "floor_profile_us"}
 # ModelOptions fitted as discrete choices (tag F in docs/cost-model.md)
-OPTION_CHOICES = {"affine_buffers": (2, 3, 4), "window": (16, 32, 64)}
-AFFINE_BUFFER_CHOICES = OPTION_CHOICES["affine_buffers"]
+OPTION_CHOICES = {"psum_buffers": (2, 3, 4), "window": (16, 32, 64), "skip_issue": SKIP_ISSUE}
 
 
 def fitted_keys(hw: HardwareSpec = TRN2) -> list:

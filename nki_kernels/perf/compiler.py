@@ -25,8 +25,11 @@ import ast
 import functools
 import linecache
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from nki_kernels.sim.core.trace import Event
+from nki_kernels.sim.core import engines as _engines
+from nki_kernels.sim.core.trace import Dma, Elementwise, Event, Matmul, Reduce, Transpose
 
 from .hardware import HardwareSpec
 
@@ -79,14 +82,178 @@ def redundant_loads(events: Sequence, budget_bytes_per_partition: float) -> dict
     return out
 
 
+# ---- PSUM zeroing folded into the first matmul ----------------------------------------------------
+
+
+def psum_zero_folds(events: Sequence) -> list:
+    """Indices of ``nl.zeros(..., buffer=nl.psum)`` fills (a memset of a PSUM tile) whose next access is
+    an accumulating matmul writing over them: the compiler gives that first matmul the overwrite flag
+    instead ("the first matmul targeting a PSUM location overwrites ... subsequent writes accumulate",
+    ``nc_matmul`` ``accumulate`` docstring, aws-neuron-sdk 81ce03ae ``nki/api/nki/isa/__init__.py``),
+    so the fill costs nothing.  The §3.1c conv needs it: one fill per output row on VectorE, ahead of
+    each row's first matmul, would idle TensorE ~190 ns per row (3 % of the measured 824 us)."""
+    pending: dict = {}  # PSUM alloc id -> (memset index, lo, hi)
+    out = []
+    for i, ev in enumerate(events):
+        writes = tuple(ev.writes or ())
+        if ev.op == "memset" and len(writes) == 1 and str(writes[0].buffer) == "psum":
+            w = writes[0]
+            pending[w.alloc_id] = (i, w.lo, w.hi)
+            continue
+        touched = {r.alloc_id for r in (ev.reads or ())} | {r.alloc_id for r in writes}
+        for aid in touched & pending.keys():
+            k, lo, hi = pending.pop(aid)
+            p = ev.payload
+            if (
+                ev.op == "nc_matmul"
+                and getattr(p, "accumulate", False)
+                and any(w.alloc_id == aid and w.lo <= lo and w.hi >= hi for w in writes)
+            ):
+                out.append(k)
+    return out
+
+
+# ---- direct allocation --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _direct_alloc_lines(file: str) -> frozenset:
+    """Source lines of ``file`` whose statement places an SBUF/PSUM tensor itself: a call with a
+    ``buffer=`` argument that is (or names a variable bound to) ``*.sbuf.alloc(...)``,
+    ``*.sbuf.mod_alloc(...)`` or the PSUM twins (SDK 2.26 ``nki_direct_allocation_guide.rst``)."""
+    src = "".join(linecache.getlines(file))
+    if not src:
+        return frozenset()
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return frozenset()
+
+    def placing(node) -> bool:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return False
+        owner = node.func.value
+        return (
+            node.func.attr in ("alloc", "mod_alloc")
+            and isinstance(owner, ast.Attribute)
+            and owner.attr in ("sbuf", "psum")
+        )
+
+    bound = {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and placing(node.value)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    lines: set = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            v = kw.value
+            if kw.arg == "buffer" and (placing(v) or (isinstance(v, ast.Name) and v.id in bound)):
+                lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return frozenset(lines)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """How many physical tiles the compiler's allocator gives each version of an on-chip tensor.
+
+    SDK docs: the allocator "could choose to allocate 2 physical tiles ... then the DMA copy from HBM to
+    SBUF can overlap" -- a space-time trade-off it makes at liberty (``nki/migration/index.rst``, block
+    dimensions); the §3.1c measurement (one input-row buffer declared before every loop, refilled 2,660
+    times inside ``sequential_range`` loops of a ``skip_middle_end_transformations`` build, yet 90 % MFU)
+    shows it makes it whatever the loop kind and the build.  So a tile written whole inside a loop (a
+    new version) and a tile allocated inside a loop rotate through ``depth`` physical copies:
+
+    * a directly allocated tile (``ncc.sbuf.alloc`` / ``mod_alloc``) keeps the place the kernel gave it: 1;
+    * a PSUM tile: ``psum_depth`` (8 banks shared by every PSUM tile; fitted);
+    * an SBUF tile: as many copies as ``multibuffer_budget_bytes`` per partition holds (at least 2, at most
+      ``multibuffer_max_depth``), bounded by the SBUF the kernel leaves free at its peak (``room``; None
+      when the trace's count cannot be trusted: over the usable SBUF, as NKI 0.7 traces count tiles
+      until the end of their Python scope)."""
+
+    budget: float
+    max_depth: int
+    psum_depth: int
+    room: float | None
+    direct: frozenset
+
+    serialise: bool = False
+
+    def depth(self, buffer: object, tile_bytes: int, alloc_id: int | None = None) -> int:
+        if self.serialise or (alloc_id is not None and alloc_id in self.direct):
+            return 1
+        if str(buffer) == "psum":
+            return self.psum_depth
+        tile = max(1, int(tile_bytes))
+        cap = max(self.budget, 2 * tile)
+        if self.room is not None:
+            cap = min(cap, self.room + tile)
+        return max(1, min(self.max_depth, int(cap // tile)))
+
+
+def allocation(hw: HardwareSpec, alloc_origins: dict, peak_sbuf: int, opts: Any) -> Allocation:
+    """The :class:`Allocation` of one trace (``peak_sbuf``: its peak live SBUF bytes per partition)."""
+    usable = hw.v("sbuf_usable_bytes_per_partition")
+    room = usable - peak_sbuf if 0 < peak_sbuf <= usable else None
+    return Allocation(
+        hw.v("multibuffer_budget_bytes"),
+        int(hw.v("multibuffer_max_depth")),
+        int(opts.psum_buffers),
+        room,
+        direct_allocations(alloc_origins),
+        bool(getattr(opts, "serialise", False)),
+    )
+
+
+def direct_allocations(alloc_origins: dict) -> frozenset:
+    """Allocation ids whose SBUF/PSUM placement the kernel chose (``ncc.sbuf.alloc`` / ``mod_alloc``):
+    the compiler's allocator does not re-place them, so a whole overwrite of one is not a new version
+    in another buffer (read from the kernel source at the allocation's line; the trace does not record
+    the placement)."""
+    out = set()
+    for aid, origin in alloc_origins.items():
+        if (
+            isinstance(origin, tuple)
+            and len(origin) == 2
+            and origin[0]
+            and int(origin[1] or 0) in _direct_alloc_lines(str(origin[0]))
+        ):
+            out.add(aid)
+    return frozenset(out)
+
+
 # ---- engine placement -------------------------------------------------------------------------
 
-# ops the compiler may place, and where (SDK 2.26 ISA docstrings / tbl-aluop, trn2): a copy runs on
-# VectorE, ScalarE or GpSimd (GpSimd cannot read PSUM); tensor_scalar runs on ScalarE only for
-# (multiply, add), (multiply, -), (add, -).  GpSimd is left out: the compiler keeps it for software
-# descriptor generation and its elementwise rate is several times lower (8 cores x 16 lanes).
-FLEXIBLE_OPS = {"tensor_copy": ("DVE", "ACT"), "tensor_scalar": ("DVE", "ACT")}
-SCALAR_TENSOR_SCALAR_FUNCS = ("multiply", "add", "subtract", "copy", "")
+# Where the compiler may place an op the kernel did not pin: the interpreter's legality table
+# (nki_kernels/sim/core/engines.py: SDK 2.26 tbl-aluop and the per-instruction ISA rules) is the one source
+# of truth; this module only chooses among the engines it allows.  A copy is not an ALU op: tensor_copy
+# runs on VectorE, ScalarE or GpSimd (ISA ``engine`` parameter); GpSimd is left out of the choice because
+# the compiler keeps it for software descriptor generation and its elementwise rate is several times lower
+# (8 cores x 16 lanes).
+FLEXIBLE_OPS = ("tensor_copy", "tensor_scalar")
+_PLACEABLE = ("DVE", "ACT")
+
+
+def _engines_of_alu(funcs: Sequence[str]) -> tuple:
+    """Engines among VectorE/ScalarE where ``tensor_scalar`` with ALU ops ``funcs`` (op0, op1) is legal
+    per engines.py: every op legal there (ALU_OPS), and on ScalarE the (op0, op1) pair one of
+    SCALAR_TENSOR_SCALAR."""
+    ops = [_engines.canonical(f) for f in funcs if f]
+    if not ops or any(op not in _engines.ALU_OPS for op in ops):
+        return ("DVE",)
+    pair = (ops[0], ops[1] if len(ops) > 1 else None)
+    out = []
+    for e in _PLACEABLE:
+        if not all(_engines.legal(op, e) for op in ops):
+            continue
+        if e == "ACT" and pair not in _engines.SCALAR_TENSOR_SCALAR:
+            continue
+        out.append(e)
+    return tuple(out) or ("DVE",)
 
 
 @functools.lru_cache(maxsize=256)
@@ -129,12 +296,10 @@ def _func(ev) -> str:
 def candidates(ev: Event) -> tuple:
     """Engines the compiler may place ``ev`` on (just its recorded engine when the choice is fixed)."""
     eng = str(ev.engine)
-    opts = FLEXIBLE_OPS.get(ev.op)
-    if opts is None or eng not in opts or engine_given(ev):
+    if ev.op not in FLEXIBLE_OPS or eng not in _PLACEABLE or engine_given(ev):
         return (eng,)
-    if ev.op == "tensor_scalar" and _func(ev).split(",")[0] not in SCALAR_TENSOR_SCALAR_FUNCS:
-        return ("DVE",) if eng == "DVE" else (eng,)
-    return opts
+    opts = _PLACEABLE if ev.op == "tensor_copy" else _engines_of_alu(_func(ev).split(","))
+    return opts if eng in opts else (eng,)
 
 
 def place_engines(events: Sequence[Event], cost_on: Callable[[Event, str], float]) -> list:
@@ -188,6 +353,69 @@ def vectorisable_loops(events: Sequence) -> list:
         if tiny and trips >= TINY_LOOP_TRIPS:
             out.append((f"{file}:{line}", trips, max(1, n // max(1, len(iters)))))
     return out
+
+
+def _scaled(ev: Event, times: int) -> Event:
+    """``ev`` doing the work of ``times`` copies of itself in one instruction (elements, bytes and
+    descriptors multiplied; fixed costs paid once)."""
+    p = ev.payload
+    if type(p) is Dma:
+        p = p._replace(descriptors=max(1, int(p.descriptors or 1)) * times)
+    elif type(p) is Matmul:
+        p = p._replace(N=p.N * times)
+    elif isinstance(p, Elementwise):
+        p = p._replace(elems=p.elems * times)
+    elif isinstance(p, Reduce):
+        p = p._replace(elems=p.elems * times)
+    elif type(p) is Transpose:
+        p = p._replace(F=p.F * times)
+    return ev._replace(
+        free_elems=int(ev.free_elems or 1) * times,
+        bytes=int(ev.bytes or 0) * times,
+        flops=int(ev.flops or 0) * times,
+        payload=p,
+    )
+
+
+def vectorised(events: Sequence[Event], deps: Sequence) -> tuple:
+    """The fast alternative for the loops :func:`vectorisable_loops` reports: the compiler merges the
+    iterations of each such ``affine_range`` loop ("allows ... loop vectorization", the affine_range
+    docstring), so each source line of the body runs as ONE instruction doing all iterations' work.
+
+    Returns ``(events, deps, elided)``: the first instance of each (loop entry, line, op) stands for the
+    group (its work multiplied by the group size, its dependencies the union of the group's, mapped to
+    the standing-in instructions and kept only when earlier); every other instance is elided and
+    finishes with it.  A bound, not a prediction: how far the compiler really merges is not documented."""
+    sites = {site for site, _, _ in vectorisable_loops(events)}
+    group_of: dict = {}
+    first: dict = {}
+    count: dict = {}
+    for i, ev in enumerate(events):
+        f = ev.loops[-1] if ev.loops else None
+        if f is None or str(f.kind) != "affine" or f"{f.file}:{f.line}" not in sites:
+            continue
+        key = (f.loop_id, ev.file, ev.line, ev.op)
+        first.setdefault(key, i)
+        count[key] = count.get(key, 0) + 1
+        group_of[i] = key
+    new_events = list(events)
+    new_deps = [list(d) for d in deps]
+    merged: dict = {}
+    elided: dict = {}
+    for i, key in group_of.items():
+        r = first[key]
+        acc = merged.setdefault(r, set())
+        for d in deps[i]:
+            m = first[group_of[d]] if d in group_of else d
+            if m < r:
+                acc.add(m)
+        if i != r:
+            elided[i] = r
+            new_deps[i] = [r]
+    for key, r in first.items():
+        new_deps[r] = sorted(merged.get(r, ()))
+        new_events[r] = _scaled(events[r], count[key])
+    return new_events, new_deps, elided
 
 
 def sbuf_spill(peak_sbuf_bytes_per_partition: int, hw: HardwareSpec) -> str:

@@ -156,7 +156,7 @@ _TRN2 = {
         16, "DMAs", "E", "DO §1.1: 16 queues per engine -> 16 concurrent NC-wide DMAs (our reading)"
     ),
     "dma_latency_ns": _c(
-        500 + 4 * 800 / 6,
+        1300,
         "ns",
         "F",
         "§4.2 L issue-to-data + completion semaphore; fitted to every "
@@ -176,10 +176,11 @@ _TRN2 = {
         1,
         "queues",
         "M",
-        "AWS kernel-optimization tutorial (81ce03ae, NKI 0.7 build) v2-dma.png: "
-        "'Hardware Dynamic Dma Packet Count 0', every DMA software-DGE (GpSimd busy throughout "
-        "v2-full.png); 39.89 ms for 66,560 DMAs = 599 ns per DMA on one queue.  XG's CS149 ladder "
-        "(skip_middle_end_transformations builds): 486 / 613 / 587 ns per DMA (#1-#3)",
+        "queues of the builds that issue one DMA after the other: NKI 0.7 (AWS kernel-optimization tutorial "
+        "81ce03ae v2-dma.png: 'Hardware Dynamic Dma Packet Count 0', every DMA software-DGE, GpSimd busy throughout "
+        "v2-full.png; 39.89 ms for 66,560 DMAs = 599 ns per DMA on one queue) and, in a "
+        "skip_middle_end_transformations build, DMAs in affine_range loops (XG's CS149 ladder: 486 / 613 / 587 ns "
+        "per DMA, #1-#3; ModelOptions.skip_issue)",
     ),
     "dge_exec_ns": _c(600, "ns", "D", "DG / A2: each hardware-DGE DMA instruction takes about 600 ns to execute"),
     "dge_issue_ns": _c(
@@ -191,15 +192,15 @@ _TRN2 = {
         "ones on GpSimd follow each other every ~580 ns; the tutorial's v2 599 ns per DMA",
     ),
     "dma_fixed_hwdge_ns": _c(
-        200,
+        0,
         "ns",
-        "F",
-        "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start "
-        "overhead on the DMA engines it uses (per engine, DGE-generated descriptors). Bound: the "
-        "trainium-kernel-fusion profiles show 4 KiB packets at ~24 B/ns with ~0-15 ns each, and the bf16 "
-        "2048x4096x4096 GEMM p50 allows <= ~0 ns above its 1 KiB rows' data time",
-        range=(0, 600),
-        prior=450,
+        "M",
+        "DB: every DMA transfer incurs descriptor setup, synchronisation and semaphore-to-start overhead on the "
+        "DMA engines it uses; here only the part that occupies an engine beyond dma_desc_ns per descriptor (the "
+        "rest is dma_latency_ns).  M: the trainium-kernel-fusion d709ddf neuron-profile JSON shows 4 KiB packets "
+        "back to back at ~24 B/ns with ~0-15 ns between them, and the bf16 2048x4096x4096 GEMM p50 allows ~0 ns "
+        "above its 1 KiB rows' data time; the §3.1c conv (2,664 row DMAs of 128 x 448 B in 824 us) allows at most "
+        "~100 ns per DMA and engine.  No longer fitted (the previous fit put it at 200 ns, which the conv rules out)",
     ),
     "dma_fixed_static_ns": _c(
         0,
@@ -216,7 +217,7 @@ _TRN2 = {
     "hbm_bw_gbps": _c(716, "GB/s", "M", "CZ §1.3 profiler MBU denominator per NC"),
     # kernel floor (§1.4, §4.2): launch + I/O + semaphores, per measurement mode
     "floor_benchmark_us": _c(
-        11.6,
+        12.0,
         "us",
         "F",
         "§1.4 AK/XG trivial kernels 12.6-15.3 us; fitted to every benchmark-mode point "
@@ -225,7 +226,7 @@ _TRN2 = {
         prior=13.0,
     ),
     "floor_profile_us": _c(
-        14.2,
+        15.1,
         "us",
         "F",
         "CZ #8 total_time - total_active_time = 13.2 us; fitted to #5, #6, #8",
@@ -239,16 +240,17 @@ _TRN2 = {
         65536,
         "B/partition",
         "E",
-        "SBUF per partition the compiler spends on the rotating copies of one tile "
-        "allocated in an affine_range loop (middle end on): depth = budget / tile bytes, "
-        "between ModelOptions.affine_buffers and multibuffer_max_depth",
+        "SBUF per partition the allocator spends on the physical copies of one tile written in a loop "
+        "(compiler.Allocation, any loop kind and build): depth = budget / tile bytes, at least 2, at most "
+        "multibuffer_max_depth, bounded by the SBUF the kernel leaves free",
     ),
     "multibuffer_max_depth": _c(
         8,
         "copies",
         "E",
-        "deepest rotation of one tile; trainium-kernel-fusion GEMM bf16 2048x4096x4096 "
-        "(DMA-bound at ~23 B/ns per engine, 1.74 us per load in flight) needs >= 6",
+        "deepest rotation the allocator gives one tile (compiler.Allocation); trainium-kernel-fusion GEMM bf16 "
+        "2048x4096x4096 (DMA-bound at ~23 B/ns per engine, 1.74 us per load in flight) needs >= 6; the §3.1c conv "
+        "(one row DMA per 3 matmuls, ~2.2 us from a slot freeing to its refill landing) needs >= 8",
     ),
     "load_reuse_budget_bytes": _c(
         196608,

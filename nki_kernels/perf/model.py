@@ -22,6 +22,19 @@ if TYPE_CHECKING:
     from nki_kernels.sim.core.trace import Trace
 
 ESTIMATE_LABEL = "estimate (cost model)"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """The estimate under the other side of a compiler choice the public sources cannot decide
+    (:func:`alternatives`); the band of the estimate covers it."""
+
+    choice: str  # what the choice is about
+    modelled: str  # what the estimate assumes
+    other: str  # what this alternative assumes
+    latency_us: float  # the estimate under ``other`` (floor included)
+
+
 ENGINE_NAMES = {"PE": "TensorE", "ACT": "ScalarE", "DVE": "VectorE", "POOL": "GpSimdE", "DMA": "DMA"}
 
 
@@ -57,6 +70,7 @@ class Estimate:
     exposed_load_stationary_us: float
     window: int = 0  # list-scheduling window used (ModelOptions.window)
     domain: list = field(default_factory=list)  # why the kernel is outside the validated domain
+    alternatives: list = field(default_factory=list)  # Alternative: undecidable compiler choices
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     trace_seconds: float = 0.0
@@ -153,8 +167,10 @@ def estimate_trace(
     kernel_name: str = "",
     keep: bool = True,
     deps: list | None = None,
+    with_alternatives: bool = True,
 ) -> Estimate:
-    """Schedule an existing :class:`nki_kernels.sim.trace.Trace` and summarise it."""
+    """Schedule an existing :class:`nki_kernels.sim.trace.Trace` and summarise it.  With
+    ``with_alternatives`` the undecidable compiler choices are scheduled both ways (:func:`alternatives`)."""
     hw = get_hardware(hw)
     opts = options or ModelOptions()
     events = list(trace.events)
@@ -166,9 +182,11 @@ def estimate_trace(
         alloc_origins=getattr(trace, "alloc_origins", None),
         deps=deps,
         alloc_names=getattr(trace, "alloc_names", None),
+        peak_sbuf=int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0),
     )
-    sched_s = time.perf_counter() - t0
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
+    alts = alternatives(trace, hw, opts, sched, floor) if with_alternatives else []
+    sched_s = time.perf_counter() - t0
     makespan_us = sched.makespan_ns / 1e3
     latency = floor + makespan_us
 
@@ -257,10 +275,83 @@ def estimate_trace(
         n_events=len(events),
         window=opts.window,
         domain=domain,
+        alternatives=alts,
         trace=trace if keep else None,
         schedule=sched if keep else None,
         hw=hw,
     )
+
+
+def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Schedule, floor_us: float) -> list:
+    """The estimate under the other side of each compiler choice that the documentation and the public
+    profiles cannot decide, for the choices this kernel actually meets (an :class:`Alternative` each;
+    the band covers them, ``accuracy.band_us``):
+
+    * copy placement -- copies and multiply/add-by-scalar ops without ``engine=`` balanced over
+      VectorE/ScalarE (modelled: the public attention profile splits its evictions 14/10) or all left
+      on the engine the trace records (VectorE for most ``nl.*`` ops);
+    * PSUM fills -- ``nl.zeros(..., buffer=nl.psum)`` before an accumulation folded into the first
+      matmul (modelled: the documented overwrite flag, the §3.1c conv) or executed on VectorE;
+    * loops of tiny instructions -- run as traced and pipelined (modelled), merged across iterations by
+      the compiler (compiler.vectorised: the fast side), or not pipelined at all (one physical copy
+      per tile, strict program order: the slow side; the trn1 CS149 ladder ran 5x slower than the
+      pipelined estimate)."""
+    from dataclasses import replace
+
+    from .compiler import psum_zero_folds, vectorisable_loops, vectorised
+    from .schedule import Scheduler
+
+    events = list(trace.events)
+    origins = getattr(trace, "alloc_origins", None)
+    names = getattr(trace, "alloc_names", None)
+    peak = int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0)
+
+    def run(o: ModelOptions) -> float:
+        s = schedule(events, hw, o, alloc_origins=origins, alloc_names=names, peak_sbuf=peak, deps=None)
+        return floor_us + s.makespan_ns / 1e3
+
+    out = []
+    if opts.place_engines and any(
+        base.engine_of[i] != str(ev.engine) for i, ev in enumerate(events) if ev.engine != "DMA"
+    ):
+        s = schedule(events, hw, replace(opts, place_engines=False), deps=base.deps)
+        out.append(
+            Alternative(
+                "copy placement",
+                "copies / scalar ops without engine= balanced over VectorE and ScalarE",
+                "all on the engine the trace records",
+                floor_us + s.makespan_ns / 1e3,
+            )
+        )
+    if opts.fold_psum_zeros and psum_zero_folds(events):
+        out.append(
+            Alternative(
+                "PSUM fills",
+                "nl.zeros PSUM fills folded into the first matmul",
+                "fills executed on VectorE",
+                run(replace(opts, fold_psum_zeros=False)),
+            )
+        )
+    if vectorisable_loops(events):
+        ev2, deps2, eli = vectorised(events, base.deps)
+        fast = Scheduler(ev2, hw, opts, deps2, eli).run()
+        out.append(
+            Alternative(
+                "loops of tiny instructions",
+                "run as traced, pipelined",
+                "merged across iterations by the compiler",
+                floor_us + fast.makespan_ns / 1e3,
+            )
+        )
+        out.append(
+            Alternative(
+                "loops of tiny instructions",
+                "run as traced, pipelined",
+                "not pipelined (one copy of each tile, program order)",
+                run(replace(opts, serialise=True)),
+            )
+        )
+    return out
 
 
 def trace_of(

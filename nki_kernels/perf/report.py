@@ -111,8 +111,8 @@ def summary_text(est: Estimate, top: int = 5) -> str:
     if sched is not None and (sched.reordered or sched.elided):
         lines.append(
             f"  scheduling (estimate)   {sched.reordered} instructions started ahead of program order "
-            f"(window {getattr(est, 'window', '?')}); {len(sched.elided)} repeated loop-invariant "
-            "nl.matmul transpose/copy instructions hoisted"
+            f"(window {getattr(est, 'window', '?')}); {len(sched.elided)} instructions removed by the compiler "
+            "(repeated loop-invariant transposes and loads, PSUM fills folded into the first matmul)"
         )
     if est.uncosted_ops:
         lines.append(

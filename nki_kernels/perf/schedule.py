@@ -3,19 +3,15 @@
 Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
 
 * **Dependencies** (:func:`build_dependencies`) through the byte regions each instruction
-  reads and writes: RAW always; WAR and WAW for on-chip buffers (SBUF/PSUM).  Two kinds of
-  *renaming* stand for the compiler's buffer allocation:
-
-  - a tile allocated inside a loop occupies one of ``sequential_buffers`` (sequential_range)
-    or ``affine_buffers`` (affine_range / static_range / SPMD) rotating slots, so its first
-    write waits for every access of the tile that held the slot ``n`` allocations before.
-    Slot identity is the allocation's explicit ``name=`` when one was given, else its
-    allocation site together with the first-writing source line;
-  - a tile written *whole* inside a loop (no read of it by the same instruction, the write
-    covers every byte touched so far) starts a new version with the same bound: the write
-    waits only for the accesses of the version ``n`` writes back, not for the readers of the
-    previous value.  A tile declared outside a loop and overwritten in every iteration thus
-    no longer serialises the iterations.
+  reads and writes: RAW always; WAR and WAW for on-chip buffers (SBUF/PSUM).  *Renaming* stands
+  for the compiler's allocator (compiler.Allocation): a tile allocated inside a loop, and a tile
+  written *whole* inside a loop (no read of it by the same instruction, the write covers every
+  byte touched so far), is a new version that takes one of ``depth`` physical copies -- in any
+  loop kind and any build -- so its first write waits only for the accesses of the version
+  ``depth`` writes back, not for the readers of the previous value.  Slot identity is the
+  allocation's explicit ``name=`` when one was given, else its allocation site together with the
+  first-writing source line.  A tile the kernel placed itself (``ncc.sbuf.alloc``/``mod_alloc``)
+  keeps one place.
 
 * **Loop-invariant transposes** (:func:`loop_invariant_transposes`): ``nl.matmul(x, y)`` with
   ``transpose_x=False`` records a TensorE transpose of ``x`` and a copy out of PSUM.  When
@@ -36,18 +32,15 @@ Model (trn2-hardware.md §4.1 with its 2026-12-01 correction), all times in ns:
 * **TensorE**: each instruction costs its initiation interval (costs.py) plus
   ``pe_instr_overhead_cycles``; LoadStationary (``M/4`` cycles) is exposed only when the
   stationary operand changes and the previous matmul is shorter than it.  **Throttle**
-  (dI/dt, PX ``overview-summary-page.rst`` "Understanding throttling"): after a burst begins
-  the utilisation limit starts at ``pe_throttle_speed`` (50 %) and ramps linearly to 100 %
-  over ``pe_throttle_window_ns`` (~3 us); once the ramp is over, an instruction that starts
-  after a trailing window in which TensorE was active less than ``pe_throttle_util`` (50 %)
-  re-engages the limit (a new ramp).  An instruction's duration is its nominal time divided
-  by the limit at its start.  A starved TensorE therefore runs at 50-100 % speed in
-  repeated ramps, never at half speed indefinitely.
+  (dI/dt, PX ``overview-summary-page.rst`` "Understanding throttling"): fixed windows of
+  ``pe_throttle_window_ns``; a window runs at ``pe_throttle_speed`` (50 %) when TensorE was busy
+  less than ``pe_throttle_util`` of the previous one (:class:`_TensorEngineState`).
 
 * **DMAs** become ready when their dependencies finish; the DMA queue is list-scheduled like
   an engine (the first ready DMA, in program order, among the next ``window``).  In
   ``benchmark`` mode on a core with hardware DGE (``dge_queues`` > 0: two DGE instances per
-  NeuronCore-v3, DG/A2) each DMA occupies the first free DGE queue for ``dge_issue_ns``; the rest of
+  NeuronCore-v3, DG/A2, + GpSimd's software DGE) each DMA occupies the first free DGE queue (or
+  the first queue only, :meth:`ModelOptions.serial_dma`) for ``dge_issue_ns``; the rest of
   the documented ~600 ns execution time of a DGE instruction (``dge_exec_ns``) is latency that overlaps other work.
   Without hardware DGE (``profile`` mode = ``--disable-dge``, or trn1) a ~50 ns static
   trigger issues a DMA with pre-computed descriptors.  At most ``dma_max_inflight`` DMAs are
@@ -70,11 +63,12 @@ from dataclasses import dataclass, field
 
 from nki_kernels.sim.core.trace import Event, Matmul
 
-from .compiler import place_engines, redundant_loads
+from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
 from .hardware import HardwareSpec
 
 MODES = ("benchmark", "profile")
+SKIP_ISSUE = ("serial", "by-loop", "parallel")
 FRONTENDS = ("nki01", "nki07")
 ONCHIP = ("sbuf", "psum")
 COMPUTE_ENGINES = ("PE", "ACT", "DVE", "POOL")
@@ -93,25 +87,29 @@ class ModelOptions:
 
     mode               "benchmark": what nki.benchmark's NCL latency measures (HW-DGE issues each
                        DMA); "profile": neuron-profile ``total_time`` of a ``--disable-dge`` build.
-    affine_buffers     rotating copies of a tile allocated (or wholly rewritten) inside an
-                       affine_range loop (compiler multi-buffering; fitted, see calibration.py)
-    sequential_buffers rotating copies inside a sequential_range loop (1: iteration i+1 may
-                       overwrite the tile only after iteration i has read it)
+    psum_buffers       PSUM banks a PSUM tile written in a loop rotates through (fitted, see
+                       calibration.py); SBUF tiles get the allocator's depth (compiler.allocation)
     window             list-scheduling window per engine (1 = strict program order)
-    rename             renaming of tiles written whole inside a loop (bounded as above)
+    rename             a tile written whole inside a loop starts a new version (compiler.allocation)
     hoist_transposes   elide repeated loop-invariant nl.matmul transposes of x
     include_floor      add the kernel floor T0 (launch + I/O + semaphores)
     frontend           "nki01" (neuronxcc.nki) or "nki07" (import nki): which compiler front end
                        built the kernel (its DMA descriptor generation differs, compiler.py)
     middle_end         False for kernels built with ``skip_middle_end_transformations`` (CS149 starters):
-                       no load elimination, affine loops multi-buffered only ``affine_buffers`` deep
+                       no load elimination; DMAs issued as ``skip_issue`` says
     dedup_loads        serve repeated nl.load reads from SBUF (compiler.redundant_loads)
     place_engines      place copies / scalar ops without engine= like the compiler (compiler.place_engines)
+    fold_psum_zeros    a PSUM fill followed by an accumulating matmul costs nothing (compiler.psum_zero_folds)
+    serialise          no pipelining at all: one physical copy of every tile and strict program order
+                       (window 1); the slow alternative of a loop of tiny instructions (model.alternatives)
+    skip_issue         how a skip_middle_end build issues its DMAs (fitted among SKIP_ISSUE):
+                       "serial" every DMA from one queue; "parallel" from the ``dge_queues`` queues;
+                       "by-loop" DMAs whose innermost loop is an affine_range from one queue, the
+                       others from all (the CS149 ladder vs the §3.1c conv, docs/cost-model.md)
     """
 
     mode: str = "benchmark"
-    affine_buffers: int = 3
-    sequential_buffers: int = 1
+    psum_buffers: int = 3
     window: int = SCHEDULE_WINDOW
     rename: bool = True
     hoist_transposes: bool = True
@@ -120,14 +118,19 @@ class ModelOptions:
     middle_end: bool = True
     dedup_loads: bool = True
     place_engines: bool = True
+    skip_issue: str = "by-loop"
+    fold_psum_zeros: bool = True
+    serialise: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"ModelOptions(mode): got {self.mode!r}, allowed {MODES}")
         if self.frontend not in FRONTENDS:
             raise ValueError(f"ModelOptions(frontend): got {self.frontend!r}, allowed {FRONTENDS}")
-        if self.affine_buffers < 1 or self.sequential_buffers < 1:
-            raise ValueError("ModelOptions: buffer counts must be >= 1")
+        if self.psum_buffers < 1:
+            raise ValueError(f"ModelOptions(psum_buffers): got {self.psum_buffers}, must be >= 1")
+        if self.skip_issue not in SKIP_ISSUE:
+            raise ValueError(f"ModelOptions(skip_issue): got {self.skip_issue!r}, allowed {SKIP_ISSUE}")
         if self.window < 1:
             raise ValueError(f"ModelOptions(window): got {self.window}, must be >= 1 (1 = program order)")
 
@@ -136,15 +139,25 @@ class ModelOptions:
         return "hwdge" if self.mode == "benchmark" and hw.v("dge_queues") >= 1 else "static"
 
     def issue_queues(self, hw: HardwareSpec) -> int:
-        """DMA issue queues: the descriptor-generating queues in DGE mode -- NKI 0.1 builds with the
-        compiler's middle end issue from the Sync and Scalar hardware DGEs and GpSimd software DGE
-        (``dge_queues``); the NKI 0.7 tutorial build generated every descriptor on GpSimd and the
-        ``skip_middle_end_transformations`` CS149 builds run ~550-600 ns per DMA back to back
-        (``dge_queues_serial``); one static trigger queue without DGE."""
+        """DMA issue queues: the descriptor-generating queues in DGE mode -- NKI 0.1 builds issue from
+        the Sync and Scalar hardware DGEs and GpSimd software DGE (``dge_queues``); the NKI 0.7 tutorial
+        build generated every descriptor on GpSimd (``dge_queues_serial``); one static trigger queue
+        without DGE.  Which DMAs may use more than the first queue: :meth:`serial_dma`."""
         if self.dma_mode(hw) != "hwdge":
             return 1
-        serial = self.frontend == "nki07" or not self.middle_end
-        return max(1, int(hw.v("dge_queues_serial" if serial else "dge_queues")))
+        if self.frontend == "nki07":
+            return max(1, int(hw.v("dge_queues_serial")))
+        return max(1, int(hw.v("dge_queues")))
+
+    def serial_dma(self, ev: Event) -> bool:
+        """True when ``ev`` (a DMA) is issued from the first queue only, one after the other: every DMA
+        of a skip_middle_end build with ``skip_issue="serial"``; with "by-loop" (the fitted choice) the
+        DMAs whose innermost loop is an ``affine_range`` -- the CS149 part 1 ladder and transpose
+        (affine loops) ran ~490-630 ns per DMA back to back, the §3.1c conv (sequential loops) issued
+        2,660 row DMAs in 824 us, which one queue at ~550 ns cannot (docs/cost-model.md)."""
+        if self.middle_end or self.frontend == "nki07" or self.skip_issue == "parallel":
+            return False
+        return self.skip_issue == "serial" or _loop_kind(ev) == "affine"
 
 
 @dataclass
@@ -270,32 +283,21 @@ class _DependencyBuilder:
     """One pass over the trace in program order; ``deps[i]`` = earlier events event i waits for."""
 
     def __init__(
-        self, opts: ModelOptions, alloc_origins: dict | None, alloc_names: dict | None, hw: HardwareSpec | None = None
+        self,
+        opts: ModelOptions,
+        alloc_origins: dict | None,
+        alloc_names: dict | None,
+        hw: HardwareSpec | None = None,
+        peak_sbuf: int = 0,
     ):
         from .hardware import get_hardware
 
         self.opts = opts
-        hw = get_hardware(hw if hw is not None else "trn2")
-        self.mb_budget = hw.v("multibuffer_budget_bytes")
-        self.mb_max = int(hw.v("multibuffer_max_depth"))
+        self.alloc = allocation(get_hardware(hw if hw is not None else "trn2"), alloc_origins or {}, peak_sbuf, opts)
         self.origins = alloc_origins or {}
         self.names = alloc_names or {}
         self.maps: dict = {}  # alloc_id -> _RegionMap of its current version
         self.rings: dict = {}  # buffer identity -> deque of versions (_RegionMap)
-
-    def _buffers(self, kind, buffer=None, tile_bytes: int = 0) -> int:
-        """Rotating copies of a tile allocated (or wholly rewritten) inside a loop of ``kind``:
-        ``sequential_buffers`` in a sequential loop (and a top-level ``range`` of NKI 0.1); in an
-        ``affine_range`` loop built with ``skip_middle_end_transformations`` the fitted
-        ``affine_buffers``; otherwise the compiler multi-buffers SBUF tiles as deep as
-        ``multibuffer_budget_bytes`` per partition allows (``affine_buffers`` .. ``multibuffer_max_depth``
-        copies; PSUM tiles keep ``affine_buffers``: 8 banks shared by every PSUM tile)."""
-        if kind == "sequential" or (kind == "range" and self.opts.frontend == "nki01"):
-            return self.opts.sequential_buffers
-        nb = self.opts.affine_buffers
-        if (kind == "affine" and not self.opts.middle_end) or str(buffer) == "psum":
-            return nb
-        return max(nb, min(self.mb_max, int(self.mb_budget // max(1, tile_bytes))))
 
     def identity(self, alloc_id, buffer, ev):
         """Which rotating slots a new tile takes: its explicit name, else where it was
@@ -328,12 +330,12 @@ class _DependencyBuilder:
         for r in ev.reads or ():
             read_ids.add(r.alloc_id)
             self._map(r.alloc_id).read(r.lo, r.hi, i, key, deps, track_readers=r.buffer in ONCHIP)
-        kind = _loop_kind(ev)
+        in_loop = _loop_kind(ev) is not None
         for r in ev.writes or ():
             onchip = r.buffer in ONCHIP
             m = self.maps.get(r.alloc_id)
-            if onchip and kind is not None:
-                nbuf = self._buffers(kind, r.buffer, r.hi - r.lo)
+            if onchip and in_loop:
+                nbuf = self.alloc.depth(r.buffer, r.hi - r.lo, r.alloc_id)
                 if m is None:  # first write of a tile allocated in a loop
                     m = self.maps[r.alloc_id] = _RegionMap()
                     self._rotate(self.identity(r.alloc_id, r.buffer, ev), m, nbuf, deps)
@@ -364,21 +366,25 @@ def build_dependencies(
     alloc_origins: dict | None = None,
     alloc_names: dict | None = None,
     hw: HardwareSpec | None = None,
+    peak_sbuf: int = 0,
 ) -> list:
     """deps[i] = sorted earlier event indices that event i must wait for (an elided repeat --
     loop-invariant transpose, redundant load -- waits only for the instruction it repeats)."""
-    b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw)
+    b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf)
     deps = [b.event(i, ev) for i, ev in enumerate(events)]
     for j, orig in elisions(events, opts, hw).items():
-        deps[j] = [orig]
+        if orig >= 0:  # a repeat waits for what it repeats; a folded fill keeps its own dependencies
+            deps[j] = [orig]
     return deps
 
 
 def elisions(events: Sequence[Event], opts: ModelOptions, hw: HardwareSpec | None = None) -> dict:
-    """{index of an instruction the compiler removes: index of the one it repeats}: repeated
-    loop-invariant ``nl.matmul`` transposes and, for NKI 0.1 builds, repeated ``nl.load`` reads
-    (compiler.redundant_loads)."""
+    """{index of an instruction the compiler removes: index of the one it repeats, or -1}: repeated
+    loop-invariant ``nl.matmul`` transposes, for NKI 0.1 builds repeated ``nl.load`` reads
+    (compiler.redundant_loads), and PSUM fills folded into the first matmul (compiler.psum_zero_folds, -1)."""
     out = loop_invariant_transposes(events) if opts.hoist_transposes else {}
+    if opts.fold_psum_zeros:
+        out.update(dict.fromkeys(psum_zero_folds(events), -1))
     if opts.dedup_loads and opts.middle_end and opts.frontend == "nki01":
         from .hardware import get_hardware
 
@@ -543,7 +549,14 @@ class Scheduler:
     4. :meth:`_finish` — a finished instruction releases its dependents.
     """
 
-    def __init__(self, events: Sequence[Event], hw: HardwareSpec, opts: ModelOptions, deps: list) -> None:
+    def __init__(
+        self,
+        events: Sequence[Event],
+        hw: HardwareSpec,
+        opts: ModelOptions,
+        deps: list,
+        extra_elided: dict | None = None,
+    ) -> None:
         self.events = events
         self.hw = hw
         self.opts = opts
@@ -556,10 +569,12 @@ class Scheduler:
                 self.dependents[d].append(i)
         self.remaining = [len(d) for d in deps]
         self.elided = elisions(events, opts, hw)
+        self.elided.update(extra_elided or {})
         if opts.place_engines:
             self.engine_of = place_engines(events, lambda ev, e: compute_cost_ns(ev, hw, e)[0])
         else:
             self.engine_of = [str(ev.engine) for ev in events]
+        self.window = 1 if opts.serialise else opts.window
         self.start = [0.0] * n
         self.end = [0.0] * n
         self.ready = [0.0] * n
@@ -591,6 +606,7 @@ class Scheduler:
         self.dma_mode = opts.dma_mode(hw)
         self.n_issue = opts.issue_queues(hw)
         self.issue_free = [0.0] * self.n_issue
+        self.serial_of = {i: opts.serial_dma(ev) for i, ev in enumerate(events) if ev.engine == "DMA"}
         # the part of a DGE instruction's execution time that is not queue occupancy is latency
         self.issue_latency = max(0.0, hw.v("dge_exec_ns") - hw.v("dge_issue_ns")) if self.dma_mode == "hwdge" else 0.0
         self.L = hw.v("dma_latency_ns")
@@ -639,7 +655,7 @@ class Scheduler:
 
     def _hop(self, i, j) -> float:
         ei, ej = self.engine_of[i], self.engine_of[j]
-        if ej == "DMA" or j in self.elided:
+        if ej == "DMA" or j in self.elided or self.elided.get(i, 0) < 0:  # (a folded fill signals nothing)
             return 0.0
         if ei != ej:
             return self.sem + (self.pe_result_ns if ei == "PE" else 0.0)
@@ -671,7 +687,7 @@ class Scheduler:
         earliest = math.inf
         seen = 0
         k = p
-        while k < len(q) and seen < self.opts.window:
+        while k < len(q) and seen < self.window:
             i = q[k]
             k += 1
             if self.started[i]:
@@ -714,7 +730,8 @@ class Scheduler:
             self.dma_released -= 1
             r = self.ready[j]
             c = self._cost(j)
-            k = min(range(self.n_issue), key=self.issue_free.__getitem__)
+            nq = 1 if self.serial_of[j] else self.n_issue
+            k = min(range(nq), key=self.issue_free.__getitem__)
             q = min(range(self.max_inflight), key=self.slot_free.__getitem__)
             s = max(self.issue_free[k], r, self.slot_free[q])
             ie = s + c.issue_ns
@@ -747,7 +764,7 @@ class Scheduler:
         if not h:
             return None
         pos = h[0]
-        if self.dma_unstarted.prefix(pos) >= self.opts.window:  # outside the window
+        if self.dma_unstarted.prefix(pos) >= self.window:  # outside the window
             return None
         heapq.heappop(h)
         self.dma_unstarted.add(pos, -1)
@@ -827,10 +844,13 @@ def schedule(
     alloc_origins: dict | None = None,
     deps: list | None = None,
     alloc_names: dict | None = None,
+    peak_sbuf: int = 0,
+    extra_elided: dict | None = None,
 ) -> Schedule:
     """Schedule ``events``; ``deps`` (from :func:`build_dependencies` with the same options)
-    may be passed in to reuse it across hardware variants."""
+    may be passed in to reuse it across hardware variants; ``extra_elided``: more instructions the
+    compiler removes ({index: index of the instruction that stands for it}, compiler.vectorised)."""
     opts = opts or ModelOptions()
     if deps is None:
-        deps = build_dependencies(events, opts, alloc_origins, alloc_names)
-    return Scheduler(events, hw, opts, deps).run()
+        deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf)
+    return Scheduler(events, hw, opts, deps, extra_elided).run()
