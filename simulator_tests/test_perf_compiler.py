@@ -8,7 +8,6 @@ import pytest
 from nki_kernels.perf import TRN2, ModelOptions
 from nki_kernels.perf.compiler import (
     candidates,
-    engine_given,
     place_engines,
     redundant_loads,
     sbuf_spill,
@@ -174,31 +173,20 @@ def test_copies_without_an_engine_are_balanced_over_vector_and_scalar():
     assert fixed.makespan_ns == pytest.approx(2 * 572 / 0.96)  # both on VectorE, one after the other
 
 
-def test_only_ops_the_compiler_may_move_are_moved(tmp_path):
-    src = tmp_path / "k.py"
-    src.write_text(
-        "def k(x, y):\n"
-        "    a = nisa.tensor_copy(x)\n"
-        "    b = nisa.tensor_copy(y,\n"
-        "                         engine=nisa.vector_engine)\n"
-        "    c = nisa.tensor_scalar(x, op0=nl.maximum, operand0=0.0)\n"
-    )
-    auto = _ev(0, "tensor_copy", "DVE", "nisa.tensor_copy", file=str(src), line=2)
-    given = _ev(1, "tensor_copy", "DVE", "nisa.tensor_copy", file=str(src), line=4)
+def test_only_ops_the_compiler_may_move_are_moved():
+    auto = _ev(0, "tensor_copy", "DVE", "nisa.tensor_copy")
+    given = _ev(1, "tensor_copy", "DVE", "nisa.tensor_copy")._replace(engine_given=True)
     relu = _ev(
         2,
         "tensor_scalar",
         "DVE",
         "nisa.tensor_scalar",
-        file=str(src),
-        line=5,
         payload=Elementwise("maximum", 512, 1, False, False, False, False, False),
     )
-    assert not engine_given(auto) and engine_given(given)
     assert candidates(auto) == ("DVE", "ACT")
-    assert candidates(given) == ("DVE",)  # engine= names it (on a continuation line)
+    assert candidates(given) == ("DVE",)  # engine= names it (Event.engine_given, recorded by the interpreter)
     assert candidates(relu) == ("DVE",)  # maximum does not run on ScalarE (tbl-aluop)
-    act = _ev(3, "activation", "ACT", "nisa.activation", file=str(src), line=2)
+    act = _ev(3, "activation", "ACT", "nisa.activation")
     assert candidates(act) == ("ACT",)
 
 
@@ -264,22 +252,9 @@ def test_the_allocator_is_bounded_by_the_sbuf_the_kernel_leaves_free():
     assert one[1] == [0] and one[2] == [1]
 
 
-def test_directly_allocated_tiles_keep_their_place(tmp_path):
-    # a kernel that places its row buffer itself (ncc.sbuf.alloc): the allocator does not re-place it, so
-    # a whole rewrite is not a new version in another buffer
-    src = tmp_path / "k.py"
-    src.write_text(
-        "def k(x):\n"
-        "    buf = ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,))\n"
-        "    row = nl.ndarray((128, 512), dtype=nl.float32, buffer=buf)\n"
-        "    other = nl.ndarray((128, 512), dtype=nl.float32,\n"
-        "                       buffer=ncc.sbuf.alloc(lambda i: (0, 4096)))\n"
-        "    auto = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
-    )
-    from nki_kernels.perf.compiler import direct_allocations
-
-    origins = {7: (str(src), 3), 8: (str(src), 4), 9: (str(src), 6)}
-    assert direct_allocations(origins) == {7, 8}
+def test_directly_allocated_tiles_keep_their_place():
+    # a kernel that places its row buffer itself (ncc.sbuf.alloc, recorded in Trace.placed_allocs): the allocator
+    # does not re-place it, so a whole rewrite is not a new version in another buffer
     evs = []
     for it in range(3):  # tile 7 rewritten whole and read in each iteration of a sequential loop
         lp = (LoopFrame(LoopKind.SEQUENTIAL, 1, it, 3, "/x/k.py", 5),)
@@ -295,9 +270,9 @@ def test_directly_allocated_tiles_keep_their_place(tmp_path):
                 loops=lp,
             )
         )
-    placed = build_dependencies(evs, ModelOptions(), origins)
+    placed = build_dependencies(evs, ModelOptions(), placed={7})
     assert placed[2] == [0, 1]  # iteration 1's load waits for iteration 0's copy: one buffer
-    auto = build_dependencies(evs, ModelOptions(), {7: (str(src), 6)})
+    auto = build_dependencies(evs, ModelOptions())
     assert auto[2] == []  # automatic allocation: a new version elsewhere
 
 

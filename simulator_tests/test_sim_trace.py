@@ -11,6 +11,11 @@ import pytest
 
 from nki_kernels.sim import SimWarning, nisa, nki, nl, trace_kernel
 from nki_kernels.sim.core.context import RunContext
+from nki_kernels.sim.nki01 import compiler as ncc
+from nki_kernels.sim.nki07 import isa as nisa7
+from nki_kernels.sim.nki07 import language as nl7
+from nki_kernels.sim.nki07 import nki as nki7
+from nki_kernels.sim.nki07.kernel import trace as trace07
 
 F32 = np.float32
 X = np.random.default_rng(0).standard_normal((128, 64)).astype(F32)
@@ -148,3 +153,49 @@ def test_every_event_carries_its_enclosing_loops_as_typed_frames():
     # one loop id per entry into a loop statement: the inner loop is entered twice
     assert len({e.loops[0].loop_id for e in body}) == 1
     assert len({e.loops[1].loop_id for e in body}) == 2
+
+
+def test_the_trace_records_what_the_kernel_pinned_and_placed() -> None:
+    """Event.engine_given (the call named its engine) and Trace.placed_allocs (the kernel placed the tensor with
+    ncc.sbuf.alloc / NKI 0.7 address=): the cost model's compiler reads these facts, not the kernel's source."""
+
+    @nki.jit
+    def k01(a):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        free = nisa.tensor_copy(t)
+        pinned = nisa.tensor_copy(free, engine=nisa.vector_engine)
+        nl.store(out, pinned)
+        return out
+
+    x = np.ones((128, 64), np.float32)
+    _, tr = trace_kernel(k01, x)
+    copies = [ev for ev in tr.events if ev.op == "tensor_copy"]
+    assert [ev.engine_given for ev in copies] == [False, True]
+
+    @nki.jit
+    @nki.compiler.skip_middle_end_transformations
+    def placed(a):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        buf = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,)))
+        buf[...] = nl.load(a)
+        nl.store(out, buf)
+        return out
+
+    _, tr = trace_kernel(placed, x)
+    load = next(ev for ev in tr.events if ev.op == "dma_copy" and ev.writes[0].buffer.value == "sbuf")
+    assert tr.placed_allocs == {load.writes[0].alloc_id}
+
+    @nki7.jit
+    def k07(a):
+        out = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.shared_hbm)
+        t = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.sbuf, address=(0, 0))
+        nisa7.dma_copy(dst=t, src=a)
+        u = nl7.ndarray(a.shape, nl7.float32, buffer=nl7.sbuf)
+        nisa7.tensor_copy(dst=u, src=t, engine=nisa7.scalar_engine)
+        nisa7.dma_copy(dst=out, src=u)
+        return out
+
+    _, tr = trace07(k07, x)
+    assert [ev.engine_given for ev in tr.events if ev.op == "tensor_copy"] == [True]
+    assert len(tr.placed_allocs) == 1

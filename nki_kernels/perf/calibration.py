@@ -701,7 +701,13 @@ def _estimate(tr, p: Point, lc: Launch, hw: HardwareSpec, choice: dict) -> _Summ
         dk = (id(tr), opts.psum_buffers, int(hw.v("multibuffer_max_depth")))
         if dk not in _DEPS_CACHE:
             _DEPS_CACHE[dk] = build_dependencies(
-                tr.events, opts, tr.alloc_origins, tr.alloc_names, hw, tr.peak_sbuf_bytes_per_partition
+                tr.events,
+                opts,
+                tr.alloc_origins,
+                tr.alloc_names,
+                hw,
+                tr.peak_sbuf_bytes_per_partition,
+                tr.placed_allocs,
             )
         e = estimate_trace(tr, hw=hw, options=opts, kernel_name=p.kernel, deps=_DEPS_CACHE[dk], with_alternatives=False)
         sched: Any = e.schedule

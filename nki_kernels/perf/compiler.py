@@ -21,9 +21,6 @@ Sources and the public measurements each rule was checked against are in docs/co
 
 from __future__ import annotations
 
-import ast
-import functools
-import linecache
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,50 +110,6 @@ def psum_zero_folds(events: Sequence) -> list:
     return out
 
 
-# ---- direct allocation --------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=256)
-def _direct_alloc_lines(file: str) -> frozenset:
-    """Source lines of ``file`` whose statement places an SBUF/PSUM tensor itself: a call with a
-    ``buffer=`` argument that is (or names a variable bound to) ``*.sbuf.alloc(...)``,
-    ``*.sbuf.mod_alloc(...)`` or the PSUM twins (SDK 2.26 ``nki_direct_allocation_guide.rst``)."""
-    src = "".join(linecache.getlines(file))
-    if not src:
-        return frozenset()
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return frozenset()
-
-    def placing(node) -> bool:
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            return False
-        owner = node.func.value
-        return (
-            node.func.attr in ("alloc", "mod_alloc")
-            and isinstance(owner, ast.Attribute)
-            and owner.attr in ("sbuf", "psum")
-        )
-
-    bound = {
-        t.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and placing(node.value)
-        for t in node.targets
-        if isinstance(t, ast.Name)
-    }
-    lines: set = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        for kw in node.keywords:
-            v = kw.value
-            if kw.arg == "buffer" and (placing(v) or (isinstance(v, ast.Name) and v.id in bound)):
-                lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return frozenset(lines)
-
-
 @dataclass(frozen=True)
 class Allocation:
     """How many physical tiles the compiler's allocator gives each version of an on-chip tensor.
@@ -195,8 +148,11 @@ class Allocation:
         return max(1, min(self.max_depth, int(cap // tile)))
 
 
-def allocation(hw: HardwareSpec, alloc_origins: dict, peak_sbuf: int, opts: Any) -> Allocation:
-    """The :class:`Allocation` of one trace (``peak_sbuf``: its peak live SBUF bytes per partition)."""
+def allocation(hw: HardwareSpec, placed: frozenset | set, peak_sbuf: int, opts: Any) -> Allocation:
+    """The :class:`Allocation` of one trace (``placed``: the allocation ids the kernel placed itself,
+    ``Trace.placed_allocs`` -- ncc.sbuf/psum.alloc/mod_alloc, NKI 0.7 address= -- which the compiler's allocator
+    does not re-place, so a whole overwrite of one is not a new version in another buffer; ``peak_sbuf``: its peak
+    live SBUF bytes per partition)."""
     usable = hw.v("sbuf_usable_bytes_per_partition")
     room = usable - peak_sbuf if 0 < peak_sbuf <= usable else None
     return Allocation(
@@ -204,26 +160,9 @@ def allocation(hw: HardwareSpec, alloc_origins: dict, peak_sbuf: int, opts: Any)
         int(hw.v("multibuffer_max_depth")),
         int(opts.psum_buffers),
         room,
-        direct_allocations(alloc_origins),
+        frozenset(placed),
         bool(getattr(opts, "serialise", False)),
     )
-
-
-def direct_allocations(alloc_origins: dict) -> frozenset:
-    """Allocation ids whose SBUF/PSUM placement the kernel chose (``ncc.sbuf.alloc`` / ``mod_alloc``):
-    the compiler's allocator does not re-place them, so a whole overwrite of one is not a new version
-    in another buffer (read from the kernel source at the allocation's line; the trace does not record
-    the placement)."""
-    out = set()
-    for aid, origin in alloc_origins.items():
-        if (
-            isinstance(origin, tuple)
-            and len(origin) == 2
-            and origin[0]
-            and int(origin[1] or 0) in _direct_alloc_lines(str(origin[0]))
-        ):
-            out.add(aid)
-    return frozenset(out)
 
 
 # ---- engine placement -------------------------------------------------------------------------
@@ -256,39 +195,6 @@ def _engines_of_alu(funcs: Sequence[str]) -> tuple:
     return tuple(out) or ("DVE",)
 
 
-@functools.lru_cache(maxsize=256)
-def _calls(file: str) -> tuple:
-    """(first line, last line, function name, has engine= keyword) of every call in ``file``."""
-    src = "".join(linecache.getlines(file))
-    if not src:
-        return ()
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return ()
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            given = any(k.arg == "engine" for k in node.keywords)
-            out.append((node.lineno, node.end_lineno or node.lineno, name, given))
-    return tuple(out)
-
-
-def engine_given(ev: Event) -> bool:
-    """True when the kernel names the engine of the call that produced ``ev`` (``engine=``), read from
-    the kernel source (the trace does not record it); ``nl.*`` ops never take one."""
-    api = str(ev.api or "")
-    if not api.startswith("nisa."):
-        return False
-    name = api.split(".", 1)[1]
-    for lo, hi, fname, has_engine in _calls(ev.file or ""):
-        if fname == name and lo <= int(ev.line or 0) <= hi:
-            return has_engine
-    return True  # source not readable: keep the recorded engine
-
-
 def _func(ev) -> str:
     return str(getattr(ev.payload, "func", "") or "")
 
@@ -296,7 +202,7 @@ def _func(ev) -> str:
 def candidates(ev: Event) -> tuple:
     """Engines the compiler may place ``ev`` on (just its recorded engine when the choice is fixed)."""
     eng = str(ev.engine)
-    if ev.op not in FLEXIBLE_OPS or eng not in _PLACEABLE or engine_given(ev):
+    if ev.op not in FLEXIBLE_OPS or eng not in _PLACEABLE or ev.engine_given:
         return (eng,)
     opts = _PLACEABLE if ev.op == "tensor_copy" else _engines_of_alu(_func(ev).split(","))
     return opts if eng in opts else (eng,)

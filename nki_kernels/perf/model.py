@@ -183,6 +183,7 @@ def estimate_trace(
         deps=deps,
         alloc_names=getattr(trace, "alloc_names", None),
         peak_sbuf=int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0),
+        placed=getattr(trace, "placed_allocs", frozenset()),
     )
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
     alts = alternatives(trace, hw, opts, sched, floor) if with_alternatives else []
@@ -305,9 +306,10 @@ def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Sched
     origins = getattr(trace, "alloc_origins", None)
     names = getattr(trace, "alloc_names", None)
     peak = int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0)
+    placed: frozenset | set = getattr(trace, "placed_allocs", frozenset())
 
     def run(o: ModelOptions) -> float:
-        s = schedule(events, hw, o, alloc_origins=origins, alloc_names=names, peak_sbuf=peak, deps=None)
+        s = schedule(events, hw, o, alloc_origins=origins, alloc_names=names, peak_sbuf=peak, deps=None, placed=placed)
         return floor_us + s.makespan_ns / 1e3
 
     out = []

@@ -289,11 +289,12 @@ class _DependencyBuilder:
         alloc_names: dict | None,
         hw: HardwareSpec | None = None,
         peak_sbuf: int = 0,
+        placed: frozenset | set = frozenset(),
     ):
         from .hardware import get_hardware
 
         self.opts = opts
-        self.alloc = allocation(get_hardware(hw if hw is not None else "trn2"), alloc_origins or {}, peak_sbuf, opts)
+        self.alloc = allocation(get_hardware(hw if hw is not None else "trn2"), placed, peak_sbuf, opts)
         self.origins = alloc_origins or {}
         self.names = alloc_names or {}
         self.maps: dict = {}  # alloc_id -> _RegionMap of its current version
@@ -367,10 +368,12 @@ def build_dependencies(
     alloc_names: dict | None = None,
     hw: HardwareSpec | None = None,
     peak_sbuf: int = 0,
+    placed: frozenset | set = frozenset(),
 ) -> list:
     """deps[i] = sorted earlier event indices that event i must wait for (an elided repeat --
-    loop-invariant transpose, redundant load -- waits only for the instruction it repeats)."""
-    b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf)
+    loop-invariant transpose, redundant load -- waits only for the instruction it repeats); ``placed``: the
+    allocations the kernel placed itself (``Trace.placed_allocs``)."""
+    b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
     deps = [b.event(i, ev) for i, ev in enumerate(events)]
     for j, orig in elisions(events, opts, hw).items():
         if orig >= 0:  # a repeat waits for what it repeats; a folded fill keeps its own dependencies
@@ -846,11 +849,12 @@ def schedule(
     alloc_names: dict | None = None,
     peak_sbuf: int = 0,
     extra_elided: dict | None = None,
+    placed: frozenset | set = frozenset(),
 ) -> Schedule:
     """Schedule ``events``; ``deps`` (from :func:`build_dependencies` with the same options)
     may be passed in to reuse it across hardware variants; ``extra_elided``: more instructions the
     compiler removes ({index: index of the instruction that stands for it}, compiler.vectorised)."""
     opts = opts or ModelOptions()
     if deps is None:
-        deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf)
+        deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
     return Scheduler(events, hw, opts, deps, extra_elided).run()

@@ -67,6 +67,7 @@ def enter(api: str, instruction: bool = True) -> RunContext:
     if hook is not None:
         hook()
     ctx.api = api
+    ctx.engine_given = False  # the front end's adapter sets it when the call names its engine
     # the user's line of this call: the first frame outside the interpreter, found once per call
     f = sys._getframe(2)
     while f.f_code.co_filename.startswith(_SIM_DIR):
@@ -102,6 +103,7 @@ class RunContext:
         "call_hook",  # called at every NKI call (the LNC lockstep scheduler) or None
         "n_instructions",  # instructions executed so far (counted also without a trace)
         "api",  # the NKI call being executed (for messages)
+        "engine_given",  # the running NKI call names its engine (engine=): recorded on its event
         "site",  # (file, line) of that call in the user's code
         "alloc_count",  # allocation id counter
         "loop_count",  # loop id counter (one id per entry into a loop statement)
@@ -139,6 +141,7 @@ class RunContext:
         self.call_hook: Callable[[], None] | None = None
         self.n_instructions = 0
         self.api = ""
+        self.engine_given = False
         self.site = ("<unknown>", 0)
         self.alloc_count = 0
         self.loop_count = 0
@@ -185,7 +188,7 @@ class RunContext:
             self.memory.block_liveness(reads, writes)
         if where is None:
             site = self.site
-            where = (site[0], site[1], self.program_id, self.loops)
+            where = (site[0], site[1], self.program_id, self.loops, self.engine_given)
         direct = self.direct
         if direct is not None and direct.active:
             direct.instruction(reads, writes, (where[0], where[1]))
@@ -210,6 +213,7 @@ class RunContext:
             where[1],
             where[2],
             where[3],
+            len(where) > 4 and where[4],
         )
         if seq is None:
             events.append(ev)
@@ -227,9 +231,9 @@ class RunContext:
         return len(events) - 1
 
     def where(self) -> tuple:
-        """(file, line, program_id, loops) of the running NKI call, for a result recorded later."""
+        """(file, line, program_id, loops, engine_given) of the running NKI call, for a result recorded later."""
         site = self.site
-        return (site[0], site[1], self.program_id, self.loops)
+        return (site[0], site[1], self.program_id, self.loops, self.engine_given)
 
     def commit_pending(self) -> None:
         """Record every pending result with its new tile as its destination (``ops.Result.commit``)."""

@@ -108,6 +108,13 @@ def engine_of(e: Any, default: Engine, api: str) -> Engine:
     return TRACE_ENGINE.get(e, default)
 
 
+def names_engine(kw: dict) -> bool:
+    """Do a call's keyword arguments pin its engine (``engine=`` other than unset / ``engine.unknown``)?  The
+    event records it (``Event.engine_given``): the compiler places only the instructions a kernel does not pin."""
+    e = kw.get("engine")
+    return e is not None and e is not engine.unknown and getattr(e, "name", e) not in ("unknown", 0)
+
+
 def get_nc_version() -> nc_version:
     """The interpreter models trn2 (NeuronCore-v3)."""
     return nc_version.gen3

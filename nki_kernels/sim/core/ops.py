@@ -791,8 +791,7 @@ def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) ->
             record(ctx, res, tile, result=tile.alloc)
         else:
             res.tile = tile
-            site = ctx.site
-            res.where = (site[0], site[1], ctx.program_id, ctx.loops)
+            res.where = ctx.where()
             if ctx.options.trace:
                 events = ctx.trace.events
                 res.slot = len(events)

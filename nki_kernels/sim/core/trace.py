@@ -230,6 +230,7 @@ class Event(NamedTuple):
     file, line kernel source location (first frame outside nki_kernels.sim)
     program_id SPMD instance index tuple (() without a grid)
     loops      enclosing loops, outermost first (:class:`LoopFrame`)
+    engine_given  the kernel's call named the engine (``engine=``): the compiler does not re-place it
     """
 
     seq: int
@@ -251,6 +252,7 @@ class Event(NamedTuple):
     line: int
     program_id: tuple
     loops: tuple
+    engine_given: bool = False
 
     @property
     def location(self) -> str:
@@ -278,6 +280,9 @@ class Trace:
     # alloc_id -> the explicit ``name=`` given at allocation (nl.ndarray(..., name="acc")), only
     # when one was given; the cost model keys buffer identity on it before source lines
     alloc_names: dict = field(default_factory=dict)
+    # alloc ids of the SBUF/PSUM tensors the kernel placed itself (NKI 0.1 ncc.sbuf/psum.alloc/mod_alloc, NKI 0.7
+    # address=): the compiler's allocator does not re-place them
+    placed_allocs: set = field(default_factory=set)
     note: str | None = None
 
     def __len__(self) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core import engines
 from ..core.context import enter
+from ..core.enums import names_engine
 from ..core.errors import SimError, SimValueError
 from ..core.ops import PENDING
 from .indexing import mask_value
@@ -76,6 +77,7 @@ def returns_fresh(
         ctx = enter(short)
         if kw:
             kw = _kwargs(kw, known, short, engine_param)
+            ctx.engine_given = names_engine(kw)
             if bound:
                 kw = {**bound, **kw}
         else:
@@ -116,6 +118,7 @@ def with_dst(
         ctx = enter(short)
         if kw:
             kw = _kwargs(kw, known, short, engine_param)
+            ctx.engine_given = names_engine(kw)
         for k, v in bound.items():
             kw.setdefault(k, v)
         if convert is not None:

@@ -205,6 +205,7 @@ def _placed(ctx, t, placement, shape, par):
     if placement is not None:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
         ctx.direct.place(t, placement, shape, par, t.alloc.itemsize, ctx.site, ctx.loops)
+        ctx.trace.placed_allocs.add(t.alloc.id)
     return t
 
 

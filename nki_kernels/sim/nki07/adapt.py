@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from ..core.context import enter
 from ..core.dtypes import canonical, name_of
+from ..core.enums import names_engine
 from ..core.errors import SimTypeError, not_implemented
 from ..core.ops import PENDING
 from ..core.ops import _partition_access as partition_access
@@ -133,6 +134,8 @@ def dst_first(
             partition_access(d, short, dst_name)
             d.access_ok = True
         kw = _kwargs(kw, known, short, d) if kw else {}
+        if kw:
+            ctx.engine_given = names_engine(kw)
         if args:
             args = tuple(a.t if a.__class__ is NkiTensor else unwrap(a) for a in args)
         if len(args) < len(required):

@@ -190,6 +190,7 @@ def _placed(t, address, b):
     places the tensor itself (nki-library's allocators reuse addresses), so it is not counted as a new
     live allocation; it must fit the partitions and the buffer's per-partition bytes."""
     api = "ndarray"
+    current(api).trace.placed_allocs.add(t.alloc.id)
     try:
         p0, f0 = (int(a) for a in address)
     except (TypeError, ValueError):
