@@ -7,6 +7,7 @@ DMA never touches PSUM; shapes pair row-major by element count (``dma_copy``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from .ops import (
     op,
     opcode,
     record_dma,
+    tensor_arg,
     tile,
 )
 from .tensor import ON_CHIP, PSUM, SBUF, Tensor
@@ -64,17 +66,14 @@ def dma_copy(
     engine: EngineArg = None,
     priority: EnumArg = None,
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """Copy src -> dst (HBM or SBUF, never PSUM); shapes pair row-major by element count.  ``dst_rmw_op``
     (2.26, only ``add``): dst = dst + src; ``oob_mode`` (2.26): out-of-bounds indirect indices raise
     (``error``) or are skipped; with ``dge_mode=hwdge`` the dtypes must match (no cast on the hardware
     DGE; NKI 0.6 MIG "dge_mode type matching")."""
     api = "dma_copy"
-    for arg, t in (("dst", dst), ("src", src)):
-        if not isinstance(t, Tensor):
-            raise SimTypeError(
-                "E010", api, arg, f"expected a tensor, got {type(t).__name__}", "Call nisa.dma_copy(dst=..., src=...)"
-            )
+    dst = tensor_arg(dst, api, "dst", "Call nisa.dma_copy(dst=..., src=...)")
+    src = tensor_arg(src, api, "src", "Call nisa.dma_copy(dst=..., src=...)")
     rmw = None
     if dst_rmw_op is not None:
         rmw = opcode(dst_rmw_op, api, "dst_rmw_op")
@@ -98,7 +97,7 @@ def dma_copy(
             "Reinterpret with .view(dtype), or use dge_mode.swdge/none to cast",
         )
     if dst.alloc.buffer in ON_CHIP:
-        tile(dst, api, "dst", buffers=(SBUF,), engine_access=False)
+        dst = tile(dst, api, "dst", buffers=(SBUF,), engine_access=False)
     if src.alloc.buffer in ON_CHIP:
         tile(src, api, "src", buffers=(SBUF,), engine_access=False)
     m = oob_mask(dst, src, mask_of(mask, dst._shape, api), oob, api, rmw)
@@ -214,10 +213,11 @@ def dma_compute(
     oob_mode: EnumArg = None,
     *,
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """``dst = reduce_op(srcs[0]*scales[0], srcs[1]*scales[1], ...)`` on the DMA engines (NKI 0.6 isa
     ``dma_compute``)."""
     api = "dma_compute"
+    dst = tensor_arg(dst, api, "dst")
     if not srcs:
         raise SimValueError("E011", api, "srcs", "dma_compute needs at least one source")
     name_ = opcode(reduce_op, api, "reduce_op")
@@ -265,16 +265,16 @@ def load(
 
 
 @op
-def store(ctx: RunContext, dst: Dst, value: Operand, *, mask: MaskArg = None, api: str = "nl.store") -> Tensor | None:
+def store(ctx: RunContext, dst: Dst, value: Operand, *, mask: MaskArg = None, api: str = "nl.store") -> None:
     """SBUF/PSUM tile (or scalar) -> HBM, cast to dst's dtype, partition-aligned broadcast; a PSUM
     value is first copied to SBUF ([lang] nl.store)."""
-    hbm(dst, "store", "dst")
+    dst = hbm(dst, "store", "dst")
     m = mask_of(mask, dst._shape, "store")
     if isinstance(value, Tensor):
         tile(value, "store", "value", engine_access=False)
         how = _fit("store", value._shape, dst._shape, dst)
         if value.alloc.buffer is PSUM:
-            value = emit(ctx, None, copy_result(value, api="nl.copy"))
+            value = cast(Tensor, emit(ctx, None, copy_result(value, api="nl.copy")))
         dma_transfer(ctx, dst, value, api=api, mask=m, how=how)
     else:
         assign(ctx, dst, value, api=api, mask=mask)

@@ -443,7 +443,7 @@ def nc_n_gather(
     _ops.same_partitions(aname, data=data, indices=indices)
     P = data.shape[0]
     if isinstance(dst, Tensor):
-        _ops.tile(dst, aname, "dst", buffers=(SBUF,))
+        dst = _ops.tile(dst, aname, "dst", buffers=(SBUF,))
         if dst.dtype != data.dtype:
             raise SimTypeError(
                 "E009",
@@ -504,7 +504,7 @@ def tensor_copy_dynamic_dst(
             f"expected a destination tile, got {type(dst).__name__}",
             "Pass dst=t[i_p, offset_tile[0, 0] + i_f] of an SBUF/PSUM tile",
         )
-    _ops.tile(dst, aname, "dst", engine_access=False)
+    dst = _ops.tile(dst, aname, "dst", engine_access=False)
     eng = engine_for(engine, DVE, aname, ("src", src))
     res = copy_result(src, api=api, engine=eng, dtype=dtype, mask=mask)
     if isinstance(dst, IndirectTensor) and dst.index_tiles:

@@ -426,6 +426,14 @@ def reduce_out_mask(m: MaskArg, axes: tuple, keepdims: bool) -> MaskArg:
     return np.any(m, axis=axes, keepdims=keepdims)
 
 
+def number(x: object, api: str, arg: str) -> float:
+    """A scalar argument (a Python or NumPy number) as a float; E010 for anything else (a tile where the
+    instruction takes an immediate)."""
+    if isinstance(x, (int, float, np.integer, np.floating, np.bool_)):
+        return float(x)
+    raise SimTypeError("E010", api, arg, f"{arg} must be a number, got {type(x).__name__}", f"Pass {arg} as a scalar")
+
+
 def opcode(op: OpArg, api: str, arg: str = "op") -> str:
     """Name of an ALU op given as nl.X, np.X or a string."""
     if isinstance(op, str):
@@ -1086,6 +1094,13 @@ def _partition_access(x: Tensor, api, arg) -> None:
                 got=len(merged),
                 limit=4,
             )
+
+
+def tensor_arg(x: Any, api: str, arg: str, fix: str | None = None) -> Tensor:
+    """``x`` as a tensor argument (E010 when it is none: a number, None, PENDING)."""
+    if not isinstance(x, Tensor):
+        raise SimTypeError("E010", api, arg, f"expected a tensor, got {type(x).__name__}", fix)
+    return x
 
 
 def hbm(x: Any, api: str, arg: str) -> Tensor:

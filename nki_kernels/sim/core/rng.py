@@ -40,6 +40,8 @@ def rand(
 ) -> Tensor | None:
     """A tile of uniform random values in [0, 1) (``RunContext.rand_rng``)."""
     aname = "rand"
+    if shape is None:
+        raise SimValueError("E011", aname, "shape", "nl.rand needs the shape of its tile", "Pass shape=(P, F)")
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if not shape or any(s < 1 for s in shape):
         raise SimValueError(
@@ -65,7 +67,7 @@ def rand(
 
 
 @op
-def random_seed(ctx: RunContext, dst: Dst, seed: Operand, *, mask: MaskArg = None) -> Tensor | None:
+def random_seed(ctx: RunContext, dst: Dst, seed: Operand, *, mask: MaskArg = None) -> None:
     """Seed the generator of ``nl.rand`` (a 32-bit scalar or a one-element tile)."""
     aname = "random_seed"
     if isinstance(seed, Tensor):

@@ -89,7 +89,7 @@ def _cmd_name(cmd, api) -> str:
     name = getattr(cmd, "name", None)
     if name is None:
         names = {0: "idle", 1: "reset", 2: "reduce", 3: "reset_reduce", 4: "load_reduce"}
-        name = names.get(cmd) if isinstance(cmd, (int, np.integer)) else None
+        name = names.get(int(cmd)) if isinstance(cmd, (int, np.integer)) else None
     if name not in ("idle", "reset", "reduce", "reset_reduce", "load_reduce"):
         raise SimValueError(
             "E011",
@@ -159,7 +159,7 @@ def tensor_copy_predicated(
     dtype: DTypeArg = None,
     api: str = "nisa.tensor_copy_predicated",
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """Copy ``src`` into ``dst`` where ``predicate`` is true; elsewhere ``dst`` is unmodified.
 
     2.26: predicate uint8/uint16/uint32 (a bool tile, 1 byte, is accepted: the SDK example loads
@@ -230,7 +230,7 @@ def select_reduce(
     dtype: DTypeArg = None,
     api: str = "nisa.select_reduce",
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """``dst = where(predicate, on_true, on_false)``, optionally max-reduced per partition (2.26)."""
     aname = "select_reduce"
     dst = _ops.tile(dst, aname, "dst")
@@ -343,7 +343,9 @@ def range_select(
         ops.append(_ops.BINARY[name])
     _max_only(aname, reduce_op)
     _check_reduce_res(aname, reduce_res, P)
-    fill = np.float32(np.finfo(np.float32).min) if on_false_value is None else np.float32(on_false_value)
+    fill = np.float32(
+        np.finfo(np.float32).min if on_false_value is None else _ops.number(on_false_value, aname, "on_false_value")
+    )
     x = on_true_tile.read_f32().reshape(P, -1)
     idx = (int(range_start) + np.arange(x.shape[1], dtype=np.float32))[None, :]
     keep = ops[0](idx, bounds[0]) & ops[1](idx, bounds[1])
@@ -498,7 +500,7 @@ def nc_match_replace8(
     x = data.read_f32().reshape(P, n).copy()
     idx = _first_matches(x, valid, v, range(8) if spec == "0.1" else range(7, -1, -1))
     rows, cols = np.nonzero(idx >= 0)
-    x[rows, idx[rows, cols]] = np.float32(imm)
+    x[rows, idx[rows, cols]] = np.float32(_ops.number(imm, aname, "imm"))
     if dst_idx is not None:
         _ops.tile(dst_idx, aname, "dst_idx")
         if dst_idx.shape[0] != P or _ops.free_size(dst_idx.shape) != 8:
@@ -565,7 +567,7 @@ def tensor_scalar_cumulative(
     dtype: DTypeArg = None,
     api: str = "nisa.tensor_scalar_cumulative",
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """Per partition: ``reg = op1(op0(src[i], imm0), reg); dst[i] = reg`` over the flattened free axis.
 
     2.27 docstring (337e6041): reduce_cmd reset_reduce (the default) starts reg at op1's identity
@@ -573,10 +575,11 @@ def tensor_scalar_cumulative(
     reduce continues from the accumulator registers (shared with other VectorE accumulations).
     The operand order ``op1(value, reg)`` is the docstring's pseudocode."""
     aname = "tensor_scalar_cumulative"
+    if dst is None or src is None:
+        raise SimTypeError("E010", aname, "dst" if dst is None else "src", "dst= and src= are required")
+    dst = _ops.tile(dst, aname, "dst")
+    src = _ops.tile(src, aname, "src")
     for arg, t in (("dst", dst), ("src", src)):
-        if t is None:
-            raise SimTypeError("E010", aname, arg, f"{arg}= is required")
-        _ops.tile(t, aname, arg)
         if t.dtype not in _CUM_DTYPES:
             raise SimTypeError(
                 "E009",
@@ -713,7 +716,7 @@ def nc_stream_shuffle(
     mask: MaskArg = None,
     api: str = "nisa.nc_stream_shuffle",
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """Within each 32-partition quadrant, ``dst[i] = src[shuffle_mask[i]]`` (255: leave dst[i]).
 
     2.26: src/dst in SBUF or PSUM, same dtype and elements per partition, in place allowed; the
@@ -882,12 +885,12 @@ def nonzero_with_count(
     *,
     api: str = "nisa.nonzero_with_count",
     name: str | None = None,
-) -> Tensor | None:
+) -> None:
     """Per GpSimd core (partitions 0, 16, ..., 112 only): the indices (+ index_offset) of the non-zero
     elements, padding_val, and the count in the last slot; other partitions of dst are untouched
     (NKI 0.6 isa ``nonzero_with_count``)."""
     aname = "nonzero_with_count"
-    _ops.tile(dst, aname, "dst", buffers=(SBUF,))
+    dst = _ops.tile(dst, aname, "dst", buffers=(SBUF,))
     _ops.tile(src, aname, "src", buffers=(SBUF,))
     if src.dtype not in (_dt.float32, _dt.int32) or dst.dtype != _dt.int32:
         raise SimTypeError("E009", aname, "dst", "src must be float32/int32 and dst int32")

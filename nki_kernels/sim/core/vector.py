@@ -180,7 +180,9 @@ def memset(
     if isinstance(dst, Tensor):
         shape, d = dst._shape, dst.dtype
     else:
-        shape = tuple(int(s) for s in shape)
+        if shape is None:
+            raise SimValueError("E011", aname, "shape", "memset of a new tile needs its shape", "Pass shape=(P, F)")
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
         d = dt.canonical(dtype, op=aname)
         if shape[0] > limits.PMAX:
             raise partition_error(aname, "shape", shape[0])
@@ -191,7 +193,7 @@ def memset(
 
 
 @op
-def fill(ctx: RunContext, dst: Dst, *, api: str) -> Tensor | None:
+def fill(ctx: RunContext, dst: Dst, *, api: str) -> None:
     """Record the memset that ``nl.zeros`` / ``ones`` / ``full`` performed on their new tile ``dst``."""
     res = compute_result(
         None, dst.dtype, op="memset", api=api, engine=DVE, func="memset", shape=dst._shape, par=dst.par or 0
