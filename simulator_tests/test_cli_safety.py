@@ -527,3 +527,12 @@ def test_help_has_no_rest_markup(capsys: pytest.CaptureFixture[str], cmd: list[s
     code, out, _ = _main(capsys, [*cmd, "--help"])
     assert code == 0 and out.startswith("usage: nki-kernels")
     assert "``" not in out and not re.search(r":[a-z]+:`", out), out
+
+
+def test_e099_names_the_flag_for_benchmark_and_baremetal_only():
+    """README: without --estimate-benchmark, nki.benchmark raises E099 "and says which flag to add"."""
+    from nki_kernels.sim.core.errors import needs_device
+
+    for api in ("nki.benchmark", "nki.baremetal"):
+        assert "nki-kernels run --estimate-benchmark FILE" in str(needs_device(api))
+    assert "--estimate-benchmark" not in str(needs_device("nki.profile"))  # the flag does not help there

@@ -59,6 +59,15 @@ def test_readme_says_what_dev_py_installs_and_the_apt_get_as_root():
     assert "caller" in quick or "your current directory" in quick
 
 
+def test_readme_names_every_package_the_first_run_installs(monkeypatch):
+    """The README's first-run list omitted ruff and mypy (issue 28)."""
+    dev = load_dev(monkeypatch)
+    first_run = README.split("- **First run**", 1)[1].split("\n- ", 1)[0]
+    for req in dev.requirements():
+        name = re.split(r"[<>=!~ \[]", req, maxsplit=1)[0]
+        assert name in first_run, f"README's first-run list lacks {name}"
+
+
 def test_install_message_names_every_requirement(monkeypatch, capsys):
     dev = load_dev(monkeypatch)
     reqs = dev.requirements()
