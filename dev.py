@@ -283,6 +283,8 @@ def _ensure() -> Path | int:
     except subprocess.CalledProcessError as exc:
         print(f"[dev.py] installing failed (exit {exc.returncode}); fix the error above and rerun", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # stdout closed: __main__ exits 141
     except OSError as exc:  # a full disk, a folder that went away: one line, not venv's traceback
         print(f"[dev.py] cannot set up {VENV}: {exc}; fix it and rerun", file=sys.stderr)
         return 1
@@ -365,5 +367,24 @@ def main(argv: list[str]) -> int:
     return run_child(cmd, cwd=cwd, env=env)
 
 
+def _stdout_closed() -> int:
+    """`python3 dev.py verify | head -1` on a first run: a [dev.py] line met the closed pipe.  Exit as a
+    process ended by SIGPIPE (141), with stdout on /dev/null so that the final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _stdout_closed()
+    except KeyboardInterrupt:
+        print("\n[dev.py] interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)

@@ -135,6 +135,8 @@ def _probe(directory: str) -> str | None:
 
 def writable_dir(path: str, flag: str) -> str:
     """``path`` is (or is created as) a directory a file can be written to; else UsageError."""
+    if not path.strip():
+        raise UsageError(f"{flag}: empty directory name")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{flag} {path!r} exists and is not a directory")
     try:

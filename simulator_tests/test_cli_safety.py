@@ -466,6 +466,9 @@ _BAD = [
     (["run", "mine.py"], {"NKI_SIM_OPTIONS": "shuffle_affine_seed=-1"}, "shuffle_affine_seed must be an integer >= 0"),
     (["run", "mine.py"], {"NKI_SIM_OPTIONS": "poison=0,poison=1"}, "option 'poison' given twice"),
     (["run", "mine.py"], {"NKI_SIM_OPTIONS": "max_instructions=0"}, "max_instructions must be an integer >= 1"),
+    (["conformance", "--nki-library", "fsdk", "--library-python", ""], {}, "--library-python '' is not an executable"),
+    (["conformance", "--nki-library", "fsdk"], {}, "no test_*.py under fsdk/test/integration"),
+    (["profile", "matmul", "--out", ""], {}, "--out: empty directory name"),
     (["run", "/dev/null"], {}, "'/dev/null' is not a regular file"),
     (["run"], {}, "the following arguments are required: file;"),
 ]

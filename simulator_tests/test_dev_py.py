@@ -410,3 +410,17 @@ def test_test_with_a_file_runs_that_file_not_the_whole_suite_too(monkeypatch):
     named, selected = calls
     assert str(ROOT / "simulator_tests") not in named and named[-1].startswith("simulator_tests/test_dev_py.py::")
     assert str(ROOT / "simulator_tests") in selected  # -k alone: over the whole suite
+
+
+def test_a_closed_stdout_ends_dev_py_quietly_before_it_makes_anything(tmp_path):
+    """`python3 dev.py verify | head -1` on a first run: the "[dev.py] creating ..." line met the closed pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    env = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
+    proc = subprocess.Popen(
+        [sys.executable, str(DEV), "sim-bench"], cwd=tmp_path, env=env, stdout=write, stderr=subprocess.PIPE, text=True
+    )
+    os.close(write)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and err == ""
+    assert not (tmp_path / "v").exists()

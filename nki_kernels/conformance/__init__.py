@@ -233,8 +233,20 @@ def _choose(args: argparse.Namespace) -> tuple[list[str], Options] | str:
             return (
                 f"suite {n}: {os.path.join(sdk or '', folder)} is not a directory (an aws-neuron-sdk checkout has it)"
             )
-    if args.library_python and not (os.path.isfile(args.library_python) and os.access(args.library_python, os.X_OK)):
+    if args.library_python is not None and not (
+        os.path.isfile(args.library_python) and os.access(args.library_python, os.X_OK)
+    ):
         return f"--library-python {args.library_python!r} is not an executable file"
+    if "nki-library" in wanted and args.nki_library:
+        from nki_kernels.conformance import nkilib
+
+        if not nkilib.test_files(args.nki_library):
+            where = os.path.join(args.nki_library, "test", "integration")
+            return (
+                f"--nki-library {args.nki_library!r}: no test_*.py under {where} (an aws-neuron/nki-library checkout)"
+            )
+        if args.only and not nkilib.test_files(args.nki_library, tuple(args.only)):
+            return f"--only {' '.join(args.only)}: no nki-library test file under {args.nki_library!r} matches"
     if args.only and "nki-library" not in wanted:
         return "--only selects nki-library test files; the nki-library suite is not selected"
     for flag, value in [("-k", args.k), *(("--only", o) for o in args.only or ())]:
