@@ -123,6 +123,8 @@ def userdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     for name, text in _KERNELS.items():
         (tmp_path / name).write_text(text)
+    for name, latency in (("nan", "NaN"), ("text", '"abc"'), ("negative", "-5")):  # records roofline cannot plot
+        (tmp_path / f"{name}.json").write_text(f'{{"latency_us": {latency}, "flops": 1e9, "hbm_bytes": 1e6}}')
     sdk = tmp_path / "fsdk" / "nki" / "test"  # a fake aws-neuron-sdk checkout for conformance
     sdk.mkdir(parents=True)
     (sdk / "test_fast.py").write_text("import neuronxcc.nki as nki\n\n\ndef test_ok():\n    assert True\n")
@@ -470,6 +472,10 @@ _BAD = [
     (["conformance", "--nki-library", "fsdk"], {}, "no test_*.py under fsdk/test/integration"),
     (["profile", "matmul", "--out", ""], {}, "--out: empty directory name"),
     (["run", "/dev/null"], {}, "'/dev/null' is not a regular file"),
+    *(
+        (["roofline", "--from", f"{n}.json", "-o", "r.png"], {}, "no estimate with a finite latency_us > 0")
+        for n in ("nan", "text", "negative")
+    ),
     (["run"], {}, "the following arguments are required: file;"),
 ]
 

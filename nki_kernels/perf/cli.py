@@ -464,10 +464,22 @@ def _points_of_record(d: dict, path: str, only=None) -> list:
         if only and not any(s in str(r.get("key", "")) for s in only):
             continue
         e = r.get("estimate", r)
-        if isinstance(e, dict) and all(k in e for k in ("latency_us", "flops", "hbm_bytes")):
+        if (
+            isinstance(e, dict)
+            and _finite(e.get("latency_us"), low=0.0, strict=True)
+            and all(_finite(e.get(k)) for k in ("flops", "hbm_bytes"))
+        ):
             e = dict(e, mm_dtype=e.get("mm_dtype", ""))
             pts.append(_point(_point_label(r, e, path, len(d.get("rows", [d]))), e))
     return pts
+
+
+def _finite(value: object, low: float = 0.0, strict: bool = False) -> bool:
+    """A record's number the plot can use: finite and >= ``low`` (> with ``strict``); a string crashed
+    the plot, NaN or a negative latency drew a point anyway."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) < float("inf"):
+        return False
+    return value > low if strict else value >= low
 
 
 def _point_label(row: dict, est: dict, path: str, n_rows: int) -> str:
@@ -549,7 +561,9 @@ def cmd_roofline(a: argparse.Namespace) -> int:
         for p, rec in records:
             pts += _points_of_record(rec, p, only)
         if not pts:
-            raise UsageError(f"--from: no estimate with latency_us, flops and hbm_bytes in {', '.join(a.records)}")
+            raise UsageError(
+                f"--from: no estimate with a finite latency_us > 0 and flops, hbm_bytes >= 0 in {', '.join(a.records)}"
+            )
     else:
         path, d = (None, None) if a.rerun else fresh_bench_record(a.out, a.mode, a.hw, only)
         if path and d is not None:
