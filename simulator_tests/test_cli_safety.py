@@ -1,4 +1,4 @@
-"""Every entry point under signals, closed pipes, bad numbers and bad kernels (issue 28).
+"""Every entry point under signals, closed pipes, bad numbers and bad kernels.
 
 Signals and pipes are tested on real child processes, each in a session of its own so that what it
 leaves behind can be counted; bad input and bad kernels in this process where nothing else is at

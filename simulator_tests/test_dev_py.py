@@ -60,7 +60,7 @@ def test_readme_says_what_dev_py_installs_and_the_apt_get_as_root():
 
 
 def test_readme_names_every_package_the_first_run_installs(monkeypatch):
-    """The README's first-run list omitted ruff and mypy (issue 28)."""
+    """The README's first-run list omitted ruff and mypy."""
     dev = load_dev(monkeypatch)
     first_run = README.split("- **First run**", 1)[1].split("\n- ", 1)[0]
     for req in dev.requirements():
@@ -284,7 +284,7 @@ def test_the_whole_suite_runs_in_two_worker_processes(monkeypatch, args, cpus, w
         (["install-extra", "neuron"], {}, "only from the Neuron package repository"),
         (["verify"], {"NKI_KERNELS_NO_APT": "yes"}, "NKI_KERNELS_NO_APT='yes': allowed values are 1"),
         (["verify"], {"NKI_KERNELS_VENV": ""}, "NKI_KERNELS_VENV is empty"),
-        # issue 28: a 26-line FileNotFoundError traceback from inside the venv module
+        # each was a 26-line FileNotFoundError traceback from inside the venv module
         (
             ["sim-bench"],
             {"NKI_KERNELS_VENV": "/proc/x"},

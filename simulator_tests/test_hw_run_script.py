@@ -119,7 +119,7 @@ def test_the_script_is_a_short_launcher_of_the_python_job():
         (["--cores", "0"], "--cores must be a count >= 1"),
         (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
         (["--cores", "0-3-5"], "--cores must be a count"),
-        # issue 28: huge values were accepted (a 560 KB plan line for --cores 99999), duplicates too
+        # huge values were accepted (a 560 KB plan line for --cores 99999), duplicates too
         (["--cores", "99999"], "--cores 99999: at most 128"),
         (["--cores", "0,0"], "--cores '0,0': core 0 is listed twice"),
         (["--cores", "0-3,2"], "--cores '0-3,2': core 2 is listed twice"),
@@ -722,7 +722,7 @@ def test_construct_smoke_test_that_cannot_run_says_why(fake):
     assert "collection failure: RuntimeError: NKI_HW_REQUIRE=1 but no Neuron device here" in proc.stderr
 
 
-# ------------------------------------------------------------------------- issue 28: pipes, leftovers
+# ------------------------------------------------------------------------- closed pipes, leftovers
 def test_stdout_closed_before_the_run_starts_stops_it_without_a_folder(fake):
     read, write = os.pipe()
     os.close(read)
@@ -774,7 +774,7 @@ def test_stdout_closed_mid_run_stops_every_step_and_marks_the_folder(fake):
 
 def test_what_a_step_leaves_running_is_stopped_when_it_ends(fake):
     """The fake benchmark starts a `sleep` child (as a runtime helper might) and exits normally: the child
-    was left with PPID 1 (issue 28, item 13).  The step's process group is the job's to clean."""
+    was left with PPID 1.  The step's process group is the job's to clean."""
     env = dict(fake["env"], FAKE_NKI_BENCH_CHILD="1")
     argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"]]
     argv += ["--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"]
