@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from process_testing import proc_available, session_processes, wait_for_session_to_end
+from cli_testing import assert_usage_error, proc_available, run_main, session_processes, wait_for_session_to_end
 
 from nki_kernels import cli, lifecycle
 
@@ -322,14 +322,14 @@ def test_a_bad_hardware_description_is_one_line_before_any_work(
     userdir: Path, capsys: pytest.CaptureFixture[str], desc: dict, message: str
 ):
     (userdir / "hw.json").write_text(json.dumps(desc))  # NaN / Infinity as Python's json writes them
-    code, out, err = _main(capsys, ["profile", "matmul", "--shape", "256,256,256", "--hw", "hw.json"])
-    _assert_usage_error(code, out, err, message)
+    code, out, err = run_main(capsys, ["profile", "matmul", "--shape", "256,256,256", "--hw", "hw.json"])
+    assert_usage_error(code, out, err, message)
     assert not (userdir / "perf-out").exists()
 
 
 def test_a_good_hardware_description_still_estimates(userdir: Path, capsys: pytest.CaptureFixture[str]):
     (userdir / "hw.json").write_text(json.dumps({"base": "trn2", "constants": {"pe_clock_ghz": 1.2}}))
-    code, out, err = _main(capsys, ["profile", "matmul", "--shape", "256,256,256", "--hw", "hw.json"])
+    code, out, err = run_main(capsys, ["profile", "matmul", "--shape", "256,256,256", "--hw", "hw.json"])
     assert code == 0, err
     rec = json.loads((userdir / "perf-out" / "matmul_256x256x256_bf16_benchmark_hw-hw.json").read_text())
     assert 0 < rec["mfu"] <= 1
@@ -354,7 +354,7 @@ _USER_ERRORS = [
 def test_the_users_exception_shows_the_users_frames_only(
     userdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], shown: list[str]
 ):
-    code, _, err = _main(capsys, argv)
+    code, _, err = run_main(capsys, argv)
     assert code == 1, err
     for text in shown:
         assert text in err, err
@@ -367,7 +367,7 @@ def test_full_traceback_shows_every_frame_on_request(
     userdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("NKI_SIM_FULL_TRACEBACK", "1")
-    code, _, err = _main(capsys, ["run", "script_raises.py"])
+    code, _, err = run_main(capsys, ["run", "script_raises.py"])
     assert code == 1 and f"nki_kernels{os.sep}cli.py" in err and "runpy" in err
 
 
@@ -378,7 +378,7 @@ def test_a_bug_of_ours_is_one_line_saying_so(
         raise KeyError("internal")
 
     monkeypatch.setattr(cli, "cmd_sim_bench", broken)
-    code, _, err = _main(capsys, ["sim-bench"])
+    code, _, err = run_main(capsys, ["sim-bench"])
     assert code == 1 and err.count("\n") == 1, err
     assert "nki-kernels sim-bench: internal error: KeyError: 'internal' (a bug of nki-kernels" in err
 
@@ -403,7 +403,7 @@ def test_a_runaway_kernel_stops_at_the_instruction_cap(
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(options, "_default", None)  # read NKI_SIM_OPTIONS again, as a new process does
     t0 = time.monotonic()
-    code, _, err = _main(capsys, argv)
+    code, _, err = run_main(capsys, argv)
     assert code == 1, err
     assert "[E031] nl.add: the run executed more than 2,000 instructions (SimOptions.max_instructions)" in err
     assert "got 2001, limit 2000" in err and "--max-instructions 20000" in err and "forever.py:11" in err
@@ -435,20 +435,6 @@ def test_the_cap_counts_exactly_and_is_off_the_default_path(userdir: Path):
 
 
 # ------------------------------------------------------------------ 9, 10: bad numbers, empty values, no file
-def _main(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:  # argparse's own errors (one line too)
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def _assert_usage_error(code: int, out: str, err: str, message: str) -> None:
-    assert code == 2, (out, err)
-    assert message in err, err
-    assert "Traceback" not in err and "tracing" not in err, err
-    assert err.count("\n") == 1, f"not one line:\n{err}"
 
 
 _BAD = [
@@ -493,7 +479,7 @@ def test_huge_or_empty_values_are_one_line_before_any_work(
         pytest.skip(reason="no /dev/null")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    _assert_usage_error(*_main(capsys, argv), message)
+    assert_usage_error(*run_main(capsys, argv), message)
     assert not (userdir / "perf-out").exists() and not list(userdir.glob("bench_*"))
 
 
@@ -521,7 +507,7 @@ def test_verify_says_when_it_uses_fewer_workers_than_asked(capsys: pytest.Captur
 def test_profile_prints_the_input_dtype_and_defaults_to_float32_for_your_kernel(
     userdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], dtype: str, stem: str, why: str
 ):
-    code, out, err = _main(capsys, ["profile", *argv])
+    code, out, err = run_main(capsys, ["profile", *argv])
     assert code == 0, err
     head = out.splitlines()[0]
     assert f", {dtype} ({why}" in head and "--dtype float32|bfloat16|float16 changes it" in head, head
@@ -533,7 +519,7 @@ def test_profile_prints_the_input_dtype_and_defaults_to_float32_for_your_kernel(
 def test_help_has_no_rest_markup(capsys: pytest.CaptureFixture[str], cmd: list[str]):
     import re
 
-    code, out, _ = _main(capsys, [*cmd, "--help"])
+    code, out, _ = run_main(capsys, [*cmd, "--help"])
     assert code == 0 and out.startswith("usage: nki-kernels")
     assert "``" not in out and not re.search(r":[a-z]+:`", out), out
 

@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from process_testing import session_processes
+from cli_testing import session_processes
 
 from nki_kernels.hw import job
 from nki_kernels.hw import run as hw_run
@@ -742,17 +742,7 @@ def test_stdout_closed_mid_run_stops_every_step_and_marks_the_folder(fake):
     """`run_hw.sh | head -3`: the reader goes away while a benchmark runs; the next progress line meets the
     closed pipe and the run stops as for a signal (SIGPIPE), its manifest consistent."""
     env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60", NKI_HW_STOP_GRACE="2")
-    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"]]
-    argv += ["--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2"]
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        start_new_session=True,
-    )
+    proc = _start(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2", env=env)
     try:
         assert proc.stdout is not None
         while "results folder" not in proc.stdout.readline():
@@ -776,10 +766,8 @@ def test_what_a_step_leaves_running_is_stopped_when_it_ends(fake):
     """The fake benchmark starts a `sleep` child (as a runtime helper might) and exits normally: the child
     was left with PPID 1.  The step's process group is the job's to clean."""
     env = dict(fake["env"], FAKE_NKI_BENCH_CHILD="1")
-    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"]]
-    argv += ["--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2"]
-    proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True
+    proc = _start(
+        fake, "--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2", env=env
     )
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, out + err

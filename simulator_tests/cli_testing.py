@@ -1,12 +1,35 @@
-"""Helpers for tests that start real processes and check what they leave behind (Linux /proc).
+"""Helpers for the tests of the command-line entry points: ``nki-kernels`` run in this process with
+its output captured, and real processes checked for what they leave behind (Linux /proc).
 
-(A module of its own, not conftest.py, so that `from process_testing import ...` is explicit.)"""
+(A module of its own, not conftest.py, so that `from cli_testing import ...` is explicit.)"""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import time
+
+import pytest
+
+from nki_kernels import cli
+
+
+def run_main(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    """``nki-kernels ARGV`` in this process: (exit code, stdout, stderr)."""
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # argparse's own errors (one line too: usage.OneLineParser)
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def assert_usage_error(code: int, out: str, err: str, message: str) -> None:
+    """Exit code 2, ``message`` in one line on stderr, no traceback, nothing traced."""
+    assert code == 2, (out, err)
+    assert message in err, err
+    assert "Traceback" not in err and "tracing" not in err, err
+    assert err.count("\n") == 1, f"not one line:\n{err}"
 
 
 def session_processes(sid: int) -> list[str]:
