@@ -36,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -240,6 +241,24 @@ def _shellcheck_for_tests() -> None:
         say(f"apt-get could not install shellcheck (exit {rc}); the run_hw.sh lint test will skip")
 
 
+def _venv_path_problem(path: Path) -> str | None:
+    """Why a venv cannot be made at ``path`` (None if it exists as a folder or can be created): a folder
+    is created and removed in its nearest existing ancestor (``/proc/x``: a FileNotFoundError traceback
+    26 lines long, from inside the venv module, before this check)."""
+    if path.exists():
+        return None if path.is_dir() else "exists and is not a folder"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".nki-kernels-probe-", dir=ancestor))
+    except OSError as exc:
+        return f"no folder can be created in {ancestor} ({exc.strerror or exc})"
+    return None
+
+
 def _check_own_environment() -> str | None:
     """dev.py's own variables (the package's are checked by nki-kernels itself)."""
     no_apt = os.environ.get("NKI_KERNELS_NO_APT")
@@ -247,6 +266,10 @@ def _check_own_environment() -> str | None:
         return f"environment variable NKI_KERNELS_NO_APT={no_apt!r}: allowed values are 1 (do not apt-get) or 0"
     if os.environ.get("NKI_KERNELS_VENV") == "":
         return "environment variable NKI_KERNELS_VENV is empty: unset it (default <repository>/.venv) or give a path"
+    why = _venv_path_problem(VENV)
+    if why is not None:
+        where = "NKI_KERNELS_VENV" if "NKI_KERNELS_VENV" in os.environ else "the default venv path"
+        return f"{where} {str(VENV)!r}: {why}; set NKI_KERNELS_VENV to a folder you can write"
     return None
 
 
@@ -260,12 +283,25 @@ def _ensure() -> Path | int:
     except subprocess.CalledProcessError as exc:
         print(f"[dev.py] installing failed (exit {exc.returncode}); fix the error above and rerun", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # stdout closed: __main__ exits 141
+    except OSError as exc:  # a full disk, a folder that went away: one line, not venv's traceback
+        print(f"[dev.py] cannot set up {VENV}: {exc}; fix it and rerun", file=sys.stderr)
+        return 1
 
 
 def install_extra(args: list[str]) -> int:
     """`install-extra NAME`: install an optional extra of pyproject.toml into the venv, for good (later
     reinstalls keep it)."""
     available = [n for n in optional_dependencies() if n not in EXTRAS and n != "neuron"]
+    if args in (["-h"], ["--help"]):
+        deps = optional_dependencies()
+        print("usage: python3 dev.py install-extra NAME\n")
+        print("Install an optional extra of pyproject.toml into the venv, for good (later reinstalls keep it).")
+        print("NAME, one of:")
+        for n in available:
+            print(f"  {n}    {' '.join(deps[n])}")
+        return 0
     if len(args) != 1 or args[0] not in available + ["neuron"]:
         print(
             f"dev.py install-extra: give one extra; allowed: {', '.join(available)} (got {' '.join(args) or 'none'})",
@@ -292,10 +328,13 @@ def install_extra(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
+    known = subcommands()
+    if not argv:  # as `nki-kernels` without a subcommand: a usage error, exit 2
+        print(f"dev.py: give a subcommand: {', '.join(known)} (python3 dev.py --help)", file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0
-    known = subcommands()
     if argv[0] not in known:
         print(
             f"dev.py: unknown subcommand {argv[0]!r}; allowed: {', '.join(known)} (python3 dev.py --help)",
@@ -318,12 +357,34 @@ def main(argv: list[str]) -> int:
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if argv[0] == "test":
         _shellcheck_for_tests()
-        dirs = [str(ROOT / d) for d in ("simulator_tests", "hw_tests") if (ROOT / d).is_dir()]
+        # the test folders, unless the arguments name tests themselves (`dev.py test simulator_tests/test_cli.py`
+        # ran the whole suite too)
+        named = [a for a in argv[1:] if not a.startswith("-") and (ROOT / a.split("::")[0]).exists()]
+        dirs = [] if named else [str(ROOT / d) for d in ("simulator_tests", "hw_tests") if (ROOT / d).is_dir()]
         cmd, cwd = [str(py), "-m", "pytest", *dirs, "-q", *suite_workers(argv[1:]), *argv[1:]], ROOT
     else:
         cmd, cwd = [str(py), "-m", "nki_kernels.cli", *argv], None  # the caller's directory
     return run_child(cmd, cwd=cwd, env=env)
 
 
+def _stdout_closed() -> int:
+    """`python3 dev.py verify | head -1` on a first run: a [dev.py] line met the closed pipe.  Exit as a
+    process ended by SIGPIPE (141), with stdout on /dev/null so that the final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _stdout_closed()
+    except KeyboardInterrupt:
+        print("\n[dev.py] interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)

@@ -19,14 +19,27 @@ import os
 import runpy
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from nki_kernels import environment
+from nki_kernels import environment, lifecycle
 from nki_kernels.progress import Progress
-from nki_kernels.usage import OneLineParser, UsageError, attach_dash_values, fail, int_at_least
+from nki_kernels.usage import (
+    OneLineParser,
+    UsageError,
+    add_max_instructions,
+    attach_dash_values,
+    fail,
+    int_at_least,
+    int_in_range,
+    plain_text,
+)
+
+# verify --jobs: at most this many worker processes (each holds a trace of up to ~1 GB, the CS149 224x224 case)
+MAX_JOBS = 64
 
 
 def _verify_groups(quick: bool) -> list[tuple[int, int]]:
@@ -147,7 +160,11 @@ def _verify_results(
     process (``workers`` 1), or in a pool of worker processes, the biggest cases first.  Meanwhile this
     process computes the float64 oracles in a thread (BLAS-bound: the GIL is released) and compares.
     (With a group per worker, the CS149 224x224 case -- two ~7 s traces beside a ~7 s oracle -- set the
-    wall time alone while the other worker sat idle: 25 s against 21 s, interleaved runs.)"""
+    wall time alone while the other worker sat idle: 25 s against 21 s, interleaved runs.)
+
+    On the way out with an exception (Ctrl-C, SIGTERM, a closed stdout, an error) the workers are
+    stopped at once, not waited for (``lifecycle.stop_workers``), and the oracle thread, a daemon,
+    never holds up the exit: within a second, no process left behind."""
     from nki_kernels.kernels import registry
 
     jobs = {(g, api): (*g, api, quick, estimate) for g in groups for api in registry.APIS}
@@ -155,23 +172,68 @@ def _verify_results(
         futures = {}
         if workers > 1:
             spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="nki-kernels-verify-"))
-            pool = ProcessPoolExecutor(max_workers=workers)
-            # on the way out -- the rows done, or an error -- jobs not yet started are dropped, not run
-            stack.callback(pool.shutdown, cancel_futures=True)
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=lifecycle.worker_init, initargs=(os.getpid(),))
+            stack.push(_pool_closer(pool))
             # the first submit forks the workers: before any thread of ours starts (a fork beside a running
             # thread copies the locks it holds; the workers hung)
             for key in sorted(jobs, key=lambda k: -_verify_weight(k[0][0], k[0][1], quick)):  # stable: 0.1 first
                 futures[key] = pool.submit(_verify_trace, jobs[key], spill)
             stack.enter_context(Progress("verify"))
-        oracles = ThreadPoolExecutor(max_workers=1)
-        stack.callback(oracles.shutdown, cancel_futures=True)
-        refs = {g: oracles.submit(_verify_oracle, *g, quick) for g in groups}
+        oracles = _OracleThread(quick)
+        stack.callback(oracles.stop)
+        refs = {g: oracles.submit(g) for g in groups}
+        oracles.start()
         for g in groups:
             traced = {
                 api: futures.pop((g, api)).result() if futures else _verify_trace(jobs[g, api], progress=True)
                 for api in registry.APIS
             }
             yield _verify_rows(g, quick, traced, refs.pop(g).result())
+
+
+def _pool_closer(pool: ProcessPoolExecutor) -> Any:
+    """An ExitStack exit callback: a normal end lets the idle workers exit; any exception stops them now."""
+
+    def close(exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc_type is None:
+            pool.shutdown(wait=True)
+        else:
+            lifecycle.stop_workers(pool)
+        return False
+
+    return close
+
+
+class _OracleThread:
+    """The float64 oracles of verify, one after the other in a daemon thread (a ThreadPoolExecutor's
+    thread is joined at exit: Ctrl-C waited for the ~7 s oracle of the CS149 224x224 case)."""
+
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick
+        self.todo: list[tuple[tuple[int, int], Future]] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="nki-verify-oracles", daemon=True)
+
+    def submit(self, group: tuple[int, int]) -> Future:
+        fut: Future = Future()
+        self.todo.append((group, fut))
+        return fut
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _run(self) -> None:
+        for group, fut in self.todo:
+            if self.stopped.is_set():
+                fut.cancel()
+                continue
+            try:
+                fut.set_result(_verify_oracle(*group, self.quick))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+                fut.set_exception(exc)
 
 
 def _verify_weight(spec_i: int, case_i: int, quick: bool) -> int:
@@ -187,9 +249,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     groups = _verify_groups(args.quick)
     workers = min(args.jobs if args.jobs is not None else (os.cpu_count() or 1), len(groups))
     n = 2 * len(groups)
+    fewer = f" (--jobs {args.jobs}: one per case at most)" if args.jobs is not None and args.jobs > workers else ""
     print(
         f"nki-kernels verify: {n} cases in the NumPy interpreter (nki_kernels.sim) vs float64 oracles"
-        + (f", {workers} worker processes" if workers > 1 else ""),
+        + (f", {workers} worker processes{fewer}" if workers > 1 else ""),
         flush=True,
     )
     rows: list[VerifyRow] = []
@@ -247,17 +310,23 @@ def _run_options(args):
         changes["poison"] = False
     if args.precision is not None:
         changes["precision"] = args.precision
+    if args.max_instructions is not None:
+        changes["max_instructions"] = args.max_instructions
     return opts.replace(**changes) if changes else opts
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from nki_kernels.sim import SimError, install_neuronxcc_alias, install_nki_alias, set_default_options
+    from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, set_default_options
 
     path = args.file
     if os.path.isdir(path):
         raise UsageError(f"{path!r} is a directory; give the Python file to run (e.g. {path}/test_harness.py)")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UsageError(f"no such file: {path} (relative to {os.getcwd()})")
+    if not os.path.isfile(path):  # /dev/null, a FIFO: the file is read twice (its imports, then run)
+        raise UsageError(f"{path!r} is not a regular file; give the Python file to run")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{path!r} is not readable (permissions)")
     opts = _run_options(args)
     previous = set_default_options(opts)
     if args.estimate_benchmark:
@@ -277,14 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 )
             with Progress(f"run {path}"):
                 runpy.run_path(path, run_name="__main__")
-    except SimError as exc:
-        if exc.code == "E099" and not args.estimate_benchmark:
-            print(
-                "nki-kernels run: no Neuron device here; add --estimate-benchmark before the file "
-                "to get cost-model ESTIMATES from nki.benchmark and simulated nki.baremetal outputs",
-                file=sys.stderr,
-            )
-        raise
+    except (KeyboardInterrupt, lifecycle.Interrupted, SystemExit, BrokenPipeError):
+        raise  # the command's own ways to stop (the file's sys.exit keeps its status)
+    except Exception as exc:  # the file's own exception (a SyntaxError too): shown with its frames only
+        raise lifecycle.UserCodeError(exc) from None  # (E099 names --estimate-benchmark itself)
     finally:
         if args.estimate_benchmark:
             estimate_benchmark.uninstall()
@@ -314,6 +379,7 @@ def _add_run_flags(r) -> None:
         help="hw: round every write to its dtype like hardware; compat (the default "
         "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator",
     )
+    add_max_instructions(g)
     r.add_argument(
         "--estimate-benchmark",
         action="store_true",
@@ -330,17 +396,20 @@ def cmd_sim_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="nki-kernels", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(
+        prog="nki-kernels", description=plain_text(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("verify", help="all kernels in the simulator vs the oracles (the main job)")
     v.add_argument("--quick", action="store_true", help="skip the large shapes (CS149 224x224, 2048^3, S=4096)")
     v.add_argument("--no-estimate", action="store_true", help="do not run the cost model")
     v.add_argument(
         "--jobs",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_JOBS),
         default=None,
-        help="worker processes, one case (NKI 0.1 and its 0.7 twin) per worker at a time; "
-        "default: the number of CPUs; 1 runs everything in this process",
+        help="worker processes, one trace (a case in one NKI generation) per worker at a time; "
+        f"default: the number of CPUs; 1 runs everything in this process; at most {MAX_JOBS}, and never "
+        "more than the cases",
     )
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("run", help="run a Python file with neuronxcc.nki / nki aliased to the interpreter")
@@ -352,10 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="NKI API to alias: 0.1 (neuronxcc.nki) or 0.7 (import nki); default: from the file's imports",
     )
     r.add_argument("file", help="the Python file (relative to the current directory)")
-    r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
+    rest = r.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
+    rest.required = False  # argparse lists a REMAINDER positional as required: "required: file, args"
     r.set_defaults(func=cmd_run)
     b = sub.add_parser("sim-bench", help="measure the interpreter's per-instruction overhead and matmul loop")
-    b.add_argument("--iters", type=int_at_least(1), default=1000, help="matmuls in the loop (default 1000)")
+    b.add_argument(
+        "--iters", type=int_in_range(1, 100_000), default=1000, help="matmuls in the loop, 1..100,000 (default 1000)"
+    )
     b.set_defaults(func=cmd_sim_bench)
     from nki_kernels.conformance import add_subcommand as add_conformance
 
@@ -371,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``nki-kernels`` command: arguments, then the environment, then the subcommand's own
-    checks are validated before any work; each failure is one line on stderr and exit code 2."""
+    checks are validated before any work; each failure is one line on stderr and exit code 2.
+    How it stops (signals, a closed pipe, the user's own exceptions): :mod:`nki_kernels.lifecycle`."""
     # Before NumPy loads (the parser imports it): one BLAS thread unless the user chose otherwise.  The
     # interpreter issues one small GEMM per nc_matmul (<= 128x128x512); a second OpenBLAS thread cost the
     # CS149 harness 30-55% more CPU for a wall time within the noise on an idle machine, and on a busy
@@ -380,13 +453,30 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] != "run":  # run passes everything after FILE to the file unchanged
         argv = attach_dash_values(argv)
-    args = build_parser().parse_args(argv)
-    prog = f"nki-kernels {args.cmd}"
-    try:
-        environment.check()
-        return int(args.func(args))
-    except (UsageError, environment.EnvironmentUsageError) as exc:
-        return fail(prog, exc)
+    prog = "nki-kernels"
+    with lifecycle.signals_stop_the_command():
+        try:
+            args = build_parser().parse_args(argv)
+            prog = f"nki-kernels {args.cmd}"
+            environment.check()
+            code = int(args.func(args))
+            sys.stdout.flush()  # here, not at exit: a closed pipe is then a BrokenPipeError caught below
+            return code
+        except (UsageError, environment.EnvironmentUsageError) as exc:
+            return fail(prog, exc)
+        except lifecycle.UserCodeError as exc:
+            return lifecycle.print_user_exception(prog, exc.original)
+        except BrokenPipeError:
+            return lifecycle.stdout_closed()
+        except (KeyboardInterrupt, lifecycle.Interrupted) as exc:
+            code, name = lifecycle.interruption(exc) or (130, "")
+            with contextlib.suppress(OSError, ValueError):
+                print(f"{prog}: interrupted by {name}", file=sys.stderr, flush=True)
+            return code
+        except Exception as exc:
+            if lifecycle.full_traceback_wanted():
+                raise
+            return lifecycle.internal_error(prog, exc)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ VARIABLES: dict[str, Variable] = {
         Variable(
             "NKI_SIM_FULL_TRACEBACK",
             "1/0, true/false, yes/no, on/off",
-            "keep the interpreter's own frames in the traceback of a coded error",
+            "print every frame: the interpreter's own in the traceback of a coded error, nki-kernels' own in "
+            "an error the command does not expect",
             _boolean,
         ),
         Variable(

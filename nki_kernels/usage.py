@@ -31,6 +31,13 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 
+def plain_text(doc: str) -> str:
+    """A docstring as --help text: reST markup (````x````, ``:class:`X```) stripped to the words, which
+    leaked into `nki-kernels --help` as written."""
+    doc = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    return doc.replace("``", "")
+
+
 def attach_dash_values(argv: list[str]) -> list[str]:
     """``--shape -1,2,3`` -> ``--shape=-1,2,3``: argparse would take ``-1,2,3`` for an option and
     report a missing value, hiding what is wrong with the value itself."""
@@ -63,6 +70,34 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def int_in_range(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer in ``low..high`` (a huge value is a typo, never a plan:
+    ``verify --jobs 99999999999`` silently ran 13 workers, ``sim-bench --iters 999999999999`` until
+    killed)."""
+    at_least = int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high:,}, got {value:,}")
+        return value
+
+    parse.__name__ = f"integer in {low}..{high}"
+    return parse
+
+
+def add_max_instructions(group: argparse._ActionsContainer) -> None:
+    """``--max-instructions N`` (run, profile): SimOptions.max_instructions, the runaway-kernel cap (E031)."""
+    group.add_argument(
+        "--max-instructions",
+        metavar="N",
+        type=int_in_range(1, 10**12),
+        default=None,
+        help="stop a kernel run after N instructions with E031 (default 1,000,000, or NKI_SIM_OPTIONS="
+        "max_instructions=N): a runaway loop otherwise fills the memory with its trace",
+    )
+
+
 def positive_float(text: str) -> float:
     """An argparse ``type``: a finite number > 0."""
     try:
@@ -72,6 +107,19 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
+
+
+def positive_float_at_most(high: float) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in (0, ``high``]."""
+
+    def parse(text: str) -> float:
+        value = positive_float(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high:g}, got {text}")
+        return value
+
+    parse.__name__ = f"number in (0, {high:g}]"
+    return parse
 
 
 def _probe(directory: str) -> str | None:
@@ -87,6 +135,8 @@ def _probe(directory: str) -> str | None:
 
 def writable_dir(path: str, flag: str) -> str:
     """``path`` is (or is created as) a directory a file can be written to; else UsageError."""
+    if not path.strip():
+        raise UsageError(f"{flag}: empty directory name")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{flag} {path!r} exists and is not a directory")
     try:
@@ -116,3 +166,23 @@ def fail(prog: str, exc: BaseException) -> int:
     """Print a usage error as one line and return exit code 2."""
     print(f"{prog}: {exc}", file=sys.stderr)
     return 2
+
+
+def write_atomically(path: str, write: Callable[[str], object]) -> str:
+    """Write a record whole or not at all: ``write(tmp)`` writes a temporary file beside ``path``
+    (same folder, same suffix, so a format chosen by the suffix is kept), which then replaces
+    ``path`` in one rename.  An interruption or a full disk leaves the old file (or none), never a
+    half-written one that looks complete; the temporary file is removed."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stem, ext = os.path.splitext(name)
+    tmp = os.path.join(folder, f".{stem}.{os.getpid()}.tmp{ext}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path

@@ -23,6 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from nki_kernels.lifecycle import Interrupted
 from nki_kernels.usage import UsageError
 
 
@@ -183,10 +184,11 @@ def _import_module(target: str, left: str, stack: contextlib.ExitStack) -> tuple
 
 
 def _guarded(target: str, what: str, run: Any) -> Any:
-    """``run()``; any exception of the user's code (not Ctrl-C) becomes one UsageError line."""
+    """``run()``; any exception of the user's code (not Ctrl-C or another stopping signal) becomes one
+    UsageError line."""
     try:
         return run()
-    except (KeyboardInterrupt, UsageError):
+    except (KeyboardInterrupt, Interrupted, UsageError):
         raise
     except BaseException as exc:  # noqa: BLE001 - whatever the user's module raises is reported in one line
         raise UsageError(f"{target!r}: importing {what} failed: {type(exc).__name__}: {exc}") from None

@@ -53,7 +53,7 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
     submitted = []
 
     class InlinePool:
-        def __init__(self, max_workers):
+        def __init__(self, max_workers, initializer=None, initargs=()):
             pass
 
         def shutdown(self, wait=True, *, cancel_futures=False):
@@ -79,10 +79,9 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
 
 
 def test_verify_error_drops_the_oracles_not_yet_started(monkeypatch):
-    # the first oracle fails; the second is running when the error reaches the main thread (it runs until the
-    # executor shuts down); the third, still queued, must be dropped rather than computed before the error
+    # the first oracle fails; the second may be running when the error reaches the main thread; the third,
+    # still queued, must be dropped rather than computed after the error
     import threading
-    from concurrent.futures import ThreadPoolExecutor
 
     import pytest
 
@@ -96,18 +95,24 @@ def test_verify_error_drops_the_oracles_not_yet_started(monkeypatch):
             raise RuntimeError("oracle failed")
         release.wait(timeout=60)
 
-    class Oracles(ThreadPoolExecutor):
-        def shutdown(self, wait=True, *, cancel_futures=False):
-            super().shutdown(wait=False, cancel_futures=cancel_futures)
-            release.set()
-            super().shutdown(wait=wait)
-
     monkeypatch.setattr(cli, "_verify_oracle", oracle)
-    monkeypatch.setattr(cli, "ThreadPoolExecutor", Oracles)
+    threads = []
+    real = cli._OracleThread
+
+    class Recorded(real):  # type: ignore[misc,valid-type]
+        def __init__(self, quick):
+            super().__init__(quick)
+            threads.append(self.thread)
+
+    monkeypatch.setattr(cli, "_OracleThread", Recorded)
     with pytest.raises(RuntimeError, match="oracle failed"):
         for _ in cli._verify_results(groups, True, False, 1):
             pass
-    assert called == groups[:2]
+    release.set()
+    (thread,) = threads
+    thread.join(timeout=60)
+    assert thread.daemon and not thread.is_alive()
+    assert called in (groups[:1], groups[:2]) and groups[2] not in called
 
 
 def test_sim_bench_reports_both_measurements(capsys):

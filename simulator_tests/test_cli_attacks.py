@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from nki_kernels import cli
+from cli_testing import assert_usage_error, run_main
 
 _USER_KERNEL = """
 import neuronxcc.nki as nki
@@ -46,22 +45,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "raises.py").write_text("import neuronxcc.nki as nki\nimport torch_that_is_not_installed\n")
     (tmp_path / "notjson.json").write_text("{not json")
     return tmp_path
-
-
-def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:  # argparse's own errors (one line too: usage.OneLineParser)
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def _assert_usage_error(code: int, out: str, err: str, message: str) -> None:
-    assert code == 2, (out, err)
-    assert message in err, err
-    assert "Traceback" not in err and "tracing" not in err, err
-    assert err.count("\n") == 1, f"not one line:\n{err}"
 
 
 # (argv, environment, message): the list from the report of a new user's first hour
@@ -106,7 +89,7 @@ def test_reported_bad_inputs(
         pytest.skip(reason="/proc exists on Linux only")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    _assert_usage_error(*_run(capsys, argv), message)
+    assert_usage_error(*run_main(capsys, argv), message)
     assert not (workdir / "perf-out").exists()
 
 
@@ -151,7 +134,7 @@ MORE = [
 
 @pytest.mark.parametrize("argv, message", MORE, ids=[" ".join(a) for a, _ in MORE])
 def test_more_bad_inputs(workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
-    _assert_usage_error(*_run(capsys, argv), message)
+    assert_usage_error(*run_main(capsys, argv), message)
 
 
 @pytest.mark.parametrize(
@@ -174,17 +157,17 @@ def test_every_subcommand_checks_the_environment_first(
     message: str,
 ) -> None:
     monkeypatch.setenv(var, value)
-    _assert_usage_error(*_run(capsys, argv), message)
+    assert_usage_error(*run_main(capsys, argv), message)
 
 
 @pytest.mark.parametrize("cmd", ["verify", "run", "sim-bench", "profile", "bench", "roofline", "conformance"])
 def test_help_of_every_subcommand_works(capsys: pytest.CaptureFixture[str], cmd: str) -> None:
-    code, out, _ = _run(capsys, [cmd, "--help"])
+    code, out, _ = run_main(capsys, [cmd, "--help"])
     assert code == 0 and f"usage: nki-kernels {cmd}" in out
 
 
 def test_no_arguments_is_a_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, [])
+    code, out, err = run_main(capsys, [])
     assert code == 2 and "the following arguments are required: cmd" in err and err.count("\n") == 1
 
 
@@ -220,7 +203,7 @@ def test_roofline_o_without_a_suffix_prints_the_file_it_wrote(
     pytest.importorskip("matplotlib", reason="matplotlib is the optional 'plot' extra")
     rec = {"rows": [{"key": "k1", "estimate": {"latency_us": 10.0, "flops": 2e9, "hbm_bytes": 1e6}}]}
     (workdir / "bench.json").write_text(json.dumps(rec))
-    code, out, err = _run(capsys, ["roofline", "--from", "bench.json", "-o", "myplot"])
+    code, out, err = run_main(capsys, ["roofline", "--from", "bench.json", "-o", "myplot"])
     assert code == 0, err
     assert out.strip().endswith(": myplot.png") and (workdir / "myplot.png").read_bytes()[:4] == b"\x89PNG"
     assert not (workdir / "myplot").exists()

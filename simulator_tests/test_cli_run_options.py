@@ -113,7 +113,7 @@ def test_run_bad_flags_are_usage_errors(tmp_path, flags, message):
         ("poison", "option 'poison' needs a value"),
         ("poison=maybe", "poison='maybe' is not a boolean; allowed: 1, true, yes, on (true) or 0, false, no, off"),
         ("trace=2", "trace='2' is not a boolean"),
-        ("shuffle_affine_seed=abc", "shuffle_affine_seed must be an integer or none"),
+        ("shuffle_affine_seed=abc", "shuffle_affine_seed must be an integer >= 0 or none"),
         ("posion=1", "unknown option 'posion'"),
     ],
 )

@@ -59,6 +59,15 @@ def test_readme_says_what_dev_py_installs_and_the_apt_get_as_root():
     assert "caller" in quick or "your current directory" in quick
 
 
+def test_readme_names_every_package_the_first_run_installs(monkeypatch):
+    """The README's first-run list omitted ruff and mypy."""
+    dev = load_dev(monkeypatch)
+    first_run = README.split("- **First run**", 1)[1].split("\n- ", 1)[0]
+    for req in dev.requirements():
+        name = re.split(r"[<>=!~ \[]", req, maxsplit=1)[0]
+        assert name in first_run, f"README's first-run list lacks {name}"
+
+
 def test_install_message_names_every_requirement(monkeypatch, capsys):
     dev = load_dev(monkeypatch)
     reqs = dev.requirements()
@@ -128,10 +137,32 @@ def test_subcommands_run_in_the_callers_directory(tmp_path, monkeypatch):
     assert not (ROOT / "est").exists(), "a relative --out landed inside the repository"
 
 
-def test_dev_py_with_no_arguments_prints_help_and_touches_nothing(tmp_path):
+def test_dev_py_with_no_arguments_is_a_usage_line_as_nki_kernels_is_and_touches_nothing(tmp_path):
+    """`python3 dev.py` exited 0 (its help) while `nki-kernels` exits 2: now both say a subcommand is needed."""
     env = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
     proc = subprocess.run([sys.executable, str(DEV)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "python3 dev.py verify" in proc.stdout
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        proc.stderr == "dev.py: give a subcommand: verify, test, run, conformance, sim-bench, profile, bench, "
+        "roofline, install-extra (python3 dev.py --help)\n"
+    )
+    cli = subprocess.run([sys.executable, "-m", "nki_kernels.cli"], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1
+    assert not (tmp_path / "v").exists()
+    helped = subprocess.run([sys.executable, str(DEV), "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "python3 dev.py verify" in helped.stdout
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_dev_py_subcommand_has_help_install_extra_too(tmp_path, flag):
+    """README: "`python3 dev.py <subcommand> --help` its options"; install-extra said "give one extra ... (got
+    --help)", exit 2."""
+    env = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
+    proc = subprocess.run(
+        [sys.executable, str(DEV), "install-extra", flag], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: python3 dev.py install-extra NAME") and "cs149    torch==" in proc.stdout
     assert not (tmp_path / "v").exists()
 
 
@@ -253,9 +284,19 @@ def test_the_whole_suite_runs_in_two_worker_processes(monkeypatch, args, cpus, w
         (["install-extra", "neuron"], {}, "only from the Neuron package repository"),
         (["verify"], {"NKI_KERNELS_NO_APT": "yes"}, "NKI_KERNELS_NO_APT='yes': allowed values are 1"),
         (["verify"], {"NKI_KERNELS_VENV": ""}, "NKI_KERNELS_VENV is empty"),
+        # each was a 26-line FileNotFoundError traceback from inside the venv module
+        (
+            ["sim-bench"],
+            {"NKI_KERNELS_VENV": "/proc/x"},
+            "NKI_KERNELS_VENV '/proc/x': no folder can be created in /proc",
+        ),
+        (["verify"], {"NKI_KERNELS_VENV": "/dev/null"}, "NKI_KERNELS_VENV '/dev/null': exists and is not a folder"),
+        (["verify"], {"NKI_KERNELS_VENV": "/dev/null/v"}, "NKI_KERNELS_VENV '/dev/null/v': /dev/null is not a folder"),
     ],
 )
 def test_bad_input_is_one_line_before_the_venv_is_touched(tmp_path, argv, env, message):
+    if "/proc/" in env.get("NKI_KERNELS_VENV", "") and not os.path.isdir("/proc/self"):
+        pytest.skip(reason="/proc is Linux's")
     full = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
     full.update(env)
     proc = subprocess.run(
@@ -352,3 +393,34 @@ def test_a_signal_to_dev_py_reaches_its_child_and_dev_py_waits(tmp_path, sig):
     assert proc.returncode == 0, out + err  # the child's own exit status
     if sys.platform.startswith("linux"):
         assert not Path(f"/proc/{child}").exists(), "the child outlived dev.py"
+
+
+# ------------------------------------------------------------------ dev.py test FILE runs that file
+def test_test_with_a_file_runs_that_file_not_the_whole_suite_too(monkeypatch):
+    dev = load_dev(monkeypatch)
+    calls = []
+    monkeypatch.setattr(dev, "ensure_env", lambda: Path(sys.executable))
+    monkeypatch.setattr(dev, "_shellcheck_for_tests", lambda: None)
+    monkeypatch.setattr(dev, "run_child", lambda cmd, **kw: calls.append(cmd) or 0)
+    assert (
+        dev.main(["test", "simulator_tests/test_dev_py.py::test_readme_says_how_to_get_torch_for_the_cs149_harness"])
+        == 0
+    )
+    assert dev.main(["test", "-k", "nothing"]) == 0
+    named, selected = calls
+    assert str(ROOT / "simulator_tests") not in named and named[-1].startswith("simulator_tests/test_dev_py.py::")
+    assert str(ROOT / "simulator_tests") in selected  # -k alone: over the whole suite
+
+
+def test_a_closed_stdout_ends_dev_py_quietly_before_it_makes_anything(tmp_path):
+    """`python3 dev.py verify | head -1` on a first run: the "[dev.py] creating ..." line met the closed pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    env = dict(os.environ, NKI_KERNELS_VENV=str(tmp_path / "v"))
+    proc = subprocess.Popen(
+        [sys.executable, str(DEV), "sim-bench"], cwd=tmp_path, env=env, stdout=write, stderr=subprocess.PIPE, text=True
+    )
+    os.close(write)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and err == ""
+    assert not (tmp_path / "v").exists()

@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from cli_testing import session_processes
 
 from nki_kernels.hw import job
 from nki_kernels.hw import run as hw_run
@@ -118,6 +119,15 @@ def test_the_script_is_a_short_launcher_of_the_python_job():
         (["--cores", "0"], "--cores must be a count >= 1"),
         (["--cores", "3-1"], "--cores range '3-1' runs backwards"),
         (["--cores", "0-3-5"], "--cores must be a count"),
+        # huge values were accepted (a 560 KB plan line for --cores 99999), duplicates too
+        (["--cores", "99999"], "--cores 99999: at most 128"),
+        (["--cores", "0,0"], "--cores '0,0': core 0 is listed twice"),
+        (["--cores", "0-3,2"], "--cores '0-3,2': core 2 is listed twice"),
+        (["--cores", "0,128"], "--cores '0,128': core id 128 does not exist; ids are 0..127"),
+        (["--iters", "99999999999999999999"], "--iters 99999999999999999999: at most 1,000,000"),
+        (["--warmup", "1000001"], "--warmup 1000001: at most 1,000,000"),
+        (["--timeout", "604801"], "--timeout 604801: at most 604,800"),
+        ({"NKI_HW_STOP_GRACE": "99999"}, "NKI_HW_STOP_GRACE=99999: at most 3600 seconds"),
         (["--timeout"], "--timeout needs a value"),
         (["--venv", ""], "--venv needs a value, got an empty one"),
         (["--results-dir="], "--results-dir needs a value, got an empty one"),
@@ -155,6 +165,29 @@ def test_dry_run_prints_every_command_and_runs_nothing(fake):
     assert "NEURON_RT_VISIBLE_CORES=0" in out and "NEURON_RT_VISIBLE_CORES=1" in out
     assert run_folders(fake) == []
     assert fake_log(fake) == ["neuron-ls --json-output"], "dry run ran more than the read-only probe"
+
+
+@pytest.mark.parametrize(
+    "cores, spread",
+    [
+        ("0,8", {"0": [1, 3, 5], "8": [2, 4]}),  # the help's own example, shown as it was: <0,8>
+        ("4-5", {"4": [1, 3, 5], "5": [2, 4]}),
+        ("3", {"0": [1, 4], "1": [2, 5], "2": [3]}),  # a count: the lowest ids
+    ],
+)
+def test_dry_run_without_a_device_shows_how_the_jobs_are_spread(fake, cores, spread):
+    """No device (fake neuron-ls lists none): the plan names the cores --cores gives and each core's jobs."""
+    env = dict(fake["env"], FAKE_NEURON_LS="none")
+    proc = run(fake, "--dry-run", "--kernels", "matmul,conv2d", "--cores", cores, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "<" not in out.split("plan:", 1)[1].split("\n", 1)[0], out
+    assert f"on NeuronCore(s) {' '.join(spread)}," in out
+    for core, jobs in spread.items():
+        assert f"  core {core}: jobs {', '.join(map(str, jobs))}" in out
+        assert f"NEURON_RT_VISIBLE_CORES={core} " in out
+        for j in jobs:
+            assert f"# job {j}/5 on core {core}:" in out
 
 
 def test_dry_run_lists_preflight_failures_and_still_exits_0(fake):
@@ -468,32 +501,15 @@ def test_a_step_over_its_time_limit_is_stopped_and_the_run_goes_on(fake):
 
 
 # ------------------------------------------------------------------------- Ctrl-C: no orphan
-def _session_processes(sid: int) -> list[str]:
-    """Processes (other than zombies) still in the session of the job we started."""
-    left = []
-    for d in pathlib.Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        # /proc/PID/stat after the command name: state ppid pgrp session ...
-        if int(fields[3]) == sid and fields[0] != "Z":
-            left.append(f"{d.name} {cmd[:150]}")
-    return left
-
-
 def test_session_scan_sees_a_live_child():
     """The orphan check below must be able to fail: it finds a process of a given session."""
     proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        assert any(line.startswith(f"{proc.pid} sleep") for line in _session_processes(proc.pid))
+        assert any(line.startswith(f"{proc.pid} sleep") for line in session_processes(proc.pid))
     finally:
         proc.kill()
         proc.wait()
-    assert _session_processes(proc.pid) == []
+    assert session_processes(proc.pid) == []
 
 
 def _start(fake, *args, env=None):
@@ -542,7 +558,7 @@ def test_ctrl_c_to_the_process_group_stops_every_job(fake, variant):
     assert proc.returncode == 130, out + err
     assert stopped_in < 30, f"stopping took {stopped_in:.0f} s"
     time.sleep(0.3)
-    assert _session_processes(proc.pid) == [], "processes outlived the interrupted run"
+    assert session_processes(proc.pid) == [], "processes outlived the interrupted run"
     (folder,) = run_folders(fake)
     m = _manifest(folder)
     assert (m["status"], m["exit_code"]) == ("interrupted", 130)
@@ -634,7 +650,7 @@ def test_a_really_full_disk_mid_run(fake, small_tmpfs):
     assert "could not be finalised either" in lines[0] or "marked failed" in lines[0]
     (folder,) = run_folders(fake)
     _assert_no_tmp_files(folder)
-    assert _session_processes(proc.pid) == []
+    assert session_processes(proc.pid) == []
 
 
 CONSTRUCTS = """
@@ -704,3 +720,60 @@ def test_construct_smoke_test_that_cannot_run_says_why(fake):
     proc = run(fake, "--kernels", "matmul", "--no-estimate", "--skip-install", env=env)
     assert proc.returncode == 19, proc.stdout + proc.stderr
     assert "collection failure: RuntimeError: NKI_HW_REQUIRE=1 but no Neuron device here" in proc.stderr
+
+
+# ------------------------------------------------------------------------- closed pipes, leftovers
+def test_stdout_closed_before_the_run_starts_stops_it_without_a_folder(fake):
+    read, write = os.pipe()
+    os.close(read)
+    argv = ["bash", str(SCRIPT), "--results-dir", str(fake["results"]), "--venv", fake["venv"], "--kernels", "matmul"]
+    proc = subprocess.Popen(
+        argv, env=fake["env"], stdout=write, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True
+    )
+    os.close(write)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err
+    assert "stopped by SIGPIPE (its standard output was closed) before the run started" in err
+    assert "Traceback" not in err and run_folders(fake) == []
+    assert session_processes(proc.pid) == []
+
+
+def test_stdout_closed_mid_run_stops_every_step_and_marks_the_folder(fake):
+    """`run_hw.sh | head -3`: the reader goes away while a benchmark runs; the next progress line meets the
+    closed pipe and the run stops as for a signal (SIGPIPE), its manifest consistent."""
+    env = dict(fake["env"], FAKE_NKI_BENCH_SECONDS="60", NKI_HW_STOP_GRACE="2")
+    proc = _start(fake, "--kernels", "matmul,conv2d", "--skip-tests", "--no-estimate", "--cores", "2", env=env)
+    try:
+        assert proc.stdout is not None
+        while "results folder" not in proc.stdout.readline():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        proc.stdout.close()  # the reader is gone; the first job's progress line will find out
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err
+    (folder,) = run_folders(fake)
+    m = _manifest(folder)
+    assert (m["status"], m["exit_code"]) == ("interrupted", 141) and m["interruption"].startswith("SIGPIPE")
+    assert (folder / "INTERRUPTED").exists()
+    time.sleep(0.3)
+    assert session_processes(proc.pid) == []
+
+
+def test_what_a_step_leaves_running_is_stopped_when_it_ends(fake):
+    """The fake benchmark starts a `sleep` child (as a runtime helper might) and exits normally: the child
+    was left with PPID 1.  The step's process group is the job's to clean."""
+    env = dict(fake["env"], FAKE_NKI_BENCH_CHILD="1")
+    proc = _start(
+        fake, "--kernels", "matmul", "--skip-tests", "--skip-install", "--no-estimate", "--iters", "2", env=env
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    child = int(next(line for line in fake_log(fake) if "child=" in line).split("child=")[1].split()[0])
+    assert not pathlib.Path(f"/proc/{child}").exists() or "zombie" in pathlib.Path(f"/proc/{child}/status").read_text()
+    assert session_processes(proc.pid) == []
+    (folder,) = run_folders(fake)
+    bench = next(s for s in _manifest(folder)["steps"] if s["name"].startswith("bench-"))
+    assert "stopped the processes this step left running" in (folder / bench["log"]).read_text()

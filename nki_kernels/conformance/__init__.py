@@ -233,11 +233,26 @@ def _choose(args: argparse.Namespace) -> tuple[list[str], Options] | str:
             return (
                 f"suite {n}: {os.path.join(sdk or '', folder)} is not a directory (an aws-neuron-sdk checkout has it)"
             )
-    if args.library_python and not (os.path.isfile(args.library_python) and os.access(args.library_python, os.X_OK)):
+    if args.library_python is not None and not (
+        os.path.isfile(args.library_python) and os.access(args.library_python, os.X_OK)
+    ):
         return f"--library-python {args.library_python!r} is not an executable file"
+    if "nki-library" in wanted and args.nki_library:
+        from nki_kernels.conformance import nkilib
+
+        if not nkilib.test_files(args.nki_library):
+            where = os.path.join(args.nki_library, "test", "integration")
+            return (
+                f"--nki-library {args.nki_library!r}: no test_*.py under {where} (an aws-neuron/nki-library checkout)"
+            )
+        if args.only and not nkilib.test_files(args.nki_library, tuple(args.only)):
+            return f"--only {' '.join(args.only)}: no nki-library test file under {args.nki_library!r} matches"
     if args.only and "nki-library" not in wanted:
         return "--only selects nki-library test files; the nki-library suite is not selected"
-    if args.json:
+    for flag, value in [("-k", args.k), *(("--only", o) for o in args.only or ())]:
+        if value is not None and not value.strip():  # '' is in every id: it would select everything
+            return f"{flag} {value!r}: an empty SUBSTRING selects nothing; give part of a test id or file name"
+    if args.json is not None:  # `--json ''` ran and wrote nothing
         try:
             writable_file(args.json, "--json")
         except UsageError as exc:
@@ -282,16 +297,21 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             "files": {f: c for f, c in per_file(by_suite.get("sdk-tests", []))},
             "results": [asdict(r) for r in results],
         }
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rec, f, indent=1)
+        from nki_kernels.usage import write_atomically
+
+        def write(tmp: str) -> None:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(rec, f, indent=1)
+
+        write_atomically(args.json, write)  # whole or not at all (Ctrl-C, a full disk)
         print(f"wrote {args.json}")
     return 1 if any(r.outcome in BAD for r in results) else 0
 
 
 def add_subcommand(sub: argparse._SubParsersAction) -> None:
-    from nki_kernels.usage import int_at_least, positive_float
+    from nki_kernels.usage import int_in_range, plain_text, positive_float_at_most
 
-    doc = __doc__ or ""
+    doc = plain_text(__doc__ or "")
     c = sub.add_parser(
         "conformance",
         help="run public NKI code (the SDK's tests, examples and docstrings; nki-library's tests) through the "
@@ -316,11 +336,13 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--json", metavar="FILE", help="also write every result (with tracebacks) to FILE")
     c.add_argument(
         "--timeout",
-        type=positive_float,
+        type=positive_float_at_most(86_400.0),
         default=300.0,
-        help="seconds per process: an sdk-tests method or an nki-library test file (default 300)",
+        help="seconds per process: an sdk-tests method or an nki-library test file (default 300, at most a day)",
     )
-    c.add_argument("--jobs", type=int_at_least(1), default=1, help="sdk-tests processes at a time (default 1)")
+    c.add_argument(
+        "--jobs", type=int_in_range(1, 64), default=1, help="sdk-tests processes at a time, 1..64 (default 1)"
+    )
     c.add_argument("-k", metavar="SUBSTRING", help="only tests whose id contains SUBSTRING")
     c.add_argument(
         "--only",

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from nki_kernels import environment
+from nki_kernels import environment, lifecycle
 from nki_kernels.kernels import registry
 from nki_kernels.kernels.registry import Case
 
@@ -68,6 +68,7 @@ class Exit(enum.IntEnum):
     STEPS = 20
     SIGHUP = 129
     SIGINT = 130
+    SIGPIPE = 141
     SIGTERM = 143
 
 
@@ -87,6 +88,15 @@ SIGNALS = {
     signal.SIGTERM: (Exit.SIGTERM, "SIGTERM"),
     signal.SIGHUP: (Exit.SIGHUP, "SIGHUP (the terminal closed)"),
 }
+# Why a run stopped early: a signal above, or its standard output closed (`run_hw.sh | head`), which
+# stops it as SIGPIPE stops a C program (Python ignores SIGPIPE: a write raises BrokenPipeError).
+STOPS = {**SIGNALS, signal.SIGPIPE: (Exit.SIGPIPE, "SIGPIPE (its standard output was closed)")}
+# The most NeuronCores an instance has: a trn2.48xlarge, 16 devices x 8 physical cores (LNC=1).
+MAX_CORES = 128
+# Upper bounds of the numeric options: beyond them a typo, never a plan (a week per step; a
+# benchmark of a million executions already takes minutes per case on the device).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+MAX_EXECUTIONS = 1_000_000
 
 HELP = f"""\
 Usage: scripts/run_hw.sh [options]
@@ -108,12 +118,13 @@ SUMMARY.md.  The installed SDK picks the path:
 Options:
   --kernels LIST     comma-separated: conv2d,matmul,attention or 'all' (default: all)
   --shapes SET       quick | cs149 | full (default: quick)
-  --cores N|LIST     N >= 1 = use N free NeuronCores; LIST = core ids such as 0-3 or 0,8.
-                     Independent jobs are spread over them with NEURON_RT_VISIBLE_CORES,
-                     one job per core at a time (default: 1)
-  --timeout SECONDS  limit for every single step (default: 1800)
-  --warmup N         warm-up executions per benchmark (default: 10)
-  --iters N          measured executions per benchmark (default: 100)
+  --cores N|LIST     N = use N free NeuronCores (1..{MAX_CORES}); LIST = core ids 0..{MAX_CORES - 1}
+                     such as 0-3 or 0,8, each once. Independent jobs are dealt round-robin
+                     to them, one job per core at a time, each step with
+                     NEURON_RT_VISIBLE_CORES=<its core> (default: 1)
+  --timeout SECONDS  limit for every single step, 1..{MAX_TIMEOUT_S} (default: 1800)
+  --warmup N         warm-up executions per benchmark, 0..{MAX_EXECUTIONS:,} (default: 10)
+  --iters N          measured executions per benchmark, 1..{MAX_EXECUTIONS:,} (default: 100)
   --venv PATH        Neuron Python venv (default: $VIRTUAL_ENV if it has neuronx-cc or nki,
                      else the first of /opt/aws_neuronx_venv_pytorch_2_8, _2_9, _*)
   --results-dir DIR  parent of the run folder (default: <repo>/results)
@@ -148,10 +159,11 @@ Exit codes:
   20  the run finished but some step failed (see SUMMARY.md and logs/)
   129 interrupted by SIGHUP (the terminal closed; run under nohup to keep going)
   130 interrupted by SIGINT (Ctrl-C)
+  141 its standard output was closed (e.g. piped into head): stopped as by SIGPIPE
   143 interrupted by SIGTERM
-      (on 129/130/143 every running step -- its whole process group -- is stopped and waited
-      for, finished results are kept, the manifest says "interrupted", lists the jobs that
-      never started, and an INTERRUPTED file marks the folder)
+      (on 129/130/141/143 every running step -- its whole process group -- is stopped and
+      waited for, finished results are kept, the manifest says "interrupted", lists the jobs
+      that never started, and an INTERRUPTED file marks the folder)
 
 Progress: one line per job as it ends, e.g. "[3/18] conv2d b1_ci256_co256_... ok 0:41".
 When several preflight checks fail, the code is that of the first in the order
@@ -204,17 +216,37 @@ def _check_cores(spec: str) -> str:
     if spec.isdigit():
         if int(spec) < 1:
             raise UsageError(f"--cores must be a count >= 1 or core ids (0-3, 0,8), got '{spec}'")
+        if int(spec) > MAX_CORES:
+            raise UsageError(f"--cores {spec}: at most {MAX_CORES} (a trn2.48xlarge has 16 devices x 8 NeuronCores)")
         return spec
+    seen: set[int] = set()
     for part in spec.split(","):
         lo, _, hi = part.partition("-")
         if hi and int(lo) > int(hi):
             raise UsageError(f"--cores range '{part}' runs backwards; write it low-high (e.g. 0-3)")
+        top = int(hi or lo)
+        if top >= MAX_CORES:
+            raise UsageError(f"--cores '{spec}': core id {top} does not exist; ids are 0..{MAX_CORES - 1}")
+        ids = set(range(int(lo), top + 1))
+        if ids & seen:
+            raise UsageError(f"--cores '{spec}': core {min(ids & seen)} is listed twice; name each core once")
+        seen |= ids
     return spec
 
 
-def _int(opt: str, value: str, minimum: int, what: str) -> int:
+def core_ids(spec: str) -> list[str]:
+    """The cores a valid --cores names without asking the device: ``"0-2,8"`` -> 0 1 2 8, ``"3"`` ->
+    0 1 2 (a count: the lowest ids, what a machine with every core free gives)."""
+    if spec.isdigit():
+        return [str(c) for c in range(int(spec))]
+    return [str(c) for c in hw_env.parse_core_spec(spec)]
+
+
+def _int(opt: str, value: str, minimum: int, what: str, maximum: int) -> int:
     if not value.isdigit() or int(value) < minimum:  # isdigit: no sign, no spaces, no "1e3"
         raise UsageError(f"{opt} must be {what}, got '{value}'")
+    if int(value) > maximum:
+        raise UsageError(f"{opt} {value}: at most {maximum:,}")
     return int(value)
 
 
@@ -256,14 +288,18 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> Options | None:
     if o.shapes not in registry.HW_SETS:
         raise UsageError(f"--shapes must be quick, cs149 or full, got '{o.shapes}'")
     o.cores = _check_cores(values.get("--cores", o.cores))
-    o.timeout = _int("--timeout", values.get("--timeout", str(o.timeout)), 1, "a positive number of seconds")
-    o.warmup = _int("--warmup", values.get("--warmup", str(o.warmup)), 0, "a non-negative integer")
-    o.iters = _int("--iters", values.get("--iters", str(o.iters)), 1, "a positive integer")
+    o.timeout = _int(
+        "--timeout", values.get("--timeout", str(o.timeout)), 1, "a positive number of seconds", MAX_TIMEOUT_S
+    )
+    o.warmup = _int("--warmup", values.get("--warmup", str(o.warmup)), 0, "a non-negative integer", MAX_EXECUTIONS)
+    o.iters = _int("--iters", values.get("--iters", str(o.iters)), 1, "a positive integer", MAX_EXECUTIONS)
     o.venv = os.path.abspath(values["--venv"]) if "--venv" in values else ""  # steps run in other folders
     o.results_dir = os.path.abspath(values.get("--results-dir", o.results_dir))
     grace = environ.get("NKI_HW_STOP_GRACE", "10")
     if not grace.isdigit():
         raise UsageError(f"NKI_HW_STOP_GRACE must be a whole number of seconds, got '{grace}'")
+    if int(grace) > 3600:
+        raise UsageError(f"NKI_HW_STOP_GRACE={grace}: at most 3600 seconds")
     o.stop_grace = int(grace)
     o.constructs_test = os.path.abspath(environ.get("NKI_HW_CONSTRUCTS_TEST") or o.constructs_test)
     return o
@@ -558,6 +594,10 @@ class HardwareJob:
             self.signal = signal.Signals(signum)
         self.stop.set()
 
+    def on_stdout_closed(self) -> None:
+        """Standard output closed (``run_hw.sh | head``): stop the run as SIGPIPE would, cleanly."""
+        self.on_signal(signal.SIGPIPE, None)
+
     def fault(self, reason: str) -> None:
         with self.lock:
             if not self.fault_reason:
@@ -627,6 +667,11 @@ class HardwareJob:
                 rc = 127
             else:
                 rc, stopped = self._wait(proc)
+                if not stopped and _group_alive(proc.pid):
+                    # a step owns its process group: what it left running (a runtime helper, a
+                    # `sleep`) would outlive the job, holding its NeuronCore
+                    stop_group(proc, self.opts.stop_grace)
+                    files[0].write(f"{PROG}: stopped the processes this step left running\n".encode())
         finally:
             for f in files:
                 f.close()
@@ -771,7 +816,7 @@ class HardwareJob:
         print(pf.report())
         if pf.fails:
             print(f"(a real run would stop here with exit code {int(pf.exit_code())})")
-        cores = pf.cores or ([str(c) for c in range(int(o.cores))] if o.cores.isdigit() else [f"<{o.cores}>"])
+        cores = pf.cores or core_ids(o.cores)  # without a device: the cores --cores names
         python = pf.python or os.path.join(pf.venv or DEFAULT_VENVS[0], "bin", "python")
         if not pf.api:
             print("(no usable SDK detected: showing the NKI 0.1 plan; an SDK >= 2.33 venv shows the NKI 0.7 one)")
@@ -783,6 +828,10 @@ class HardwareJob:
             f"plan: {len(jobs)} jobs on NeuronCore(s) {' '.join(cores)}, shapes '{o.shapes}', "
             f"kernels '{o.kernels}', path {self.path.name}"
         )
+        if len(cores) > 1:  # how the jobs are spread: round-robin, one at a time per core
+            for core in cores:
+                mine = [str(j.index) for j in jobs if j.core == core]
+                print(f"  core {core}: jobs {', '.join(mine) or '(none)'}")
         print(f"+ {shlex.join(['mkdir', '-p', o.results_dir])}")
         print(f"+ {shlex.join(['mkdir', run, *(os.path.join(run, s) for s in ('logs', 'hw_tests', 'env'))])}")
         if not o.skip_install:
@@ -916,10 +965,15 @@ class HardwareJob:
                 f"{PROG}: preflight failed (exit {int(code)}); nothing was run. See '{PROG} --help'.", file=sys.stderr
             )
             return code
+        sys.stdout = lifecycle.ClosedPipeGuard(sys.stdout, self.on_stdout_closed)
         print(pf.report(), flush=True)
         for sig in SIGNALS:
             if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup: a hangup is not an interruption
                 signal.signal(sig, self.on_signal)
+        if self.stop.is_set():  # stopped before the run folder exists: nothing to mark
+            code, name = STOPS[self.signal or signal.SIGINT]
+            self.say(f"[{PROG}] stopped by {name} before the run started; nothing was run", err=True)
+            return code
         try:
             self.make_run_folder(pf)
         except SetupError as e:
@@ -1033,7 +1087,7 @@ class HardwareJob:
         if self.crashed:
             return self.finish_and_report("failed", 1, self.crashed)
         if self.signal is not None:
-            code, name = SIGNALS[self.signal]
+            code, name = STOPS[self.signal]
             self.say(f"[{PROG}] interrupted by {name}; every running step was stopped; finished results kept", err=True)
             try:
                 with open(os.path.join(self.run_dir, "INTERRUPTED"), "w", encoding="utf-8") as f:
@@ -1129,14 +1183,19 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, environment.EnvironmentUsageError) as e:
         print(f"{PROG}: {e} (see '{PROG} --help')", file=sys.stderr)
         return Exit.USAGE
-    if opts is None:
-        print(HELP, end="")
-        return Exit.OK
     try:
-        return HardwareJob(opts, environ).run()
+        if opts is None:
+            print(HELP, end="")
+            code = int(Exit.OK)
+        else:
+            code = HardwareJob(opts, environ).run()
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then the BrokenPipeError below
+        return code
     except KeyboardInterrupt:  # Ctrl-C during preflight, before the run folder exists
         print(f"{PROG}: interrupted during preflight; nothing was run", file=sys.stderr)
         return Exit.SIGINT
+    except BrokenPipeError:  # `run_hw.sh --dry-run | grep -m1 ...`: the reader has what it wanted
+        return lifecycle.stdout_closed()
 
 
 if __name__ == "__main__":

@@ -18,10 +18,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nki_kernels import userkernel
+from nki_kernels import lifecycle, userkernel
 from nki_kernels.kernels import registry
 from nki_kernels.progress import Progress
-from nki_kernels.usage import UsageError, int_at_least, writable_dir, writable_file
+from nki_kernels.usage import (
+    UsageError,
+    add_max_instructions,
+    int_at_least,
+    int_in_range,
+    writable_dir,
+    writable_file,
+    write_atomically,
+)
 
 from .model import ESTIMATE_LABEL
 
@@ -55,7 +63,12 @@ _KERNELS = {
     "row_max": KernelSpec("nki_kernels.perf.calib_kernels:row_max", "rows,cols", (2,)),
     "nonzero_count": KernelSpec("nki_kernels.perf.calib_kernels:nonzero_count", "rows,cols", (2,)),
 }
-_CUSTOM = KernelSpec("", "the shape of one array argument; one --shape per argument", tuple(range(1, 9)))
+# Your own kernel: float32 inputs unless --dtype says otherwise -- the dtype a NumPy user means by "floats"
+# (NumPy's own default is float64, which NKI has not).  bf16 was the default once, shown only in the file
+# name: a kernel written for fp32 was estimated on bf16 inputs without a word (its matmuls 4x faster).
+_CUSTOM = KernelSpec(
+    "", "the shape of one array argument; one --shape per argument", tuple(range(1, 9)), default_dtype="float32"
+)
 DTYPES = ("float32", "bfloat16", "float16")
 _SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -284,25 +297,41 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
     )
     print(f"tracing {target} ({label}) on the interpreter ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    from nki_kernels.sim import SimError
+    from nki_kernels.sim import SimError, set_default_options
 
+    previous = set_default_options(max_instructions=a.max_instructions) if a.max_instructions else None
     try:
         with Progress(f"profile {a.kernel}"):
             est = estimate(kern, *args, numerics=a.numerics, mode=a.mode, hw=a.hw, **kwargs)
     except SimError as exc:  # the kernel broke an NKI rule: the coded error names its line
-        if os.environ.get("NKI_SIM_FULL_TRACEBACK", "").strip().lower() in ("1", "true", "yes", "on"):
+        if lifecycle.full_traceback_wanted():
             raise
         print(f"nki-kernels profile: {target} failed on the interpreter: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
+        if loaded is not None:  # the user's kernel: its own exception, shown with its frames
+            raise lifecycle.UserCodeError(exc) from None
         # The kernel's own argument checks (sizes it does not support): a usage error.
         raise UsageError(f"{a.kernel} rejected --shape {shape_text} / --dtype {dtype}: {exc}") from None
+    except Exception as exc:
+        if loaded is not None:
+            raise lifecycle.UserCodeError(exc) from None
+        raise
+    finally:
+        if previous is not None:
+            set_default_options(previous)
     print(f"traced + scheduled {est.n_events} instructions in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    print(est.summary(top=a.top))
+    # The records first, whole (temporary file + rename), then the output: a closed pipe (`| head`)
+    # or a Ctrl-C while printing never costs a record or leaves half of one.
     stem_shape = tuple(shapes) if len(shapes) > 1 else shapes[0]
     stem = os.path.join(a.out, profile_stem(a.kernel, stem_shape, dtype, pool, causal, a.mode, a.hw))
-    tp = est.write_chrome_trace(stem + ".trace.json")
-    jp = est.write_json(stem + ".json")
+    tp = write_atomically(stem + ".trace.json", est.write_chrome_trace)
+    jp = write_atomically(stem + ".json", est.write_json)
+    why = (
+        "--dtype" if a.dtype else ("the default for your own kernel" if loaded is not None else "this kernel's default")
+    )
+    print(f"profile of {target}: inputs {shape_text}, {dtype} ({why}; --dtype float32|bfloat16|float16 changes it)")
+    print(est.summary(top=a.top))
     print(f"timeline ({ESTIMATE_LABEL}): {tp}  (open in https://ui.perfetto.dev or chrome://tracing)")
     print(f"record: {jp}")
     return 0
@@ -320,6 +349,10 @@ def _check_only(only) -> list | None:
         return None
     keys = _case_keys()
     for s in only:
+        if not s.strip():  # '' is a substring of every key: it selected everything, named the file "only-"
+            raise UsageError(
+                f"--only {s!r}: an empty value selects nothing; give part of a case key ({', '.join(keys)})"
+            )
         if not any(s in k for k in keys):
             raise UsageError(
                 f"--only {s!r} matches no bench case; each value is a substring of one of: {', '.join(keys)}"
@@ -362,11 +395,12 @@ def _write_bench_record(rows, out, mode, hw, only) -> str:
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "rows": bench_records(rows),
     }
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(rec, f, indent=1, default=str)
-    os.replace(tmp, path)
-    return path
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            json.dump(rec, f, indent=1, default=str)
+
+    return write_atomically(path, write)
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
@@ -380,8 +414,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
         trace_dir = os.path.join(a.out, f"traces_{bench_suffix(a.mode, a.hw, only)}")
         os.makedirs(trace_dir, exist_ok=True)
     rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=trace_dir)
+    path = _write_bench_record(rows, a.out, a.mode, a.hw, only)  # whole, before any output (a closed pipe)
     print(render(rows))
-    path = _write_bench_record(rows, a.out, a.mode, a.hw, only)
     print(f"\nrecord: {path}")
     if a.roofline:
         pts = [_point(r.case.key, r.est) for r in rows if r.status == "ok"]
@@ -400,7 +434,7 @@ def _plot(pts, path, hw) -> int:
     from .roofline import plot_roofline
 
     try:
-        plot_roofline(pts, path, hw=hw)
+        write_atomically(path, lambda tmp: plot_roofline(pts, tmp, hw=hw))
     except RuntimeError as exc:  # matplotlib missing
         print(str(exc), file=sys.stderr)
         return 3
@@ -430,10 +464,22 @@ def _points_of_record(d: dict, path: str, only=None) -> list:
         if only and not any(s in str(r.get("key", "")) for s in only):
             continue
         e = r.get("estimate", r)
-        if isinstance(e, dict) and all(k in e for k in ("latency_us", "flops", "hbm_bytes")):
+        if (
+            isinstance(e, dict)
+            and _finite(e.get("latency_us"), low=0.0, strict=True)
+            and all(_finite(e.get(k)) for k in ("flops", "hbm_bytes"))
+        ):
             e = dict(e, mm_dtype=e.get("mm_dtype", ""))
             pts.append(_point(_point_label(r, e, path, len(d.get("rows", [d]))), e))
     return pts
+
+
+def _finite(value: object, low: float = 0.0, strict: bool = False) -> bool:
+    """A record's number the plot can use: finite and >= ``low`` (> with ``strict``); a string crashed
+    the plot, NaN or a negative latency drew a point anyway."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) < float("inf"):
+        return False
+    return value > low if strict else value >= low
 
 
 def _point_label(row: dict, est: dict, path: str, n_rows: int) -> str:
@@ -515,7 +561,9 @@ def cmd_roofline(a: argparse.Namespace) -> int:
         for p, rec in records:
             pts += _points_of_record(rec, p, only)
         if not pts:
-            raise UsageError(f"--from: no estimate with latency_us, flops and hbm_bytes in {', '.join(a.records)}")
+            raise UsageError(
+                f"--from: no estimate with a finite latency_us > 0 and flops, hbm_bytes >= 0 in {', '.join(a.records)}"
+            )
     else:
         path, d = (None, None) if a.rerun else fresh_bench_record(a.out, a.mode, a.hw, only)
         if path and d is not None:
@@ -582,12 +630,18 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
         f"({shapes}); for path/to/file.py:kernel or module:kernel one --shape per array argument",
     )
     p.add_argument(
-        "--dtype", default=None, choices=DTYPES, help="default: float16 for conv (CS149), bfloat16 otherwise"
+        "--dtype",
+        default=None,
+        choices=DTYPES,
+        help="input dtype, printed with the summary; default: float32 for path/to/file.py:kernel or "
+        "module:kernel (your own kernel, as NumPy users mean floats), float16 for conv (CS149), bfloat16 for the "
+        "other built-in kernels",
     )
     p.add_argument("--pool", type=int_at_least(1), default=None, help="conv only: pool size >= 1 (default 1)")
     p.add_argument("--causal", action="store_true", help="attention only: causal mask")
     p.add_argument("--numerics", action="store_true", help="also compute the outputs (slower)")
-    p.add_argument("--top", type=int_at_least(0), default=8, help="kernel lines to list (>= 0)")
+    p.add_argument("--top", type=int_in_range(0, 1000), default=8, help="kernel lines to list (0..1000)")
+    add_max_instructions(p)
     p.add_argument(
         "--out",
         default="perf-out",

@@ -367,11 +367,86 @@ _TRN1_OVERRIDES = {
 }
 
 
+# What a JSON hardware description may hold (``nki-kernels profile --hw FILE``).  Every value is
+# checked before the model sees it: a clock of 0 divided by zero, a negative one printed a negative
+# MFU, 1e-300 or a non-integer queue count hung or crashed the scheduler (measured on matmul 256^3).
+_DESCRIPTION_KEYS = ("name", "description", "base", "constants")
+_CONSTANT_KEYS = ("value", "unit", "tag", "source", "range", "note", "prior")
+# Units of counts (engines, queues, partitions, ...): whole numbers.
+_COUNT_UNITS = {"PE", "engines", "partitions", "DMAs", "queues", "banks", "copies"}
+# How far a value may be from trn2's: beyond 1000x either way it is a typo or a unit mistake
+# (GHz given in MHz), not a NeuronCore; the model's loops and divisions assume physical values.
+PLAUSIBLE_FACTOR = 1000.0
+
+
+def _check_value(key: str, value: object, unit: str) -> float:
+    """A constant's value from JSON, or ValueError naming the constant and what is allowed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"constant {key!r}: value must be a number, got {value!r}")
+    v = float(value)
+    ref = _TRN2[key].value
+    trn1 = float(_TRN1_OVERRIDES.get(key, {}).get("value", ref))  # type: ignore[arg-type]
+    zero_ok = ref == 0 or trn1 == 0  # dge_queues (trn1: static DMA), dma_fixed_static_ns
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"constant {key!r}: value must be finite, got {value!r}")
+    if v < 0 or (v == 0 and not zero_ok):
+        raise ValueError(f"constant {key!r}: value must be {'>= 0' if zero_ok else '> 0'} ({unit}), got {value!r}")
+    if unit in _COUNT_UNITS and v != int(v):
+        raise ValueError(f"constant {key!r}: a count ({unit}) must be a whole number, got {value!r}")
+    if unit == "fraction" and v > 1:
+        raise ValueError(f"constant {key!r}: a fraction must be in (0, 1], got {value!r}")
+    top = max(ref, trn1, 1.0) * PLAUSIBLE_FACTOR
+    low = min(x for x in (ref, trn1) if x > 0) / PLAUSIBLE_FACTOR if ref > 0 or trn1 > 0 else 0.0
+    if v > top or (v < low and not (v == 0 and zero_ok)):
+        raise ValueError(
+            f"constant {key!r}: {value!r} {unit} is more than {PLAUSIBLE_FACTOR:,.0f}x away from trn2's "
+            f"{ref:g} (allowed {low:g}..{top:g}); check the unit"
+        )
+    return v
+
+
+def _check_description(d: object) -> dict:
+    """The shape of a JSON hardware description; ValueError (one line) saying what is wrong."""
+    if not isinstance(d, dict):
+        raise ValueError(f"expected a JSON object with name, base and constants, got {type(d).__name__}")
+    unknown = [k for k in d if k not in _DESCRIPTION_KEYS]
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(_DESCRIPTION_KEYS)}")
+    base = d.get("base")
+    if base is not None and (not isinstance(base, str) or base.lower() not in _REGISTRY):
+        raise ValueError(f'"base" must be one of {", ".join(sorted(_REGISTRY))}, got {base!r}')
+    consts = d.get("constants", {})
+    if not isinstance(consts, dict):
+        raise ValueError(f'"constants" must be an object of name: value, got {type(consts).__name__}')
+    if not base and not consts:
+        raise ValueError('an empty description; give "base": "trn2" (or "trn1") and the constants that differ')
+    for k, spec in consts.items():
+        if k not in _TRN2:
+            import difflib
+
+            close = difflib.get_close_matches(k, list(_TRN2), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"unknown constant {k!r}; {hint}known: the {len(_TRN2)} names of nki-kernels profile's trn2 "
+                "description (nki_kernels/perf/hardware.py)"
+            )
+        if isinstance(spec, dict):
+            extra = [x for x in spec if x not in _CONSTANT_KEYS]
+            if extra:
+                raise ValueError(f"constant {k!r}: unknown field(s) {', '.join(map(repr, extra))}")
+            if "value" not in spec:
+                raise ValueError(f'constant {k!r}: no "value"')
+    return d
+
+
 def spec_from_dict(d: dict, base: HardwareSpec | None = None) -> HardwareSpec:
     """Build a spec from JSON-like data: ``{"name", "description", "base", "constants"}``.
 
     Constants not given are taken from ``base`` (by name: "trn2"/"trn1"), so a description
-    of another core only lists what differs."""
+    of another core only lists what differs.  Every value is checked (:func:`_check_value`):
+    finite, positive (>= 0 where trn2 or trn1 has 0), whole for counts, at most 1 for fractions and
+    within 1000x of trn2's value; anything else is a ValueError naming the constant."""
+    _check_description(d)
     if base is None and d.get("base"):
         base = get_hardware(d["base"])
     consts = dict(base.constants) if base is not None else {}
@@ -379,22 +454,27 @@ def spec_from_dict(d: dict, base: HardwareSpec | None = None) -> HardwareSpec:
         if not isinstance(spec, dict):
             spec = {"value": spec}
         old = consts.get(k)
-        consts[k] = _c(
-            spec["value"],
-            spec.get("unit", old.unit if old else ""),
-            spec.get("tag", "E"),
-            spec.get("source", "user-provided"),
-            spec.get("range"),
-            spec.get("note", ""),
-            spec.get("prior"),
-        )
+        unit = spec.get("unit", old.unit if old else _TRN2[k].unit)
+        try:
+            consts[k] = _c(
+                _check_value(k, spec["value"], unit),
+                unit,
+                spec.get("tag", "E"),
+                spec.get("source", "user-provided"),
+                spec.get("range"),
+                spec.get("note", ""),
+                spec.get("prior"),
+            )
+        except (TypeError, ValueError) as exc:
+            text = str(exc)
+            raise ValueError(text if text.startswith("constant ") else f"constant {k!r}: {text}") from None
     missing = sorted(set(_TRN2) - set(consts))
     if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ValueError(
-            f"hardware description {d.get('name')!r} lacks constants: {', '.join(missing)} "
-            '(give "base": "trn2" to inherit them)'
+            f'hardware description {d.get("name")!r} lacks constants: {shown} (give "base": "trn2" to inherit them)'
         )
-    return HardwareSpec(d.get("name", "custom"), d.get("description", ""), consts)
+    return HardwareSpec(str(d.get("name", "custom")), str(d.get("description", "")), consts)
 
 
 TRN1 = spec_from_dict(

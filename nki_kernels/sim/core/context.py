@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import limits
-from .errors import _SIM_DIR, SimRuntimeError, SimWarning, user_location
+from .errors import _SIM_DIR, SimRuntimeError, SimWarning, instruction_cap, user_location
 from .memory import Memory
 from .options import SimOptions
 from .policy import enforce
@@ -180,6 +180,8 @@ class RunContext:
         program_id, loops) captured when the instruction ran (default: now); ``seq``: the trace
         position reserved when the instruction ran (:meth:`reserve`; default: the end)."""
         self.n_instructions += 1
+        if self.n_instructions > self.options.max_instructions:  # a runaway kernel (E031)
+            raise instruction_cap(api, self.options.max_instructions)
         if self.memory.dirty:
             self.memory.check(api, result)
         if not self.options.trace:

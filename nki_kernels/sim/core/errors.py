@@ -152,6 +152,7 @@ CODES: dict[str, tuple[type, str]] = {
     "E028": (NKISyntaxError, "symbolic loop index used where Python needs an int"),
     "E029": (SimValueError, "iteration race"),
     "E030": (NKISyntaxError, "direct-allocation rule"),
+    "E031": (SimRuntimeError, "instruction cap reached"),
     "E099": (SimRuntimeError, "needs a Neuron device"),
     "E100": (SimNotImplementedError, "not implemented in the interpreter"),
 }
@@ -193,11 +194,33 @@ def not_implemented(api: str) -> SimNotImplementedError:
     )
 
 
+def instruction_cap(api: str, cap: int) -> SimRuntimeError:
+    """E031: the run went past ``SimOptions.max_instructions`` (a runaway loop, or a kernel bigger
+    than the default cap).  No source: a limit of the interpreter's own, stated in the README."""
+    return SimRuntimeError(
+        "E031",
+        api,
+        None,
+        f"the run executed more than {cap:,} instructions (SimOptions.max_instructions), a runaway loop? "
+        "Stopped before its trace fills this machine's memory",
+        f"If the kernel is meant to be this long, raise the cap: SimOptions(max_instructions=...), "
+        f"NKI_SIM_OPTIONS=max_instructions={cap * 10} or nki-kernels run/profile --max-instructions {cap * 10}",
+        got=cap + 1,
+        limit=cap,
+    )
+
+
 def needs_device(api: str) -> SimRuntimeError:
+    estimate = (
+        "; `nki-kernels run --estimate-benchmark FILE` (the flag before the file) makes nki.benchmark return "
+        "cost-model ESTIMATES and nki.baremetal simulate"
+        if api in ("nki.benchmark", "nki.baremetal")
+        else ""
+    )
     return SimRuntimeError(
         "E099",
         api,
         None,
         f"{api} needs a Neuron device (Trainium) and the Neuron SDK",
-        "Use nki.simulate_kernel(kernel, *args) here, or run scripts/run_hw.sh on a trn2 instance",
+        f"Use nki.simulate_kernel(kernel, *args) here{estimate}; or run scripts/run_hw.sh on a trn2 instance",
     )

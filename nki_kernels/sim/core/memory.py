@@ -124,7 +124,9 @@ class Alloc:
         return self._name or assigned_name(*self.origin) or f"t{self.id}"
 
     def __del__(self) -> None:
-        tok = self.token
+        # getattr: a Ctrl-C or SIGTERM (raised in whatever bytecode runs) can stop __init__ before `token` is
+        # set; the half-made object is still deleted ("Exception ignored ... no attribute 'token'")
+        tok = getattr(self, "token", None)
         if tok is not None and not tok[2]:
             tok[3]._free(tok)
 

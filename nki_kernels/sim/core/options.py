@@ -43,6 +43,13 @@ class SimOptions:
     # slice of a slice, a zero-trip affine_range, ...) into an error.  The project's own kernel
     # tests run strict; third-party code gets warnings.
     strict: bool = False
+    # Stop a run after this many instructions with E031: a runaway kernel (a `while True` loop of
+    # instructions) otherwise grows its trace by about 1 KB per instruction until the machine runs
+    # out of memory (measured: 1.1 GB in 60 s).  The default is 100x the largest kernel of this project
+    # (matmul 4096^3: 8,866 instructions) and takes the interpreter about 30 s at its ~27 us per
+    # instruction; raise it for bigger kernels (NKI_SIM_OPTIONS=max_instructions=N, or
+    # nki-kernels run/profile --max-instructions N).
+    max_instructions: int = 1_000_000
 
     def __post_init__(self) -> None:
         if self.precision not in ("hw", "compat"):
@@ -51,6 +58,9 @@ class SimOptions:
             raise ValueError(
                 f"SimOptions(shuffle_affine_seed): must be an int or None, got {self.shuffle_affine_seed!r}"
             )
+        m = self.max_instructions
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ValueError(f"SimOptions(max_instructions): must be an int >= 1, got {m!r}")
 
     def replace(self, **kw: Any) -> SimOptions:
         return dataclasses.replace(self, **kw)
@@ -69,7 +79,7 @@ def _from_env() -> SimOptions:
     spec = os.environ.get("NKI_SIM_OPTIONS", "").strip()
     if not spec:
         return SimOptions()
-    kw = {}
+    kw: dict[str, Any] = {}
     fields = {f.name: f for f in dataclasses.fields(SimOptions)}
     for item in spec.split(","):
         if not item.strip():
@@ -80,18 +90,21 @@ def _from_env() -> SimOptions:
             raise ValueError(f"NKI_SIM_OPTIONS: unknown option {name!r}; allowed: {', '.join(fields)}")
         if not sep:
             raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} needs a value ({name}=...), got {item.strip()!r}")
+        if name in kw:  # `poison=0,poison=1`: which one was meant is not ours to guess
+            raise ValueError(f"NKI_SIM_OPTIONS: option {name!r} given twice; give it once")
         if name == "precision":
             kw[name] = val
         elif name == "shuffle_affine_seed":
             if val in ("", "none", "None"):
                 kw[name] = None
+            elif not val.isdigit():  # the same rule as `nki-kernels run --shuffle SEED`
+                raise ValueError(f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer >= 0 or none, got {val!r}")
             else:
-                try:
-                    kw[name] = int(val)
-                except ValueError:
-                    raise ValueError(
-                        f"NKI_SIM_OPTIONS: shuffle_affine_seed must be an integer or none, got {val!r}"
-                    ) from None
+                kw[name] = int(val)
+        elif name == "max_instructions":
+            if not val.isdigit() or int(val) < 1:
+                raise ValueError(f"NKI_SIM_OPTIONS: max_instructions must be an integer >= 1, got {val!r}")
+            kw[name] = int(val)
         elif val.lower() in _TRUE:
             kw[name] = True
         elif val.lower() in _FALSE:
