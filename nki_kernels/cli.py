@@ -454,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] != "run":  # run passes everything after FILE to the file unchanged
         argv = attach_dash_values(argv)
     prog = "nki-kernels"
-    with lifecycle.signals_stop_the_command():
+    cmd = next((a for a in argv if not a.startswith("-")), "")  # the subcommand, for a last-resort line
+    with lifecycle.signals_stop_the_command(f"{prog} {cmd}".strip()):
         try:
             args = build_parser().parse_args(argv)
             prog = f"nki-kernels {args.cmd}"

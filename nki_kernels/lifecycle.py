@@ -23,6 +23,7 @@ The rules (README, Quickstart), the same for every subcommand:
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -154,7 +155,7 @@ def _on_signal(signum: int, _frame: types.FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def signals_stop_the_command() -> Iterator[None]:
+def signals_stop_the_command(prog: str = "nki-kernels") -> Iterator[None]:
     """Inside: SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP raise :class:`Interrupted`, in the
     main thread, after sending SIGTERM to every child process (:func:`stop_children`); the
     ``finally`` blocks and context managers on the way out then stop and reap the workers.  A signal
@@ -167,13 +168,44 @@ def signals_stop_the_command() -> Iterator[None]:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             previous[sig] = signal.signal(sig, _on_signal)
     relay = _Relay(set(previous))
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _redeliver_if_swallowed(unraisable, prog)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         relay.close()
         finish_stopping()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _redeliver_if_swallowed(previous: Any, prog: str) -> Any:
+    """A signal's exception raised while a ``__del__`` runs cannot propagate: Python hands it to
+    ``sys.unraisablehook``, prints "Exception ignored ... KeyboardInterrupt" and carries on (the
+    interpreter frees tiles in ``__del__`` on every instruction, so `profile` of a long kernel ran on
+    after Ctrl-C).  This hook delivers the signal again, quietly, 20 ms later from another thread
+    (``_thread.interrupt_main``; raised inside the hook it would be swallowed too).  Code that spends
+    nearly all its time in ``__del__`` can swallow every redelivery: 3 s after the first, the command
+    stops its children, prints its one line and exits with the signal's code without unwinding.
+    Every other unraisable goes to the previous hook."""
+    first: list[float] = []
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            previous(unraisable)
+            return
+        signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+        first[:1] = first[:1] or [time.monotonic()]
+        if time.monotonic() - first[0] > 3.0:
+            stop_children()
+            with contextlib.suppress(OSError):
+                os.write(2, f"{prog}: interrupted by {NAMES.get(signum, signum)}\n".encode())
+            os._exit(128 + signum)
+        threading.Timer(0.02, _thread.interrupt_main, (signum,)).start()
+
+    return hook
 
 
 class _Relay:

@@ -113,6 +113,30 @@ while True:
     add(x, x)
 """,
     "chatty.py": "for i in range(200000):\n    print('line', i)\n",
+    # a kernel that spends nearly all its time in __del__, where a signal's exception is swallowed
+    "swallow.py": """
+import time
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+class Slow:
+    def __del__(self):
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            pass
+
+
+@nki.jit
+def spin(a):
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    for _ in range(1000000):
+        Slow()
+    nl.store(out, t)
+    return out
+""",
 }
 
 
@@ -197,6 +221,30 @@ def test_a_signal_stops_the_command_and_every_worker_within_seconds(userdir: Pat
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == f"nki-kernels {cmd}: interrupted by {lifecycle.NAMES[sig]}", err
     assert left == [], f"processes outlived the command: {left}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_swallowed_by_a_del_still_stops_the_command(userdir: Path, sig: signal.Signals):
+    """Python can only print a KeyboardInterrupt raised inside __del__ ("Exception ignored") and runs
+    on; `profile` of a long kernel then ignored Ctrl-C.  It is delivered again, and if the code keeps
+    swallowing it, the command ends with its one line and its code 3 s after the first swallow."""
+    proc = _start(CLI + ["profile", "swallow.py:spin", "--shape", "128,64"], userdir)
+    try:
+        _wait_until(lambda: _busy(userdir, proc, "tracing"), proc, "tracing")
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = (userdir / "err.txt").read_text()
+    assert proc.returncode == 128 + sig, err
+    assert took < 8, f"stopping took {took:.1f} s"  # 3.0 s measured
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.strip().splitlines()[-1] == f"nki-kernels profile: interrupted by {lifecycle.NAMES[sig]}", err
 
 
 def test_an_allocation_stopped_half_made_is_deleted_quietly():
