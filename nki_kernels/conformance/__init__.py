@@ -53,6 +53,7 @@ class Result:
     traceback: str = ""
     output: str = ""
     marks: list[str] = field(default_factory=list)
+    cpu: float = 0.0  # CPU seconds of the test's own process time where the suite measures it (nki-library)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -283,6 +284,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     if "sdk-tests" in by_suite and by_suite["sdk-tests"]:
         print()
         print(format_file_table(by_suite["sdk-tests"]))
+    if "nki-library" in by_suite and opts.nki_library:
+        from nki_kernels.conformance import nkilib
+
+        print()
+        print(nkilib.format_file_table(opts.nki_library, opts.only, by_suite["nki-library"]))
     print()
     print(format_suite_table(by_suite))
     if args.json:
@@ -341,7 +347,10 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:
         help="seconds per process: an sdk-tests method or an nki-library test file (default 300, at most a day)",
     )
     c.add_argument(
-        "--jobs", type=int_in_range(1, 64), default=1, help="sdk-tests processes at a time, 1..64 (default 1)"
+        "--jobs",
+        type=int_in_range(1, 64),
+        default=1,
+        help="sdk-tests processes / nki-library test files at a time, 1..64 (default 1)",
     )
     c.add_argument("-k", metavar="SUBSTRING", help="only tests whose id contains SUBSTRING")
     c.add_argument(

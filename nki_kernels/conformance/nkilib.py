@@ -19,6 +19,7 @@ import os
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from nki_kernels.conformance import Options, Report, Result
 
@@ -92,7 +93,10 @@ def run_file(lib: str, rel: str, python: str, timeout: float) -> list[Result]:
         os.unlink(res_path)
     path = os.path.join(lib, rel)
     results = [
-        Result(SUITE, r["id"], path, r["outcome"], float(r["seconds"]), r.get("message", "")) for r in records.values()
+        Result(
+            SUITE, r["id"], path, r["outcome"], float(r["seconds"]), r.get("message", ""), cpu=float(r.get("cpu", 0))
+        )
+        for r in records.values()
     ]
     secs = time.perf_counter() - t0
     if timed_out:
@@ -102,14 +106,49 @@ def run_file(lib: str, rel: str, python: str, timeout: float) -> list[Result]:
     return results
 
 
+def format_file_table(lib: str, only: tuple[str, ...], results: list[Result]) -> str:
+    """Per test file, every file of the library (those with no ``-m fast`` test too), as Markdown;
+    CPU is the tests' own process time (the file's imports and collection not included)."""
+    rows = [
+        "| test file | tests | pass | fail | error | skip | other | CPU s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    by_file: dict[str, list[Result]] = {}
+    for r in results:
+        by_file.setdefault(os.path.relpath(r.file, lib), []).append(r)
+    total = 0.0
+    for rel in test_files(lib, only):
+        rs = by_file.get(rel, [])
+        c = {o: sum(r.outcome == o for r in rs) for o in ("pass", "fail", "error", "skip", "xfail", "xpass")}
+        other = ", ".join(f"{c[o]} {o}" for o in ("xfail", "xpass") if c[o]) or ("no -m fast test" if not rs else "")
+        cpu = sum(r.cpu for r in rs)
+        total += cpu
+        name = rel.removeprefix("test/integration/nkilib/")
+        rows.append(
+            f"| {name} | {len(rs)} | {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | {other} | {cpu:.0f} |"
+        )
+    rows.append(f"| all {len(test_files(lib, only))} files | {len(results)} | | | | | | {total:.0f} |")
+    return "\n".join(rows)
+
+
 def run_suite(opts: Options, report: Report) -> list[Result]:
-    """The suite over ``opts.nki_library``."""
+    """The suite over ``opts.nki_library``, ``opts.jobs`` test files at a time; results in file order."""
     assert opts.nki_library is not None
-    out: list[Result] = []
-    for rel in test_files(opts.nki_library, opts.only):
-        for r in run_file(opts.nki_library, rel, opts.library_python, opts.timeout):
+    lib = opts.nki_library
+    files = test_files(lib, opts.only)
+    per_file: list[list[Result]] = [[] for _ in files]
+
+    def one(k: int) -> None:
+        for r in run_file(lib, files[k], opts.library_python, opts.timeout):
             if opts.select and opts.select not in r.id:
                 continue
             report(r)
-            out.append(r)
-    return out
+            per_file[k].append(r)
+
+    if opts.jobs > 1:
+        with ThreadPoolExecutor(max_workers=opts.jobs) as ex:
+            list(ex.map(one, range(len(files))))
+    else:
+        for k in range(len(files)):
+            one(k)
+    return [r for rs in per_file for r in rs]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import types
 from collections.abc import Generator
 from typing import Any
@@ -134,6 +135,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 _COMPARISON_FAILED = ("AssertionError", "Failed", "ValidationException")
 _RESULTS = os.environ.get("NKI_CONFORMANCE_RESULTS")
 _records: dict[str, dict] = {}
+_started: dict[str, float] = {}  # nodeid -> process CPU time when its setup began
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    _started[nodeid] = time.process_time()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -177,6 +183,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 "file": report.location[0],
                 "outcome": outcome,
                 "seconds": report.duration + (rec["seconds"] if rec else 0.0),
+                "cpu": time.process_time() - _started.get(report.nodeid, time.process_time()),
                 "message": message[:600],
             }
             _records[report.nodeid] = rec

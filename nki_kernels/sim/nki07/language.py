@@ -10,6 +10,7 @@ import builtins
 import contextlib
 import sys
 import typing as _typing
+from collections.abc import Mapping as _Mapping
 
 import ml_dtypes
 import numpy as np
@@ -603,10 +604,122 @@ rms_norm = returns_fresh(
 )
 
 
-class NKIObject:
+def _is_field_value(name: str, value: object) -> bool:
+    """A class-body attribute that is a data field (not a method, property, nested class or dunder)."""
+    if name.startswith("__") or isinstance(value, (staticmethod, classmethod, property, type)):
+        return False
+    return not callable(value)
+
+
+def _body_order(body: _Mapping[str, object], annotated: list[str]) -> list[str]:
+    """A class body's field names in definition order.  An annotation without a value is not in the body: it
+    follows the annotated name before it (the first ones sit where ``__annotations__`` was created)."""
+
+    def bare_after(k: int) -> list[str]:
+        rest = annotated[k:]
+        end = next((j for j, a in enumerate(rest) if a in body), len(rest))
+        return rest[:end]
+
+    order: list[str] = []
+    for name, value in body.items():
+        if name == "__annotations__":
+            order += bare_after(0)
+        elif name in annotated:
+            order += [name, *bare_after(annotated.index(name) + 1)]
+        elif _is_field_value(name, value):
+            order.append(name)
+    return order
+
+
+def nkiobject_fields(cls: type) -> list[tuple[str, object]]:
+    """The fields of an NKIObject class and their defaults, bases first, each class in body order.
+
+    aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst "Class Support": every NKI class is
+    like a data class; with or without ``@dataclass`` the compiler writes ``__init__(self, x=None, y=False)``
+    over the class's fields (no default: None) and a ``__post_init__``.  Fields are the annotated names and,
+    as nki-library's kernels rely on (``SectionParams`` in core/attention/attention_cte.py, d2ad3a5: class
+    attributes without annotations, built with keywords), the plain data attributes of the class body."""
+    import dataclasses
+
+    fields: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or klass is NKIObject:
+            continue
+        body = vars(klass)
+        annotated = [n for n in body.get("__annotations__", {}) if not n.startswith("__")]
+        dc = {f.name: f for f in dataclasses.fields(klass)} if dataclasses.is_dataclass(klass) else {}
+
+        order = _body_order(body, annotated)
+        for name in order:
+            f = dc.get(name)
+            if f is not None and f.default_factory is not dataclasses.MISSING:
+                fields[name] = f.default_factory
+            elif f is not None:
+                fields[name] = None if f.default is dataclasses.MISSING else f.default
+            else:
+                value = body.get(name)
+                fields[name] = None if isinstance(value, dataclasses.Field) else value
+    return list(fields.items())
+
+
+def _user_init(cls: type) -> bool:
+    """Whether a class below NKIObject writes its own ``__init__`` (one ``@dataclass`` made does not count)."""
+    for klass in cls.__mro__:
+        if klass is NKIObject:
+            return False
+        init = vars(klass).get("__init__")
+        if init is not None:
+            code = getattr(init, "__code__", None)
+            return not (code is not None and code.co_filename == "<string>" and "__dataclass_fields__" in vars(klass))
+    return False
+
+
+class _NKIObjectType(type):
+    """Constructs an NKIObject class without an ``__init__`` of its own as the 0.7 compiler does (see
+    :func:`nkiobject_fields`): positional or keyword values for its fields, the rest their defaults,
+    then ``__post_init__``.  A ``@dataclass(frozen=True)`` class is built too (SDK 2.33 release notes,
+    release-notes/components/nki.rst: frozen NKIObject dataclasses construct normally)."""
+
+    def __call__(cls, *args: object, **kwargs: object) -> object:
+        if _user_init(cls):
+            return super().__call__(*args, **kwargs)
+        fields = nkiobject_fields(cls)
+        names = [n for n, _ in fields]
+        if len(args) > len(fields):
+            raise TypeError(
+                f"{cls.__name__}() takes {len(fields)} field values ({', '.join(names)}), {len(args)} given"
+            )
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise TypeError(f"{cls.__name__}() has no field {unknown[0]!r}; its fields: {', '.join(names) or 'none'}")
+        twice = [n for n in names[: len(args)] if n in kwargs]
+        if twice:
+            raise TypeError(f"{cls.__name__}() got field {twice[0]!r} both by position and by keyword")
+        import dataclasses
+
+        dc = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+        obj = cls.__new__(cls)
+        for k, (name, default) in enumerate(fields):
+            if k < len(args):
+                value = args[k]
+            elif name in kwargs:
+                value = kwargs[name]
+            elif name in dc and dc[name].default_factory is not dataclasses.MISSING:
+                value = dc[name].default_factory()
+            else:
+                value = default
+            object.__setattr__(obj, name, value)
+        post = getattr(obj, "__post_init__", None)
+        if post is not None:
+            post()
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
     """Base of the user classes an NKI 0.7 kernel may take or build (aws-neuron-sdk 81ce03ae
     nki/get-started/nki-language-guide.rst "Class Support": a class used in a kernel inherits from NKIObject and
-    no other class); kernel arguments of other user classes are E010 (nki07/kernel.py)."""
+    no other class); kernel arguments of other user classes are E010 (nki07/kernel.py).  Constructed like a
+    data class with or without ``@dataclass`` (:class:`_NKIObjectType`)."""
 
 
 tensor = NkiTensor
