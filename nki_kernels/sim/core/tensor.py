@@ -767,9 +767,15 @@ def allocate_hbm(
     api: str,
     name: str = "",
     kernel_level_rule: bool = True,
+    hbm_is_private: bool = False,
 ) -> Tensor:
-    """An HBM tensor of the kernel.  SPMD instances after the first see the same HBM tensors, handed
-    out in creation order (instances run one after the other, spec §2; README divergences).
+    """An HBM tensor of the kernel.  SPMD instances after the first see the same shared HBM tensors, handed
+    out in creation order (instances run one after the other, spec §2; README divergences).  A private one
+    (``private_hbm``; ``hbm`` too where ``hbm_is_private``, as NKI 0.7 documents ``nl.hbm`` "Alias of
+    private_hbm") is each instance's own: "Only visible to each individual kernel instance in the SPMD grid"
+    (aws-neuron-sdk 81ce03ae nki/api/nki/language/__init__.py; about-neuron/whats-new.rst, NKI 0.2.0: "tensors
+    private to a single NeuronCore").  nki-library's rotational topk reshapes through a private scratch tensor
+    on both cores of an LNC=2 launch at once.
     ``kernel_level_rule``: NKI 0.1's err_shared_hbm_must_in_kernel_level (the NKI 0.6/0.7 docs state no such
     rule: the 0.7 front end passes False)."""
     if kernel_level_rule and buffer == "shared_hbm" and ctx.loops:
@@ -782,6 +788,8 @@ def allocate_hbm(
         )
     if buffer == "shared_hbm" and ctx.scopes is not None:
         ctx.scopes.check_shared_hbm(api)  # kernel-level placement from the source (nki01/scopes.py)
+    if buffer == "private_hbm" or (hbm_is_private and buffer == "hbm"):
+        return allocate(shape, dtype, buffer, api=api, name=name)
     if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):
         t = ctx.hbm_registry[ctx.hbm_cursor]
         ctx.hbm_cursor += 1

@@ -179,7 +179,9 @@ def ndarray(
     b = _buf(buffer, "ndarray")
     shape = _shape(shape, "ndarray")
     if b in HBM_KINDS:
-        return NkiTensor(_allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name, kernel_level_rule=False))
+        return NkiTensor(
+            _allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name, kernel_level_rule=False, hbm_is_private=True)
+        )
     t = _allocate(shape, dtype, b, api="ndarray", name=name, track=address is None)
     if address is not None:
         _placed(t, address, b)
@@ -296,9 +298,56 @@ def empty_like(
 ndarray_like = empty_like
 
 
+# aws-neuron-sdk 81ce03ae nki/api/nki/language/__init__.py shared_constant: "Supported element types"
+_CONSTANT_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "int32",
+    "int16",
+    "int8",
+    "uint32",
+    "uint16",
+    "uint8",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
+)
+
+
+def _constant_array(constant: Any) -> np.ndarray:
+    """``shared_constant``'s data: a NumPy array, or the path of a ``.npy`` file (the same docstring: "Can be a
+    numpy array or a file path to a ``.npy`` file"; nki-library's rotational topk passes paths)."""
+    import os
+
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            a = np.load(os.fspath(constant), allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise SimValueError(
+                "E011",
+                "shared_constant",
+                "constant",
+                f"cannot read {os.fspath(constant)!r} as a .npy file ({e})",
+                "Pass a NumPy array or the path of a file written by numpy.save",
+            ) from None
+    else:
+        a = np.asarray(constant)
+    name = a.dtype.name
+    if name not in _CONSTANT_DTYPES:
+        raise SimValueError(
+            "E018",
+            "shared_constant",
+            "constant",
+            f"element type {name} is not one shared_constant supports",
+            f"Convert it first (e.g. .astype(np.float32)); supported: {', '.join(_CONSTANT_DTYPES)}",
+        )
+    return a
+
+
 def shared_constant(constant: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
     enter("shared_constant", instruction=False)
-    a = np.asarray(constant)
+    a = _constant_array(constant)
     t = _allocate(a.shape, dtype if dtype is not None else a.dtype, "hbm", api="shared_constant")
     t.write(a)
     return NkiTensor(t)
