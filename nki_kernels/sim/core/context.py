@@ -93,7 +93,7 @@ class RunContext:
         "grid",  # launch grid
         "loops",  # enclosing loops (tuple of trace.LoopFrame), outermost first
         "skip_middle_end",  # compiler flag: affine_range behaves as sequential_range (never shuffled)
-        "hbm_registry",  # HBM allocations of instance 0, handed to later instances in order
+        "hbm_registry",  # shared HBM allocations of the launch in creation order; each instance takes them in turn
         "hbm_cursor",  # position of the running instance in hbm_registry
         "shuffle_rng",  # random.Random of SimOptions.shuffle_affine_seed (None: no shuffling)
         "rand_rng",  # numpy Generator of nl.rand (seeded 0 at the start of a run, nl.random_seed)

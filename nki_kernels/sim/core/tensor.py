@@ -790,7 +790,10 @@ def allocate_hbm(
         ctx.scopes.check_shared_hbm(api)  # kernel-level placement from the source (nki01/scopes.py)
     if buffer == "private_hbm" or (hbm_is_private and buffer == "hbm"):
         return allocate(shape, dtype, buffer, api=api, name=name)
-    if ctx.program_id and any(ctx.program_id) and ctx.hbm_cursor < len(ctx.hbm_registry):
+    # the n-th shared tensor an instance creates is the launch's n-th, whichever instance gets there first: under
+    # NKI 0.7's lockstep (nki07/lnc.py) a core with fewer rows to load reaches its output's allocation first
+    # (nki-library cascaded_max, LNC=2, 25 rows: core 1's 12 rows were written to a tensor of its own)
+    if ctx.hbm_cursor < len(ctx.hbm_registry):
         t = ctx.hbm_registry[ctx.hbm_cursor]
         ctx.hbm_cursor += 1
         return t
