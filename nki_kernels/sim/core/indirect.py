@@ -79,6 +79,31 @@ class IndirectTensor(Tensor):
         return tuple(idx)
 
 
+class DynamicAddressView(IndirectTensor):
+    """An access pattern with a runtime start (NKI 0.7 ``.ap(scalar_offset=...)``) that reaches outside its
+    tensor: ``key`` holds flat element indices.  The DMA that uses it drops the out-of-bounds points under
+    ``oob_mode=skip`` (:func:`oob_mask`) and otherwise rejects them here, when it runs (dma_copy docs: the
+    address check of a dynamic address happens "during execution")."""
+
+    __slots__ = ()
+
+    def _resolve(self, mask):
+        bad = ~self.valid()
+        if mask is not None and not isinstance(mask, bool):
+            bad &= np.broadcast_to(mask, self._shape)
+        if bad.any():
+            idx = np.asarray(self.key[0])
+            raise SimIndexError(
+                "E008",
+                "dma_copy",
+                "oob_mode",
+                f"the access pattern's runtime start puts elements [{int(idx.min())}, {int(idx.max())}] of it "
+                f"outside the {self.src.size}-element tensor (oob_mode=error, the default)",
+                "Pass oob_mode=nisa.oob_mode.skip to skip out-of-bounds addresses, or bound the offset",
+            )
+        return super()._resolve(mask)
+
+
 def _index_values(t: Tensor, api: str, axis: int, rank: int) -> np.ndarray:
     """Integer values of an index tile, with trailing unit axes up to ``rank`` (partition-aligned)."""
     if t.buffer not in ON_CHIP:
