@@ -371,9 +371,9 @@ def _check_bench_hw(hw: str) -> str:
     return hw
 
 
-def bench_suffix(mode: str, hw: str, only: Sequence[str] | None) -> str:
-    """What distinguishes one bench record from another: mode, hardware, selected cases."""
-    return "_".join([mode, _hw_tag(hw)] + (["only-" + "+".join(only)] if only else []))
+def bench_suffix(mode: str, hw: str, only: Sequence[str] | None, peers: bool = False) -> str:
+    """What distinguishes one bench record from another: mode, hardware, selected cases, peers or not."""
+    return "_".join([mode, _hw_tag(hw)] + (["only-" + "+".join(only)] if only else []) + (["peers"] if peers else []))
 
 
 def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
@@ -384,17 +384,24 @@ def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
         return run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
 
 
-def _write_bench_record(rows, out, mode, hw, only) -> str:
+def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
+    """``peers``: (checkouts, peer rows) of ``--peers``, kept under the record's "peers" key."""
     from .bench import bench_records
 
     os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"bench_{bench_suffix(mode, hw, only)}.json")
+    path = os.path.join(out, f"bench_{bench_suffix(mode, hw, only, peers is not None)}.json")
+    params: dict = {"mode": mode, "hw": hw, "only": only}
     rec = {
         "label": ESTIMATE_LABEL,
-        "params": {"mode": mode, "hw": hw, "only": only},
+        "params": params,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "rows": bench_records(rows),
     }
+    if peers is not None:
+        from .peers import peer_records
+
+        params["peers"] = [c.path for c in peers[0]]
+        rec["peers"] = peer_records(peers[1], peers[0])
 
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
@@ -408,14 +415,33 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
     only = _check_only(a.only)
     _check_bench_hw(a.hw)
+    checkouts = None
+    if a.peers is not None:
+        from .peers import check_peers
+
+        checkouts = check_peers(a.peers)  # every PATH, before any work
     _check_out_dir(a.out)
     trace_dir = None
     if a.traces:  # one folder per mode/hw/selection: the traces inside are named by case key only
         trace_dir = os.path.join(a.out, f"traces_{bench_suffix(a.mode, a.hw, only)}")
         os.makedirs(trace_dir, exist_ok=True)
+    t0 = time.perf_counter()
     rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=trace_dir)
-    path = _write_bench_record(rows, a.out, a.mode, a.hw, only)  # whole, before any output (a closed pipe)
+    peer_rows = None
+    if checkouts is not None:
+        from .peers import run_peers
+
+        with Progress("bench --peers"):
+            peer_rows = run_peers(checkouts, only, progress=sys.stderr, mode=a.mode, numerics=a.numerics, hw=a.hw)
+    peers = (checkouts, peer_rows) if checkouts is not None else None
+    path = _write_bench_record(rows, a.out, a.mode, a.hw, only, peers)  # whole, before any output (a closed pipe)
     print(render(rows))
+    if checkouts is not None and peer_rows is not None:
+        from .peers import render_peers
+
+        print()
+        print(render_peers(peer_rows, rows, checkouts))
+        print(f"(ours and peers estimated in {time.perf_counter() - t0:.0f} s)")
     print(f"\nrecord: {path}")
     if a.roofline:
         pts = [_point(r.case.key, r.est) for r in rows if r.status == "ok"]
@@ -664,7 +690,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
         help="write a Chrome trace per kernel into <out>/traces_<mode>_<hw>[_only-...]/",
     )
     b.add_argument("--roofline", action="store_true", help="also write roofline_<mode>_<hw>.png (needs matplotlib)")
-    b.add_argument("--out", default="perf-out", help="directory for bench_<mode>_<hw>[_only-...].json")
+    b.add_argument(
+        "--peers",
+        nargs="+",
+        metavar="PATH",
+        default=None,
+        help="your checkouts of aws-neuron/nki-library and/or nki-samples: their public kernels that do our "
+        "kernels' jobs are estimated beside ours, same model, same run (each PATH checked first)",
+    )
+    b.add_argument("--out", default="perf-out", help="directory for bench_<mode>_<hw>[_only-...][_peers].json")
     _common(b)
     b.set_defaults(func=_guard(cmd_bench))
 
