@@ -736,35 +736,60 @@ def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
     np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
 
 
-def test_if_on_tensor_contents_warns_and_is_strict_e015():
-    """LG "Compilation Model": if-statements are resolved at specialization time, where tensor contents are
-    unknown; nki.simulate runs them (SIMG).  A SimWarning naming the line, E015 under strict; an `assert` on a
-    tensor (the docstrings' `assert nl.equal(...)`) stays silent; the fix selects instead of branching."""
+def test_if_on_a_tensor_is_true_whatever_its_contents_warns_and_is_strict_e015():
+    """LG "Compilation Model": if-statements are resolved at specialization time, where a tensor is an object, so
+    `if t:` is true even when t holds zeros (nki-library's `if params.expert_index:` asks for presence).  A
+    SimWarning naming the line, E015 under strict; an `assert` on a tensor (the docstrings' `assert
+    nl.equal(...)`) still reads the contents; the fix (a Python bool) is silent."""
     import warnings
 
     def kernel(bad):
+        def add_one(t, out):
+            r = nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=r, data=t, op0=nl.add, operand0=1.0)
+            nisa.dma_copy(dst=out, src=r)
+
         @nki.jit
         def k(a):
+            given = True  # the fix: a Python bool for "the tensor is there"
             t = nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
             nisa.dma_copy(dst=t, src=a)
             out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=a)
             if bad:
                 if t:
-                    nisa.dma_copy(dst=out, src=t)
-            else:
-                nisa.dma_copy(dst=out, src=t)
+                    add_one(t, out)
+            elif given:
+                add_one(t, out)
             return out
 
         return k
 
-    x = np.ones((4, 4), np.float32)
-    with pytest.warns(SimWarning, match="`if` on the contents"):
-        kernel(True)(x)
+    zeros = np.zeros((4, 4), np.float32)
+    with pytest.warns(SimWarning, match="`if` on tensor `t`.*never its contents"):
+        out = kernel(True)(zeros)
+    np.testing.assert_array_equal(out, zeros + 1)  # the branch ran although t is all zeros
     with pytest.raises(ValueError, match=r"\[E015\]"):
-        nki.simulate(kernel(True), options=SimOptions(strict=True))(x)
+        nki.simulate(kernel(True), options=SimOptions(strict=True))(zeros)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimWarning)
-        np.testing.assert_array_equal(nki.simulate(kernel(False), options=SimOptions(strict=True))(x), x)
+        out = nki.simulate(kernel(False), options=SimOptions(strict=True))(zeros)
+    np.testing.assert_array_equal(out, zeros + 1)
+
+
+def test_assert_on_a_tensor_reads_its_contents():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 4), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        assert t
+        out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    np.testing.assert_array_equal(k(np.ones((4, 4), np.float32)), np.ones((4, 4)))
+    with pytest.raises(AssertionError):
+        k(np.zeros((4, 4), np.float32))
 
 
 def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():

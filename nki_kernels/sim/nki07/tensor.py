@@ -163,25 +163,27 @@ class NkiTensor:
         raise SimTypeError("E010", "iter", self.name, "NKI tensors are not iterable", "Index them with slices or nl.ds")
 
     def __bool__(self) -> bool:
-        # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`.
-        value = bool(np.all(np.asarray(self.t.read()) != 0))
         f = user_frame()
-        if f is not None:
-            if control_flow_site(f) == "if":
-                # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the
-                # compiler resolves only if-statements on compile-time values; a tensor's contents are known at
-                # run time only (runtime control flow is dynamic_range / while_loop on registers).  nki.simulate
-                # runs it (SIMG "NKI Meta-Programming Support").  Decision: a SimWarning, E015 under strict.
-                what = (
-                    f"`if` on the contents of tensor `{self.name}`: the NKI compiler resolves if-statements at "
-                    "specialization time, where tensor values are unknown"
-                )
-                fix = (
-                    "Branch on shapes / Python values, compute both sides and select (nisa.select / "
-                    "affine_select), or load a register (nisa.register_load) for runtime control flow"
-                )
-                lenient("nki07.if_tensor", what, fix, op="if", arg=self.name)
-        return value
+        if f is not None and control_flow_site(f) == "if":
+            # LG "Compilation Model" (aws-neuron-sdk 81ce03ae nki/get-started/nki-language-guide.rst): the compiler
+            # resolves if-statements at specialization time, where a tensor is an object, not values: the test is
+            # true.  Public code that ran relies on it: nki-library (d2ad3a5) mlp_tkg_constants.py
+            # `if params.expert_params and params.expert_params.expert_index:` asks "is there an index tensor"
+            # (its contents hold zeros; read as contents, MoE TKG lost its top-k and crashed).  Decision: true, a
+            # SimWarning (the branch never depends on the data), E015 under strict.
+            what = (
+                f"`if` on tensor `{self.name}`: the NKI compiler resolves if-statements at specialization time, "
+                "where a tensor is an object (true), never its contents"
+            )
+            fix = (
+                "Branch on a Python bool saying whether the tensor is given (`is not None` is not NKI 0.3+); to branch "
+                "on values, compute both sides and select "
+                "(nisa.select / affine_select) or load a register (nisa.register_load) for runtime control flow"
+            )
+            lenient("nki07.if_tensor", what, fix, op="if", arg=self.name)
+            return True
+        # Decision (spec "Decisions"): docstring examples write `assert nl.equal(c, expected)`: the contents
+        return bool(np.all(np.asarray(self.t.read()) != 0))
 
     __hash__ = object.__hash__
 
