@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -106,6 +107,38 @@ def test_integer_enum_rejected():
         nisa.tensor_copy(dst=t, src=t, engine="vector")
 
     raises(ValueError, "E021", body2)
+
+
+def test_dma_transpose_with_dge_mode_none_warns_and_is_strict_e020():
+    """The NKI 0.6 isa docstring lists unknown/hwdge/swdge as dma_transpose's only modes; AWS's nki-library passes
+    none (3).  Lenient ``nki07.dma_transpose_dge_none``: a warning and the transpose by default, E020 under strict;
+    the fix (dge_mode unset) is silent."""
+
+    def kernel(mode):
+        kw = {} if mode is None else {"dge_mode": mode}
+
+        @nki.jit
+        def k(a):
+            t = nl.ndarray((64, 32), nl.bfloat16, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=t, src=a, **kw)
+            out = nl.ndarray((64, 32), nl.bfloat16, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+
+        return k
+
+    a = rand(32, 64, dtype=ml_dtypes.bfloat16)
+    want = a.astype(np.float64).T
+    with pytest.warns(SimWarning, match="nki07.dma_transpose_dge_none"):
+        out = np.asarray(kernel(3)(a), dtype=np.float64)
+    assert np.isfinite(out).all() and out.any()
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(ValueError, match=r"\[E020\]"):
+        nki.simulate(kernel(3), options=SimOptions(strict=True))(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        out = nki.simulate(kernel(None), options=SimOptions(strict=True))(a)
+    np.testing.assert_array_equal(np.asarray(out, dtype=np.float64), want)
 
 
 def test_unknown_dtype_packed_x4():

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import limits
-from .context import RunContext, unproven
+from .context import RunContext, lenient, unproven
 from .enums import dge_mode as DgeMode
 from .enums import enum_arg
 from .enums import oob_mode as OobMode
@@ -148,7 +148,16 @@ def dma_transpose(
         )
     dm = enum_arg(dge_mode, DgeMode, api, "dge_mode")
     allowed = (DgeMode.unknown, DgeMode.hwdge) if spec == "0.1" else (DgeMode.unknown, DgeMode.hwdge, DgeMode.swdge)
-    if dm is not None and dm not in allowed:
+    if dm is DgeMode.none and spec != "0.1":
+        lenient(
+            "nki07.dma_transpose_dge_none",
+            "dma_transpose with dge_mode=none: the NKI 0.6 isa docstring lists only unknown/hwdge and unknown/swdge, "
+            "AWS's nki-library uses none (static DMA descriptors)",
+            "Leave dge_mode unset (unknown) to let the compiler choose",
+            op=api,
+            arg="dge_mode",
+        )
+    elif dm is not None and dm not in allowed:
         raise SimValueError(
             "E020",
             api,

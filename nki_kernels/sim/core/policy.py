@@ -116,6 +116,12 @@ LENIENT: dict[str, Lenient] = {
         "SDK 2.33 fori_loop: writing the loop variable 'has no effect on the loop'; the 0.6 rule made it read-only "
         "(an error under NKI_COMPILER_FRONTEND=custom)",
     ),
+    "nki07.dma_transpose_dge_none": Lenient(
+        "E020",
+        "dma_transpose with dge_mode=none: the NKI 0.6 isa docstring lists unknown/hwdge (direct) and unknown/swdge "
+        "(indirect) as the only valid modes, yet AWS's nki-library (d2ad3a5) passes dge_mode 3 (none, 'STATIC DMA') "
+        "in its MLP/QKV/norm TKG kernels",
+    ),
     "nki07.scalar_immediate_width": Lenient(
         "E011", "a Python int that does not fit an NkiScalar's width: the 2.33 pages are silent (it wraps here)"
     ),
