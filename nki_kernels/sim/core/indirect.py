@@ -104,6 +104,22 @@ class DynamicAddressView(IndirectTensor):
         return super()._resolve(mask)
 
 
+class OutOfBoundsView(IndirectTensor):
+    """An access pattern (``.ap``) with a fixed start that reaches outside its tensor.  Writing it is not an
+    error; an instruction that reads or writes it is E008, at that instruction (nki-library
+    output_projection_tkg.py builds the stationary view of a PSUM-bank tail before its `if h_2_idx < h_2_size:`
+    decides not to use it).  ``oob_mode=skip`` does not apply: the address is not dynamic (dma_copy docs)."""
+
+    __slots__ = ("arg", "message")
+    out_of_bounds = True
+
+    def valid(self) -> np.ndarray:
+        return np.ones(self._shape, dtype=bool)  # nothing for oob_mode=skip to drop
+
+    def _resolve(self, mask):
+        raise SimIndexError("E008", "ap", self.arg, self.message, "Fix the pattern's strides/counts or offset")
+
+
 def _index_values(t: Tensor, api: str, axis: int, rank: int) -> np.ndarray:
     """Integer values of an index tile, with trailing unit axes up to ``rank`` (partition-aligned)."""
     if t.buffer not in ON_CHIP:

@@ -985,6 +985,8 @@ def tile(x: Any, api: str, arg: str, buffers: Sequence[Buffer | str] = ON_CHIP, 
             f"expected a tile, got {type(x).__name__}",
             "Pass an SBUF/PSUM tile (e.g. from nl.load or nl.ndarray)",
         )
+    if x.out_of_bounds:
+        x._resolve(None)  # an access pattern outside its tensor: E008 at the instruction (indirect.py)
     al = x.alloc
     if al.pending is not None:
         x.settle()  # an operand that is a pending result: its instruction comes first

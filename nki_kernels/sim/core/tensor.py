@@ -75,6 +75,7 @@ class Tensor:
         "_race",
     )
     dynamic = False  # an indirect view (indices read from a tile at run time): core/indirect.py
+    out_of_bounds = False  # an access pattern outside its tensor, an error where it is used: core/indirect.py
 
     def __init__(
         self,

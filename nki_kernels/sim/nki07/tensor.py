@@ -647,29 +647,27 @@ class NkiTensor:
                 f"[step, num] must have step {al.row_bytes // isz} (the free size), got {pat[0][0]}",
                 "Give the partition dimension first, with step = elements per partition",
             )
-        if (lo < 0 or hi >= flat.size) and scalar_offset is not None:
-            return NkiTensor(_dynamic_view(src_t, flat, start, pat, scalar_offset))
         if lo < 0 or hi >= flat.size:
-            raise SimIndexError(
-                "E008",
-                api,
-                self.name,
+            what = (
                 f"access pattern {pattern} at offset {start} reaches elements [{lo}, {hi}] "
-                f"of a {flat.size}-element tensor",
-                "Fix the pattern's strides/counts or offset",
+                f"of a {flat.size}-element tensor"
             )
+            return NkiTensor(_out_of_bounds_view(src_t, flat, start, pat, scalar_offset, self.name, what))
         v = np.lib.stride_tricks.as_strided(flat[start:], counts, [s * isz for s in strides])
         return NkiTensor(src_t.view_of(v))
 
 
-def _dynamic_view(t: Tensor, flat: np.ndarray, start: int, pat: list, scalar_offset: Any) -> Tensor:
-    """An access pattern whose runtime (``scalar_offset``) start puts some of it out of bounds.  A dynamic address
-    is checked when the DMA runs, not when the pattern is written (aws-neuron-sdk 81ce03ae
+def _out_of_bounds_view(
+    t: Tensor, flat: np.ndarray, start: int, pat: list, scalar_offset: Any, name: str, what: str
+) -> Tensor:
+    """An access pattern that reaches outside its tensor is an error where an instruction uses it, not where it is
+    written (core/indirect.py ``OutOfBoundsView``: nki-library builds views it then decides not to use).  With a
+    runtime start (``scalar_offset``) the address is dynamic and checked when the DMA runs (aws-neuron-sdk 81ce03ae
     nki/api/nki/isa/__init__.py dma_copy: "out-of-bound address checking is turned on automatically during
-    execution"; ``oob_mode=oob_mode.skip`` skips the transfer for an out-of-bound dynamic address): the view
-    keeps its flat element indices, the DMA drops (skip) or rejects (error) the points outside the tensor.
-    nki-library core/subkernels/indexed_flatten.py offsets rows that belong to no expert far below 0."""
-    from ..core.indirect import DynamicAddressView
+    execution"; ``oob_mode=oob_mode.skip`` skips the out-of-bound transfers): ``DynamicAddressView``, whose
+    out-of-bounds points the DMA drops under skip (nki-library core/subkernels/indexed_flatten.py offsets rows
+    that belong to no expert far below 0)."""
+    from ..core.indirect import DynamicAddressView, OutOfBoundsView
 
     counts = tuple(c for _, c in pat)
     idx = np.full(counts, start, dtype=np.int64)
@@ -677,6 +675,11 @@ def _dynamic_view(t: Tensor, flat: np.ndarray, start: int, pat: list, scalar_off
         sh = [1] * len(counts)
         sh[ax] = c
         idx += (np.arange(c, dtype=np.int64) * step).reshape(sh)
+    if scalar_offset is None:
+        oob = OutOfBoundsView(t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0)
+        oob.arg, oob.message = name, what
+        oob.index_tiles, oob.from_mgrid = (), False
+        return oob
     out = DynamicAddressView(t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0)
     out.index_tiles = (scalar_offset.t,) if isinstance(scalar_offset, NkiTensor) else ()
     out.from_mgrid = False
