@@ -180,6 +180,9 @@ nc_stream_shuffle = dst_first(_select.nc_stream_shuffle)
 range_select = dst_first(_select.range_select, defaults={"reduce_cmd": reduce_cmd.reset_reduce})
 nonzero_with_count = dst_first(_select.nonzero_with_count)
 nc_n_gather = dst_first(_indirect.nc_n_gather)
+# local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None) (NKI 0.6 isa docstring):
+# the 0.1 instruction with a destination
+local_gather = dst_first(_indirect.local_gather)
 # I20: topk(val_dst, idx_dst, src, n, sorted=False) -- GpSimdE, per 16-partition group (SDK 2.33 page)
 topk = dst_first(_topk.topk, dst_name="val_dst")
 
