@@ -52,3 +52,32 @@ def test_skip_drops_an_out_of_bounds_start_and_keeps_the_rows_inside():
 def test_error_mode_rejects_it_when_the_dma_runs():
     with pytest.raises(SimIndexError, match=r"\[E008\] dma_copy\(oob_mode\).*oob_mode\.skip"):
         scatter_rows(-1000, nisa.oob_mode.error)
+
+
+def gather_rows(rows: np.ndarray, mode) -> np.ndarray:
+    """Rows of a (6, 8) table picked by a (4, 1) SBUF index tile (``vector_offset``), into a zeroed tile."""
+    table = np.arange(48, dtype=np.float32).reshape(6, 8) + 1
+
+    @nki.jit
+    def k(t, r):
+        idx = nl.ndarray((4, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=r)
+        g = nl.ndarray((4, 8), dtype=t.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=g, value=0.0)
+        src = t.ap(pattern=[[8, 4], [1, 8]], offset=0, vector_offset=idx, indirect_dim=0)
+        nisa.dma_copy(dst=g, src=src, oob_mode=mode)
+        out = nl.ndarray((4, 8), dtype=t.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=g)
+        return out
+
+    return np.asarray(k(table, rows.reshape(4, 1).astype(np.int32))), table
+
+
+def test_vector_offset_rows_of_minus_one_are_skipped_or_rejected():
+    """nki-library's MoE token maps pad with -1 and gather with oob_mode=skip (bwmm_shard_on_block.py)."""
+    out, table = gather_rows(np.array([5, -1, 0, 2]), nisa.oob_mode.skip)
+    assert np.isfinite(out).all() and out.any()
+    np.testing.assert_array_equal(out[[0, 2, 3]], table[[5, 0, 2]])
+    assert not out[1].any()
+    with pytest.raises(SimIndexError, match=r"\[E008\] dma_copy\(oob_mode\)"):
+        gather_rows(np.array([5, -1, 0, 2]), nisa.oob_mode.error)

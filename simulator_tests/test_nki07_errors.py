@@ -457,7 +457,7 @@ def test_dynamic_range_removed_in_07_and_kept_by_the_custom_frontend(monkeypatch
 
 def test_unimplemented_api_is_coded():
     """Anything not implemented raises E100, never AttributeError."""
-    raises(NotImplementedError, "E100", lambda a: nisa.local_gather(a, a, a))
+    raises(NotImplementedError, "E100", lambda a: nisa.nc_matmul_mx(a, a, a))
     raises(NotImplementedError, "E100", lambda a: nl.gather_flattened(a, a))
 
 

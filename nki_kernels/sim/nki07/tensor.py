@@ -637,7 +637,9 @@ class NkiTensor:
                 sh = [1] * len(counts)
                 sh[ax] = c
                 idx += (np.arange(c, dtype=np.int64) * s).reshape(sh)
-            return NkiTensor(Tensor(src_t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0))
+            # a dynamic address, checked when the DMA runs (``oob_mode``): rows of -1 pad nki-library's MoE
+            # token maps, gathered with oob_mode=skip (core/moe/moe_cte/bwmm_shard_on_block.py)
+            return NkiTensor(_dynamic_view(src_t, flat, idx, vector_offset))
         if al.buffer in ON_CHIP and pat and pat[0][1] > 1 and al.row_bytes and pat[0][0] != al.row_bytes // isz:
             raise SimValueError(
                 "E026",
@@ -667,7 +669,7 @@ def _out_of_bounds_view(
     execution"; ``oob_mode=oob_mode.skip`` skips the out-of-bound transfers): ``DynamicAddressView``, whose
     out-of-bounds points the DMA drops under skip (nki-library core/subkernels/indexed_flatten.py offsets rows
     that belong to no expert far below 0)."""
-    from ..core.indirect import DynamicAddressView, OutOfBoundsView
+    from ..core.indirect import OutOfBoundsView
 
     counts = tuple(c for _, c in pat)
     idx = np.full(counts, start, dtype=np.int64)
@@ -680,8 +682,16 @@ def _out_of_bounds_view(
         oob.arg, oob.message = name, what
         oob.index_tiles, oob.from_mgrid = (), False
         return oob
-    out = DynamicAddressView(t.alloc, src=flat, key=(idx,), par=None, shape=counts, off=0)
-    out.index_tiles = (scalar_offset.t,) if isinstance(scalar_offset, NkiTensor) else ()
+    return _dynamic_view(t, flat, idx, scalar_offset)
+
+
+def _dynamic_view(t: Tensor, flat: np.ndarray, idx: np.ndarray, offsets: Any) -> Tensor:
+    """The elements ``flat[idx]`` of an access pattern whose addresses come from a tile at run time
+    (``scalar_offset`` / ``vector_offset``); out-of-bounds points are the DMA's to skip or reject."""
+    from ..core.indirect import DynamicAddressView
+
+    out = DynamicAddressView(t.alloc, src=flat, key=(idx,), par=None, shape=idx.shape, off=0)
+    out.index_tiles = (offsets.t,) if isinstance(offsets, NkiTensor) else ()
     out.from_mgrid = False
     return out
 
