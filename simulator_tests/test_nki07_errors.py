@@ -141,6 +141,45 @@ def test_dma_transpose_with_dge_mode_none_warns_and_is_strict_e020():
     np.testing.assert_array_equal(np.asarray(out, dtype=np.float64), want)
 
 
+def test_a_psum_tensor_over_one_bank_warns_and_is_strict_e004():
+    """Lenient ``nki07.psum_multi_bank``: the 0.7 docs require only bank-aligned PSUM starts; nki-library's top-k
+    matmuls into 512-wide slices of a (128, 1024) fp32 PSUM tensor.  Warning and correct result by default, E004
+    under strict; the twin (one bank per tensor) is silent."""
+
+    def kernel(cols):
+        @nki.jit
+        def k(a, b):
+            sa = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=sa, src=a)
+            sb = nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=sb, src=b)
+            out = nl.ndarray((128, 1024), nl.float32, buffer=nl.shared_hbm)
+            for j in nl.static_range(1024 // cols):
+                p = nl.ndarray((128, cols), nl.float32, buffer=nl.psum)
+                for i in nl.static_range(cols // 512):
+                    sl = slice(i * 512, (i + 1) * 512)
+                    nisa.nc_matmul(dst=p[:, sl], stationary=sa, moving=sb[:, j * cols + i * 512 :][:, 0:512])
+                r = nl.ndarray((128, cols), nl.float32, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=r, src=p)
+                nisa.dma_copy(dst=out[:, j * cols : (j + 1) * cols], src=r)
+            return out
+
+        return k
+
+    a, b = rand(128, 128), rand(128, 1024)
+    want = a.astype(np.float64).T @ b
+    with pytest.warns(SimWarning, match="nki07.psum_multi_bank"):
+        out = np.asarray(kernel(1024)(a, b), dtype=np.float64)
+    assert np.isfinite(out).all() and out.any()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match=r"\[E004\]"):
+        nki.simulate(kernel(1024), options=SimOptions(strict=True))(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        out = nki.simulate(kernel(512), options=SimOptions(strict=True))(a, b)
+    np.testing.assert_allclose(np.asarray(out, dtype=np.float64), want, rtol=1e-4, atol=1e-3)
+
+
 def test_unknown_dtype_packed_x4():
     """Packed x4 dtypes are not modelled -> E018."""
     raises(ValueError, "E018", lambda a: nl.ndarray((4, 4), nl.float8_e4m3fn_x4, buffer=nl.sbuf))
@@ -234,7 +273,8 @@ def test_matmul_destination_rules():
         d = nl.ndarray((64, 1024), nl.float32, buffer=nl.psum)
         nisa.nc_matmul(d, nl.load(a), nl.load(b))
 
-    with pytest.raises(ValueError, match=r"\[E00[34]\]"):
+    # the (64, 1024) fp32 PSUM tensor spans two banks (lenient nki07.psum_multi_bank); the matmul is E003
+    with pytest.warns(SimWarning, match="psum_multi_bank"), pytest.raises(ValueError, match=r"\[E003\]"):
         run(wide, rand(128, 64), rand(128, 1024))
 
 

@@ -122,6 +122,12 @@ LENIENT: dict[str, Lenient] = {
         "(indirect) as the only valid modes, yet AWS's nki-library (d2ad3a5) passes dge_mode 3 (none, 'STATIC DMA') "
         "in its MLP/QKV/norm TKG kernels",
     ),
+    "nki07.psum_multi_bank": Lenient(
+        "E004",
+        "an NKI 0.7 PSUM tensor larger than one 2 KiB bank per partition: the 0.7 docs state only that PSUM "
+        "allocations start at a bank boundary (migration guide, direct allocation); AWS's nki-library rotational "
+        "top-k allocates (128, 1024) fp32 PSUM tensors and matmuls into 512-wide slices of them",
+    ),
     "nki07.scalar_immediate_width": Lenient(
         "E011", "a Python int that does not fit an NkiScalar's width: the 2.33 pages are silent (it wraps here)"
     ),

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import limits
-from .context import RunContext, current, maybe_current
+from .context import RunContext, current, lenient, maybe_current
 from .errors import (
     NKISyntaxError,
     SimIndexError,
@@ -711,11 +711,13 @@ def allocate(
     phys_tiles: int | None = None,
     par: int = 0,
     track: bool = True,
+    psum_banks_rule: str = "",
 ) -> Tensor:
     """Create a tensor of the run's tensor class; checks partition size (E001) and the PSUM bank
     (E004).  ``par``: the partition axis of an on-chip tensor (axes before it are block dimensions);
     ``fill``: an initial value (else poison, or zeros without poison); ``track=False``: not counted
-    against capacity (a tensor the kernel places itself)."""
+    against capacity (a tensor the kernel places itself); ``psum_banks_rule``: the lenient rule under
+    which a PSUM tensor may span banks (NKI 0.7), else that is E004."""
     ctx = current(api)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
@@ -749,7 +751,14 @@ def allocate(
     if buf is PSUM and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1 :], dtype=np.int64)) * dt.itemsize(d)
         if per_block > limits.PSUM_BANK_BYTES:
-            raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
+            if not psum_banks_rule:
+                raise psum_bank_error(api, "shape", f"a {dt.name_of(d)} tile of shape {shape}", per_block)
+            what = (
+                f"a {dt.name_of(d)} PSUM tensor of shape {shape} spans {-(-per_block // limits.PSUM_BANK_BYTES)} "
+                f"banks ({per_block} B per partition)"
+            )
+            fix = "Keep each instruction's PSUM operand inside one 2 KiB bank (nl.tile_size.psum_bank_fmax fp32)"
+            lenient(psum_banks_rule, what, fix, op=api, arg="shape")
     al = Alloc(ctx, buf, arr, d, name, par, phys_tiles=phys_tiles, track=track)
     if fill is not None:
         al.written = True

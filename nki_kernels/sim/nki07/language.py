@@ -182,7 +182,9 @@ def ndarray(
         return NkiTensor(
             _allocate_hbm(ctx, shape, dtype, b, api="ndarray", name=name, kernel_level_rule=False, hbm_is_private=True)
         )
-    t = _allocate(shape, dtype, b, api="ndarray", name=name, track=address is None)
+    t = _allocate(
+        shape, dtype, b, api="ndarray", name=name, track=address is None, psum_banks_rule="nki07.psum_multi_bank"
+    )
     if address is not None:
         _placed(t, address, b)
     return NkiTensor(t)
