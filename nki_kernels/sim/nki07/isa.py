@@ -350,4 +350,20 @@ def core_barrier(data: NkiTensor, cores: Any, engine: engine = engine.gpsimd, **
     enter("core_barrier", instruction=False)
 
 
+def sendrecv(
+    src: NkiTensor,
+    dst: NkiTensor,
+    send_to_rank: Any,
+    recv_from_rank: Any,
+    pipe_id: Any,
+    dma_engine: dma_engine = dma_engine.dma,
+    name: str | None = None,
+) -> None:
+    """Exchange tiles between the two cores of an LNC=2 launch: collectives.py (imported here on first use, as
+    collectives.py builds on nki.language, which imports this module)."""
+    from .collectives import sendrecv as _sendrecv
+
+    _sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine, name)
+
+
 __getattr__ = module_getattr("nki.isa")
