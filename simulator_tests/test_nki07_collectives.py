@@ -145,6 +145,24 @@ def test_sendrecv_errors_and_fixed_twins(bad, fixed, exc, code):
     check(_swap_kernel(**fixed)[2](a), a)
 
 
+def test_sendrecv_to_itself_copies():
+    """send_to_rank = recv_from_rank = the core itself (the page allows 0 or 1 for either): dst gets src."""
+
+    @nki.jit
+    def k(a):
+        me = nl.program_id(0)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a[me])
+        y = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=x, dst=y, send_to_rank=me, recv_from_rank=me, pipe_id=3)
+        nisa.dma_copy(dst=out[me], src=y)
+        return out
+
+    a = rand(2, 4, 8)
+    check(k[2](a), a)
+
+
 def test_sendrecv_needs_an_lnc2_launch():
     """The page: sendrecv is allowed only with LNC enabled; on an LNC=1 launch there is no core 1 (E011).  Twin:
     the same kernel as kernel[2]."""

@@ -1,4 +1,4 @@
-"""``nki.collectives`` and ``nisa.sendrecv`` of NKI 0.7 on the interpreter (docs/nki-0.7-spec.md "Collectives").
+"""``nki.collectives`` and ``nisa.sendrecv`` of NKI 0.7 on the interpreter (docs/nki-0.7-spec.md §4c, rules X1-X12).
 
 Sources (aws-neuron-sdk 81ce03ae): ``nki/api/nki/collectives/__init__.py`` (the API pages of every call here)
 and ``nki/api/nki/isa/__init__.py`` (``sendrecv``); SDK 2.33.0 ``nki.collectives.ReplicaGroup`` page (a list of
@@ -314,8 +314,9 @@ def _tensor_list(x: Any, api: str, arg: str) -> list[Tensor]:
     return out
 
 
-def _space(ts: list[Tensor], api: str, hbm_only: bool = False, one: bool = False) -> bool:
-    """True: the tensors are on HBM.  All on HBM or all in SBUF; coalesced (several) only on HBM (the API pages)."""
+def _space(ts: list[Tensor], api: str, hbm_only: bool = False, one: bool = False, n: int | None = None) -> bool:
+    """True: the tensors are on HBM.  All on HBM or all in SBUF; coalesced (``n`` src/dst pairs, default half
+    of ``ts``; channels are not coalescing) only on HBM (the API pages)."""
     kinds = {"hbm" if t.alloc.buffer in HBM_KINDS else t.alloc.buffer.value for t in ts}
     if kinds - {"hbm", SBUF.value}:
         raise SimTypeError(
@@ -334,7 +335,7 @@ def _space(ts: list[Tensor], api: str, hbm_only: bool = False, one: bool = False
         raise SimTypeError(
             "E007", api, None, f"{api} tensors must reside on HBM; SBUF is not supported ({_COL})", "Use HBM tensors"
         )
-    n = len(ts) // 2
+    n = len(ts) // 2 if n is None else n
     if one and n != 1:
         raise SimValueError("E011", api, None, f"{api} takes exactly one src and one dst tensor, got {n} ({_COL})")
     if n > 1 and not on_hbm:
@@ -725,7 +726,7 @@ def collective_permute_implicit(
     if len(s) != len(d):
         raise SimValueError("E011", api, "dsts_by_channel", f"{len(s)} source channels but {len(d)} destination ones")
     _channel_ids([0] if channel_ids is None else channel_ids, len(s), api)
-    _space(s[:1] + d[:1], api)
+    _space(s + d, api, n=1)
     rg = _group(replica_group, api)
     _same_shapes(s, d, api, lambda sh: sh)
     _collective(api, "collective_permute_implicit", rg, s, d, (("op", None),), ctx)
@@ -751,7 +752,7 @@ def collective_permute_implicit_reduce(
     if not len(s0) == len(s1) == len(d):
         raise SimValueError("E011", api, "dsts_by_channel", "srcs0, srcs1 and dsts need one tensor per channel each")
     _channel_ids([0] if channel_ids is None else channel_ids, len(d), api)
-    _space(s0[:1] + d[:1], api)
+    _space(s0 + s1 + d, api, n=1)
     how = _reduce_op(op, api)
     rg = _group(replica_group, api)
     _same_shapes(s0, d, api, lambda sh: sh)
