@@ -125,8 +125,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     orch = test_orchestrator.Orchestrator
     if not hasattr(orch, "_compiled_kernel"):
         orch._compiled_kernel = None  # unset on the harness's simulator path
-    if not getattr(orch._run_simulator_inference, "_nki_ranks", False):
-        orch._run_simulator_inference = _ranks_hook(orch._run_simulator_inference)
+    hook = getattr(orch, "_run_simulator_inference", None)
+    if hook is not None and not getattr(hook, "_nki_ranks", False):
+        orch._run_simulator_inference = _ranks_hook(hook)
 
 
 # ---------------------------------------------------------------------------------------------- ranks
