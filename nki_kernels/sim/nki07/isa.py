@@ -38,6 +38,7 @@ from ..core.ops import BINARY, free_size, opcode, same_partitions, tile
 from ..core.tensor import SBUF
 from . import frontend
 from .adapt import dst_first, module_getattr, unwrap
+from .p2p import sendrecv  # noqa: F401  (nki.isa.sendrecv, rules X1-X2)
 from .scalar import NkiScalar, traced_use, value_of
 from .tensor import NkiTensor
 
@@ -348,22 +349,6 @@ def core_barrier(data: NkiTensor, cores: Any, engine: engine = engine.gpsimd, **
     """Synchronise the logical cores: the instances of an LNC launch run in lockstep (lnc.py), so a
     scheduling point and nothing else."""
     enter("core_barrier", instruction=False)
-
-
-def sendrecv(
-    src: NkiTensor,
-    dst: NkiTensor,
-    send_to_rank: Any,
-    recv_from_rank: Any,
-    pipe_id: Any,
-    dma_engine: dma_engine = dma_engine.dma,
-    name: str | None = None,
-) -> None:
-    """Exchange tiles between the two cores of an LNC=2 launch: collectives.py (imported here on first use, as
-    collectives.py builds on nki.language, which imports this module)."""
-    from .collectives import sendrecv as _sendrecv
-
-    _sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine, name)
 
 
 __getattr__ = module_getattr("nki.isa")
