@@ -153,6 +153,7 @@ CODES: dict[str, tuple[type, str]] = {
     "E029": (SimValueError, "iteration race"),
     "E030": (NKISyntaxError, "direct-allocation rule"),
     "E031": (SimRuntimeError, "instruction cap reached"),
+    "E032": (SimRuntimeError, "unmatched sendrecv or collective"),
     "E099": (SimRuntimeError, "needs a Neuron device"),
     "E100": (SimNotImplementedError, "not implemented in the interpreter"),
 }

@@ -12,11 +12,10 @@ Module objects: :mod:`.nki` (``nki``), :mod:`.language`, :mod:`.isa`, :mod:`.typ
 from __future__ import annotations
 
 import sys
-import types
 
 from ..alias import ModuleAlias
+from . import collectives as _collectives
 from . import compiler, isa, language, nki, typing  # noqa: F401
-from .adapt import module_getattr
 from .kernel import Kernel, jit, simulate, trace  # noqa: F401
 from .tensor import NkiTensor  # noqa: F401
 
@@ -25,12 +24,7 @@ nisa = isa
 
 nki.language, nki.isa, nki.typing, nki.compiler = language, isa, typing, compiler
 
-_collectives = types.ModuleType("nki.collectives")
-_collectives.__doc__ = "nki.collectives is not implemented in nki_kernels.sim (E100 on use)"
-
-
-_collectives.__getattr__ = module_getattr("nki.collectives")
-nki.collectives = _collectives
+nki.collectives = _collectives  # type: ignore[attr-defined]
 
 _MODULES = {
     "nki": nki,

@@ -38,6 +38,7 @@ from ..core.ops import BINARY, free_size, opcode, same_partitions, tile
 from ..core.tensor import SBUF
 from . import frontend
 from .adapt import dst_first, module_getattr, unwrap
+from .p2p import sendrecv  # noqa: F401  (nki.isa.sendrecv, rules X1-X2)
 from .scalar import NkiScalar, traced_use, value_of
 from .tensor import NkiTensor
 
