@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
+import os
 import sys
 import typing as _typing
 from collections.abc import Mapping as _Mapping
@@ -320,8 +322,6 @@ _CONSTANT_DTYPES = (
 def _constant_array(constant: Any) -> np.ndarray:
     """``shared_constant``'s data: a NumPy array, or the path of a ``.npy`` file (the same docstring: "Can be a
     numpy array or a file path to a ``.npy`` file"; nki-library's rotational topk passes paths)."""
-    import os
-
     if isinstance(constant, (str, os.PathLike)):
         try:
             a = np.load(os.fspath(constant), allow_pickle=False)
@@ -690,8 +690,6 @@ def nkiobject_fields(cls: type) -> list[tuple[str, object]]:
     over the class's fields (no default: None) and a ``__post_init__``.  Fields are the annotated names and,
     as nki-library's kernels rely on (``SectionParams`` in core/attention/attention_cte.py, d2ad3a5: class
     attributes without annotations, built with keywords), the plain data attributes of the class body."""
-    import dataclasses
-
     fields: dict[str, object] = {}
     for klass in reversed(cls.__mro__):
         if klass is object or klass is NKIObject:
@@ -746,8 +744,6 @@ class _NKIObjectType(type):
         twice = [n for n in names[: len(args)] if n in kwargs]
         if twice:
             raise TypeError(f"{cls.__name__}() got field {twice[0]!r} both by position and by keyword")
-        import dataclasses
-
         dc = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
         obj = cls.__new__(cls)
         for k, (name, default) in enumerate(fields):

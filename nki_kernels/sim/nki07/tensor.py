@@ -27,6 +27,7 @@ from ..core.errors import (
     not_implemented,
     user_frame,
 )
+from ..core.indirect import DynamicAddressView, OutOfBoundsView
 from ..core.tensor import ON_CHIP, Tensor
 from ..kernel_ast import control_flow_site
 from .scalar import INT64, NkiScalar, value_of
@@ -669,8 +670,6 @@ def _out_of_bounds_view(
     execution"; ``oob_mode=oob_mode.skip`` skips the out-of-bound transfers): ``DynamicAddressView``, whose
     out-of-bounds points the DMA drops under skip (nki-library core/subkernels/indexed_flatten.py offsets rows
     that belong to no expert far below 0)."""
-    from ..core.indirect import OutOfBoundsView
-
     counts = tuple(c for _, c in pat)
     idx = np.full(counts, start, dtype=np.int64)
     for ax, (step, c) in enumerate(pat):
@@ -688,8 +687,6 @@ def _out_of_bounds_view(
 def _dynamic_view(t: Tensor, flat: np.ndarray, idx: np.ndarray, offsets: Any) -> Tensor:
     """The elements ``flat[idx]`` of an access pattern whose addresses come from a tile at run time
     (``scalar_offset`` / ``vector_offset``); out-of-bounds points are the DMA's to skip or reject."""
-    from ..core.indirect import DynamicAddressView
-
     out = DynamicAddressView(t.alloc, src=flat, key=(idx,), par=None, shape=idx.shape, off=0)
     out.index_tiles = (offsets.t,) if isinstance(offsets, NkiTensor) else ()
     out.from_mgrid = False
