@@ -180,6 +180,41 @@ def test_a_psum_tensor_over_one_bank_warns_and_is_strict_e004():
     np.testing.assert_allclose(np.asarray(out, dtype=np.float64), want, rtol=1e-4, atol=1e-3)
 
 
+def test_a_stationary_with_two_free_axes_warns_and_is_strict_e003():
+    """Lenient ``isa.matmul_stationary_rank``: the isa docs draw [K, M] but state no rank rule; nki-library's MoE CTE
+    passes a (128, 1, 128) stationary view.  Its free axes are M; E003 under strict; the 2-D twin is silent."""
+
+    def kernel(three_d):
+        @nki.jit
+        def k(a, b):
+            sa = nl.ndarray((128, 1, 64), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=sa, src=a)
+            sb = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=sb, src=b)
+            p = nl.ndarray((64, 32), nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=p, stationary=sa if three_d else sa.reshape((128, 64)), moving=sb)
+            r = nl.ndarray((64, 32), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=r, src=p)
+            out = nl.ndarray((64, 32), nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=r)
+            return out
+
+        return k
+
+    a, b = rand(128, 1, 64), rand(128, 32)
+    want = a.reshape(128, 64).astype(np.float64).T @ b
+    with pytest.warns(SimWarning, match="isa.matmul_stationary_rank"):
+        out = np.asarray(kernel(True)(a, b), dtype=np.float64)
+    assert np.isfinite(out).all() and out.any()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"\[E003\]"):
+        nki.simulate(kernel(True), options=SimOptions(strict=True))(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimWarning)
+        out = nki.simulate(kernel(False), options=SimOptions(strict=True))(a, b)
+    np.testing.assert_allclose(np.asarray(out, dtype=np.float64), want, rtol=1e-4, atol=1e-4)
+
+
 def test_unknown_dtype_packed_x4():
     """Packed x4 dtypes are not modelled -> E018."""
     raises(ValueError, "E018", lambda a: nl.ndarray((4, 4), nl.float8_e4m3fn_x4, buffer=nl.sbuf))

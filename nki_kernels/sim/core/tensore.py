@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import limits
-from .context import RunContext, unproven
+from .context import RunContext, lenient, unproven
 from .enums import engine as Eng
 from .enums import enum_arg
 from .errors import SimTypeError, SimValueError
@@ -228,7 +228,16 @@ def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
             limit=K,
         )
     if stationary.ndim != 2:
-        raise SimValueError("E003", aname, "stationary", f"stationary must be 2-D (K, M), got {stationary.shape}")
+        # no source states a rank for the stationary operand (SDK 2.26 / NKI 0.6 isa nc_matmul: "[K, M]" figures
+        # only); AWS's nki-library (d2ad3a5, moe_cte bwmm shard-on-intermediate) passes a (128, 1, 128) view: its
+        # free axes are M, flattened
+        lenient(
+            "isa.matmul_stationary_rank",
+            f"stationary {list(stationary.shape)} has {stationary.ndim - 1} free axes: they are taken as M = {M}",
+            "Reshape or index the stationary operand to (K, M)",
+            op=aname,
+            arg="stationary",
+        )
     if M > limits.GEMM_STATIONARY_FMAX:
         raise SimValueError(
             "E003",
@@ -280,7 +289,7 @@ def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
     if ctx.options.trace_only:
         r = np.zeros(out_shape, dtype=np.float32)
     else:
-        r = gemm_t(stationary.read_f32(), moving.read_f32(), out_shape)
+        r = gemm_t(stationary.read_f32().reshape(K, M), moving.read_f32(), out_shape)
     return new_result(
         K_MATMUL,
         (K, M, N, mm_dtype(stationary, moving), "none"),
