@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -64,6 +65,10 @@ def run_file(lib: str, rel: str, python: str, timeout: float) -> list[Result]:
     fd, res_path = tempfile.mkstemp(prefix="nki-conformance-nkilib-", suffix=".jsonl")
     os.close(fd)
     env["NKI_CONFORMANCE_RESULTS"] = res_path
+    # the library's harness dumps every test's inputs and outputs under --output-directory (default: its checkout's
+    # neuron_test_output/, 78 GB for a whole-library run here): a temporary folder, deleted after the file
+    artifacts = tempfile.mkdtemp(prefix="nki-conformance-nkilib-artifacts-")
+    env["NKI_CONFORMANCE_ARTIFACTS"] = artifacts  # the plugin points --output-directory there
     cmd = [
         python,
         "-m",
@@ -91,6 +96,7 @@ def run_file(lib: str, rel: str, python: str, timeout: float) -> list[Result]:
         records = _read(res_path)
     finally:
         os.unlink(res_path)
+        shutil.rmtree(artifacts, ignore_errors=True)
     path = os.path.join(lib, rel)
     results = [
         Result(

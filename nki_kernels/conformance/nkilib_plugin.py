@@ -143,6 +143,14 @@ _frontend.NKIFrontend, _frontend.ParserFrontend, _frontend.TracerFrontend = NKIF
 _neuron_dtypes()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The library's harness writes each test's inputs and outputs under its ``--output-directory`` (default: the
+    checkout's neuron_test_output/, 78 GB for a whole-library run): the runner's temporary folder instead."""
+    artifacts = os.environ.get("NKI_CONFORMANCE_ARTIFACTS")
+    if artifacts and hasattr(config.option, "output_directory"):
+        config.option.output_directory = artifacts
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     from test.utils import test_orchestrator
 
