@@ -505,7 +505,11 @@ def test_session_scan_sees_a_live_child():
     """The orphan check below must be able to fail: it finds a process of a given session."""
     proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        assert any(line.startswith(f"{proc.pid} sleep") for line in session_processes(proc.pid))
+        # the child shows as `sleep` once it has exec'd: a loaded machine may take a moment (a flake seen here)
+        end = time.monotonic() + 10
+        while not any(line.startswith(f"{proc.pid} sleep") for line in session_processes(proc.pid)):
+            assert time.monotonic() < end, session_processes(proc.pid)
+            time.sleep(0.05)
     finally:
         proc.kill()
         proc.wait()
