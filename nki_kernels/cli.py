@@ -312,6 +312,10 @@ def _run_options(args):
         changes["precision"] = args.precision
     if args.max_instructions is not None:
         changes["max_instructions"] = args.max_instructions
+    if args.verbose:
+        changes["explain_loops"] = True
+    if args.per_iteration:
+        changes["loop_programs"] = False
     return opts.replace(**changes) if changes else opts
 
 
@@ -380,6 +384,17 @@ def _add_run_flags(r) -> None:
         "for run): hold bf16/fp8 at fp32 like neuronxcc's simulator",
     )
     add_max_instructions(g)
+    g.add_argument(
+        "--verbose",
+        action="store_true",
+        help="say how each nl.affine_range loop ran: as a loop program (two iterations traced, the rest run at "
+        "once) or per iteration, and why",
+    )
+    g.add_argument(
+        "--per-iteration",
+        action="store_true",
+        help="run every iteration of every loop through the interpreter (no loop programs; same results, slower)",
+    )
     r.add_argument(
         "--estimate-benchmark",
         action="store_true",

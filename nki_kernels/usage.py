@@ -93,7 +93,7 @@ def add_max_instructions(group: argparse._ActionsContainer) -> None:
         metavar="N",
         type=int_in_range(1, 10**12),
         default=None,
-        help="stop a kernel run after N instructions with E031 (default 1,000,000, or NKI_SIM_OPTIONS="
+        help="stop a kernel run after N instructions with E031 (default 4,000,000, or NKI_SIM_OPTIONS="
         "max_instructions=N): a runaway loop otherwise fills the memory with its trace",
     )
 

@@ -483,7 +483,7 @@ def test_the_cap_counts_exactly_and_is_off_the_default_path(userdir: Path):
     from nki_kernels.sim import SimOptions, install_neuronxcc_alias, trace_kernel
     from nki_kernels.sim.core.errors import CODES, SimRuntimeError
 
-    assert SimOptions().max_instructions == 1_000_000 and CODES["E031"][0] is SimRuntimeError
+    assert SimOptions().max_instructions == 4_000_000 and CODES["E031"][0] is SimRuntimeError
     with install_neuronxcc_alias():
         sys.path.insert(0, str(userdir))
         try:

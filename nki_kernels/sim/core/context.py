@@ -28,6 +28,7 @@ from .trace import Event, Trace
 
 if TYPE_CHECKING:
     from .memory import Alloc
+    from .program import Recorder
     from .trace import Engine, Payload, Region
 
 _local = threading.local()
@@ -112,6 +113,7 @@ class RunContext:
         "direct",  # the front end's direct-allocation state (nki01/allocation.py) or None
         "scopes",  # the front end's per-call source checker (on_call(ctx, frame)) or None
         "races",  # races.RaceLog of the run (iteration races, E029) or None
+        "recorder",  # program.Recorder of the loop body being traced (core/program.py) or None
     )
 
     def __init__(
@@ -149,6 +151,7 @@ class RunContext:
         self.direct: object | None = None
         self.scopes = None
         self.races = None
+        self.recorder: Recorder | None = None
         global _last_run
         _last_run = self
 

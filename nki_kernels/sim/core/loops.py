@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 
+from . import program as _program
 from .context import maybe_current, unproven
 from .errors import user_location
 from .trace import LoopFrame, LoopKind
@@ -22,8 +23,13 @@ _KINDS = {
 }
 
 
-def loop(kind: str, args: tuple) -> Iterator[int]:
-    """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range")."""
+def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
+    """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range").
+
+    ``program``: the front end traces this body once (NKI 0.1 ``affine_range`` / ``sequential_range`` / a kernel's
+    ``range``): True to run it as a loop program
+    where the body allows (core/program.py), a string to say why the front end cannot (shown by
+    ``SimOptions.explain_loops``), False for a loop that is not traced once."""
     r = builtins.range(*args)
     ctx = maybe_current()
     if ctx is None:
@@ -45,13 +51,46 @@ def loop(kind: str, args: tuple) -> Iterator[int]:
     loop_id = ctx.next_loop_id()
     file, line = user_location()
     n, start, step = len(r), r.start, r.step
+    if ctx.recorder is not None:
+        ctx.recorder.fail("a loop in the body")  # of the enclosing loop's body: this loop may be a program itself
+    if program is True:
+        if lk is LoopKind.STATIC:
+            program = False
+        elif not ctx.options.loop_programs:
+            program = "SimOptions(loop_programs=False)"
+        elif order is not r:
+            program = "shuffled iterations (SimOptions.shuffle_affine_seed)"
+        else:
+            program = _program.context_reason(ctx) or ("fewer than 3 iterations" if n < 3 else True)
+    if program.__class__ is str and ctx.options.explain_loops:
+        _program.explain(program, kind, n, file, line)
+    recs: list[_program.Recorder] = []
     for i in order:
         # tuple.__new__ directly: the LoopFrame(...) NamedTuple, without its Python-level __new__
         ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
+        rec = None
+        if program is True and len(recs) < 2:
+            rec = _program.Recorder(ctx)
+            recs.append(rec)
+            saved, ctx.recorder = ctx.recorder, rec
+            rec.begin()
         try:
             yield i
         finally:
             ctx.loops = outer
+            if rec is not None:
+                ctx.recorder = saved
+                rec.end()
+        if len(recs) == 2 and program is True:
+            built = _program.build(ctx, recs[0], recs[1], n)
+            recs.clear()
+            if ctx.options.explain_loops:
+                _program.explain(built if isinstance(built, str) else "ran", kind, n, file, line)
+            if isinstance(built, str):
+                program = built
+            else:
+                built.run(2)
+                break
     races = ctx.races
     if races is not None and lk is LoopKind.AFFINE:
         races.close(loop_id)  # iteration races of this entry (E029, core/races.py)

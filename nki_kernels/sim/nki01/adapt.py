@@ -85,12 +85,15 @@ def returns_fresh(
         if convert is not None:
             args, kw = convert(*args, **kw)
         try:
-            return core_fn(ctx, PENDING, *pre, *args, **kw)
+            out = core_fn(ctx, PENDING, *pre, *args, **kw)
         except ValueError as e:
             err = shape_error(short, e)
             if err is e:
                 raise
             raise err from None
+        if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+            ctx.recorder.call(core_fn, PENDING, (*pre, *args), kw, out)
+        return out
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
@@ -134,6 +137,8 @@ def with_dst(
             if err is e:
                 raise
             raise err from None
+        if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+            ctx.recorder.call(core_fn, dst, args, kw, None)
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__

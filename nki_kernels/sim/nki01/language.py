@@ -45,6 +45,7 @@ from .symbolic import program_index as _program_index
 from .symbolic import reject_in_shape as _reject_in_shape
 from .symbolic import symbolic as _symbolic
 from .symbolic import symbolic_range_site as _symbolic_range_site
+from .symbolic import traced_once as _traced_once
 from .tile import ParDim, Tile
 
 if _TYPE_CHECKING:
@@ -398,11 +399,14 @@ def spmd_dim(*dims: int) -> int:
 # programming_model.rst "Representing data in NKI"); static_range yields ints (unrolled at trace time).
 def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
     """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
-    return _symbolic(_loop("affine", _bound_args("nl.affine_range", args)))
+    traced = _traced_once(sys._getframe(1))  # the body is traced once: a loop program where it allows
+    return _symbolic(_loop("affine", _bound_args("nl.affine_range", args), traced))
 
 
 def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
-    return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args)))
+    """Iterations run in order (a program only where they are proven independent: then any order is the same)."""
+    traced = _traced_once(sys._getframe(1))
+    return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args), traced))
 
 
 def static_range(*args: Any, **kwargs: Any) -> Iterator[int]:
@@ -415,7 +419,7 @@ def kernel_range(*args: Any) -> Iterator[Index] | range:
     by sequential_range"); any other use (``list(range(n))``, a comprehension) is Python's range."""
     f = _user_frame()
     if f is not None and _symbolic_range_site(f):
-        return _symbolic(_loop("sequential", _bound_args("range", args)))
+        return _symbolic(_loop("sequential", _bound_args("range", args), _traced_once(f)))
     return range(*_bound_args("range", args))
 
 

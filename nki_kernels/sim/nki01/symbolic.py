@@ -38,6 +38,7 @@ import numpy as np
 
 from ..core.context import lenient, maybe_current
 from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
+from ..core.tensor import Tensor
 from ..kernel_ast import _dotted, _lookup, analyze_code, control_flow_site
 
 Terms = tuple[tuple[int, int], ...]
@@ -410,6 +411,9 @@ class Predicate:
         if f.f_code.co_filename.startswith(_SIM_DIR):
             return self.v
         site = control_flow_site(f)
+        ctx = maybe_current()
+        if ctx is not None and ctx.recorder is not None:
+            ctx.recorder.fail(f"a loop-index predicate decides control flow at line {f.f_lineno}")
         if site == "if":
             # a predicated region: the body runs in the iterations where the predicate holds, as the hardware's
             # predication does (PM "Representing data in NKI"; nki-samples flash_fwd `if i < n_tile_q:`)
@@ -550,6 +554,45 @@ def check_loop_state(frame: types.FrameType) -> None:
             "nl.static_range"
         )
         lenient("pm.loop_body_traced_once", msg, fix, op="loop state", arg=st.name, where=(file, line))
+
+
+def traced_once(frame: types.FrameType) -> bool | str:
+    """For the ``for`` statement running in ``frame`` (it just called nl.affine_range): True when its body can run as
+    a loop program (core/program.py), else why not: a Python value the body updates and the code after the loop
+    reads would hold one update per traced iteration, not one per iteration."""
+    _, site, states = _loop_state_at(frame, frame.f_code in TRACED_CODES)
+    for st in states:
+        if not isinstance(frame.f_locals.get(st.name), Tensor):  # a tile's `+=` is an instruction, not Python state
+            return f"the body updates Python state read after the loop (`{st.name}`, line {st.update_lines[0]})"
+    return True
+
+
+def index_use(n: int, k: Any) -> None:
+    """A loop index (or a slice bounded by one) indexes a dimension of size ``n``: the traced body's recorder notes
+    the elements it selects, or fails for an index that is not affine (core/program.py); ``n`` -1: an index-array
+    view (not in a program)."""
+    ctx = maybe_current()
+    rec = ctx.recorder if ctx is not None else None
+    if rec is None:
+        return
+    if n < 0:
+        rec.fail("a loop index in an index-array expression")
+        return
+    if k.__class__ is Index:
+        if k.terms is None:
+            rec.fail("an index that is not affine in the loop indices")
+        else:
+            rec.index(n, k.v, k.v + 1)
+        return
+    parts = (k.start, k.stop, k.step)
+    if any(b.__class__ is Index and b.terms is None for b in parts):
+        rec.fail("a slice bound that is not affine in the loop indices")
+        return
+    start, stop, step = (b.v if b.__class__ is Index else b for b in parts)
+    if step not in (None, 1):
+        rec.fail("a strided slice bounded by a loop index")
+        return
+    rec.index(n, 0 if start is None else start, n if stop is None else stop)
 
 
 def program_index(axis: int, v: int) -> Index:

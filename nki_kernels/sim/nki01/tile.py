@@ -19,7 +19,7 @@ from ..core.indirect import indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from ..kernel_ast import control_flow_site
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
-from .symbolic import Index, Predicate, slice_extent
+from .symbolic import Index, Predicate, index_use, slice_extent
 
 # the nl.* functions the tile operators call (bound by language.py when it is imported)
 NL: dict = {}
@@ -108,10 +108,12 @@ class Tile(Tensor):
                     # a loop index bounding a slice is its concrete value (docs/nki-0.1-rules.md section 9); the
                     # extent must not depend on it (a tile's shape is a trace-time int)
                     slice_extent(k, self.name)
+                    index_use(self._shape[i] if i < len(self._shape) else 0, k)
                     basic = basic or list(key)
                     basic[i] = slice(*(b.v if b.__class__ is Index else b for b in (k.start, k.stop, k.step)))
                 continue
             if c is Index:
+                index_use(self._shape[i] if i < len(self._shape) else 0, k)
                 basic = basic or list(key)
                 basic[i] = k.v
                 continue
@@ -127,6 +129,7 @@ class Tile(Tensor):
             c = k.__class__
             if c is Index:
                 # a loop index is a basic (scalar) index: its concrete value (docs/nki-0.1-rules.md §9)
+                index_use(-1, k)  # (an index-array view: not in a loop program)
                 flat.append(k.v)
             elif c is Predicate:
                 flat.append(MaskExpr(k.v))

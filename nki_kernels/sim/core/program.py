@@ -1,0 +1,649 @@
+"""The loop program: an ``affine_range`` body traced, then run for every other iteration at once.
+
+The NKI 0.1 front end traces a loop body once, with a symbolic index, into a program the compiler
+schedules (aws-neuron-sdk@81ce03ae nki/migration/index.rst, "Consistent control flow behavior").  The
+interpreter does the same for the bodies it can prove affine and independent:
+
+1. **Trace.**  Iterations 0 and 1 run through the ordinary path (every check, every event), while a
+   :class:`Recorder` notes each NKI call at the front end's adapter boundary (the core op, its
+   operands as views, its result), the slices the kernel took with the loop index, and what the calls
+   allocated.  Two iterations, not one: the difference between them gives each view's step per
+   iteration without threading the symbolic index through every view.
+2. **Program.**  :func:`build` turns the two recordings into a :class:`Program`: one typed
+   :class:`Step` per instruction (an :class:`Op`, its destination and sources as :class:`View`
+   templates: allocation, byte offset, byte step per iteration, shape, strides) and the events of
+   iteration 1 as templates.  It proves what the per-iteration path would have checked for the other
+   iterations: the same calls with the same options, views that move by a constant step (every loop
+   index the body used was affine), slices in bounds at the last iteration (affine: the extremes are
+   the first and last iterations), no iteration touching what another writes (exact: per element,
+   over every iteration), no body tile read before the body wrote it, the instruction cap.
+3. **Executor.**  :meth:`Program.run` runs iterations 2..n-1 as one NumPy operation per step over all
+   of them (in chunks that bound memory), with the same fp32 functions and the same rounding at the
+   destination as the op core, and appends the events the per-iteration path would have recorded.
+
+Anything it cannot prove falls back to the per-iteration path, which then raises or warns exactly as
+before at the first failing iteration; ``SimOptions(explain_loops=True)`` (``nki-kernels run
+--verbose``) prints which loops ran as programs and why the others did not.  docs/architecture.md
+lists the fallback cases.  ``simulator_tests/test_sim_loop_program.py`` runs every case both ways and
+compares outputs bit for bit and traces event for event.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import sys
+import types
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from . import dtypes as dt
+from .ops import BINARY, BITWISE, PENDING, UNARY, opcode
+from .tensor import Tensor
+from .trace import Buffer, Event, LoopFrame, Region
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .memory import Alloc
+
+_new = tuple.__new__
+
+# Bytes of NumPy arrays one chunk of iterations may create (batched body tiles and values).
+CHUNK_BYTES = 64 << 20
+
+
+class Op(enum.Enum):
+    """The instructions a program runs over all iterations at once (the core op each comes from)."""
+
+    DMA = "dma"  # dma_copy / nl.load / nl.store between HBM and SBUF: dst = src, rounded to dst's dtype
+    TENSOR_TENSOR = "tensor_tensor"  # nisa.tensor_tensor: BINARY[op](data1, data2) in fp32
+    BINARY = "binary"  # nl.add & co. of two tiles of one shape
+    UNARY = "unary"  # nl.exp & co.: UNARY[name](x) in fp32
+    TENSOR_COPY = "tensor_copy"  # nisa.tensor_copy / nl.copy
+    TENSOR_SCALAR = "tensor_scalar"  # nisa.tensor_scalar: (data op0 operand0) op1 operand1, scalars or (P, 1) columns
+
+
+# core op name -> the program's Op (a call of any other op keeps the loop on the per-iteration path)
+_OPS = {
+    "dma_copy": Op.DMA,
+    "load": Op.DMA,
+    "store": Op.DMA,
+    "tensor_tensor": Op.TENSOR_TENSOR,
+    "binary": Op.BINARY,
+    "unary": Op.UNARY,
+    "tensor_copy": Op.TENSOR_COPY,
+    "tensor_scalar": Op.TENSOR_SCALAR,
+}
+# arguments that change values (masks, read-modify-write, indirect addressing): not in a program
+_VALUE_KWARGS = ("mask", "dst_rmw_op", "oob_mode")
+_PLAIN = (str, bool, int, float)
+_VALUES = (enum.Enum, np.generic, np.dtype, type)  # enum members, NumPy scalars, dtypes (np.float32 or its dtype)
+_SIGNATURES: dict[Callable, inspect.Signature] = {}
+
+
+def _is_function(v: object) -> bool:
+    """An op code given as a function (np.add, nl.add), not a loop index or a tensor."""
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)) or hasattr(v, "_nki_op")
+
+
+class View(NamedTuple):
+    """An operand of a step: a basic view of one allocation.  ``body``: the allocation is made by the
+    body (each iteration its own; ``alloc`` is then its position among the body's allocations) or else
+    it exists before the loop (``alloc`` its id); ``offset``: bytes from the start of the allocation's
+    storage in iteration 0; ``step``: bytes the view moves per iteration (0 for a body allocation)."""
+
+    body: bool
+    alloc: int
+    offset: int
+    step: int
+    shape: tuple
+    strides: tuple
+    sdtype: np.dtype
+
+
+class Step(NamedTuple):
+    """One instruction of the program: ``dst = f(*srcs)`` rounded to ``dtype`` (the destination's)."""
+
+    op: Op
+    func: Any  # the fp32 function; for tensor_scalar ((function, operand, reversed), ...)
+    dst: View
+    srcs: tuple
+    dtype: Any
+    line: int
+
+
+class Ref(NamedTuple):
+    """A tensor argument of a :class:`Call`: its position in ``Call.views``."""
+
+    pos: int
+
+
+class Call(NamedTuple):
+    """One NKI call as the recorder saw it (no tile objects kept: a reference would keep the tile's
+    SBUF bytes live in the next iteration)."""
+
+    name: str
+    params: tuple  # (name, value) of the call's other arguments; a tensor's value is a Ref to its view
+    views: tuple  # (dst, *tensor arguments) as (alloc id, offset, shape, strides, storage dtype, NKI dtype)
+    line: int
+
+    def param(self, name: str) -> Any:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return None
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    """The outermost array of ``arr``'s dtype that ``arr`` views (poisoned storage is a float view of an int array)."""
+    while isinstance(arr.base, np.ndarray) and arr.base.dtype == arr.dtype:
+        arr = arr.base
+    return arr
+
+
+def _describe(t: Tensor) -> tuple | str:
+    """(alloc id, byte offset in the allocation's storage, shape, strides, storage dtype, NKI dtype) or why not."""
+    if t.arr is None or t._mask is not None or t.dynamic or t.out_of_bounds:
+        return "an operand indexed with index arrays, a mask or a runtime index"
+    al = t.alloc
+    if al.buffer is Buffer.PSUM:
+        return "a PSUM operand (its written state per element)"
+    root = _root(al.array)
+    if not root.flags.c_contiguous or t.arr.dtype != root.dtype:
+        return "an operand whose storage is not contiguous or is reinterpreted"
+    off = t.arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return (al.id, off, t.arr.shape, t.arr.strides, t.arr.dtype, al.dtype)
+
+
+class Recorder:
+    """What one traced iteration did: its NKI calls, its index slices, its allocations and events."""
+
+    __slots__ = ("ctx", "calls", "slices", "reason", "alloc0", "alloc1", "seq0", "seq1", "n_instr", "pre", "body")
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self.calls: list[Call] = []
+        self.slices: list[tuple[int, int, int]] = []  # (dimension size, start, stop) indexed with a loop index
+        self.reason: str | None = None
+        self.alloc0 = self.alloc1 = ctx.alloc_count
+        self.seq0 = self.seq1 = len(ctx.trace.events)
+        self.n_instr = ctx.n_instructions
+        self.pre: dict[int, Alloc] = {}  # allocations from before the loop the body uses, by id
+        # the body's allocations by position (1-based) among them: (weak reference, shape and dtype of the storage)
+        self.body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
+
+    def fail(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def call(self, fn: Callable, dst: Any, args: tuple, kw: dict, out: Any) -> None:
+        """The adapter boundary: ``fn(ctx, dst, *args, **kw)`` returned ``out`` (the new tile for ``PENDING``)."""
+        if self.reason is not None:
+            return
+        name = getattr(fn, "__name__", "")
+        if name not in _OPS:
+            self.fail(f"a call of {name} (the programs run {', '.join(sorted(_OPS))})")
+            return
+        sig = _SIGNATURES.get(fn)
+        if sig is None:
+            sig = _SIGNATURES[fn] = inspect.signature(fn)
+        try:
+            bound = sig.bind(None, None, *args, **kw).arguments
+        except TypeError:
+            self.fail(f"{name} with arguments it does not take")
+            return
+        tensors = [out if dst is PENDING else dst]
+        params = []
+        for k, v in list(bound.items())[2:]:
+            if isinstance(v, Tensor):
+                params.append((k, Ref(len(tensors))))
+                tensors.append(v)
+            elif k in _VALUE_KWARGS and v is not None:
+                self.fail(f"{name} with {k}=")
+                return
+            elif v is None or v.__class__ in _PLAIN or isinstance(v, _VALUES) or _is_function(v):
+                params.append((k, v))
+            else:
+                self.fail(f"{name} with {k}= of type {type(v).__name__}")
+                return
+        views = []
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                self.fail(f"{name} without a tile destination")
+                return
+            d = _describe(t)
+            if isinstance(d, str):
+                self.fail(f"{name}: {d}")
+                return
+            al = t.alloc
+            if al.id > self.alloc0:
+                root = _root(al.array)
+                self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
+            else:
+                self.pre[al.id] = al
+            views.append(d)
+        self.calls.append(Call(name, tuple(params), tuple(views), self.ctx.site[1]))
+
+    def index(self, n: int, start: int, stop: int) -> None:
+        """The kernel indexed a dimension of size ``n`` with a loop index: elements [start, stop)."""
+        self.slices.append((n, start, stop))
+
+    def begin(self) -> None:
+        ctx = self.ctx
+        self.alloc0 = ctx.alloc_count
+        self.seq0 = len(ctx.trace.events)
+        self.n_instr = ctx.n_instructions
+
+    def end(self) -> None:
+        ctx = self.ctx
+        self.alloc1 = ctx.alloc_count
+        self.seq1 = len(ctx.trace.events)
+        self.n_instr = ctx.n_instructions - self.n_instr
+        if ctx.pending:
+            self.fail("a result still waits for its destination at the end of the body")
+
+
+def context_reason(ctx: RunContext) -> str | None:
+    """Why no loop of this run can be a program (the run's own state), or None."""
+    if ctx.grid:
+        return "an SPMD launch (instances' HBM writes are checked against each other per write)"
+    if ctx.call_hook is not None:
+        return "a launch whose cores take turns per call"
+    direct = ctx.direct
+    if direct is not None and getattr(direct, "active", False):
+        return "direct allocation (placement and modulo addressing per iteration)"
+    if ctx.memory.blocks:
+        return "block-dimension tiles (liveness per block)"
+    if not ctx.options.trace:
+        return "a run without a trace"
+    return None
+
+
+# ---- building the program ------------------------------------------------------------------------------------
+
+
+def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Recorder) -> tuple | str:
+    """How iteration k's event follows from iteration 1's: (the event of iteration 1, per region of its reads and
+    writes the (alloc-id step, byte step) per iteration), or why it does not."""
+    if e0 is None or e1 is None:
+        return "an event recorded out of order"
+    if e0[1:12] != e1[1:12] or e0.payload != e1.payload or e0[15:18] != e1[15:18] or e0.engine_given != e1.engine_given:
+        return f"the {e0.op} at line {e0.line} differs between iterations beyond its addresses"
+    l0, l1 = e0.loops, e1.loops
+    if len(l0) != len(l1) or not l0 or l0[:-1] != l1[:-1] or l0[-1][:2] != l1[-1][:2] or l0[-1][3:] != l1[-1][3:]:
+        return "an event in a different loop"
+    if len(e0.reads) != len(e1.reads) or len(e0.writes) != len(e1.writes):
+        return "an event with a different number of operands"
+    per = r1.alloc1 - r1.alloc0
+    shifts = []
+    for a, b in zip(e0.reads + e0.writes, e1.reads + e1.writes, strict=True):
+        if a.buffer != b.buffer:
+            return "an event touches different buffers in different iterations"
+        if r0.alloc0 < a.alloc_id <= r0.alloc1:
+            if a.alloc_id - r0.alloc0 != b.alloc_id - r1.alloc0 or a.lo != b.lo or a.hi != b.hi:
+                return "an event touches a different body tile in the next iteration"
+            shifts.append((per, 0))
+        elif a.alloc_id == b.alloc_id and a.hi - a.lo == b.hi - b.lo:
+            shifts.append((0, b.lo - a.lo))
+        else:
+            return "an event touches a different tensor in the next iteration"
+    return (e1, tuple(shifts))
+
+
+def _view(d0: tuple, d1: tuple, r0: Recorder, r1: Recorder) -> View | str:
+    a0, off0, shape, strides, sd, _ = d0
+    a1, off1, shape1, strides1, sd1, _ = d1
+    if shape != shape1 or strides != strides1 or sd != sd1:
+        return "an operand of another shape or layout in the next iteration"
+    if a0 > r0.alloc0:
+        if a1 - r1.alloc0 != a0 - r0.alloc0 or off0 != off1:
+            return "an operand that is a different body tile in the next iteration"
+        return View(True, a0 - r0.alloc0, off0, 0, shape, strides, sd)
+    if a0 != a1:
+        return "an operand that is another tensor in the next iteration"
+    return View(False, a0, off0, off1 - off0, shape, strides, sd)
+
+
+def _elements(v: View) -> np.ndarray:
+    """Item offsets of a view's elements in its allocation's storage (iteration 0), flattened."""
+    isz = v.sdtype.itemsize
+    idx = np.array(v.offset // isz, dtype=np.int64)
+    for n, s in zip(v.shape, v.strides, strict=True):
+        idx = np.add.outer(idx, np.arange(n, dtype=np.int64) * (s // isz))
+    return idx.ravel()
+
+
+def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n: int) -> str | None:
+    """Whether running each step over all iterations at once computes what the iterations in order compute:
+    no iteration reads or writes an element of a tensor from before the loop that another iteration writes (exact,
+    per element, over all ``n`` iterations), the body reads only what it wrote earlier in the same iteration, and
+    the kernel reads no element of a tensor from before the loop that may hold poison."""
+    written = {i: np.zeros(int(np.prod(s, dtype=np.int64)), dtype=bool) for i, (_, s, _) in body.items()}
+    for s in steps:
+        for v in s.srcs:
+            if v.body and not written[v.alloc][_elements(v)].all():
+                return f"a body tile read before the body writes it (line {s.line})"
+        if s.dst.body:
+            written[s.dst.alloc][_elements(s.dst)] = True
+    writes = [(s.dst, s.line) for s in steps if not s.dst.body]
+    wrote = {v.alloc for v, _ in writes}
+    reads = [(v, s.line) for s in steps for v in s.srcs if not v.body]
+    for v, line in reads:
+        if pre[v.alloc].unwritten and v.alloc not in wrote:
+            return (
+                f"a read of a tensor that may hold never-written elements (line {line}; the poison check is per read)"
+            )
+    owner = {a: np.full(_root(pre[a].array).size, -1, dtype=np.int32) for a in wrote}
+    for accesses, is_write in ((writes, True), (reads, False)):
+        for v, line in accesses:
+            if v.alloc not in owner:
+                continue
+            own = owner[v.alloc]
+            el = _elements(v)
+            step = v.step // v.sdtype.itemsize
+            chunk = max(1, (4 << 20) // max(1, el.size))
+            for k0 in range(0, n, chunk):
+                ks = np.arange(k0, min(n, k0 + chunk), dtype=np.int64)
+                idx = (ks * step)[:, None] + el[None, :]
+                kk = np.broadcast_to(ks[:, None].astype(np.int32), idx.shape)
+                cur = own[idx]
+                if not ((cur == -1) | (cur == kk)).all():
+                    return f"iterations touch the same elements (line {line}; the per-iteration path checks the race)"
+                if is_write:
+                    own[idx] = kk
+                    if not (own[idx] == kk).all():
+                        return f"iterations write the same elements (line {line}; the per-iteration path checks it)"
+    return None
+
+
+def _batched(base: np.ndarray, v: View, k0: int, k1: int) -> np.ndarray:
+    """The view ``v`` of a tensor from before the loop in iterations k0..k1-1, one array with a leading iteration
+    axis (NumPy checks that it stays inside ``base``)."""
+    return np.ndarray(
+        (k1 - k0,) + v.shape, v.sdtype, buffer=base, offset=v.offset + k0 * v.step, strides=(v.step,) + v.strides
+    )
+
+
+class Program:
+    """The body of one loop entry as steps over views, and the events of each of its iterations."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        steps: list[Step],
+        templates: list[tuple],
+        n: int,
+        r1: Recorder,
+        body: dict[int, tuple[weakref.ref, tuple, np.dtype]],
+    ):
+        self.ctx = ctx
+        self.steps = steps
+        self.templates = templates
+        self.n = n
+        self.r1 = r1
+        self.body = body  # position -> (the body tile of iteration 1, the shape and dtype of its storage)
+
+    # -- the executor ------------------------------------------------------------------------------------------
+    def run(self, k0: int) -> None:
+        """Run iterations k0..n-1: values, events, allocation ids, instruction count."""
+        ctx = self.ctx
+        n = self.n
+        per_iter = sum(int(np.prod(s, dtype=np.int64)) * d.itemsize for _, s, d in self.body.values()) + sum(
+            int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps
+        )
+        chunk = max(1, CHUNK_BYTES // max(1, per_iter))
+        for c0 in range(k0, n, chunk):
+            last = self._values(c0, min(n, c0 + chunk))
+        for i, (ref, _, _) in self.body.items():
+            al = ref()
+            if al is not None:  # a body tile the kernel still holds after the loop: the last iteration's values
+                _root(al.array)[...] = last[i]
+        self._events(k0)
+        r1 = self.r1
+        per = r1.alloc1 - r1.alloc0
+        trace = ctx.trace
+        origins, names = trace.alloc_origins, trace.alloc_names
+        for a in range(r1.alloc0 + 1, r1.alloc1 + 1):
+            o, nm = origins.get(a), names.get(a)
+            if o is None and nm is None:
+                continue
+            for k in range(k0, n):
+                b = a + (k - 1) * per
+                if o is not None:
+                    origins[b] = o
+                if nm is not None:
+                    names[b] = nm
+        ctx.alloc_count += (n - k0) * per
+        ctx.n_instructions += (n - k0) * r1.n_instr
+
+    def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
+        """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis."""
+        if v.body:
+            root = storage[v.alloc]
+            return np.ndarray(
+                (k1 - k0,) + v.shape, v.sdtype, buffer=root, offset=v.offset, strides=(root.strides[0],) + v.strides
+            )
+        return _batched(_root(self.r1.pre[v.alloc].array), v, k0, k1)
+
+    def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
+        storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items()}
+        for s in self.steps:
+            dst = self._array(s.dst, k0, k1, storage)
+            srcs = [self._array(v, k0, k1, storage) for v in s.srcs]
+            op = s.op
+            v: Any
+            if op is Op.DMA:
+                v = srcs[0]
+                if v.shape != dst.shape:
+                    v = np.ascontiguousarray(v).reshape(dst.shape)
+            elif op is Op.TENSOR_COPY:
+                v = srcs[0] if s.func is None else srcs[0].astype(np.float32)
+            elif op is Op.TENSOR_SCALAR:
+                v = srcs[0].astype(np.float32, copy=False)
+                for fn, ref, reverse in s.func:
+                    o = srcs[ref].astype(np.float32, copy=False) if isinstance(ref, int) else np.float32(ref)
+                    v = fn(o, v) if reverse else fn(v, o)
+                v = np.asarray(v, dtype=np.float32)
+            elif op is Op.UNARY:
+                assert s.func is not None
+                v = np.asarray(s.func(srcs[0].astype(np.float32, copy=False)), dtype=np.float32)
+            else:
+                assert s.func is not None
+                v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
+                v = np.asarray(v).astype(np.float32, copy=False)
+            dt.cast_into(dst, v, s.dtype)
+        return {i: a[-1] for i, a in storage.items()}
+
+    def _events(self, k0: int) -> None:
+        events = self.ctx.trace.events
+        r1 = self.r1
+        L = r1.seq1 - r1.seq0
+        first = self.templates[0][0]
+        outer, f = first.loops[:-1], first.loops[-1]
+        for k in range(k0, self.n):
+            d = k - 1
+            loops = outer + (_new(LoopFrame, (f[0], f[1], k, f[3], f[4], f[5])),)
+            for e1, shifts in self.templates:
+                nr = len(e1.reads)
+                regs = [
+                    _new(Region, (r[0] + d * da, r[1], r[2] + d * db, r[3] + d * db))
+                    for r, (da, db) in zip(e1.reads + e1.writes, shifts, strict=True)
+                ]
+                ev = list(e1)
+                ev[0] = e1.seq + d * L
+                ev[12] = tuple(regs[:nr])
+                ev[13] = tuple(regs[nr:])
+                ev[18] = loops
+                events.append(_new(Event, ev))
+
+
+def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
+    """The program of a loop body from its first two iterations (``r0``, ``r1``), or why there is none."""
+    for r in (r0, r1):
+        if r.reason is not None:
+            return r.reason
+    if not r1.calls:
+        return "a body without instructions"
+    if len(r0.calls) != len(r1.calls) or len(r0.slices) != len(r1.slices):
+        return "the iterations made different NKI calls"
+    if r1.alloc1 - r1.alloc0 != r0.alloc1 - r0.alloc0:
+        return "the iterations allocated differently"
+    # (iteration 0 may also record a result from before the loop that waited for its destination: its event fills
+    # the place reserved for it before the loop)
+    if r1.seq0 != r0.seq1 or r1.seq1 - r1.seq0 != r1.n_instr:
+        return "instructions recorded outside the iterations"
+    if r0.seq1 - r0.seq0 != len(r0.calls) or r1.n_instr != len(r1.calls):
+        return "an instruction that is not a call the program runs (an assignment, a `+=`, a fill)"
+    if ctx.n_instructions + (n - 2) * r1.n_instr > ctx.options.max_instructions:
+        return "the instruction cap (the per-iteration path stops at the exact instruction)"
+    for ref, _, _ in r0.body.values():
+        if ref() is not None:
+            return "a tile of iteration 0 is still referenced (Python state carries tiles across iterations)"
+    last = n - 1  # slices taken with the loop index stay in bounds up to the last iteration (affine: the extremes)
+    for (m0, s0, e0), (m1, s1, e1) in zip(r0.slices, r1.slices, strict=True):
+        lo, hi = s0 + last * (s1 - s0), e0 + last * (e1 - e0)
+        if m0 != m1 or lo < 0 or hi > m0 or hi < lo:
+            return f"an index outside its dimension in iteration {last} (the per-iteration path reports it)"
+    events = ctx.trace.events
+    templates = []
+    for j in range(r1.n_instr):
+        t = _event_template(events[r0.seq0 + j], events[r1.seq0 + j], r0, r1)
+        if isinstance(t, str):
+            return t
+        templates.append(t)
+    body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
+    steps = []
+    for c0, c1 in zip(r0.calls, r1.calls, strict=True):
+        if c0.name != c1.name or len(c0.views) != len(c1.views) or not _same_params(c0.params, c1.params):
+            return f"the {c0.name} at line {c0.line} is a different call in the next iteration"
+        views = []
+        for d0, d1 in zip(c0.views, c1.views, strict=True):
+            v = _view(d0, d1, r0, r1)
+            if isinstance(v, str):
+                return f"{c0.name} at line {c0.line}: {v}"
+            if v.body:
+                body[v.alloc] = r1.body[v.alloc]
+            views.append(v)
+        step = _step(c0, views)
+        if isinstance(step, str):
+            return step
+        steps.append(step)
+    for s in steps:  # every view of a tensor from before the loop stays inside its storage
+        for v in (s.dst, *s.srcs):
+            if not v.body:
+                try:
+                    _batched(_root(r1.pre[v.alloc].array), v, 0, n)
+                except (ValueError, TypeError):
+                    return f"a view outside its tensor's storage by the last iteration (line {s.line})"
+    why = _independent(steps, r1.pre, body, n)
+    if why is not None:
+        return why
+    return Program(ctx, steps, templates, n, r1, body)
+
+
+def _same_params(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    for (ka, va), (kb, vb) in zip(a, b, strict=True):
+        if ka != kb or va.__class__ is not vb.__class__ or not (va is vb or va == vb):
+            return False
+    return True
+
+
+def _binary_name(op: Any, api: str) -> str | None:
+    try:
+        name = opcode(op, api)
+    except Exception:
+        return None
+    return name if name in BINARY and name not in BITWISE else None
+
+
+def _step(c: Call, views: list[View]) -> Step | str:
+    """The step of call ``c`` (its views in order: destination, then its tensor arguments), or why it has none."""
+    op = _OPS[c.name]
+    dst = views[0]
+    dtype = c.views[0][5]
+    srcs: list = []
+    func: Any = None
+    if op is Op.DMA:
+        src = c.param("value" if c.name == "store" else "src")
+        if not isinstance(src, Ref):
+            return f"{c.name} of a scalar"
+        srcs = [views[src.pos]]
+        if srcs[0].shape != dst.shape and (c.name == "store" or _size(srcs[0]) != _size(dst)):
+            return f"{c.name} that broadcasts"
+    elif op in (Op.TENSOR_TENSOR, Op.BINARY):
+        names = ("data1", "data2") if op is Op.TENSOR_TENSOR else ("x", "y")
+        refs = [c.param(k) for k in names]
+        if not all(isinstance(r, Ref) for r in refs):
+            return f"{c.name} of a scalar"
+        srcs = [views[r.pos] for r in refs]
+        name = _binary_name(c.param("op") if op is Op.TENSOR_TENSOR else c.param("name"), c.name)
+        if name is None:
+            return f"{c.name} with an op other than a float binary op"
+        if srcs[0].shape != srcs[1].shape or srcs[0].shape != dst.shape:
+            return f"{c.name} with broadcasting operands"
+        func = BINARY[name]
+    elif op is Op.UNARY:
+        name = c.param("name")
+        if name not in UNARY or name in ("invert", "logical_not"):
+            return f"nl.{name}"
+        x = c.param("x")
+        if not isinstance(x, Ref):
+            return f"nl.{name} of a scalar"
+        srcs = [views[x.pos]]
+        func = UNARY[name][0]
+    elif op is Op.TENSOR_COPY:
+        src = c.param("src")
+        if not isinstance(src, Ref):
+            return "tensor_copy of a scalar"
+        srcs = [views[src.pos]]
+        sd = srcs[0].sdtype
+        if c.views[src.pos][5] != dtype or (sd.kind == "f" and sd != np.float32):
+            func = np.float32  # the core reads fp32 when it casts or the source is not fp32
+    elif op is Op.TENSOR_SCALAR:
+        data = c.param("data")
+        if not isinstance(data, Ref):
+            return "tensor_scalar of a scalar"
+        srcs = [views[data.pos]]
+        if len(srcs[0].shape) != 2:
+            return "tensor_scalar of a tile that is not 2-D"
+        ops = []
+        for i in ("0", "1"):
+            o = c.param("op" + i)
+            if o is None:
+                continue
+            name = _binary_name(o, c.name)
+            if name is None:
+                return "tensor_scalar with an op other than a float binary op"
+            operand = c.param("operand" + i)
+            if isinstance(operand, Ref):
+                col = views[operand.pos]
+                if col.shape != (srcs[0].shape[0], 1):
+                    return "tensor_scalar with an operand tile that is not a (P, 1) column"
+                ref: Any = len(srcs)
+                srcs.append(col)
+            elif isinstance(operand, (float, int, np.generic)) and operand.__class__ is not bool:
+                ref = float(np.float32(operand))  # scalar_operand: np.float32(x)
+            else:
+                return "tensor_scalar with an operand that is not a number or a column"
+            ops.append((BINARY[name], ref, bool(c.param("reverse" + i))))
+        func = tuple(ops)
+    return Step(op, func, dst, tuple(srcs), dtype, c.line)
+
+
+def _size(v: View) -> int:
+    return int(np.prod(v.shape, dtype=np.int64))
+
+
+def explain(outcome: bool | str, kind: str, n: int, file: str, line: int) -> None:
+    """One line on stderr: how the loop at ``file:line`` ran (``SimOptions.explain_loops``)."""
+    where = f"{file}:{line}"
+    if outcome == "ran":
+        how = f"loop program: iterations 0-1 traced, 2-{n - 1} run at once"
+    else:
+        how = f"per iteration: {outcome}"
+    print(f"[nki-kernels] {kind}_range({n}) at {where}: {how}", file=sys.stderr, flush=True)

@@ -1,0 +1,268 @@
+"""Loop programs (nki_kernels/sim/core/program.py): an affine_range body traced for two iterations and the rest
+run at once must give what running every iteration gives -- outputs bit for bit, the trace event for event, the
+same warnings and the same errors -- and must fall back to running every iteration where it cannot prove that.
+
+Every kernel here runs both ways (``SimOptions(loop_programs=True/False)``); ``explain_loops`` says which way
+each loop ran, so a test also fails when a loop it means to vectorise silently fell back."""
+
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from nki_kernels.sim import SimOptions, nisa, nki, nl
+from nki_kernels.sim.core.errors import SimError
+from nki_kernels.sim.nki01.kernel import trace_kernel
+
+P = 128
+
+
+@nki.jit
+def add_one_element_chunks(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+    for m in nl.affine_range(a.shape[0]):
+        ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
+        tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a[m : m + 1])
+        nisa.dma_copy(dst=tb, src=b[m : m + 1])
+        r = nisa.tensor_tensor(ta, tb, op=nl.add)
+        nisa.dma_copy(dst=out[m : m + 1], src=r)
+    return out
+
+
+@nki.jit
+def stream_blocks(a, b):
+    """(n,) vectors as (blocks, P, F) views: nl.load / nl.multiply / nl.exp / nl.store per block."""
+    f = 8
+    a3 = a.reshape((a.shape[0] // (P * f), P, f))
+    b3 = b.reshape((b.shape[0] // (P * f), P, f))
+    out = nl.ndarray(a3.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a3.shape[0]):
+        x = nl.load(a3[i])
+        y = nl.load(b3[i])
+        z = nl.exp(nl.multiply(x, y))
+        nl.store(out[i], value=z)
+    return out.reshape(a.shape)
+
+
+@nki.jit
+def columns_bf16(a):
+    """Column slices of a (P, n) matrix, a bf16 copy and a subtract: views that move by 2 bytes per iteration."""
+    out = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for j in nl.affine_range(a.shape[1] // 2):
+        t = nl.ndarray((P, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, j * 2 : j * 2 + 2])
+        c = nisa.tensor_copy(t, dtype=nl.bfloat16)
+        d = nisa.tensor_tensor(c, c, op=nl.subtract)
+        e = nisa.tensor_tensor(c, d, op=nl.maximum)
+        nisa.dma_copy(dst=out[:, j * 2 : j * 2 + 2], src=e)
+    return out
+
+
+@nki.jit
+def same_output_every_iteration(a):
+    """Every iteration writes the same HBM rows: an iteration race (E029 under strict), never a program."""
+    out = nl.ndarray((P, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.store(out[0:P, :], value=t)
+    return out
+
+
+@nki.jit
+def overruns_at_the_end(a):
+    """Iteration 8 of 9 reads past the end of `a` (E008 at that iteration, as without programs)."""
+    out = nl.ndarray((P, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(9):
+        t = nl.load(a[i * 16 : i * 16 + 16, :])
+        nl.store(out[i * 8 : i * 8 + 8, :], value=t[0:8, :])
+    return out
+
+
+@nki.jit
+def python_state(a):
+    """A Python counter updated in the body and read after it: traced once on hardware (a warning); per iteration."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    count = 0
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.store(out[i * P : (i + 1) * P, :], value=t)
+        count += 1
+    assert count >= 1
+    return out
+
+
+@nki.jit
+def predicate_if(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    first = nl.ndarray((P, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.store(out[i * P : (i + 1) * P, :], value=t)
+        if i == 0:
+            nl.store(first, value=t)
+    return out
+
+
+@nki.jit
+def nonaffine_index(a):
+    out = nl.ndarray((4 * P, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):
+        t = nl.load(a[(i * i) * P : (i * i + 1) * P, :])
+        nl.store(out[i * P : (i + 1) * P, :], value=t)
+    return out
+
+
+@nki.jit
+def matmul_accumulate(a, b):
+    """PSUM accumulation and a matmul: not a program's instruction; per iteration."""
+    out = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(a.shape[0] // P):
+        x = nl.load(a[k * P : (k + 1) * P, :])
+        y = nl.load(b[k * P : (k + 1) * P, :])
+        acc += nisa.nc_matmul(x, y)
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def reads_the_last_tile_after_the_loop(a):
+    """A tile of the body read after the loop holds the last iteration's values."""
+    out = nl.ndarray((P, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+    rows = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = None
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.store(rows[i * P : (i + 1) * P, :], value=t)
+    nl.store(out, value=nl.exp(t))
+    return out
+
+
+def _run(kernel, args, programs: bool, capfd):
+    opts = SimOptions(loop_programs=programs, explain_loops=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out, trace = trace_kernel(kernel, *args, options=opts)
+            result = ("ok", out, trace)
+        except SimError as e:
+            result = ("error", type(e).__name__, str(e))
+    said = capfd.readouterr().err
+    return result, sorted({str(w.message) for w in caught}), said
+
+
+def _same(kernel, args, capfd):
+    """Run both ways; assert the same outcome; return (per-iteration run, program run, what explain_loops said)."""
+    slow, slow_w, _ = _run(kernel, args, False, capfd)
+    fast, fast_w, said = _run(kernel, args, True, capfd)
+    assert slow[0] == fast[0], (slow, fast)
+    if slow[0] == "ok":
+        out_s, out_f = np.asarray(slow[1]), np.asarray(fast[1])
+        assert np.isfinite(out_f.astype(np.float32)).all() and np.any(out_f != 0)
+        assert out_s.dtype == out_f.dtype and np.array_equal(out_s.view(np.uint8), out_f.view(np.uint8))
+        ts, tf = slow[2], fast[2]
+        assert len(ts.events) == len(tf.events)
+        for a, b in zip(ts.events, tf.events, strict=True):
+            assert a == b
+        assert ts.alloc_origins == tf.alloc_origins and ts.alloc_names == tf.alloc_names
+        assert ts.peak_sbuf_bytes_per_partition == tf.peak_sbuf_bytes_per_partition
+    else:
+        assert slow[1:] == fast[1:]
+    assert slow_w == fast_w
+    return slow, fast, said
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+VECTORISED = [
+    ("add_one_element_chunks", add_one_element_chunks, lambda: [_rng().random(300, np.float32)] * 2),
+    (
+        "stream_blocks",
+        stream_blocks,
+        lambda: [_rng().random(P * 8 * 5, np.float32), _rng().random(P * 8 * 5, np.float32)],
+    ),
+    ("columns_bf16", columns_bf16, lambda: [_rng().standard_normal((P, 40)).astype(np.float32)]),
+    (
+        "reads_the_last_tile_after_the_loop",
+        reads_the_last_tile_after_the_loop,
+        lambda: [_rng().random((P * 5, 6), np.float32)],
+    ),
+]
+
+
+@pytest.mark.parametrize("name,kernel,args", VECTORISED, ids=[v[0] for v in VECTORISED])
+def test_a_program_computes_and_traces_what_every_iteration_does(name, kernel, args, capfd):
+    _, _, said = _same(kernel, args(), capfd)
+    assert "loop program" in said, said
+
+
+FALLBACK = [
+    (
+        "same_output_every_iteration",
+        same_output_every_iteration,
+        lambda: [_rng().random((P * 4, 4), np.float32)],
+        "iterations",
+    ),
+    ("overruns_at_the_end", overruns_at_the_end, lambda: [_rng().random((P, 4), np.float32)], "outside"),
+    ("python_state", python_state, lambda: [_rng().random((P * 3, 4), np.float32)], "Python state"),
+    ("predicate_if", predicate_if, lambda: [_rng().random((P * 3, 4), np.float32)], "predicate"),
+    ("nonaffine_index", nonaffine_index, lambda: [_rng().random((10 * P, 4), np.float32)], "not affine"),
+    ("matmul_accumulate", matmul_accumulate, lambda: [_rng().random((P * 3, P), np.float32)] * 2, "nc_matmul"),
+]
+
+
+@pytest.mark.parametrize("name,kernel,args,why", FALLBACK, ids=[f[0] for f in FALLBACK])
+def test_a_body_it_cannot_prove_runs_every_iteration_and_says_why(name, kernel, args, why, capfd):
+    slow, _, said = _same(kernel, args(), capfd)
+    assert "per iteration" in said and why in said, said
+
+
+def test_the_error_of_a_late_iteration_names_that_iteration(capfd):
+    slow, fast, _ = _same(overruns_at_the_end, [_rng().random((P, 4), np.float32)], capfd)
+    assert fast[0] == "error" and "E008" in fast[2]
+
+
+def test_bf16_rounding_is_the_op_cores():
+    a = _rng().standard_normal((P, 40)).astype(np.float32)
+    out = np.asarray(trace_kernel(columns_bf16, a, options=SimOptions())[0])
+    want = a.astype(ml_dtypes.bfloat16)
+    assert np.array_equal(out.astype(np.float32), np.maximum(want, want - want).astype(np.float32))
+
+
+@nki.jit
+def scale_and_shift(a, col):
+    """tensor_scalar with a scalar and with a (P, 1) column, reversed; a sequential_range and a kernel `range`."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    c = nl.load(col)
+    for i in nl.sequential_range(a.shape[1] // 4):
+        t = nl.load(a[:, i * 4 : i * 4 + 4])
+        u = nisa.tensor_scalar(t, nl.multiply, 3.0, op1=nl.subtract, operand1=c, reverse1=True)
+        nl.store(out[:, i * 4 : i * 4 + 4], value=u)
+    for i in range(a.shape[1] // 4):
+        t = nl.load(out[:, i * 4 : i * 4 + 4])
+        nl.store(out[:, i * 4 : i * 4 + 4], value=nisa.tensor_scalar(t, np.add, 1))
+    return out
+
+
+def test_tensor_scalar_and_sequential_loops_run_as_programs(capfd):
+    a = _rng().standard_normal((P, 24)).astype(np.float32)
+    col = _rng().standard_normal((P, 1)).astype(np.float32)
+    _, _, said = _same(scale_and_shift, [a, col], capfd)
+    # a tile loaded before the loop and used in it; the second loop reads and rewrites its own columns
+    assert said.count("loop program") == 2, said
+
+
+def test_a_trace_only_run_is_the_same_both_ways(capfd):
+    a = _rng().random(P * 8 * 5, np.float32)
+    runs = []
+    for programs in (False, True):
+        opts = SimOptions(loop_programs=programs, trace_only=True)
+        runs.append(trace_kernel(stream_blocks, a, a, options=opts))
+    assert runs[0][1].events == runs[1][1].events
+    assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))
