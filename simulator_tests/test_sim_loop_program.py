@@ -266,3 +266,51 @@ def test_a_trace_only_run_is_the_same_both_ways(capfd):
         runs.append(trace_kernel(stream_blocks, a, a, options=opts))
     assert runs[0][1].events == runs[1][1].events
     assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))
+
+
+@nki.jit
+def arange_tiles(a):
+    """nl.arange subscripts moved by the loop index (index-array views)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(P)[:, None]
+    i_f = nl.arange(8)[None, :]
+    for j in nl.affine_range(a.shape[1] // 8):
+        t = nl.load(a[i_p, j * 8 + i_f])
+        u = nl.multiply(t, t)
+        nl.store(out[i_p, j * 8 + i_f], value=u)
+    return out
+
+
+@nki.jit
+def arange_nonaffine(a):
+    out = nl.ndarray((P, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(P)[:, None]
+    i_f = nl.arange(8)[None, :]
+    for j in nl.affine_range(4):
+        t = nl.load(a[i_p, i_f + j * j])
+        nl.store(out[i_p, j * 8 + i_f], value=t)
+    return out
+
+
+@nki.jit
+def arange_overrun(a):
+    out = nl.ndarray((P, 48), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(P)[:, None]
+    i_f = nl.arange(8)[None, :]
+    for j in nl.affine_range(6):
+        t = nl.load(a[i_p, j * 8 + i_f])
+        nl.store(out[i_p, j * 8 + i_f], value=t)
+    return out
+
+
+def test_index_array_subscripts_run_as_programs(capfd):
+    _, _, said = _same(arange_tiles, [_rng().standard_normal((P, 48)).astype(np.float32)], capfd)
+    assert "loop program" in said, said
+
+
+@pytest.mark.parametrize(
+    "kernel,why", [(arange_nonaffine, "not affine"), (arange_overrun, "outside")], ids=["nonaffine", "overrun"]
+)
+def test_index_array_subscripts_it_cannot_prove_run_every_iteration(kernel, why, capfd):
+    slow, _, said = _same(kernel, [_rng().standard_normal((P, 40)).astype(np.float32)], capfd)
+    assert "per iteration" in said and why in said, said

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from .core.options import SimOptions
 from .nki01 import isa as nisa
 from .nki01 import language as nl
 from .nki01.kernel import jit, simulate_kernel
@@ -75,6 +76,33 @@ def small_op_overhead(n: int = 2000) -> tuple[float, float]:
     ref = _best(bare)
     instr = 3 * n + 2
     return sim / instr * 1e6, ref / (3 * n) * 1e6
+
+
+def loop_body(n: int = 4000) -> tuple[float, float]:
+    """µs per instruction of an ``affine_range`` body of loads, small-tile VectorE ops and stores on disjoint (128, 4)
+    slices (a loop program: two iterations traced, the rest run at once), with and without loop programs."""
+    x = np.random.default_rng(0).standard_normal((128, 4 * n)).astype(np.float32)
+    k = jit(
+        _user_kernels(
+            """
+        def k(a):
+            out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+            for i in nl.affine_range(n):
+                t = nl.load(a[:, i * 4 : i * 4 + 4])
+                u = nisa.tensor_scalar(t, nl.multiply, 1.0001)
+                v = nisa.tensor_tensor(u, t, nl.maximum)
+                nl.store(out[:, i * 4 : i * 4 + 4], value=v)
+            return out
+        """,
+            nl=nl,
+            nisa=nisa,
+            n=n,
+        )["k"]
+    )
+    instr = 4 * n
+    fast = _best(lambda: simulate_kernel(k, x), repeat=3)
+    slow = _best(lambda: simulate_kernel(k, x, options=SimOptions(loop_programs=False)), repeat=1)
+    return fast / instr * 1e6, slow / instr * 1e6
 
 
 def matmul_loop(iters: int = 1000) -> tuple[float, float]:
@@ -181,6 +209,11 @@ def main(iters: int = 1000) -> int:
     print(
         f"  small-tile instruction (128x4 fp32): {per:.1f} us per instruction "
         f"(bare NumPy for the same math: {bare:.1f} us; overhead {per - bare:.1f} us)  goal <= 8 us"
+    )
+    fast, slow = loop_body()
+    print(
+        f"  affine_range body of load / tensor_scalar / tensor_tensor / store on (128, 4) slices: {fast:.1f} us per "
+        f"instruction as a loop program ({slow:.1f} us running every iteration)  goal <= 8 us"
     )
     sim, ref = matmul_loop(iters)
     print(

@@ -102,6 +102,7 @@ class View(NamedTuple):
     shape: tuple
     strides: tuple
     sdtype: np.dtype
+    items: np.ndarray | None = None  # an index-array view: the item offset of each element in iteration 0
 
 
 class Step(NamedTuple):
@@ -145,17 +146,23 @@ def _root(arr: np.ndarray) -> np.ndarray:
 
 
 def _describe(t: Tensor) -> tuple | str:
-    """(alloc id, byte offset in the allocation's storage, shape, strides, storage dtype, NKI dtype) or why not."""
-    if t.arr is None or t._mask is not None or t.dynamic or t.out_of_bounds:
-        return "an operand indexed with index arrays, a mask or a runtime index"
+    """(alloc id, byte offset in the allocation's storage, shape, strides, storage dtype, NKI dtype, index arrays)
+    or why not.  ``strides`` of an index-array view are its parent's, the index arrays (an int or an array per axis
+    of the parent, broadcast to the view's shape) pick its elements; None for a basic view."""
+    if t._mask is not None or t.dynamic or t.out_of_bounds:
+        return "an operand with a mask or a runtime index"
     al = t.alloc
     if al.buffer is Buffer.PSUM:
         return "a PSUM operand (its written state per element)"
     root = _root(al.array)
-    if not root.flags.c_contiguous or t.arr.dtype != root.dtype:
+    arr = t.arr if t.arr is not None else t.src
+    if arr is None or not root.flags.c_contiguous or arr.dtype != root.dtype:
         return "an operand whose storage is not contiguous or is reinterpreted"
-    off = t.arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return (al.id, off, t.arr.shape, t.arr.strides, t.arr.dtype, al.dtype)
+    off = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if t.arr is not None:
+        return (al.id, off, arr.shape, arr.strides, arr.dtype, al.dtype, None)
+    key = tuple(k if isinstance(k, np.ndarray) else int(k) for k in t.key)
+    return (al.id, off, tuple(t._shape), (arr.shape, arr.strides), arr.dtype, al.dtype, key)
 
 
 class Recorder:
@@ -293,22 +300,46 @@ def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Record
     return (e1, tuple(shifts))
 
 
-def _view(d0: tuple, d1: tuple, r0: Recorder, r1: Recorder) -> View | str:
-    a0, off0, shape, strides, sd, _ = d0
-    a1, off1, shape1, strides1, sd1, _ = d1
-    if shape != shape1 or strides != strides1 or sd != sd1:
+def _view(d0: tuple, d1: tuple, r0: Recorder, r1: Recorder, n: int) -> View | str:
+    a0, off0, shape, strides, sd, _, key0 = d0
+    a1, off1, shape1, strides1, sd1, _, key1 = d1
+    if shape != shape1 or strides != strides1 or sd != sd1 or (key0 is None) != (key1 is None):
         return "an operand of another shape or layout in the next iteration"
-    if a0 > r0.alloc0:
-        if a1 - r1.alloc0 != a0 - r0.alloc0 or off0 != off1:
-            return "an operand that is a different body tile in the next iteration"
-        return View(True, a0 - r0.alloc0, off0, 0, shape, strides, sd)
-    if a0 != a1:
+    body = a0 > r0.alloc0
+    if body and (a1 - r1.alloc0 != a0 - r0.alloc0 or off0 != off1):
+        return "an operand that is a different body tile in the next iteration"
+    if not body and a0 != a1:
         return "an operand that is another tensor in the next iteration"
-    return View(False, a0, off0, off1 - off0, shape, strides, sd)
+    alloc = a0 - r0.alloc0 if body else a0
+    if key0 is None:
+        return View(body, alloc, off0, off1 - off0, shape, strides, sd)
+    # an index-array view: per axis of its parent, the index moves by a constant per iteration and stays inside the
+    # axis up to the last iteration (the bounds check of Tensor._resolve, at the ends of an affine range)
+    (dims, pstrides), isz = strides, sd.itemsize
+    if off0 != off1 or len(key0) != len(key1) != len(dims):
+        return "an index-array operand whose parent view moves"
+    items = np.full(shape, off0 // isz, dtype=np.int64)
+    step = 0
+    for k0, k1, size, st in zip(key0, key1, dims, pstrides, strict=True):
+        d = np.asarray(k1) - np.asarray(k0)
+        if d.size == 0:
+            continue
+        delta = int(d.flat[0])
+        if (d != delta).any():
+            return "an index array that does not move by a constant per iteration"
+        lo, hi = int(np.min(k0)), int(np.max(k0))
+        last = n - 1
+        if min(lo, lo + last * delta) < 0 or max(hi, hi + last * delta) >= size:
+            return f"an index outside its dimension in iteration {last} (the per-iteration path reports it)"
+        items = items + np.broadcast_to(np.asarray(k0, dtype=np.int64), shape) * (st // isz)
+        step += delta * st
+    return View(body, alloc, off0, step, shape, (), sd, items)
 
 
 def _elements(v: View) -> np.ndarray:
     """Item offsets of a view's elements in its allocation's storage (iteration 0), flattened."""
+    if v.items is not None:
+        return v.items.ravel()
     isz = v.sdtype.itemsize
     idx = np.array(v.offset // isz, dtype=np.int64)
     for n, s in zip(v.shape, v.strides, strict=True):
@@ -420,7 +451,11 @@ class Program:
         ctx.n_instructions += (n - k0) * r1.n_instr
 
     def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
-        """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis."""
+        """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis (a copy for an
+        index-array view)."""
+        if v.items is not None:
+            flat, idx = self._gather(v, k0, k1, storage)
+            return flat[idx].reshape((k1 - k0,) + v.shape)
         if v.body:
             root = storage[v.alloc]
             return np.ndarray(
@@ -428,17 +463,39 @@ class Program:
             )
         return _batched(_root(self.r1.pre[v.alloc].array), v, k0, k1)
 
+    def _gather(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(the flat storage, the item index of each element in iterations k0..k1-1) of an index-array view."""
+        assert v.items is not None
+        items = v.items.reshape(1, -1)
+        if v.body:
+            root = storage[v.alloc]
+            per = root[0].size
+            return root.reshape(-1), items + (np.arange(k1 - k0, dtype=np.int64) * per)[:, None]
+        step = v.step // v.sdtype.itemsize
+        flat = _root(self.r1.pre[v.alloc].array).reshape(-1)
+        return flat, items + (np.arange(k0, k1, dtype=np.int64) * step)[:, None]
+
+    def _write(self, v: View, value: Any, dtype: Any, k0: int, k1: int, storage: dict[int, np.ndarray]) -> None:
+        """Write ``value`` to view ``v`` in iterations k0..k1-1, rounded once to ``dtype`` (Tensor.write)."""
+        if v.items is None:
+            dt.cast_into(self._array(v, k0, k1, storage), value, dtype)
+            return
+        tmp = np.empty((k1 - k0,) + v.shape, v.sdtype)
+        dt.cast_into(tmp, value, dtype)
+        flat, idx = self._gather(v, k0, k1, storage)
+        flat[idx] = tmp.reshape(idx.shape)
+
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
         storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items()}
         for s in self.steps:
-            dst = self._array(s.dst, k0, k1, storage)
+            shape = (k1 - k0,) + s.dst.shape
             srcs = [self._array(v, k0, k1, storage) for v in s.srcs]
             op = s.op
             v: Any
             if op is Op.DMA:
                 v = srcs[0]
-                if v.shape != dst.shape:
-                    v = np.ascontiguousarray(v).reshape(dst.shape)
+                if v.shape != shape:
+                    v = np.ascontiguousarray(v).reshape(shape)
             elif op is Op.TENSOR_COPY:
                 v = srcs[0] if s.func is None else srcs[0].astype(np.float32)
             elif op is Op.TENSOR_SCALAR:
@@ -454,7 +511,7 @@ class Program:
                 assert s.func is not None
                 v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
                 v = np.asarray(v).astype(np.float32, copy=False)
-            dt.cast_into(dst, v, s.dtype)
+            self._write(s.dst, v, s.dtype, k0, k1, storage)
         return {i: a[-1] for i, a in storage.items()}
 
     def _events(self, k0: int) -> None:
@@ -514,6 +571,10 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         if isinstance(t, str):
             return t
         templates.append(t)
+    for j, c in enumerate(r0.calls):  # each call's event writes the call's destination (not a tile it lands in)
+        writes = events[r0.seq0 + j].writes
+        if len(writes) != 1 or writes[0].alloc_id != c.views[0][0]:
+            return f"the result of the {c.name} at line {c.line} lands elsewhere (`t[...] = ...`, `+=`)"
     body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
     steps = []
     for c0, c1 in zip(r0.calls, r1.calls, strict=True):
@@ -521,7 +582,7 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
             return f"the {c0.name} at line {c0.line} is a different call in the next iteration"
         views = []
         for d0, d1 in zip(c0.views, c1.views, strict=True):
-            v = _view(d0, d1, r0, r1)
+            v = _view(d0, d1, r0, r1, n)
             if isinstance(v, str):
                 return f"{c0.name} at line {c0.line}: {v}"
             if v.body:
@@ -533,11 +594,19 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         steps.append(step)
     for s in steps:  # every view of a tensor from before the loop stays inside its storage
         for v in (s.dst, *s.srcs):
-            if not v.body:
-                try:
-                    _batched(_root(r1.pre[v.alloc].array), v, 0, n)
-                except (ValueError, TypeError):
+            if v.body:
+                continue
+            root = _root(r1.pre[v.alloc].array)
+            if v.items is not None:
+                lo, hi = int(v.items.min()), int(v.items.max())
+                last = (n - 1) * (v.step // v.sdtype.itemsize)
+                if min(lo, lo + last) < 0 or max(hi, hi + last) >= root.size:
                     return f"a view outside its tensor's storage by the last iteration (line {s.line})"
+                continue
+            try:
+                _batched(root, v, 0, n)
+            except (ValueError, TypeError):
+                return f"a view outside its tensor's storage by the last iteration (line {s.line})"
     why = _independent(steps, r1.pre, body, n)
     if why is not None:
         return why

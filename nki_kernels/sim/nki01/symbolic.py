@@ -569,14 +569,16 @@ def traced_once(frame: types.FrameType) -> bool | str:
 
 def index_use(n: int, k: Any) -> None:
     """A loop index (or a slice bounded by one) indexes a dimension of size ``n``: the traced body's recorder notes
-    the elements it selects, or fails for an index that is not affine (core/program.py); ``n`` -1: an index-array
-    view (not in a program)."""
+    the elements it selects, or fails for an index that is not affine (core/program.py); ``n`` -1: a part of an
+    index-array subscript (its bounds are the program's view check)."""
     ctx = maybe_current()
     rec = ctx.recorder if ctx is not None else None
     if rec is None:
         return
     if n < 0:
-        rec.fail("a loop index in an index-array expression")
+        if k.__class__ is Index and k.terms is not None:
+            return  # an int index of an index-array view: Tensor.take checks it, the program checks the view
+        rec.fail("an index-array expression that is not affine")
         return
     if k.__class__ is Index:
         if k.terms is None:

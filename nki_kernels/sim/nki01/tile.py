@@ -129,13 +129,15 @@ class Tile(Tensor):
             c = k.__class__
             if c is Index:
                 # a loop index is a basic (scalar) index: its concrete value (docs/nki-0.1-rules.md §9)
-                index_use(-1, k)  # (an index-array view: not in a loop program)
+                index_use(-1, k)  # checked as part of the index-array view by a loop program
                 flat.append(k.v)
             elif c is Predicate:
                 flat.append(MaskExpr(k.v))
             elif isinstance(k, MGrid):
                 flat.extend(k.parts)
             else:
+                if isinstance(k, IndexExpr) and k.LEVEL:
+                    index_use(-1, k)  # an expression not affine in the loop indices (or in the aranges)
                 flat.append(k)
         if any(isinstance(k, Tensor) for k in flat):
             view = indirect_view(self, [k.v if isinstance(k, IndexExpr) else k for k in flat])
