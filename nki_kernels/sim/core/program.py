@@ -363,10 +363,16 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
     wrote = {v.alloc for v, _ in writes}
     reads = [(v, s.line) for s in steps for v in s.srcs if not v.body]
     for v, line in reads:
-        if pre[v.alloc].unwritten and v.alloc not in wrote:
+        if pre[v.alloc].unwritten:
             return (
                 f"a read of a tensor that may hold never-written elements (line {line}; the poison check is per read)"
             )
+    for s in steps:
+        for v in (s.dst, *s.srcs):
+            al = None if v.body else pre[v.alloc]
+            if al is not None and al.buffer.on_chip and abs(v.step) >= _root(al.array).strides[0]:
+                # the partition access rules (start partition, E026) are per view: the traced iterations saw two
+                return f"an on-chip view that moves across partitions (line {s.line})"
     owner = {a: np.full(_root(pre[a].array).size, -1, dtype=np.int32) for a in wrote}
     for accesses, is_write in ((writes, True), (reads, False)):
         for v, line in accesses:
