@@ -314,3 +314,17 @@ def test_index_array_subscripts_run_as_programs(capfd):
 def test_index_array_subscripts_it_cannot_prove_run_every_iteration(kernel, why, capfd):
     slow, _, said = _same(kernel, [_rng().standard_normal((P, 40)).astype(np.float32)], capfd)
     assert "per iteration" in said and why in said, said
+
+
+def test_the_instruction_cap_stops_at_the_same_instruction(capfd):
+    """A program runs the iterations under the cap; the per-iteration path runs the rest and raises E031 there."""
+    a = [_rng().random(300, np.float32)] * 2
+    runs = []
+    for programs in (False, True):
+        opts = SimOptions(loop_programs=programs, explain_loops=True, max_instructions=701)
+        with pytest.raises(SimError) as e:
+            trace_kernel(add_one_element_chunks, *a, options=opts)
+        runs.append(str(e.value))
+    said = capfd.readouterr().err
+    assert runs[0] == runs[1] and "E031" in runs[0]
+    assert "the instruction cap" in said and "loop program" in said, said

@@ -65,7 +65,10 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
     if program.__class__ is str and ctx.options.explain_loops:
         _program.explain(program, kind, n, file, line)
     recs: list[_program.Recorder] = []
-    for i in order:
+    resume = 0  # the first position the per-iteration path runs after a program ran the ones before it
+    for pos, i in enumerate(order):
+        if pos < resume:
+            continue
         # tuple.__new__ directly: the LoopFrame(...) NamedTuple, without its Python-level __new__
         ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
         rec = None
@@ -85,12 +88,14 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
             built = _program.build(ctx, recs[0], recs[1], n)
             recs.clear()
             if ctx.options.explain_loops:
-                _program.explain(built if isinstance(built, str) else "ran", kind, n, file, line)
+                _program.explain(built if isinstance(built, str) else built.stop, kind, n, file, line)
             if isinstance(built, str):
                 program = built
             else:
-                built.run(2)
-                break
+                resume = built.stop
+                built.run(2)  # iterations 2..stop-1; those after it (the instruction cap) run per iteration
+                if resume == n:
+                    break
     races = ctx.races
     if races is not None and lk is LoopKind.AFFINE:
         races.close(loop_id)  # iteration races of this entry (E029, core/races.py)

@@ -419,7 +419,7 @@ class Program:
         self.ctx = ctx
         self.steps = steps
         self.templates = templates
-        self.n = n
+        self.n = self.stop = n  # the program runs iterations up to ``stop`` (the loop's trip count, or the cap's)
         self.r1 = r1
         self.body = body  # position -> (the body tile of iteration 1, the shape and dtype of its storage)
 
@@ -560,7 +560,10 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         return "instructions recorded outside the iterations"
     if r0.seq1 - r0.seq0 != len(r0.calls) or r1.n_instr != len(r1.calls):
         return "an instruction that is not a call the program runs (an assignment, a `+=`, a fill)"
-    if ctx.n_instructions + (n - 2) * r1.n_instr > ctx.options.max_instructions:
+    # the iterations that fit under the instruction cap run as a program; the per-iteration path runs the rest and
+    # stops at the exact instruction (E031)
+    stop = min(n, 2 + (ctx.options.max_instructions - ctx.n_instructions) // max(1, r1.n_instr))
+    if stop <= 2:
         return "the instruction cap (the per-iteration path stops at the exact instruction)"
     for ref, _, _ in r0.body.values():
         if ref() is not None:
@@ -616,7 +619,7 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
     why = _independent(steps, r1.pre, body, n)
     if why is not None:
         return why
-    return Program(ctx, steps, templates, n, r1, body)
+    return Program(ctx, steps, templates, stop, r1, body)
 
 
 def _same_params(a: tuple, b: tuple) -> bool:
@@ -714,11 +717,14 @@ def _size(v: View) -> int:
     return int(np.prod(v.shape, dtype=np.int64))
 
 
-def explain(outcome: bool | str, kind: str, n: int, file: str, line: int) -> None:
-    """One line on stderr: how the loop at ``file:line`` ran (``SimOptions.explain_loops``)."""
+def explain(outcome: int | str, kind: str, n: int, file: str, line: int) -> None:
+    """One line on stderr: how the loop at ``file:line`` ran (``SimOptions.explain_loops``): per iteration and why
+    (``outcome`` a reason), or as a program up to iteration ``outcome`` (the rest: the instruction cap)."""
     where = f"{file}:{line}"
-    if outcome == "ran":
-        how = f"loop program: iterations 0-1 traced, 2-{n - 1} run at once"
-    else:
+    if isinstance(outcome, str):
         how = f"per iteration: {outcome}"
+    else:
+        how = f"loop program: iterations 0-1 traced, 2-{outcome - 1} run at once"
+        if outcome < n:
+            how += f", {outcome}-{n - 1} per iteration (the instruction cap, SimOptions.max_instructions)"
     print(f"[nki-kernels] {kind}_range({n}) at {where}: {how}", file=sys.stderr, flush=True)
