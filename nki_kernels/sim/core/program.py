@@ -159,7 +159,7 @@ def _describe(t: Tensor) -> tuple | str:
     if arr is None or not root.flags.c_contiguous or arr.dtype != root.dtype:
         return "an operand whose storage is not contiguous or is reinterpreted"
     off = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    if t.arr is not None:
+    if t.arr is not None or t.key is None:
         return (al.id, off, arr.shape, arr.strides, arr.dtype, al.dtype, None)
     key = tuple(k if isinstance(k, np.ndarray) else int(k) for k in t.key)
     return (al.id, off, tuple(t._shape), (arr.shape, arr.strides), arr.dtype, al.dtype, key)
