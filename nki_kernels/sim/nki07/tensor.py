@@ -133,7 +133,7 @@ class NkiTensor:
         return self.t.off // self.t.alloc.array.itemsize
 
     def is_contiguous(self) -> bool:
-        a = self.t.arr
+        a = self._need_basic("is_contiguous")
         exp = 1
         dims = list(zip(a.shape, self.strides, strict=False))
         if self.t.alloc.buffer in ON_CHIP:
