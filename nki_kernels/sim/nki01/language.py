@@ -455,7 +455,8 @@ def store(*args: Any, **kw: Any) -> Any:
 
 
 load.__doc__, store.__doc__ = _load.__doc__, _store.__doc__
-load.core_op, store.core_op = _load.core_op, _store.core_op
+# function attributes (adapt.returns_fresh / with_dst set core_op): mypy does not model them
+load.core_op, store.core_op = _load.core_op, _store.core_op  # type: ignore[attr-defined]
 load_transpose2d = returns_fresh(_dma.load_transpose2d)
 copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_engine=_ACT)
 broadcast_to = returns_fresh(_vector.broadcast_to)
@@ -576,7 +577,7 @@ bitwise_or = _binary("bitwise_or")
 bitwise_xor = _binary("bitwise_xor")
 left_shift = _binary("left_shift")
 right_shift = _binary("right_shift")
-copy._nki_op = "copy"
+copy._nki_op = "copy"  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
 where = returns_fresh(_vector.where, api="nl.where")
 
 
