@@ -849,7 +849,7 @@ def land(
     vm = res.mask
     lm = mask
     if vm is not None:
-        vm = place(vm, dst._shape, how) if how != "same" else vm
+        vm = place(vm, dst._shape, how) if how != "same" and isinstance(vm, np.ndarray) else vm
         lm = vm if mask is None or mask is True else (False if mask is False or vm is False else mask & vm)
     if accumulate and lm is None and how == "same" and dst.accumulate(v, res.written_by):
         record(ctx, res, dst, accumulate=accumulate, where=where, seq=seq)
