@@ -21,6 +21,7 @@ from .trace import Buffer
 if TYPE_CHECKING:
     from .context import RunContext
     from .dtypes import _TF32
+    from .ops import Result
     from .trace import Region
 
 BUFFERS = {b.value: b for b in Buffer}
@@ -98,7 +99,8 @@ class Alloc:
         self.psum_fill = NEVER
         self.psum_kind: np.ndarray | None = None
         self.argument = False  # a kernel argument (the caller's array)
-        self.pending = None  # the result (ops.Result) this new tile holds while it waits for its destination
+        # the result this new tile holds while it waits for its destination
+        self.pending: Result | None = None
         self.poison_scans = 0  # clean poison checks of reads so far (tensor._check_poison)
         # origin: True -- allocated at the user's current line; a (file, line) -- allocated there
         if origin.__class__ is not tuple:

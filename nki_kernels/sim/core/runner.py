@@ -36,7 +36,7 @@ class Kernel:
     ``tensor_cls``      the class of the run's new tensors
     """
 
-    tensor_cls: type = Tensor
+    tensor_cls: type[Tensor] = Tensor
 
     def __init__(
         self,
