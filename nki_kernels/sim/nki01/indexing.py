@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn, overload
 
 import numpy as np
 
@@ -329,6 +329,12 @@ def mask_value(mask: Any, api: str = "mask") -> bool | np.ndarray | None:
         f"mask must be an affine predicate (MaskExpr) or a bool, got {type(mask).__name__}",
         "Build it from nl.arange/mgrid comparisons combined with &",
     )
+
+
+@overload
+def mask_array(mask: MaskExpr, shape: tuple[int, ...], api: str = ...) -> np.ndarray: ...
+@overload
+def mask_array(mask: Any, shape: tuple[int, ...], api: str = ...) -> bool | np.ndarray | None: ...
 
 
 def mask_array(mask: Any, shape: tuple[int, ...], api: str = "mask") -> bool | np.ndarray | None:

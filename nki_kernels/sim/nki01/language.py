@@ -244,7 +244,8 @@ def ndarray(
     shape = _rank_check(shape, buf, "ndarray")
     if buf in _HBM:
         t = _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
-        if ctx.direct is not None and not ctx.direct.forced_auto:
+        # RunContext.direct is this front end's DirectAllocation, or None
+        if isinstance(ctx.direct, _alloc.DirectAllocation) and not ctx.direct.forced_auto:
             ctx.direct.hbm(buf, t, ctx.site)
         return t
     placement = _direct_alloc(ctx, buffer, buf, "ndarray", name)
@@ -396,12 +397,12 @@ def spmd_dim(*dims: int) -> int:
 # affine_range / sequential_range (and a `range` loop in the kernel function or a mode='trace' helper, the
 # kernel's `range` is kernel_range below) yield symbolic indices (symbolic.py; aws-neuron-sdk@49ee15c5
 # programming_model.rst "Representing data in NKI"); static_range yields ints (unrolled at trace time).
-def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
+def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index | int]:  # ints outside a kernel
     """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
     return _symbolic(_loop("affine", _bound_args("nl.affine_range", args)))
 
 
-def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
+def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index | int]:
     return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args)))
 
 
@@ -409,7 +410,7 @@ def static_range(*args: Any, **kwargs: Any) -> Iterator[int]:
     return _loop("static", _bound_args("nl.static_range", args, static=True))
 
 
-def kernel_range(*args: Any) -> Iterator[Index] | range:
+def kernel_range(*args: Any) -> Iterator[Index | int] | range:
     """``range`` as the kernel function (and a ``mode='trace'`` helper) sees it: the iterator of a ``for``
     statement there is ``nl.sequential_range`` (NL sequential_range docstring, SDK 2.26: "range is replaced
     by sequential_range"); any other use (``list(range(n))``, a comprehension) is Python's range."""
