@@ -887,6 +887,7 @@ def unary(
     if name == "invert":
         r = np.invert(x.read(m).astype(np.int64)) if dt.is_int(x.dtype) else (x.read_f32(m) == 0)
     else:
+        assert fn is not None, "only invert has no fp32 function"
         r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
     d = _dtype(dtype, dt.bool_ if name == "logical_not" else x.dtype, name)
     res = compute_result(
@@ -967,7 +968,7 @@ def where(
     dst: Dst,
     condition: Tensor,
     x: Tensor,
-    y: Operand,
+    y: Tensor | float,
     *,
     dtype: DTypeArg = None,
     mask: MaskArg = None,
