@@ -375,6 +375,22 @@ def test_group_larger_than_the_run_is_an_error():
     check(outs[1], 2 * x)
 
 
+def test_the_error_of_a_rank_is_raised_with_a_note_naming_it():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    x = rand(4, 4)
+    with pytest.raises(ValueError, match=r"\[E018\].*float64") as e:
+        run_ranks(k, [dict(x=x), dict(x=x.astype(np.float64))])
+    # BaseException.add_note exists from Python 3.11: on 3.10 the rank's error is raised without the note (it raised
+    # AttributeError there)
+    assert getattr(e.value, "__notes__", ["(in rank 1 of 2)"]) == ["(in rank 1 of 2)"]
+    check(run_ranks(k, [dict(x=x), dict(x=x)])[1], x)
+
+
 def test_reduction_op_must_be_add_min_max():
     x = rand(4, 4)
     with pytest.raises(ValueError, match=r"\[E021\].*multiply"):

@@ -841,6 +841,20 @@ def test_indirect_view_cannot_be_indexed_again(form):
     np.testing.assert_array_equal(kernel(False)(x), x[0:64:2])
 
 
+@pytest.mark.parametrize("query", [lambda v: v.strides, lambda v: v.is_contiguous()])
+def test_layout_query_of_an_indirect_view_is_coded(query):
+    """The layout of a vector_select view (no strided array behind it) is not implemented: E100 for ``strides``
+    and ``is_contiguous()`` alike (is_contiguous raised AttributeError on the missing array); a basic view answers."""
+
+    def body(a):
+        offsets = nl.ndarray((32, 1), nl.int32, buffer=nl.sbuf)
+        nisa.iota(offsets, [[1, 1]], 0, 2)
+        query(a.vector_select(0, offsets))
+
+    raises(NotImplementedError, "E100", body)
+    run(lambda a: query(a[0:64:2]))
+
+
 def test_tensor_subscript_is_the_0_1_dynamic_access_syntax():
     """MIG "Dynamic access pattern": the 0.1 form `A[idx_tile, :]` became .ap(vector_offset=) / vector_select
     (E014 naming the new forms; it used to fail with an unrelated E010 from `==`)."""

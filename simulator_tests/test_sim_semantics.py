@@ -448,6 +448,26 @@ def test_python_bool_mask_is_honoured(flag):
     np.testing.assert_array_equal(out, x if flag else np.zeros_like(x))
 
 
+@pytest.mark.parametrize("flag", [False, True])
+def test_python_bool_mask_of_a_result_that_lands_broadcast(flag):
+    """A result computed under mask=True/False lands in a wider tile (its (P, 1) value broadcast along the free
+    axis): the bool is all or nothing there too (landing it raised AttributeError: the bool was broadcast like
+    a mask array)."""
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 4), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        s = nl.zeros((128, 4), nl.float32)
+        s[...] = nl.exp(t[:, 0:1], mask=flag)
+        nl.store(out, s)
+        return out
+
+    x = _x((128, 4))
+    ref = np.broadcast_to(np.exp(x[:, 0:1]), x.shape) if flag else np.zeros_like(x)
+    np.testing.assert_allclose(simulate_kernel(k, x), ref, rtol=1e-6)
+
+
 # ---- item 16: loads of 1-element / 1-D HBM tensors are 2-D tiles -------------------------------
 
 

@@ -64,8 +64,9 @@ class install_neuronxcc_alias(ModuleAlias):
         root = types.ModuleType("neuronxcc")
         root.__path__ = []  # a package, so `import neuronxcc.nki.language` works
         root.__doc__ = "nki_kernels.sim alias of neuronxcc (interpreter, not the Neuron compiler)"
-        root.nki = nki
-        root.__nki_kernels_sim__ = True
+        # a module takes any attribute; typeshed's ModuleType only reads them (__getattr__)
+        root.nki = nki  # type: ignore[attr-defined]
+        root.__nki_kernels_sim__ = True  # type: ignore[attr-defined]
         return {
             "neuronxcc": root,
             "neuronxcc.nki": nki,
@@ -88,13 +89,13 @@ class install_neuronxcc_alias(ModuleAlias):
         # documented; CRITICAL + 1 disables every standard level, which is what the name says.
         self._added_logging_off = not hasattr(logging, "OFF")
         if self._added_logging_off:
-            logging.OFF = logging.CRITICAL + 1
+            logging.OFF = logging.CRITICAL + 1  # type: ignore[attr-defined]  # not in the stdlib: added
 
     def _uninstall_extra(self) -> None:
         if self._prev_options is not None:
             set_default_options(self._prev_options)
         if self._added_logging_off and getattr(logging, "OFF", None) == logging.CRITICAL + 1:
-            del logging.OFF
+            del logging.OFF  # type: ignore[attr-defined]  # the name added above
 
 
 def alias_installed() -> bool:

@@ -11,6 +11,7 @@ in ``sys.modules`` under those names before is restored by ``uninstall()`` (or o
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 
 class ModuleAlias:
@@ -46,6 +47,6 @@ class ModuleAlias:
     def __enter__(self) -> ModuleAlias:
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.uninstall()
         return False

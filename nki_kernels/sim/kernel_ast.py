@@ -627,7 +627,7 @@ class _Pass(ast.NodeVisitor):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in inner:
                 self.loads.append((n.id, n.lineno, tuple(self.stack)))
 
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension  # type: ignore
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
 
 def _describe(node: ast.AST, filename: str, qualname: str, in_kernel_scope: bool, trace_helper: bool) -> FunctionSource:

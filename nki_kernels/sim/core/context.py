@@ -14,8 +14,8 @@ import random
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Container, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import numpy as np
 
@@ -27,15 +27,26 @@ from .policy import enforce
 from .trace import Event, Trace
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from .memory import Alloc
+    from .ops import Result
     from .program import Recorder
-    from .trace import Engine, Payload, Region
+    from .races import RaceLog
+    from .tensor import Tensor
+    from .trace import Engine, LoopFrame, Payload, Region
 
 _local = threading.local()
 _last_run: RunContext | None = None
 
 
-def current(api: str | None = None) -> RunContext:
+@overload
+def current(api: str) -> RunContext: ...
+@overload
+def current(api: None = None) -> RunContext | None: ...
+
+
+def current(api: str | None = None) -> RunContext | None:
     """The run of this thread; with ``api``, E019 when there is none (an NKI call outside a kernel)."""
     ctx = getattr(_local, "ctx", None)
     if ctx is None and api is not None:
@@ -61,9 +72,9 @@ def current_run() -> RunContext | None:
 def enter(api: str, instruction: bool = True) -> RunContext:
     """The entry of every NKI call of both front ends: the run (E019 outside a kernel) and the run's
     per-call hook; ``api`` names the call in messages."""
-    ctx = getattr(_local, "ctx", None)
+    ctx: RunContext | None = getattr(_local, "ctx", None)
     if ctx is None:
-        current(api)
+        ctx = current(api)  # raises E019
     hook = ctx.call_hook
     if hook is not None:
         hook()
@@ -72,7 +83,9 @@ def enter(api: str, instruction: bool = True) -> RunContext:
     # the user's line of this call: the first frame outside the interpreter, found once per call
     f = sys._getframe(2)
     while f.f_code.co_filename.startswith(_SIM_DIR):
-        f = f.f_back
+        back = f.f_back
+        assert back is not None, "an NKI call has a caller outside the interpreter"
+        f = back
     ctx.site = (f.f_code.co_filename, f.f_lineno)
     sc = ctx.scopes
     if sc is not None and id(f.f_code) not in sc.quiet:
@@ -81,6 +94,28 @@ def enter(api: str, instruction: bool = True) -> RunContext:
 
 
 enter_landing = enter  # an assignment / `+=` (named for the reader: it may land a pending result)
+
+
+class DirectAllocationHook(Protocol):
+    """``RunContext.direct``: the front end's direct-allocation state (NKI 0.1: nki01/allocation.py), as the core
+    uses it."""
+
+    @property
+    def active(self) -> Collection[str]: ...  # buffers allocated directly
+    @property
+    def first_auto(self) -> Container[str]: ...  # buffers with an automatically allocated tensor
+    def automatic(self, buffer: str, what: str, where: tuple[Any, ...], api: str = "") -> None: ...
+    def instruction(self, reads: Sequence[Region], writes: Sequence[Region], where: tuple[str, int]) -> None: ...
+
+
+class SourceRulesHook(Protocol):
+    """``RunContext.scopes``: the front end's per-call source checker (NKI 0.1: nki01/scopes.py), as the core
+    uses it."""
+
+    @property
+    def quiet(self) -> Container[int]: ...  # ids of the code objects without checks
+    def on_call(self, ctx: RunContext, f: FrameType) -> None: ...
+    def check_shared_hbm(self, api: str) -> None: ...
 
 
 class RunContext:
@@ -121,7 +156,7 @@ class RunContext:
         options: SimOptions,
         kernel_name: str = "",
         grid: tuple = (),
-        tensor_cls: type | None = None,
+        tensor_cls: type[Tensor] | None = None,
     ):
         self.options = options
         self.warned: set = set()  # (key, file, line) of the warnings already given
@@ -129,7 +164,7 @@ class RunContext:
         self.trace = Trace(kernel_name=kernel_name, grid=grid)
         self.program_id: tuple = ()
         self.grid: tuple = grid
-        self.loops: tuple = ()
+        self.loops: tuple[LoopFrame, ...] = ()
         self.skip_middle_end = False
         self.hbm_registry: list = []
         self.hbm_cursor = 0
@@ -139,7 +174,7 @@ class RunContext:
         self.rand_rng = np.random.default_rng(0)
         self.vector_acc = np.zeros(limits.PMAX, dtype=np.float32)
         self.act_acc = np.zeros(limits.PMAX, dtype=np.float32)
-        self.pending: list = []
+        self.pending: list[Result] = []
         self.call_hook: Callable[[], None] | None = None
         self.n_instructions = 0
         self.api = ""
@@ -148,9 +183,9 @@ class RunContext:
         self.alloc_count = 0
         self.loop_count = 0
         self.tensor_cls = tensor_cls
-        self.direct: object | None = None
-        self.scopes = None
-        self.races = None
+        self.direct: DirectAllocationHook | None = None
+        self.scopes: SourceRulesHook | None = None
+        self.races: RaceLog | None = None
         self.recorder: Recorder | None = None
         global _last_run
         _last_run = self
@@ -198,6 +233,7 @@ class RunContext:
         if direct is not None and direct.active:
             direct.instruction(reads, writes, (where[0], where[1]))
         events = self.trace.events
+        assert payload is not None, "a traced instruction has a payload"
         ev = Event(
             len(events) if seq is None else seq,
             op,
@@ -307,6 +343,6 @@ class activate:
         _local.ctx = self.ctx
         return self.ctx
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         _local.ctx = self.prev
         return False

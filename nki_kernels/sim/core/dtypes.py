@@ -78,7 +78,7 @@ _NAMES: dict = {}
 def name_of(dt: np.dtype | _TF32) -> str:
     n = _NAMES.get(dt)
     if n is None:
-        if dt is tfloat32:
+        if isinstance(dt, _TF32):
             n = "tfloat32"
         elif dt == float8_e4m3:
             n = "float8_e4m3"
@@ -88,7 +88,7 @@ def name_of(dt: np.dtype | _TF32) -> str:
     return n
 
 
-_INFO: dict = {}
+_INFO: dict[np.dtype | _TF32, tuple[int, str]] = {}
 
 
 def info(dt: np.dtype | _TF32) -> tuple[int, str]:
@@ -147,11 +147,11 @@ def is_float(dt: np.dtype | _TF32) -> bool:
 
 
 def is_int(dt: np.dtype | _TF32) -> bool:
-    return dt is not tfloat32 and dt not in FLOATS and np.dtype(dt).kind in "iub"
+    return not isinstance(dt, _TF32) and dt not in FLOATS and np.dtype(dt).kind in "iub"
 
 
 def itemsize(dt: np.dtype | _TF32) -> int:
-    return 4 if dt is tfloat32 else np.dtype(dt).itemsize
+    return 4 if isinstance(dt, _TF32) else np.dtype(dt).itemsize
 
 
 def storage_dtype(dt: np.dtype | _TF32, precision: str) -> np.dtype:
@@ -228,6 +228,7 @@ def poison_mask(a: np.ndarray) -> np.ndarray | None:
 def poison_value(dt: np.dtype | _TF32) -> float | bool | int:
     if is_float(dt):
         return np.nan
+    assert not isinstance(dt, _TF32), "tfloat32 is a float dtype"
     if np.dtype(dt) == np.bool_:
         return True
     return np.iinfo(np.dtype(dt)).max
@@ -248,7 +249,7 @@ def promote(a: np.dtype | _TF32 | None, b: np.dtype | _TF32 | None) -> np.dtype 
         return float32
     if b is None:
         return a
-    if a is tfloat32 or b is tfloat32:
+    if isinstance(a, _TF32) or isinstance(b, _TF32):
         return float32
     if a == b:
         return a

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .errors import NKISyntaxError, SimValueError
-from .trace import ACT, DVE, POOL
+from .trace import ACT, DVE, POOL, Engine
 
 VECTOR, SCALAR, GPSIMD = DVE, ACT, POOL
 ENGINE_NAME = {DVE: "Vector", ACT: "Scalar", POOL: "GpSimd"}
@@ -27,7 +27,7 @@ ENGINE_NAME = {DVE: "Vector", ACT: "Scalar", POOL: "GpSimd"}
 _V, _VGS, _GS, _VS, _G = (VECTOR,), (VECTOR, GPSIMD, SCALAR), (GPSIMD, SCALAR), (VECTOR, SCALAR), (GPSIMD,)
 
 # op name -> (engines that run it, legal as a reduction op)            [tbl-aluop, 2.26]
-ALU_OPS: dict[str, tuple[tuple[str, ...], bool]] = {
+ALU_OPS: dict[str, tuple[tuple[Engine, ...], bool]] = {
     # bitvec
     "invert": (_V, False),
     "bitwise_and": (_V, True),
@@ -73,7 +73,7 @@ def legal(name: str, engine: str) -> bool:
     return entry is not None and engine in entry[0]
 
 
-_PICKED: dict = {}
+_PICKED: dict[tuple[tuple[str | None, ...], tuple[Engine, ...], Engine], Engine] = {}
 
 
 def canonical(name: str) -> str:
@@ -101,7 +101,7 @@ def alu_op(api: str, arg: str, name: str) -> str:
     return n
 
 
-def check(api: str, arg: str, name: str, engine: str, *, integer: bool = False) -> None:
+def check(api: str, arg: str, name: str, engine: Engine, *, integer: bool = False) -> None:
     """E025 if ALU op ``name`` cannot run on ``engine`` (names the legal engines)."""
     if legal(name, engine):
         return
@@ -137,7 +137,7 @@ def check_reduce(api: str, arg: str, name: str) -> str:
     return n
 
 
-def pick(names: Sequence[str | None], allowed: tuple[str, ...], preferred: str) -> str:
+def pick(names: Sequence[str | None], allowed: tuple[Engine, ...], preferred: Engine) -> Engine:
     """The engine the compiler would use for ``engine=unknown``: ``preferred`` if every op runs
     there, else the first engine of ``allowed`` that runs them all (else ``preferred``, and the
     legality check names the problem)."""

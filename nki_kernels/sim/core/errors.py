@@ -40,7 +40,7 @@ def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
 
 def user_frame() -> types.FrameType | None:
     """The innermost stack frame that is not inside nki_kernels.sim (the kernel line)."""
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_SIM_DIR):
         f = f.f_back
     return f

@@ -41,6 +41,11 @@ class IndirectTensor(Tensor):
 
     __slots__ = ("index_tiles", "from_mgrid")
     dynamic = True
+    index_tiles: tuple[Tensor, ...]
+    from_mgrid: bool  # built from nl.mgrid fields (check_load_store)
+    # an index-array view: its source and index arrays are always set
+    src: np.ndarray
+    key: tuple
 
     def valid(self) -> np.ndarray:
         """Bool array (view shape): the points whose indices are all in bounds."""
@@ -112,6 +117,8 @@ class OutOfBoundsView(IndirectTensor):
 
     __slots__ = ("arg", "message")
     out_of_bounds = True
+    arg: str  # the argument and message of its E008
+    message: str
 
     def valid(self) -> np.ndarray:
         return np.ones(self._shape, dtype=bool)  # nothing for oob_mode=skip to drop

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from .trace import Buffer
 if TYPE_CHECKING:
     from .context import RunContext
     from .dtypes import _TF32
+    from .ops import Result
     from .trace import Region
 
 BUFFERS = {b.value: b for b in Buffer}
@@ -30,6 +31,10 @@ _SBUF, _PSUM = Buffer.SBUF, Buffer.PSUM
 # accumulate=None: "the first write to a PSUM location overwrites"; a location initialised by a
 # non-matmul instruction is undefined to accumulate onto on trn2)
 NEVER, BY_TENSOR_ENGINE, BY_OTHER = 0, 1, 2
+
+# A live on-chip tile's token, a list mutated in place (Memory.track):
+# [buffer name, counted bytes per partition, freed, Memory, alloc id, name, shape, origin (file, line)]
+Token = list[Any]
 
 
 class Alloc:
@@ -92,9 +97,10 @@ class Alloc:
         # PSUM written state: one kind (NEVER / BY_TENSOR_ENGINE / BY_OTHER) for the whole allocation
         # while it is uniform, else an int8 array in the storage layout (psum_kind)
         self.psum_fill = NEVER
-        self.psum_kind = None
+        self.psum_kind: np.ndarray | None = None
         self.argument = False  # a kernel argument (the caller's array)
-        self.pending = None  # the result (ops.Result) this new tile holds while it waits for its destination
+        # the result this new tile holds while it waits for its destination
+        self.pending: Result | None = None
         self.poison_scans = 0  # clean poison checks of reads so far (tensor._check_poison)
         # origin: True -- allocated at the user's current line; a (file, line) -- allocated there
         if origin.__class__ is not tuple:
@@ -104,7 +110,7 @@ class Alloc:
             ctx.trace.alloc_origins[self.id] = self.origin
             if name:
                 ctx.trace.alloc_names[self.id] = name
-        self.token = None
+        self.token: Token | None = None
         # where the allocation was created: the user's line of the NKI call and the enclosing loops
         # (tensor scopes, E027: nki01/scopes.py)
         self.born_site = ctx.site
@@ -134,6 +140,7 @@ class Alloc:
     def bytes_per_partition(self) -> int:
         """Bytes per partition in the NKI dtype (storage may be wider in compat precision)."""
         a = self.array
+        assert self.par_axis is not None, "an on-chip allocation (HBM has no partitions)"
         p = a.shape[self.par_axis] if a.ndim else 1
         return a.size // p * self.itemsize if p else 0
 
@@ -156,7 +163,7 @@ class Memory:
         self.warned = warned
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
-        self.tiles = {"sbuf": {}, "psum": {}}  # alloc id -> (token, name, shape, origin) of live tiles
+        self.tiles: dict[str, dict[int, Token]] = {"sbuf": {}, "psum": {}}  # alloc id -> token of live tiles
         # Capacity is checked at the next instruction, not at allocation: `t = nl.ndarray(...)` in a
         # loop allocates the new tile before the old one is unbound, as the compiler's allocator would
         # not (it reuses the dead tile's space).
@@ -168,6 +175,7 @@ class Memory:
     def track(self, alloc: Alloc) -> None:
         a = alloc.array
         par = alloc.par_axis
+        assert par is not None, "only on-chip allocations are tracked"
         p = a.shape[par] if a.ndim else 1
         n = a.size // p * alloc.itemsize if p else 0  # NKI bytes per partition
         # keyed by the buffer's name (hashing an enum member is a Python-level call)
@@ -198,7 +206,7 @@ class Memory:
         if v > self.peak[buf]:
             self.peak[buf] = v
 
-    def _free(self, tok) -> None:
+    def _free(self, tok: Token) -> None:
         if not tok[2]:
             tok[2] = True
             self.live[tok[0]] -= tok[1]
@@ -282,14 +290,15 @@ class Memory:
             ),
         ):
             if self.live[buf] - (ex if ex_buf == buf else 0) > limit:
-                live = [t for t in self.tiles[buf].values() if not (ex and t[4] == result.id)]
-                biggest = sorted(live, key=lambda t: -t[1])[:4]
+                # ex is non-zero only for a result
+                tiles = [t for t in self.tiles[buf].values() if not (ex and result is not None and t[4] == result.id)]
+                biggest = sorted(tiles, key=lambda t: -t[1])[:4]
                 desc = ", ".join(
                     f"{t[5] or f't{t[4]}'}{tuple(t[6])} {t[1]} B from {os.path.basename(t[7][0])}:{t[7][1]}"
                     for t in biggest
                 )
                 # blamed at the allocation of the newest live tile: the one that did not fit
-                newest = max(live, key=lambda t: t[4]) if live else None
+                newest = max(tiles, key=lambda t: t[4]) if tiles else None
                 where = (newest[7][0], newest[7][1]) if newest is not None and newest[7][1] else user_location()
                 # PSUM over capacity through block-dimension tensors: the compiler places (and evicts) their
                 # logical blocks itself (2.26 psum.alloc: blocks do not "reflect the number of physical

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from .context import RunContext, lenient
 from .errors import NKISyntaxError, SimTypeError, SimValueError, partition_error
 from .memory import BY_OTHER, BY_TENSOR_ENGINE, NEVER, Alloc
 from .tensor import HBM_KINDS, ON_CHIP, PSUM, SBUF, Tensor, fresh
-from .trace import ACT, DMA, DVE, PE, Buffer, Dma, Elementwise, Engine, Event, Matmul, Reduce, Transpose
+from .trace import ACT, DMA, DVE, PE, Buffer, Dma, Elementwise, Engine, Event, Matmul, Payload, Reduce, Transpose
 
 OPS: dict = {}  # op name -> the core op function (ctx, dst, ...)
 
@@ -54,6 +54,7 @@ EngineArg = Any  # an ISA engine enum member (or an int naming one)
 EnumArg = Any  # another ISA enum member (or an int naming one)
 AxisArg = int | Sequence[int]
 ShapeArg = int | Sequence[int] | None
+_TensorT = TypeVar("_TensorT", bound=Tensor)
 
 
 def op(fn: Callable) -> Callable:
@@ -86,7 +87,7 @@ _SQ2 = np.float32(math.sqrt(2.0))
 _SQ2PI = np.float32(math.sqrt(2.0 / math.pi))
 
 # name -> (fp32 function, default engine)
-UNARY = {
+UNARY: dict[str, tuple[Callable[..., Any] | None, Engine]] = {
     "exp": (np.exp, ACT),
     "log": (np.log, ACT),
     "sqrt": (np.sqrt, ACT),
@@ -126,7 +127,7 @@ UNARY = {
 }
 
 # name -> fp32 binary function; comparisons/logical return bool
-BINARY = {
+BINARY: dict[str, Callable[..., Any]] = {
     "add": np.add,
     "subtract": np.subtract,
     "multiply": np.multiply,
@@ -177,7 +178,7 @@ OPERATOR_COMPARE: tuple[tuple[str, str], ...] = (
     ("ne", "not_equal"),
 )
 UNARY["gelu_apprx_sigmoid_dx"] = (lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x))), ACT)
-BITWISE = {
+BITWISE: dict[str, Callable[..., Any]] = {
     "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or,
     "bitwise_xor": np.bitwise_xor,
@@ -293,7 +294,7 @@ def device_var(
     return device_mean(d * d, axis, keepdims, where)
 
 
-REDUCE = {
+REDUCE: dict[str, Callable[..., Any]] = {
     "add": device_sum,
     "multiply": np.prod,
     "maximum": np.max,
@@ -322,7 +323,7 @@ def reduce_values(name: str, v: np.ndarray, axes: tuple[int, ...], keepdims: boo
         return REDUCE[name](v, axis=axes, keepdims=keepdims)
     r = v
     for a in sorted(axes, reverse=True):
-        idx = [slice(None)] * r.ndim
+        idx: list[slice | int] = [slice(None)] * r.ndim
         idx[a] = 0
         acc = r[tuple(idx)]
         for i in range(1, r.shape[a]):
@@ -388,7 +389,7 @@ except AttributeError:  # pragma: no cover
     pass
 
 
-_MASKED_REDUCE = {
+_MASKED_REDUCE: dict[str, tuple[Callable[..., Any], float | None]] = {
     "sum": (device_sum, None),
     "add": (device_sum, None),
     "prod": (np.prod, None),
@@ -403,7 +404,7 @@ _MASKED_REDUCE = {
 
 
 def masked_reduce(
-    name: str, v: np.ndarray, axes: int | tuple[int, ...] | None, keepdims: bool, m: MaskArg
+    name: str, v: np.ndarray, axes: int | tuple[int, ...] | None, keepdims: bool, m: np.ndarray | bool
 ) -> np.ndarray:
     """Reduce only the elements ``m`` selects (a reduction's mask= selects inputs)."""
     if m is False:
@@ -458,6 +459,16 @@ def opcode(op: OpArg, api: str, arg: str = "op") -> str:
 # ---------------------------------------------------------------------------------------
 # operand validation
 # ---------------------------------------------------------------------------------------
+
+
+@overload
+def mask_of(mask: None, shape: tuple, api: str = ...) -> None: ...
+@overload
+def mask_of(mask: bool, shape: tuple, api: str = ...) -> bool: ...
+@overload
+def mask_of(mask: np.ndarray, shape: tuple, api: str = ...) -> np.ndarray: ...
+@overload
+def mask_of(mask: MaskArg, shape: tuple, api: str = ...) -> MaskArg: ...
 
 
 def mask_of(mask: MaskArg, shape: tuple, api: str = "mask") -> MaskArg:
@@ -549,12 +560,13 @@ class Result:
     tile: Tensor | None
     where: tuple | None
     written_by: int
-    origin: bool | tuple
+    origin: bool
     slot: int | None
     private: bool
 
     def commit(self, ctx: RunContext) -> None:
         """Record the result with its new tile as its destination (the pending result's end)."""
+        assert self.tile is not None and self.where is not None, "a pending result has its tile and where"
         self.release(ctx)
         record(ctx, self, self.tile, result=self.tile.alloc, where=self.where, seq=self.slot)
         direct = ctx.direct
@@ -567,6 +579,7 @@ class Result:
 
     def release(self, ctx: RunContext) -> None:
         """No longer pending (it lands, or it is committed)."""
+        assert self.tile is not None, "a pending result has its tile"
         self.tile.alloc.pending = None
         ctx.pending.remove(self)
 
@@ -588,7 +601,7 @@ def compute_result(
     reduce: bool = False,
     eviction: bool = False,
     extra_reads: Sequence[Tensor] = (),
-    extra_writes: Sequence[Tensor] = (),
+    extra_writes: tuple[Tensor, ...] = (),
     shape: tuple | None = None,
     par: int = 0,
 ) -> Result:
@@ -598,6 +611,7 @@ def compute_result(
     instruction also reads / writes besides its operands and destination."""
     r = Result()
     if shape is None:
+        assert value is not None, "the shape of a result without a value is given"
         oshape = value.shape
         size = value.size
     else:
@@ -734,6 +748,7 @@ def record(
         writes.append(t.region())
     P, N = res.partitions, res.free_elems
     nbytes = res.nbytes + res.out_bytes * dal.itemsize
+    payload: Payload
     if k is K_ELEMENTWISE:
         payload = Elementwise(f[0], N, f[1], f[2], f[3], psum_out, f[4], f[5])
     elif k is K_REDUCE:
@@ -780,10 +795,19 @@ def record(
     )
 
 
+@overload
+def emit(ctx: RunContext, dst: _Pending | None, res: Result, *, accumulate: bool = ...) -> Tensor: ...
+@overload
+def emit(ctx: RunContext, dst: Tensor, res: Result, *, accumulate: bool = ...) -> None: ...
+@overload
+def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = ...) -> Tensor | None: ...
+
+
 def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) -> Tensor | None:
     """Hand a result to its destination (module docstring): land it in ``dst``, or a new tile
     (recorded now for ``dst=None``, pending for ``dst=PENDING``).  Returns the new tile or None."""
     if dst is None or dst is PENDING:
+        assert res.value is not None, "a result that lands has its value"
         tile = fresh(
             res.value,
             res.dtype,
@@ -809,6 +833,7 @@ def emit(ctx: RunContext, dst: Dst, res: Result, *, accumulate: bool = False) ->
             tile.alloc.pending = res
             ctx.pending.append(res)
         return tile
+    assert isinstance(dst, Tensor), "dst is a tensor, PENDING or None"
     if res.engine is not DMA and dst.alloc.buffer in HBM_KINDS:
         short = res.api.split(".")[-1]
         raise SimTypeError(
@@ -844,12 +869,13 @@ def land(
     to a never-written PSUM element overwrites it), and record the instruction's event."""
     api = res.api
     v = res.value
+    assert v is not None, "a result that lands has its value"
     if how != "same":
         v = place(v, dst._shape, how)
     vm = res.mask
     lm = mask
     if vm is not None:
-        vm = place(vm, dst._shape, how) if how != "same" else vm
+        vm = place(vm, dst._shape, how) if how != "same" and isinstance(vm, np.ndarray) else vm
         lm = vm if mask is None or mask is True else (False if mask is False or vm is False else mask & vm)
     if accumulate and lm is None and how == "same" and dst.accumulate(v, res.written_by):
         record(ctx, res, dst, accumulate=accumulate, where=where, seq=seq)
@@ -974,6 +1000,14 @@ def _space_error(api, arg, t, allowed):
     )
 
 
+@overload
+def tile(
+    x: _TensorT, api: str, arg: str, buffers: Sequence[Buffer | str] = ..., engine_access: bool = ...
+) -> _TensorT: ...
+@overload
+def tile(x: Any, api: str, arg: str, buffers: Sequence[Buffer | str] = ..., engine_access: bool = ...) -> Tensor: ...
+
+
 def tile(x: Any, api: str, arg: str, buffers: Sequence[Buffer | str] = ON_CHIP, engine_access: bool = True) -> Tensor:
     """Check that ``x`` is a tile (partition axis first) in one of ``buffers``; with
     ``engine_access`` (a compute-engine operand, not a DMA side) also the partition access rules."""
@@ -1079,7 +1113,7 @@ def _partition_access(x: Tensor, api, arg) -> None:
     a = x.arr
     if a is not None and a.ndim > 5:
         dims = [(d, st) for d, st in zip(a.shape[1:], a.strides[1:], strict=False) if d != 1]
-        merged = []
+        merged: list[tuple[int, int]] = []
         for d, st in dims:
             if merged and merged[-1][1] == st * d:
                 merged[-1] = (merged[-1][0] * d, st)
@@ -1171,7 +1205,7 @@ def free_size(shape: Sequence[int]) -> int:
     return n
 
 
-def value_of(x: Operand, mask: MaskArg = None) -> np.ndarray | float:
+def value_of(x: Tensor | float, mask: MaskArg = None) -> np.ndarray | float:
     """fp32 array of a tile, or the scalar itself."""
     if isinstance(x, Tensor):
         return x.read_f32(mask)
@@ -1197,6 +1231,7 @@ def _strided(t: Tensor) -> bool:
     if len(shape) < 2 or shape[-1] < 2:
         return False
     step = 0
+    assert t.src is not None and t.key is not None, "an index-array view has src and key"
     for k, st in zip(t.key, t.src.strides, strict=False):
         if isinstance(k, np.ndarray) and k.shape[-1] > 1:
             row = k.reshape(-1, k.shape[-1])[0]
@@ -1229,6 +1264,8 @@ def _same_region(a: Tensor, b: Tensor) -> bool:
             and a.src is b.src
             and a.off == b.off
             and a._shape == b._shape
+            and a.key is not None  # both are index-array views: set
+            and b.key is not None
             and len(a.key) == len(b.key)
             and all(map(_same_key, a.key, b.key))
         )
@@ -1322,7 +1359,7 @@ def assign(ctx: RunContext, dst: Tensor, value: Any, *, api: str = "dst[...] = v
 _AUGMENTED = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}
 
 
-def accumulate(ctx: RunContext, dst: Tensor, other: Any, opname: str, *, warn: bool = True) -> Tensor:
+def accumulate(ctx: RunContext, dst: _TensorT, other: Tensor | float, opname: str, *, warn: bool = True) -> _TensorT:
     """``dst += other`` (and -=, *=, /=).  A pending matmul result accumulates in PSUM for free
     (spec §8); anything else is a VectorE read-modify-write (warned)."""
     api = _AUGMENTED[opname]
@@ -1368,6 +1405,7 @@ def accumulate(ctx: RunContext, dst: Tensor, other: Any, opname: str, *, warn: b
     b = value_of(other)
     if isinstance(other, Tensor):
         tile(other, api, "value")
+        assert isinstance(b, np.ndarray), "a tensor's value is an array"
         b = pa_pad(b, dst.ndim)
     r = BINARY[opname](dst.read_f32(), b)
     dst.write(r, api=api)
@@ -1407,8 +1445,9 @@ def _contiguity(t: Tensor):
             expect *= n
         return (run * isz, max(1, t.size // run))
     # advanced: linear offsets of every point, count breaks
+    assert t.src is not None and t.key is not None, "an index-array view has src and key"
     strides = [s // t.src.itemsize for s in t.src.strides]
-    off = 0
+    off: int | np.ndarray = 0
     for k, s in zip(t.key, strides, strict=False):
         off = off + (np.broadcast_to(k, t.shape) if isinstance(k, np.ndarray) else k) * s
     off = np.asarray(np.broadcast_to(off, t.shape)).ravel()

@@ -28,13 +28,17 @@ element.  No tensor is referenced (liveness is reference counted), only its allo
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .errors import SimValueError
 from .policy import enforce
 from .trace import LoopKind
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .tensor import Tensor
 
 _AFFINE = LoopKind.AFFINE
 
@@ -219,11 +223,13 @@ class RaceLog:
         # entries' last write of that allocation it is)
         self._run: tuple | None = None
 
-    def note(self, ctx: object, dst: object, extra: tuple, where: tuple | None, kind: int, mask: object = None) -> None:
+    def note(
+        self, ctx: RunContext, dst: Tensor, extra: tuple, where: tuple | None, kind: int, mask: object = None
+    ) -> None:
         """An instruction writes ``dst`` (and the tensors in ``extra``); ``where``: (file, line, program_id,
         loops) when it ran (None: now); ``kind``: PLAIN, REDUCTION or PSUM_MATMUL; ``mask``: the instruction's
         boolean mask over ``dst`` (None/True: every element), so that only the elements it writes are compared."""
-        loops = ctx.loops if where is None else where[3]  # type: ignore[attr-defined]
+        loops = ctx.loops if where is None else where[3]
         # the affine frames of the enclosing loops, derived once per loop tuple: every instruction of an iteration
         # sees the same tuple (loops.loop builds one per iteration), and keeping it referenced here makes identity
         # imply equal contents (tuples of immutable LoopFrames)
@@ -231,12 +237,12 @@ class RaceLog:
             self._loops = loops
             self._affine = [fr for fr in loops if fr.kind is _AFFINE] if loops else ()
         affine = self._affine
-        spmd = self.spmd is not None and dst.alloc.buffer.is_hbm  # type: ignore[attr-defined]
+        spmd = self.spmd is not None and dst.alloc.buffer.is_hbm
         if not affine and not spmd:
             return
         if where is None:
-            site = ctx.site  # type: ignore[attr-defined]
-            where = (site[0], site[1], ctx.program_id, loops)  # type: ignore[attr-defined]
+            site = ctx.site
+            where = (site[0], site[1], ctx.program_id, loops)
         file, line = where[0], where[1]
         entries = self.entries
         for t in (dst, *extra) if extra else (dst,):

@@ -4,6 +4,9 @@ compositions (spec §9, Corrections 3; docs/nki-0.7-spec.md I9, L6)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from . import dtypes as dt
@@ -224,7 +227,7 @@ def _axes(x, axis, api):
     return ax
 
 
-_NL_REDUCE = {  # sum/mean/var add in the device's order (ops.device_sum)
+_NL_REDUCE: dict[str, Callable[..., Any]] = {  # sum/mean/var add in the device's order (ops.device_sum)
     "sum": device_sum,
     "max": np.max,
     "min": np.min,
@@ -239,14 +242,14 @@ _NL_REDUCE = {  # sum/mean/var add in the device's order (ops.device_sum)
 def reduce(
     ctx: RunContext,
     dst: Dst,
-    name: str | None,
+    name: str,
     x: Tensor,
     axis: AxisArg,
     *,
     dtype: DTypeArg = None,
     mask: MaskArg = None,
     keepdims: bool = False,
-    api: str = None,
+    api: str | None = None,
 ) -> Tensor | None:
     """``nl.<name>(x, axis)`` for name in sum/max/min/mean/prod/var/all: a VectorE tensor_reduce; its
     mask selects the inputs (spec Corrections 3)."""
@@ -503,7 +506,7 @@ def max8(
 
 # add/average across partitions: left to right from partition 0, like the free axis (ops.device_sum) --
 # an assumption: the device data measure a free-axis reduction only (GpSimdE's order is not published)
-_PAR_REDUCE = {
+_PAR_REDUCE: dict[str, Callable[..., Any]] = {
     "add": device_sum,
     "maximum": np.max,
     "max": np.max,

@@ -36,7 +36,7 @@ class Kernel:
     ``tensor_cls``      the class of the run's new tensors
     """
 
-    tensor_cls: type = Tensor
+    tensor_cls: type[Tensor] = Tensor
 
     def __init__(
         self,
@@ -54,7 +54,7 @@ class Kernel:
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__qualname__ = getattr(func, "__qualname__", self.__name__)
         self.__doc__ = getattr(func, "__doc__", None)
-        self.__module__ = getattr(func, "__module__", None)
+        self.__module__ = getattr(func, "__module__", None)  # type: ignore[assignment]  # None as update_wrapper
         self.__wrapped__ = func
 
     def __getitem__(self, grid: int | tuple[int, ...]) -> Kernel:

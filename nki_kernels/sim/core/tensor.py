@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,11 @@ from .errors import (
 )
 from .memory import BUFFERS, BY_OTHER, Alloc
 from .trace import Buffer, Region
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .dtypes import _TF32
 
 SBUF, PSUM = Buffer.SBUF, Buffer.PSUM
 ON_CHIP = (Buffer.SBUF, Buffer.PSUM)
@@ -93,10 +98,14 @@ class Tensor:
         self.par = par
         self.src = src
         self.key = key
-        self._shape = arr.shape if arr is not None else tuple(shape)
-        self._mask = None  # a predicate of an index-array view: accessed only where it holds
+        if arr is not None:
+            self._shape = arr.shape
+        else:
+            assert shape is not None, "an index-array view is given its shape"
+            self._shape = tuple(shape)
+        self._mask: np.ndarray | None = None  # a predicate of an index-array view: accessed only where it holds
         self.sliced = False  # made by indexing with a slice or index arrays (a view of a view)
-        self._region = None  # region() of this view (its geometry never changes)
+        self._region: Region | None = None  # region() of this view (its geometry never changes)
         self.access_ok = False  # passed the engine operand access rules (ops.tile)
         self._race = None  # races._geometry() of this view, once computed (its geometry never changes)
 
@@ -166,7 +175,9 @@ class Tensor:
         this tile as its destination first (``ops.Result.commit``)."""
         p = self.alloc.pending
         if p is not None:
-            p.commit(current())
+            ctx = current()
+            assert ctx is not None, "a result is pending only during a run"
+            p.commit(ctx)
 
     def read(self, mask: np.ndarray | bool | None = None) -> np.ndarray:
         """Values in storage dtype, shape ``self.shape`` (an instruction reading its operand).
@@ -175,7 +186,11 @@ class Tensor:
         if self.alloc.pending is not None:
             self.settle()
         rm = mask if mask is None or mask is True or mask is False or mask.shape == self._shape else None
-        a = self.arr if self.arr is not None else self.src[self._resolve(rm)]
+        if self.arr is not None:
+            a = self.arr
+        else:
+            assert self.src is not None, "an index-array view has src"
+            a = self.src[self._resolve(rm)]
         if self.alloc.unwritten:
             self._check_poison(a, mask)
         return a
@@ -184,7 +199,10 @@ class Tensor:
         """Values without the never-written check (the read half of a read-modify-write)."""
         if self.alloc.pending is not None:
             self.settle()
-        return self.arr if self.arr is not None else self.src[self._resolve(None)]
+        if self.arr is not None:
+            return self.arr
+        assert self.src is not None, "an index-array view has src"
+        return self.src[self._resolve(None)]
 
     def _check_poison(self, a, mask):
         """Poison provenance: the first read of never-written memory by an instruction warns, once per
@@ -254,6 +272,7 @@ class Tensor:
                 where = np.broadcast_to(where, self._shape)
             dt.cast_into(self.arr, value, al.dtype, where=where)
         else:
+            assert self.src is not None, "an index-array view has src"
             idx = self._resolve(where)
             v = np.broadcast_to(np.asarray(value), self._shape)
             if where is not None:
@@ -298,7 +317,7 @@ class Tensor:
         al.written = True
         return True
 
-    def kinds(self) -> np.ndarray:
+    def kinds(self) -> np.ndarray | _IndexedKinds:
         """The PSUM written state of this view's elements (a writable int8 view of the allocation's)."""
         al = self.alloc
         k = al.psum_kinds()
@@ -354,6 +373,7 @@ class Tensor:
     def _advanced_region(self, row) -> Region:
         """Bounding box of an arange/mgrid access: each index's [min, max] on its axis."""
         al, src = self.alloc, self.src
+        assert src is not None and self.key is not None, "an index-array view has src and key"
         lo = hi = self.off % row if row else self.off
         for k, n, st in zip(self.key, src.shape, src.strides, strict=False):
             if row and abs(st) >= row:  # the partition axis (or a block axis outside the row)
@@ -369,7 +389,7 @@ class Tensor:
         return Region(al.id, al.buffer, lo, hi + src.itemsize)
 
     # -- indexing (the core's: ints, slices, Ellipsis; integer index arrays) -----------------
-    def index(self, key: Sequence[Any]) -> Tensor:
+    def index(self, key: Sequence[Any]) -> Self:
         """``self[key]`` for a tuple of ints, slices and Ellipsis (an index-array view is indexed
         through its index arrays)."""
         key = list(key)
@@ -377,7 +397,7 @@ class Tensor:
         t.sliced = any(k.__class__ is slice for k in key)
         return t
 
-    def take(self, parts: Sequence[int | np.ndarray], par: int | None = None) -> Tensor:
+    def take(self, parts: Sequence[int | np.ndarray], par: int | None = None) -> Self:
         """The index-array view ``self[parts]``: one int or integer array per axis (arrays broadcast
         together; ints are bounds-checked now, arrays by the instruction under its mask)."""
         if len(parts) != len(self._shape):
@@ -409,7 +429,7 @@ class Tensor:
         t.sliced = True
         return t
 
-    def where_view(self, pred: np.ndarray) -> Tensor:
+    def where_view(self, pred: np.ndarray) -> Self:
         """The whole tile, accessed only where the boolean array ``pred`` holds."""
         if self.arr is None:
             # operand masking of an index-array view (``x[i_p, i_m][i_m < n]``; SDK 2.26 nki.api.shared.rst
@@ -553,7 +573,7 @@ class Tensor:
         shape += [1] * (nd - len(shape))
         return self.__class__(self.alloc, src=self.arr, key=tuple(keys), par=new_par, shape=tuple(shape), off=self.off)
 
-    def _compose(self, key) -> Tensor:
+    def _compose(self, key) -> Self:
         """Basic indexing (ints, slices) of an index-array view: index the broadcast index arrays."""
         shape = self._shape
         if Ellipsis in key:
@@ -564,6 +584,7 @@ class Tensor:
                 "E008", "index", self.name, f"too many indices: {len(key)} for a tensor of rank {len(shape)}"
             )
         onchip = self.alloc.buffer in ON_CHIP
+        sel: list[slice | int] | tuple[slice | int, ...]
         sel = []
         for axis, n in enumerate(shape):
             k = key[axis] if axis < len(key) else slice(None)
@@ -579,6 +600,7 @@ class Tensor:
                     "E008", "index", self.name, f"unsupported index {k!r} on an index view", "Use ints or slices"
                 )
         sel = tuple(sel)
+        assert self.key is not None, "an index-array view has key"
         keys = [np.broadcast_to(k, shape)[sel] if isinstance(k, np.ndarray) else k for k in self.key]
         arrays = [k for k in keys if isinstance(k, np.ndarray)]
         new_shape = arrays[0].shape if arrays else ()
@@ -593,7 +615,7 @@ class Tensor:
         return t
 
     # -- views ------------------------------------------------------------------------------
-    def reshape_view(self, shape: Sequence[int], api: str = "reshape") -> Tensor:
+    def reshape_view(self, shape: Sequence[int], api: str = "reshape") -> Self:
         """The same elements seen with ``shape`` (a basic view whose layout allows it; on chip the
         partition axis stays first and unchanged)."""
         shape = tuple(int(s) for s in shape)
@@ -637,13 +659,13 @@ class Tensor:
             par = 0
         return self.__class__(self.alloc, arr=new, par=par, off=self.off)
 
-    def view_of(self, arr: np.ndarray) -> Tensor:
+    def view_of(self, arr: np.ndarray) -> Self:
         """A tensor for the NumPy view ``arr`` of this tensor's storage (same allocation)."""
         base = self.alloc.array.__array_interface__["data"][0]
         off = arr.__array_interface__["data"][0] - base if arr.size else self.off
         return self.__class__(self.alloc, arr=arr, par=0 if self.alloc.buffer in ON_CHIP else None, off=off)
 
-    def reinterpret(self, arr: np.ndarray, dtype: object, name: str | None = None) -> Tensor:
+    def reinterpret(self, arr: np.ndarray, dtype: np.dtype | _TF32, name: str | None = None) -> Self:
         """``arr`` (a NumPy ``.view`` of this tensor's storage) as a tensor of another NKI dtype, sharing
         the storage: a new allocation record that is not counted again against capacity."""
         ctx = current("view")
@@ -726,9 +748,8 @@ def allocate(
         raise SimValueError("E011", api, "shape", "a tensor needs at least one dimension", "Use shape (P, 1)")
     buf = buffer if buffer.__class__ is Buffer else BUFFERS[buffer]
     onchip = buf in ON_CHIP
-    if not onchip:
-        par = None
-    elif shape[par] > limits.PMAX:
+    axis: int | None = par if onchip else None  # the partition axis (HBM has none)
+    if onchip and shape[par] > limits.PMAX:
         raise partition_error(api, "shape", shape[par])
     for s in shape:
         if s < 0:
@@ -737,7 +758,7 @@ def allocate(
     sd = dt.storage_dtype(d, ctx.options.precision)
     # On chip the partition axis is outermost in memory (block dims live inside each
     # partition), so a view's per-partition byte range is its offset modulo the row size.
-    phys = shape if not par else (shape[par],) + shape[:par] + shape[par + 1 :]
+    phys = shape if not axis else (shape[axis],) + shape[:axis] + shape[axis + 1 :]
     if fill is None:
         poison = ctx.options.poison if poison is None else poison
         arr = dt.poison_fill(phys, d, sd) if poison else np.zeros(phys, dtype=sd)
@@ -746,8 +767,8 @@ def allocate(
     else:
         arr = np.empty(phys, dtype=sd)
         dt.cast_into(arr, fill, d)
-    if par:
-        arr = np.moveaxis(arr, 0, par)
+    if axis:
+        arr = np.moveaxis(arr, 0, axis)
     if buf is PSUM and ctx.options.check_capacity:
         per_block = int(np.prod(shape[par + 1 :], dtype=np.int64)) * dt.itemsize(d)
         if per_block > limits.PSUM_BANK_BYTES:
@@ -759,13 +780,13 @@ def allocate(
             )
             fix = "Keep each instruction's PSUM operand inside one 2 KiB bank (nl.tile_size.psum_bank_fmax fp32)"
             lenient(psum_banks_rule, what, fix, op=api, arg="shape")
-    al = Alloc(ctx, buf, arr, d, name, par, phys_tiles=phys_tiles, track=track)
+    al = Alloc(ctx, buf, arr, d, name, axis, phys_tiles=phys_tiles, track=track)
     if fill is not None:
         al.written = True
         al.psum_fill = BY_OTHER
     elif poison:
         al.unwritten = True
-    return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=par)
+    return (ctx.tensor_cls or Tensor)(al, arr=al.array, par=axis)
 
 
 def allocate_hbm(
@@ -815,7 +836,7 @@ def allocate_hbm(
 
 def fresh(
     value: np.ndarray,
-    dtype: object,
+    dtype: np.dtype | _TF32,
     buffer: Buffer | str = SBUF,
     *,
     api: str,

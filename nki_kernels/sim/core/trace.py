@@ -260,9 +260,9 @@ class Event(NamedTuple):
 
 
 for _cls in (Region, LoopFrame, Event) + PAYLOADS:
-    _cls.__eq__ = _eq  # type: ignore[method-assign,assignment]
+    _cls.__eq__ = _eq  # type: ignore[method-assign]
     _cls.__ne__ = _ne  # type: ignore[method-assign,assignment]
-    _cls.__hash__ = _hash  # type: ignore[method-assign,assignment]
+    _cls.__hash__ = _hash  # type: ignore[method-assign]
 
 
 @dataclass

@@ -8,6 +8,7 @@ vectorised NumPy call in fp32 (ints for bitwise ops), and hands a :class:`~.ops.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -193,7 +194,7 @@ def memset(
 
 
 @op
-def fill(ctx: RunContext, dst: Dst, *, api: str) -> None:
+def fill(ctx: RunContext, dst: Tensor, *, api: str) -> None:
     """Record the memset that ``nl.zeros`` / ``ones`` / ``full`` performed on their new tile ``dst``."""
     res = compute_result(
         None, dst.dtype, op="memset", api=api, engine=DVE, func="memset", shape=dst._shape, par=dst.par or 0
@@ -414,7 +415,7 @@ def scalar_tensor_tensor(
     op0: OpArg,
     operand0: Operand,
     op1: OpArg,
-    operand1: Operand,
+    operand1: Tensor,
     reverse0: bool = False,
     reverse1: bool = False,
     *,
@@ -832,7 +833,7 @@ def affine_select(
     dst: Dst,
     pred: np.ndarray | bool,
     on_true_tile: Tensor,
-    on_false_value: Operand,
+    on_false_value: float,
     *,
     mask: MaskArg = None,
     dtype: DTypeArg = None,
@@ -844,6 +845,7 @@ def affine_select(
     aname = "affine_select"
     tile(on_true_tile, aname, "on_true_tile")
     shape = on_true_tile.shape
+    p: np.ndarray | bool
     if isinstance(pred, (bool, np.bool_)):
         p = bool(pred)
     elif isinstance(pred, np.ndarray):
@@ -871,12 +873,12 @@ def affine_select(
 def unary(
     ctx: RunContext,
     dst: Dst,
-    name: str | None,
+    name: str,
     x: Tensor,
     *,
     dtype: DTypeArg = None,
     mask: MaskArg = None,
-    api: str = None,
+    api: str | None = None,
 ) -> Tensor | None:
     """``nl.<name>(x)``: the fp32 function and default engine of ``ops.UNARY[name]``."""
     fn, engine = UNARY[name]
@@ -885,6 +887,7 @@ def unary(
     if name == "invert":
         r = np.invert(x.read(m).astype(np.int64)) if dt.is_int(x.dtype) else (x.read_f32(m) == 0)
     else:
+        assert fn is not None, "only invert has no fp32 function"
         r = np.asarray(fn(x.read_f32(m)), dtype=np.float32)
     d = _dtype(dtype, dt.bool_ if name == "logical_not" else x.dtype, name)
     res = compute_result(
@@ -904,13 +907,13 @@ def unary(
 def binary(
     ctx: RunContext,
     dst: Dst,
-    name: str | None,
-    x: Tensor,
-    y: Operand,
+    name: str,
+    x: Tensor | float,
+    y: Tensor | float,
     *,
     dtype: DTypeArg = None,
     mask: MaskArg = None,
-    api: str = None,
+    api: str | None = None,
 ) -> Tensor | None:
     """``nl.<name>(x, y)`` of tiles and scalars (partition-first broadcasting, spec §5); both scalars:
     the Python value.  The fp32 (int for bitwise) function is ``ops.BINARY``/``ops.BITWISE[name]``."""
@@ -927,6 +930,8 @@ def binary(
     shape = pa_shape(name, *shapes)
     nd = len(shape)
     m = mask_of(mask, shape, name)
+    a: np.ndarray | float
+    b: np.ndarray | float
     if is_bit:
         a = x.read(m).astype(np.int64) if isinstance(x, Tensor) else int(x)
         b = y.read(m).astype(np.int64) if isinstance(y, Tensor) else int(y)
@@ -963,7 +968,7 @@ def where(
     dst: Dst,
     condition: Tensor,
     x: Tensor,
-    y: Operand,
+    y: Tensor | float,
     *,
     dtype: DTypeArg = None,
     mask: MaskArg = None,
@@ -995,7 +1000,13 @@ def where(
 
 @op
 def broadcast_to(
-    ctx: RunContext, dst: Dst, src: Tensor, shape: ShapeArg, *, dtype: DTypeArg = None, api: str = "nl.broadcast_to"
+    ctx: RunContext,
+    dst: Dst,
+    src: Tensor,
+    shape: Sequence[int],
+    *,
+    dtype: DTypeArg = None,
+    api: str = "nl.broadcast_to",
 ) -> Tensor | None:
     """``nl.broadcast_to``: a copy of ``src`` broadcast (partition-first) to ``shape``; across
     partitions on GpSimdE, along free axes on VectorE."""

@@ -97,7 +97,7 @@ def returns_fresh(
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
-    call.core_op = core_fn
+    call.core_op = core_fn  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
     return call
 
 
@@ -142,5 +142,5 @@ def with_dst(
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
-    call.core_op = core_fn
+    call.core_op = core_fn  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
     return call

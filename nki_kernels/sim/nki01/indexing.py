@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn, overload
 
 import numpy as np
 
@@ -38,7 +38,7 @@ def _grid(a: tuple | bool, b: tuple | bool) -> tuple | bool:
     """The index space of an expression combining two operands built from nl.mgrid fields (their grids
     broadcast), or False."""
     if a and b and a is not True and b is not True:
-        return tuple(np.broadcast_shapes(a, b))  # type: ignore[arg-type]
+        return tuple(np.broadcast_shapes(a, b))
     return a or b
 
 
@@ -111,7 +111,9 @@ class IndexExpr:
     __le__ = lambda s, o: s._cmp(o, np.less_equal)
     __gt__ = lambda s, o: s._cmp(o, np.greater)
     __ge__ = lambda s, o: s._cmp(o, np.greater_equal)
-    __eq__ = lambda s, o: s._cmp(o, np.equal)
+
+    def __eq__(self, o: object) -> Any:  # a MaskExpr, not a bool
+        return self._cmp(o, np.equal)
 
     def __ne__(self, o: object) -> NoReturn:
         raise SimValueError(
@@ -122,7 +124,8 @@ class IndexExpr:
             "Write the predicate with <, <=, >, >= combined by &",
         )
 
-    __hash__ = None
+    # typeshed's idiom for an unhashable class (list, dict): object.__hash__ is a method in its stubs
+    __hash__: ClassVar[None] = None  # type: ignore[assignment]
 
     def __bool__(self) -> NoReturn:
         raise SimValueError(
@@ -326,6 +329,12 @@ def mask_value(mask: Any, api: str = "mask") -> bool | np.ndarray | None:
         f"mask must be an affine predicate (MaskExpr) or a bool, got {type(mask).__name__}",
         "Build it from nl.arange/mgrid comparisons combined with &",
     )
+
+
+@overload
+def mask_array(mask: MaskExpr, shape: tuple[int, ...], api: str = ...) -> np.ndarray: ...
+@overload
+def mask_array(mask: Any, shape: tuple[int, ...], api: str = ...) -> bool | np.ndarray | None: ...
 
 
 def mask_array(mask: Any, shape: tuple[int, ...], api: str = "mask") -> bool | np.ndarray | None:

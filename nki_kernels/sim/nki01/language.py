@@ -245,7 +245,8 @@ def ndarray(
     shape = _rank_check(shape, buf, "ndarray")
     if buf in _HBM:
         t = _allocate_hbm(ctx, shape, dtype, buf, api="ndarray", name=name)
-        if ctx.direct is not None and not ctx.direct.forced_auto:
+        # RunContext.direct is this front end's DirectAllocation, or None
+        if isinstance(ctx.direct, _alloc.DirectAllocation) and not ctx.direct.forced_auto:
             ctx.direct.hbm(buf, t, ctx.site)
         return t
     placement = _direct_alloc(ctx, buffer, buf, "ndarray", name)
@@ -397,13 +398,13 @@ def spmd_dim(*dims: int) -> int:
 # affine_range / sequential_range (and a `range` loop in the kernel function or a mode='trace' helper, the
 # kernel's `range` is kernel_range below) yield symbolic indices (symbolic.py; aws-neuron-sdk@49ee15c5
 # programming_model.rst "Representing data in NKI"); static_range yields ints (unrolled at trace time).
-def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
+def affine_range(*args: Any, **kwargs: Any) -> Iterator[Index | int]:  # ints outside a kernel
     """Iterations may run in any order on hardware (shuffled with SimOptions.shuffle_affine_seed)."""
     traced = _traced_once(sys._getframe(1))  # the body is traced once: a loop program where it allows
     return _symbolic(_loop("affine", _bound_args("nl.affine_range", args), traced))
 
 
-def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index]:
+def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index | int]:
     """Iterations run in order (a program only where they are proven independent: then any order is the same)."""
     traced = _traced_once(sys._getframe(1))
     return _symbolic(_loop("sequential", _bound_args("nl.sequential_range", args), traced))
@@ -413,7 +414,7 @@ def static_range(*args: Any, **kwargs: Any) -> Iterator[int]:
     return _loop("static", _bound_args("nl.static_range", args, static=True))
 
 
-def kernel_range(*args: Any) -> Iterator[Index] | range:
+def kernel_range(*args: Any) -> Iterator[Index | int] | range:
     """``range`` as the kernel function (and a ``mode='trace'`` helper) sees it: the iterator of a ``for``
     statement there is ``nl.sequential_range`` (NL sequential_range docstring, SDK 2.26: "range is replaced
     by sequential_range"); any other use (``list(range(n))``, a comprehension) is Python's range."""
@@ -459,7 +460,8 @@ def store(*args: Any, **kw: Any) -> Any:
 
 
 load.__doc__, store.__doc__ = _load.__doc__, _store.__doc__
-load.core_op, store.core_op = _load.core_op, _store.core_op
+# function attributes (adapt.returns_fresh / with_dst set core_op): mypy does not model them
+load.core_op, store.core_op = _load.core_op, _store.core_op  # type: ignore[attr-defined]
 load_transpose2d = returns_fresh(_dma.load_transpose2d)
 copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", default_engine=_ACT)
 broadcast_to = returns_fresh(_vector.broadcast_to)
@@ -580,7 +582,7 @@ bitwise_or = _binary("bitwise_or")
 bitwise_xor = _binary("bitwise_xor")
 left_shift = _binary("left_shift")
 right_shift = _binary("right_shift")
-copy._nki_op = "copy"
+copy._nki_op = "copy"  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
 where = returns_fresh(_vector.where, api="nl.where")
 
 

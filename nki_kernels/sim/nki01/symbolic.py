@@ -484,7 +484,7 @@ def bound_args(api: str, args: tuple, static: bool = False) -> tuple:
     return tuple(concrete(a) for a in args)
 
 
-def symbolic(inner: Iterator[int]) -> Iterator[Index]:
+def symbolic(inner: Iterator[int]) -> Iterator[Index | int]:
     """The iterations of ``inner`` (a core loop yielding ints) as symbolic indices; when the loop ends, the
     check of Python state carried out of its body (:func:`check_loop_state`)."""
     if maybe_current() is None:
@@ -698,7 +698,7 @@ def _stores_globals(code: types.CodeType) -> bool:
     return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code))
 
 
-def traced_function(func: object, range_fn: Callable[..., object]) -> object:
+def traced_function(func: Callable[..., Any], range_fn: Callable[..., object]) -> Callable[..., Any]:
     """``func`` re-bound to globals where ``range`` is ``range_fn`` (the kernel's ``range`` becomes a symbolic
     ``sequential_range``), or ``func`` itself when that is not possible or not needed (not a plain function, a
     module that rebinds ``range``, a function declaring ``global`` names)."""

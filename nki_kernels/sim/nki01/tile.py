@@ -7,6 +7,7 @@ Index expressions are evaluated here into the integer index arrays the core's vi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..core import dtypes as dt
 from ..core import ops as core
 from ..core.context import enter, enter_landing, unproven
 from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, user_frame
-from ..core.indirect import indirect_view
+from ..core.indirect import IndirectTensor, indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
 from ..kernel_ast import control_flow_site
 from .indexing import IndexExpr, MaskExpr, MGrid, mask_array
@@ -48,6 +49,10 @@ class Tile(Tensor):
 
     __slots__ = ()
     __array_priority__ = 100
+    # set after the class from the nl.* table (with the binary and comparison operators)
+    __neg__: Callable[[Tile], Any]
+    __invert__: Callable[[Tile], Any]
+    __abs__: Callable[[Tile], Any]
 
     def __bool__(self) -> bool:
         # ERR err_ambiguous_tensor_truth_value / err_dynamic_control_flow_not_supported (SDK 2.26
@@ -80,7 +85,7 @@ class Tile(Tensor):
         )
 
     # -- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> Tile:
+    def __getitem__(self, key: Any) -> Tile | IndirectTensor:
         key = key if key.__class__ is tuple else (key,)
         if (
             len(key) == 1
@@ -301,4 +306,3 @@ for _n, _op in core.OPERATOR_COMPARE:
 Tile.__neg__ = lambda s: NL["negative"](s)
 Tile.__invert__ = lambda s: NL["invert"](s)
 Tile.__abs__ = lambda s: NL["abs"](s)
-Tile.__hash__ = object.__hash__

@@ -24,7 +24,7 @@ nisa = isa
 
 nki.language, nki.isa, nki.typing, nki.compiler = language, isa, typing, compiler
 
-nki.collectives = _collectives  # type: ignore[attr-defined]
+nki.collectives = _collectives
 
 _MODULES = {
     "nki": nki,

@@ -100,7 +100,7 @@ def dst_first(
     if "api" in inspect.signature(core_fn).parameters:
         fixed["api"] = api or f"nisa.{short}"
     position = {p.name: i for i, p in enumerate(sig)}
-    defaults = tuple((k, v, position[k]) for k, v in (defaults or {}).items())
+    positioned = tuple((k, v, position[k]) for k, v in (defaults or {}).items())
     engine_dst = not core_fn.__module__.endswith(".dma")  # DMAs write any partition
 
     def call(*args, **kw):
@@ -148,7 +148,7 @@ def dst_first(
                     f"nisa.{short}() is missing argument(s) {missing}",
                     f"Call nisa.{short}(dst, {', '.join(required)}, ...) (NKI 0.6 nki.isa reference)",
                 )
-        for k, v, i in defaults:
+        for k, v, i in positioned:
             if k not in kw and i >= len(args):
                 kw[k] = v
         if convert is not None:
@@ -158,7 +158,7 @@ def dst_first(
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
-    call.core_op = core_fn
+    call.core_op = core_fn  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
     return call
 
 
@@ -193,7 +193,7 @@ def returns_fresh(
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
-    call.core_op = core_fn
+    call.core_op = core_fn  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
     return call
 
 

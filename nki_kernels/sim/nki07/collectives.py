@@ -24,6 +24,7 @@ cores or chips is not modelled.  ``all_gather_v`` and ``all_to_all_v`` are not i
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -286,7 +287,7 @@ def run_ranks(
     first = world.error
     if first is not None:
         r = next((i for i, e in enumerate(errors) if e is first), None)
-        if r is not None:
+        if r is not None and sys.version_info >= (3, 11):  # add_note is new in 3.11 (requires-python >= 3.10)
             first.add_note(f"(in rank {r} of {n})")
         raise first
     return results

@@ -240,9 +240,16 @@ class VirtualRegister:
     __le__ = lambda s, o: s.value <= s._v(o)
     __gt__ = lambda s, o: s.value > s._v(o)
     __ge__ = lambda s, o: s.value >= s._v(o)
-    __eq__ = lambda s, o: s.value == s._v(o)
-    __ne__ = lambda s, o: s.value != s._v(o)
-    __hash__ = lambda s: hash(s.value)
+
+    # object defines these three: a lambda would be typed as object's (``s`` an object)
+    def __eq__(self, o: object) -> Any:
+        return self.value == self._v(o)
+
+    def __ne__(self, o: object) -> Any:
+        return self.value != self._v(o)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
 
 
 class LoopRegister(VirtualRegister):

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import ml_dtypes
 import numpy as np
@@ -246,12 +246,12 @@ class Kernel(CoreKernel):
             return _to_core(out)
 
         entry.__name__ = getattr(fn, "__name__", "kernel")
-        entry.__wrapped__ = fn
+        entry.__wrapped__ = fn  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
         super().__init__(entry, grid=tuple(grid) or (1,), **options)
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
-        self.__module__ = getattr(fn, "__module__", None)
+        self.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]  # None as update_wrapper
         self.__wrapped__ = fn
 
     def writes_back(self) -> bool:
@@ -295,6 +295,12 @@ class Kernel(CoreKernel):
 
     def __repr__(self) -> str:
         return f"<nki 0.7 kernel {self.__name__}[{self.grid[0] if len(self.grid) == 1 else self.grid}]>"
+
+
+@overload
+def jit(fn: None = None, **kwargs: Any) -> Callable[[Callable], Kernel]: ...
+@overload
+def jit(fn: Callable, **kwargs: Any) -> Kernel: ...
 
 
 def jit(fn: Callable | None = None, **kwargs: Any) -> Kernel | Callable[[Callable], Kernel]:

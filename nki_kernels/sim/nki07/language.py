@@ -151,7 +151,7 @@ tile_size = _TileSize()
 
 
 # ---- creation (T1-T3) -------------------------------------------------------------------------
-def _shape(shape, api):
+def _shape(shape: Any, api: str) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = tuple(shape)
@@ -399,7 +399,7 @@ def program_id(axis: int = 0) -> int:
     return _spmd.program_id(axis)
 
 
-def num_programs(axes: int | Sequence[int] | None = 0) -> int | tuple[int, ...]:
+def num_programs(axes: int | tuple[int, ...] | list[int] | None = 0) -> int | tuple[int, ...]:
     return _spmd.num_programs(axes)
 
 
@@ -484,7 +484,7 @@ def _bound(x: Any, arg: str) -> int:
     return _value_of(x, "fori_loop")
 
 
-def fori_loop(lower: SupportsInt, upper: SupportsInt, body_fun: Callable[[Any], None], step: int = 1) -> None:
+def fori_loop(lower: SupportsInt, upper: SupportsInt, body_fun: Callable[[Any], object], step: int = 1) -> None:
     """Runtime loop (C2): ``body_fun(i)`` for i in range(lower, upper, step); returns None.  ``i`` is passed by
     value: an NkiScalar (nl.int32) unless a bound is a VirtualRegister, then a VirtualRegister (SDK 2.33.0
     ``nki.language.fori_loop``); under NKI_COMPILER_FRONTEND=custom a read-only register, as in NKI 0.6."""
@@ -553,7 +553,7 @@ store = dst_first(_dma.store, name="store", api="nl.store")
 load_transpose2d = returns_fresh(_dma.load_transpose2d)
 # RN 0.6: nl.copy uses tensor_copy, on VectorE
 copy = returns_fresh(_vector.tensor_copy, name="copy", api="nl.copy", engine=_engine.vector)
-copy._nki_op = "copy"
+copy._nki_op = "copy"  # type: ignore[attr-defined]  # a function attribute: mypy does not model them
 broadcast_to = returns_fresh(_vector.broadcast_to)
 
 
@@ -744,15 +744,18 @@ class _NKIObjectType(type):
         twice = [n for n in names[: len(args)] if n in kwargs]
         if twice:
             raise TypeError(f"{cls.__name__}() got field {twice[0]!r} both by position and by keyword")
-        dc = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
-        obj = cls.__new__(cls)
+        dc: dict[str, dataclasses.Field[Any]] = (
+            {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+        )
+        # cls is a class: cls.__new__ is its own (object's), which mypy looks up on the metaclass (type.__new__)
+        obj = cls.__new__(cls)  # type: ignore[call-overload]
         for k, (name, default) in enumerate(fields):
             if k < len(args):
                 value = args[k]
             elif name in kwargs:
                 value = kwargs[name]
-            elif name in dc and dc[name].default_factory is not dataclasses.MISSING:
-                value = dc[name].default_factory()
+            elif name in dc and (factory := dc[name].default_factory) is not dataclasses.MISSING:
+                value = factory()
             else:
                 value = default
             object.__setattr__(obj, name, value)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.context import RunContext, activate
 from ..core.errors import SimValueError
+from ..core.trace import LoopFrame
 
 
 class _Aborted(BaseException):
@@ -36,7 +37,7 @@ class Lockstep:
         self.turn = 0
         self.alive = [True] * self.n
         # per instance: program_id, loop stack, HBM cursor
-        self.state = [(p, (), 0) for p in points]
+        self.state: list[tuple[tuple, tuple[LoopFrame, ...], int]] = [(p, (), 0) for p in points]
         self.results: list = [None] * self.n
         self.error: BaseException | None = None
         self.abort = False

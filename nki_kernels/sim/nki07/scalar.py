@@ -131,7 +131,7 @@ class NkiScalar:
     def _arith(self, o: Any, sym: str, f: Any, reflected: bool = False) -> NkiScalar:
         v = self._other(o, sym)
         if v is None:
-            return NotImplemented  # type: ignore[return-value]
+            return NotImplemented
         a, b = (v, self._value) if reflected else (self._value, v)
         return NkiScalar(f(a, b), self.dtype)
 
@@ -172,7 +172,7 @@ class NkiScalar:
             )
         v = self._other(o, sym)
         if v is None:
-            return NotImplemented  # type: ignore[return-value]
+            return NotImplemented
         return NkiScalar(int(f(self._value, v)), self.dtype, is_comparison=True)
 
     def __lt__(self, o: Any) -> NkiScalar:

@@ -10,8 +10,8 @@ follow V3 and access patterns V4.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, overload
 
 import numpy as np
 
@@ -107,6 +107,10 @@ class NkiTensor:
 
     __slots__ = ("t", "__weakref__")
     __array_priority__ = 100
+    # set after the class from the nl.* table (with the binary and comparison operators)
+    __neg__: Callable[[NkiTensor], Any]
+    __abs__: Callable[[NkiTensor], Any]
+    __invert__: Callable[[NkiTensor], Any]
 
     def __init__(self, t: Tensor):
         self.t = t
@@ -133,7 +137,7 @@ class NkiTensor:
         return self.t.off // self.t.alloc.array.itemsize
 
     def is_contiguous(self) -> bool:
-        a = self.t.arr
+        a = self._need_basic("is_contiguous")
         exp = 1
         dims = list(zip(a.shape, self.strides, strict=False))
         if self.t.alloc.buffer in ON_CHIP:
@@ -191,7 +195,7 @@ class NkiTensor:
     def _onchip(self):
         return self.t.alloc.buffer in ON_CHIP
 
-    def _need_basic(self, api):
+    def _need_basic(self, api: str) -> np.ndarray:
         if self.t.arr is None:
             raise SimNotImplementedError(
                 "E100",
@@ -243,14 +247,14 @@ class NkiTensor:
             k0 = key[0] if key else slice(None)
             if not (k0.__class__ is slice and k0 == slice(None)) and k0 is not Ellipsis:
                 self._indirect_again("index")
-            self._need_basic("index")
+            arr = self._need_basic("index")  # raises: an indirect view has no basic array
         shape = t._shape
         nd = len(shape)
         if any(k is Ellipsis for k in key):  # not `in`: it would call NkiTensor.__eq__
-            i = [j for j, k in enumerate(key) if k is Ellipsis]
-            if len(i) > 1:
+            dots = [j for j, k in enumerate(key) if k is Ellipsis]
+            if len(dots) > 1:
                 raise SimIndexError("E008", "index", self.name, "only one '...' is allowed in an index")
-            i = i[0]
+            i = dots[0]
             key = key[:i] + (slice(None),) * (nd - len(key) + 1) + key[i + 1 :]
         if len(key) > nd:
             raise SimIndexError(
@@ -261,7 +265,7 @@ class NkiTensor:
                 f"{self.name} has shape {shape}",
             )
         onchip = t.alloc.buffer in ON_CHIP
-        npkey = []
+        npkey: list[slice | int] = []
         strides = arr.strides
         off = t.off
         for axis, k in enumerate(key):
@@ -402,7 +406,12 @@ class NkiTensor:
         shp = self.shape
         return self.reshape(shp[:s] + (int(np.prod(shp[s : e + 1])),) + shp[e + 1 :])
 
-    def reshape(self, *shape: int | Sequence[int]) -> NkiTensor:
+    @overload
+    def reshape(self, shape: Sequence[int], /) -> NkiTensor: ...
+    @overload
+    def reshape(self, *shape: int) -> NkiTensor: ...
+
+    def reshape(self, *shape: Any) -> NkiTensor:  # ints, or one sequence of them (the overloads)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
@@ -544,7 +553,7 @@ class NkiTensor:
         if _is_pair(pattern):
             # `t.ap([32, 16], [1, 32])` (the form of an example in the NKI access-pattern deep dive):
             # the [stride, count] pairs given as separate positional arguments
-            pairs = [pattern]
+            pairs: list[Any] = [pattern]  # the pairs came as pattern, offset, ...: any positional argument
             rest = [offset, scalar_offset, vector_offset, dtype] + list(more)
             while rest and _is_pair(rest[0]):
                 pairs.append(rest.pop(0))
@@ -577,7 +586,7 @@ class NkiTensor:
         isz = flat.itemsize
         start = t.off // isz if t.arr is not None else t.off // base.itemsize
         if offset is not None:
-            start += int(offset)
+            start += int(offset)  # type: ignore[arg-type]  # a pair in offset moved to pattern (above)
         if scalar_offset is not None:
             if isinstance(scalar_offset, NkiScalar) and scalar_offset.dtype == INT64 and al.buffer in ON_CHIP:
                 # scalar_load page: "on an SBUF or PSUM operand the offset must be nl.int32" (a 64-bit offset is
@@ -712,7 +721,6 @@ for _n, _op in core.OPERATOR_BINARY:
     setattr(NkiTensor, f"__r{_n}__", _binop(_op, reverse=True))
 for _n, _op in core.OPERATOR_COMPARE:
     setattr(NkiTensor, f"__{_n}__", _binop(_op))
-NkiTensor.__hash__ = object.__hash__
 NkiTensor.__neg__ = lambda s: NL["negative"](s)
 NkiTensor.__abs__ = lambda s: NL["abs"](s)
 NkiTensor.__invert__ = lambda s: NL["invert"](s)
