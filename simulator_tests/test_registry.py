@@ -26,7 +26,6 @@ def test_every_kernel_has_both_generations_an_oracle_and_every_named_set():
             assert spec.cases(name), (spec.name, name)
         assert set(spec.cases("verify-quick")) < set(spec.cases("verify"))
         assert spec.default_case() in spec.cases("headline")
-        assert spec.tolerance("bfloat16") == spec.tolerance(ml_dtypes.bfloat16)
     assert registry.CONV2D.cases("cs149") and not registry.MATMUL.cases("cs149")
 
 
