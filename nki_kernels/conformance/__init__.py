@@ -34,46 +34,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
-OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
-BAD = ("fail", "error")
-
-
-@dataclass
-class Result:
-    """The outcome of one test, example or snippet of any suite."""
-
-    suite: str
-    id: str  # unique within the suite: file::Class::method, an example's label, a pytest node id
-    file: str
-    outcome: str
-    seconds: float
-    message: str = ""
-    traceback: str = ""
-    output: str = ""
-    marks: list[str] = field(default_factory=list)
-    cpu: float = 0.0  # CPU seconds of the test's own process time where the suite measures it (nki-library)
-
-    def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome {self.outcome!r}; allowed: {', '.join(OUTCOMES)}")
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the suites are given: the checkouts, the library's Python, limits and selections."""
-
-    sdk: str | None = None
-    nki_library: str | None = None
-    library_python: str = sys.executable
-    timeout: float = 300.0  # seconds per process: a test method (sdk-tests) or a test file (nki-library)
-    jobs: int = 1
-    select: str | None = None  # only ids containing this substring
-    only: tuple[str, ...] = ()  # nki-library: only test files whose path contains one of these
-
-
-Report = Callable[[Result], None]
+from nki_kernels.conformance import nkilib, sdk07, sdk_tests
+from nki_kernels.conformance.results import BAD, OUTCOMES, Options, Report, Result
+from nki_kernels.usage import (
+    UsageError,
+    int_in_range,
+    plain_text,
+    positive_float_at_most,
+    writable_file,
+    write_atomically,
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +60,6 @@ class Suite:
 
 
 def _suites() -> dict[str, Suite]:
-    from nki_kernels.conformance import nkilib, sdk07, sdk_tests
-
     return {
         s.name: s
         for s in (
@@ -183,8 +153,6 @@ def _fail(msg: str) -> int:
 
 
 def _has_sdk_tests(path: str) -> bool:
-    from nki_kernels.conformance import sdk_tests
-
     try:
         sdk_tests.test_dir(path)
     except FileNotFoundError:
@@ -194,8 +162,6 @@ def _has_sdk_tests(path: str) -> bool:
 
 def _choose(args: argparse.Namespace) -> tuple[list[str], Options] | str:
     """The suites to run and their options, or why the arguments do not allow it."""
-    from nki_kernels.usage import UsageError, writable_file
-
     sdk = args.sdk or args.path
     if args.path and args.sdk and os.path.abspath(args.path) != os.path.abspath(args.sdk):
         return f"PATH {args.path!r} and --sdk {args.sdk!r} disagree; give one"
@@ -223,8 +189,6 @@ def _choose(args: argparse.Namespace) -> tuple[list[str], Options] | str:
         if needs == "nki-library" and not args.nki_library:
             return f"suite {n} needs --nki-library PATH (an aws-neuron/nki-library checkout)"
     if "sdk-tests" in wanted or (sdk and not wanted):
-        from nki_kernels.conformance import sdk_tests
-
         try:
             sdk_tests.test_dir(sdk or "")
         except FileNotFoundError as exc:
@@ -239,8 +203,6 @@ def _choose(args: argparse.Namespace) -> tuple[list[str], Options] | str:
     ):
         return f"--library-python {args.library_python!r} is not an executable file"
     if "nki-library" in wanted and args.nki_library:
-        from nki_kernels.conformance import nkilib
-
         if not nkilib.test_files(args.nki_library):
             where = os.path.join(args.nki_library, "test", "integration")
             return (
@@ -285,8 +247,6 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         print()
         print(format_file_table(by_suite["sdk-tests"]))
     if "nki-library" in by_suite and opts.nki_library:
-        from nki_kernels.conformance import nkilib
-
         print()
         print(nkilib.format_file_table(opts.nki_library, opts.only, by_suite["nki-library"]))
     print()
@@ -303,7 +263,6 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             "files": {f: c for f, c in per_file(by_suite.get("sdk-tests", []))},
             "results": [asdict(r) for r in results],
         }
-        from nki_kernels.usage import write_atomically
 
         def write(tmp: str) -> None:
             with open(tmp, "w", encoding="utf-8") as f:
@@ -315,8 +274,6 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def add_subcommand(sub: argparse._SubParsersAction) -> None:
-    from nki_kernels.usage import int_in_range, plain_text, positive_float_at_most
-
     doc = plain_text(__doc__ or "")
     c = sub.add_parser(
         "conformance",
