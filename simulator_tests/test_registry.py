@@ -229,10 +229,10 @@ def _cases(set_name):
 
 @pytest.mark.parametrize("quick", [True, False])
 def test_verify_enumerates_the_registry_verify_sets(quick):
-    from nki_kernels import cli
+    from nki_kernels import commands
 
     set_name = "verify-quick" if quick else "verify"
-    groups = [(registry.SPECS[i], registry.SPECS[i].cases(set_name)[j]) for i, j in cli._verify_groups(quick)]
+    groups = [(registry.SPECS[i], registry.SPECS[i].cases(set_name)[j]) for i, j in commands._verify_groups(quick)]
     assert groups == _cases(set_name)  # verify runs each of these in NKI 0.1 and in NKI 0.7
 
 
