@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from nki_kernels import estimate_benchmark, lifecycle
-from nki_kernels.backend import apis_of_source, resolve
 from nki_kernels.conformance import add_subcommand as add_conformance
 from nki_kernels.kernels import registry
 from nki_kernels.perf import ModelOptions, estimate_trace
@@ -37,6 +36,7 @@ from nki_kernels.perf.cli import add_subcommands as add_perf_subcommands
 from nki_kernels.perf.model import build_options
 from nki_kernels.progress import Progress
 from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, set_default_options, trace_kernel
+from nki_kernels.sim.nki07 import trace as trace07
 from nki_kernels.sim.options import _from_env
 from nki_kernels.sim.speed import main as bench_main
 from nki_kernels.tolerances import compare
@@ -48,6 +48,7 @@ from nki_kernels.usage import (
     int_in_range,
     plain_text,
 )
+from nki_kernels.userkernel import apis_of_source
 
 # verify --jobs: at most this many worker processes (each holds a trace of up to ~1 GB, the CS149 224x224 case)
 MAX_JOBS = 64
@@ -94,7 +95,7 @@ def _verify_trace(job: VerifyJob, spill: str | None = None, progress: bool = Fal
         fn = spec.load(api)
     except ImportError as e:
         return 0.0, "-", None, str(e)
-    tracer = trace_kernel if api == "0.1" else resolve(api).nki.trace
+    tracer = trace_kernel if api == "0.1" else trace07
     a, kw = spec.make_inputs(case)
     t0 = time.perf_counter()
     with Progress(f"verify {spec.title} (NKI {api})") if progress else contextlib.nullcontext():

@@ -29,11 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from nki_kernels.backend import apis_of_source
 from nki_kernels.kernels import registry
 from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, jit, nki07
 from nki_kernels.usage import UsageError
-from nki_kernels.userkernel import kernel_api
+from nki_kernels.userkernel import apis_of_source, kernel_api
 
 from . import accuracy
 from . import limits as L
