@@ -14,6 +14,7 @@ profile / bench / roofline   cost-model estimates (see docs/cost-model.md)
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import os
 import runpy
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from math import prod
 from typing import Any
 
@@ -164,7 +165,10 @@ def _verify_results(
         futures = {}
         if workers > 1:
             spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="nki-kernels-verify-"))
-            pool = ProcessPoolExecutor(max_workers=workers, initializer=lifecycle.worker_init, initargs=(os.getpid(),))
+            # concurrent.futures loads its process pool (and multiprocessing) on this first use, not at startup
+            pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=workers, initializer=lifecycle.worker_init, initargs=(os.getpid(),)
+            )
             stack.push(_pool_closer(pool))
             # the first submit forks the workers: before any thread of ours starts (a fork beside a running
             # thread copies the locks it holds; the workers hung)
@@ -183,7 +187,7 @@ def _verify_results(
             yield _verify_rows(g, quick, traced, refs.pop(g).result())
 
 
-def _pool_closer(pool: ProcessPoolExecutor) -> Any:
+def _pool_closer(pool: concurrent.futures.ProcessPoolExecutor) -> Any:
     """An ExitStack exit callback: a normal end lets the idle workers exit; any exception stops them now."""
 
     def close(exc_type: Any, exc: Any, tb: Any) -> bool:

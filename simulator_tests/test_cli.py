@@ -1,5 +1,6 @@
 """The main job (`nki-kernels verify`) and the interpreter benchmark run end to end."""
 
+import concurrent.futures
 import re
 
 from nki_kernels import cli, commands
@@ -68,7 +69,7 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
 
     groups = commands._verify_groups(True)[:3]
     inline = list(commands._verify_results(groups, True, False, 1))
-    monkeypatch.setattr(commands, "ProcessPoolExecutor", InlinePool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", InlinePool)
     pooled = list(commands._verify_results(groups, True, False, 2))
     weights = [commands._verify_weight(i, j, True) for i, j, _ in submitted]
     assert weights == sorted(weights, reverse=True) and len(set(weights)) > 1

@@ -1,13 +1,14 @@
 """The package's import structure, read from its source with ``ast`` (nothing is imported).
 
 (a) The imports of ``nki_kernels``, function-local ones included, form no cycle.  Imports under
-    ``if TYPE_CHECKING:`` never run and are left out; so is a package's own ``__init__``, which
-    Python runs before any of its modules.
+    ``if TYPE_CHECKING:`` never run and are left out, and so is the parent package a module's
+    import runs first (a package's ``__init__`` may import its own modules).
 (b) No function-local import of a package module: that is how a cycle hides (module A imports B at
     the top, B imports A inside a function).  The exceptions are :data:`ALLOWED`, each with its
     reason, and each reason is checked to hold: (c) below for the hardware job's modules, a
-    standard-library-only import closure for the command's entry point, no interpreter at import for
-    the backend.  An entry nothing uses any more fails too, so the list stays short.
+    standard-library-only import closure for the command's entry point, modules that not every
+    command loads for a subcommand's own, no interpreter at import for the backend.  An entry
+    nothing uses any more fails too, so the list stays short.
 (c) The hardware job's own process (``nki_kernels.hw.run``, started by scripts/run_hw.sh with any
     Python >= 3.10) imports the standard library only: every module it imports at module level
     imports nothing else at module level.
@@ -30,11 +31,13 @@ PACKAGE = "nki_kernels"
 STDLIB_ONLY = "imported by the hardware job's own process, which has the standard library only"
 ENTRY_POINT = "cli.main sets the BLAS thread default and the signal handling before NumPy and the interpreter load"
 CHOSEN = "the interpreter loads only when NKI_BACKEND picks it, never beside the real SDK"
+STARTUP = "loads only for its subcommand, not for every nki-kernels command"
 
 # (importing module, imported module or package) -> why the import is inside a function
 ALLOWED: dict[tuple[str, str], str] = {
     ("nki_kernels.cli", "nki_kernels.commands"): ENTRY_POINT,
     ("nki_kernels.backend", "nki_kernels.sim"): CHOSEN,
+    ("nki_kernels.conformance", "nki_kernels.conformance.runner"): STARTUP,
     ("nki_kernels.environment", "nki_kernels.sim"): STDLIB_ONLY,
     ("nki_kernels.hw.device", "nki_kernels.tolerances"): STDLIB_ONLY,
     ("nki_kernels.hw.job", "nki_kernels.sim"): STDLIB_ONLY,
@@ -43,6 +46,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("nki_kernels.hw.protocol", "nki_kernels.sim"): STDLIB_ONLY,
 }
 HW_JOB = "nki_kernels.hw.run"
+PARSER = "nki_kernels.commands"  # what every nki-kernels command imports
 
 
 @dataclass(frozen=True)
@@ -247,5 +251,8 @@ def test_each_allowed_local_import_has_its_reason(module: str, target: str):
     elif why == ENTRY_POINT:
         assert not _third_party(_closure(module)), f"{module} loads {_third_party(_closure(module))} at import"
         assert "nki_kernels.sim" not in _closure(module)
+    elif why == STARTUP:
+        assert module in _closure(PARSER), f"{module} is not imported by every command"
+        assert _closure(target) - _closure(PARSER), f"every command loads {target} anyway: import it at the top"
     else:
         assert why == CHOSEN and target not in _closure(module), f"{module} loads {target} at import anyway"

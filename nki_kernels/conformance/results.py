@@ -1,4 +1,5 @@
-"""What every conformance suite shares with the runner: the options it is given and the result it reports."""
+"""What the conformance suites, the runner and the command share: the suites' names, the options a suite
+is given and the result it reports."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+SUITE_NAMES = ("sdk-tests", "sdk-examples", "sdk-docstrings", "nki-library")
 OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
 BAD = ("fail", "error")
 
