@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nki_kernels import estimate_benchmark, lifecycle
+from nki_kernels import lifecycle
 from nki_kernels.conformance import add_subcommand as add_conformance
 from nki_kernels.kernels import registry
 from nki_kernels.perf import ModelOptions, estimate_trace
@@ -39,7 +39,6 @@ from nki_kernels.progress import Progress
 from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, set_default_options, trace_kernel
 from nki_kernels.sim.nki07 import trace as trace07
 from nki_kernels.sim.options import _from_env
-from nki_kernels.sim.speed import main as bench_main
 from nki_kernels.tolerances import compare
 from nki_kernels.usage import (
     OneLineParser,
@@ -318,6 +317,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = _run_options(args)
     previous = set_default_options(opts)
     if args.estimate_benchmark:
+        from nki_kernels import estimate_benchmark  # here: loaded for run --estimate-benchmark only (CLI startup)
+
         estimate_benchmark.install()
     sys.argv = [path] + args.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -376,7 +377,9 @@ def _add_run_flags(r) -> None:
 
 
 def cmd_sim_bench(args: argparse.Namespace) -> int:
-    return bench_main(args.iters)
+    from nki_kernels.sim import speed  # here: loaded for sim-bench only, not at every command's start
+
+    return speed.main(args.iters)
 
 
 def build_parser() -> argparse.ArgumentParser:

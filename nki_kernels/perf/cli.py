@@ -37,7 +37,6 @@ from . import bench
 from .hardware import get_hardware
 from .labels import ESTIMATE_LABEL
 from .model import estimate
-from .peers import check_peers, peer_records, render_peers, run_peers
 from .roofline import plot_roofline, point_of
 
 
@@ -368,7 +367,7 @@ def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
 
 
 def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
-    """``peers``: (checkouts, peer rows) of ``--peers``, kept under the record's "peers" key."""
+    """``peers``: (checkouts, the records of their rows) of ``--peers``, kept under the record's "peers" key."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"bench_{bench_suffix(mode, hw, only, peers is not None)}.json")
     params: dict = {"mode": mode, "hw": hw, "only": only}
@@ -380,7 +379,7 @@ def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
     }
     if peers is not None:
         params["peers"] = [c.path for c in peers[0]]
-        rec["peers"] = peer_records(peers[1], peers[0])
+        rec["peers"] = peers[1]
 
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
@@ -394,7 +393,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
     _check_bench_hw(a.hw)
     checkouts = None
     if a.peers is not None:
-        checkouts = check_peers(a.peers)  # every PATH, before any work
+        from . import peers as peer_bench  # here: loaded for bench --peers only, not at every command's start
+
+        checkouts = peer_bench.check_peers(a.peers)  # every PATH, before any work
     _check_out_dir(a.out)
     trace_dir = None
     if a.traces:  # one folder per mode/hw/selection: the traces inside are named by case key only
@@ -402,16 +403,18 @@ def cmd_bench(a: argparse.Namespace) -> int:
         os.makedirs(trace_dir, exist_ok=True)
     t0 = time.perf_counter()
     rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=trace_dir)
-    peer_rows = None
+    peer_rows, peers = None, None
     if checkouts is not None:
         with Progress("bench --peers"):
-            peer_rows = run_peers(checkouts, only, progress=sys.stderr, mode=a.mode, numerics=a.numerics, hw=a.hw)
-    peers = (checkouts, peer_rows) if checkouts is not None else None
+            peer_rows = peer_bench.run_peers(
+                checkouts, only, progress=sys.stderr, mode=a.mode, numerics=a.numerics, hw=a.hw
+            )
+        peers = (checkouts, peer_bench.peer_records(peer_rows, checkouts))
     path = _write_bench_record(rows, a.out, a.mode, a.hw, only, peers)  # whole, before any output (a closed pipe)
     print(bench.render(rows))
     if checkouts is not None and peer_rows is not None:
         print()
-        print(render_peers(peer_rows, rows, checkouts))
+        print(peer_bench.render_peers(peer_rows, rows, checkouts))
         print(f"(ours and peers estimated in {time.perf_counter() - t0:.0f} s)")
     print(f"\nrecord: {path}")
     if a.roofline:
