@@ -175,7 +175,7 @@ def _ranks_hook(original: Any) -> Any:
         n = kut.inference_args.collective_ranks
         if n <= 1:
             return original(self, kut)
-        # nki-library's own test package: on sys.path only inside its run
+        # both imports: nki-library's own test package, on sys.path only inside its run
         from test.utils.common_dataclasses import (
             INF_ARTIFACT_DIR_NAME,
             PerRankLazyInputGenerator,
