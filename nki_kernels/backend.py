@@ -15,12 +15,11 @@ Each API version is resolved once per process from ``NKI_BACKEND``:
   neuron  the real SDK; ImportError with install instructions if it is missing
 For 0.7, ``NKI_SIMULATOR=1`` (the SDK's own switch to its CPU simulator) also selects the
 interpreter.  PyPI's placeholder ``nki`` package (no ``nki.jit``) never counts as the real SDK.
-:func:`apis_of_source` tells which APIs a kernel file is written against (from its imports).
+Which APIs a kernel file is written against (from its imports): ``userkernel.apis_of_source``.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import os
 from typing import Any, NamedTuple
@@ -61,13 +60,13 @@ def _real_07():
 
 
 def _sim_01():
-    from .sim import isa, language, nki
+    from .sim import isa, language, nki  # here: the interpreter loads only when chosen (not beside the real SDK)
 
     return nki, language, isa
 
 
 def _sim_07():
-    from .sim.nki07 import isa, language, nki
+    from .sim.nki07 import isa, language, nki  # here: the interpreter loads only when chosen (not beside the real SDK)
 
     return nki, language, isa
 
@@ -106,26 +105,6 @@ def resolve(api: str = "0.1") -> Backend:
             b = Backend(api, "sim", *sim())
     _cache[api] = b
     return b
-
-
-def apis_of_source(source: str) -> tuple:
-    """The NKI API versions a Python source is written against, from its imports: "0.7" for
-    ``import nki`` / ``from nki... import``, "0.1" for ``neuronxcc``; () if neither.  Raises
-    SyntaxError for unparsable source."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        for n in names:
-            top = n.split(".")[0]
-            if top == "nki":
-                found.add("0.7")
-            elif top == "neuronxcc":
-                found.add("0.1")
-    return tuple(sorted(found))
 
 
 # Module-level names: the NKI 0.1 API (what the project's kernels import today).

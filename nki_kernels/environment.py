@@ -48,7 +48,7 @@ def _boolean(value: str) -> str | None:
 
 
 def _sim_options(value: str) -> str | None:
-    from nki_kernels.sim.options import _from_env
+    from nki_kernels.sim.options import _from_env  # here: the hardware job and cli.py import us without NumPy
 
     try:
         _from_env()  # parses os.environ["NKI_SIM_OPTIONS"] (== value): the one parser of the syntax

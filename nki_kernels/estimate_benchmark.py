@@ -28,6 +28,13 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import IO, Any
 
+from nki_kernels.kernels.registry import CS149_IMAGES, CS149_THRESHOLDS_US
+from nki_kernels.perf import ModelOptions, accuracy, estimate_trace, trace_of
+from nki_kernels.perf.model import build_options
+from nki_kernels.sim import nki as sim_nki
+from nki_kernels.sim import simulate_kernel
+from nki_kernels.sim.runner import Kernel, device_handlers
+
 BANNER = (
     "*** ESTIMATE from the nki_kernels cost model, not a measurement: no Trainium ran this "
     "kernel (nki-kernels run --estimate-benchmark) ***"
@@ -39,8 +46,6 @@ def cs149_thresholds(args: Sequence[Any]) -> tuple | None:
     else None.  The CS149 2025 part 2 harness compares the p99 of nki.benchmark with (relaxed,
     optimized) thresholds per (dtype, image height) (``registry.CS149_THRESHOLDS_US``): under the
     optimized one full credit, under the relaxed one 95 %, else nothing."""
-    from nki_kernels.kernels.registry import CS149_IMAGES, CS149_THRESHOLDS_US
-
     if not args or not hasattr(args[0], "shape") or len(args[0].shape) != 4:
         return None
     x = args[0]
@@ -130,17 +135,12 @@ class EstimatedLatency:
 
 
 def _plain_kernel(dk):
-    from nki_kernels.sim.runner import Kernel
-
     return Kernel(dk.func, dk.mode, dk.grid, dk.skip_middle_end, **dk.options)
 
 
 @contextlib.contextmanager
 def _collect_simulations(traces: list):
     """Make ``nki.simulate_kernel`` record a timing-only trace of what it runs."""
-    from nki_kernels.perf import trace_of
-    from nki_kernels.sim import nki as sim_nki
-
     saved = sim_nki.simulate_kernel
 
     def simulate_and_trace(kernel, *args, options=None, **kwargs):
@@ -156,9 +156,6 @@ def _collect_simulations(traces: list):
 
 
 def _traces_of(dk, args, kwargs) -> list:
-    from nki_kernels.perf import trace_of
-    from nki_kernels.sim.runner import Kernel
-
     if not isinstance(dk.source, Kernel):
         # A plain function: maybe a wrapper that simulates the real kernel (CS149 --simulate).
         traces: list = []
@@ -175,8 +172,6 @@ def _traces_of(dk, args, kwargs) -> list:
 
 
 def _benchmark(dk, args, kwargs):
-    from nki_kernels.perf import ModelOptions, estimate_trace
-
     traces = _traces_of(dk, args, kwargs)
     if len(traces) != 1:
         raise RuntimeError(
@@ -185,8 +180,6 @@ def _benchmark(dk, args, kwargs):
         )
     kernel, trace = traces[0]
     name = getattr(kernel, "__name__", "kernel")
-    from nki_kernels.perf.model import build_options
-
     est = estimate_trace(
         trace, options=ModelOptions(mode="benchmark", **build_options(kernel)), kernel_name=name, keep=False
     )
@@ -199,8 +192,6 @@ def _benchmark(dk, args, kwargs):
             file=sys.stderr,
             flush=True,
         )
-    from nki_kernels.perf import accuracy
-
     where = "outside the validated domain" if accuracy.domain_warnings(est) else f"{accuracy.op_class(est)} class"
     band = f"cost-model typical error \u00b1{100 * accuracy.typical_error(est):.0f} % ({where})"
     lo, hi = accuracy.band_us(est)
@@ -216,8 +207,6 @@ _told_baremetal = False
 
 def _baremetal(dk, args, kwargs):
     global _told_baremetal
-    from nki_kernels.sim import simulate_kernel
-
     if not _told_baremetal:
         _told_baremetal = True
         print(
@@ -230,14 +219,10 @@ def _baremetal(dk, args, kwargs):
 
 def install() -> None:
     """Register the handlers (process-wide; ``uninstall`` removes them)."""
-    from nki_kernels.sim.runner import device_handlers
-
     device_handlers["nki.benchmark"] = _benchmark
     device_handlers["nki.baremetal"] = _baremetal
 
 
 def uninstall() -> None:
-    from nki_kernels.sim.runner import device_handlers
-
     for api in ("nki.benchmark", "nki.baremetal"):
         device_handlers.pop(api, None)

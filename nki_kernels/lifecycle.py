@@ -27,6 +27,7 @@ import _thread
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -82,8 +83,6 @@ def children() -> list[int]:
                 found.append(int(entry))
         return found
     try:  # macOS: no /proc
-        import subprocess
-
         out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True, timeout=10).stdout
     except (OSError, ValueError):
         return []
@@ -292,11 +291,11 @@ def _die_with_parent(parent: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
+        import ctypes  # here: optional (a Python built without libffi has none) and Linux-only
 
         pr_set_pdeathsig = 1  # <linux/prctl.h>
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):
         return
     if os.getppid() != parent:  # the parent died before the prctl: nobody is left to stop us
         os._exit(1)

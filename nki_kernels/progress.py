@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from nki_kernels.environment import progress_wanted
+from nki_kernels.sim.core.context import current_run
 
 DELAY = 3.0  # seconds before the first line
 INTERVAL = 1.0  # at most one line per INTERVAL on a terminal
@@ -35,10 +36,6 @@ PLAIN_INTERVAL = 10.0  # between lines when stderr is not a terminal
 
 def instructions_so_far() -> int | None:
     """Instructions executed by the current interpreter run, or None where that is not available."""
-    try:
-        from nki_kernels.sim.core.context import current_run  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
     run = current_run()
     n = getattr(run, "n_instructions", None) if run is not None else None
     return int(n) if isinstance(n, int) else None

@@ -13,6 +13,7 @@ fails, no such name, a name that is not an NKI kernel, the wrong number of array
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.util
@@ -24,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nki_kernels.lifecycle import Interrupted
+from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias
+from nki_kernels.sim.nki07 import Kernel as Kernel07
+from nki_kernels.sim.runner import Kernel as Kernel01
 from nki_kernels.usage import UsageError
 
 
@@ -51,9 +55,6 @@ def kernel_api(obj: Any) -> str | None:
         api = None
     if api in ("0.1", "0.7"):
         return str(api)
-    from nki_kernels.sim.nki07 import Kernel as Kernel07
-    from nki_kernels.sim.runner import Kernel as Kernel01
-
     if isinstance(obj, Kernel07):
         return "0.7"
     if isinstance(obj, Kernel01):
@@ -116,9 +117,27 @@ def _source_of_module(module: str) -> tuple[str | None, str | None]:
     return None, origin
 
 
-def _apis(source: str | None, where: str) -> tuple[str, ...]:
-    from nki_kernels.backend import apis_of_source
+def apis_of_source(source: str) -> tuple:
+    """The NKI API versions a Python source is written against, from its imports: "0.7" for
+    ``import nki`` / ``from nki... import``, "0.1" for ``neuronxcc``; () if neither.  Raises
+    SyntaxError for unparsable source."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for n in names:
+            top = n.split(".")[0]
+            if top == "nki":
+                found.add("0.7")
+            elif top == "neuronxcc":
+                found.add("0.1")
+    return tuple(sorted(found))
 
+
+def _apis(source: str | None, where: str) -> tuple[str, ...]:
     if source is None:
         return ()
     try:
@@ -128,8 +147,6 @@ def _apis(source: str | None, where: str) -> tuple[str, ...]:
 
 
 def _install(stack: contextlib.ExitStack, apis: tuple[str, ...]) -> None:
-    from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias
-
     for api in apis:
         stack.enter_context(install_nki_alias() if api == "0.7" else install_neuronxcc_alias())
 

@@ -1,8 +1,9 @@
 """The main job (`nki-kernels verify`) and the interpreter benchmark run end to end."""
 
+import concurrent.futures
 import re
 
-from nki_kernels import cli
+from nki_kernels import cli, commands
 
 
 def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
@@ -22,8 +23,8 @@ def test_verify_quick_passes_every_kernel_and_labels_estimates(capsys):
 
 def test_verify_worker_processes_give_the_rows_of_one_process(capsys, monkeypatch):
     # two small groups (4 rows); the pool must print the same table, in the same order, as one process
-    small = cli._verify_groups(True)[:2]
-    monkeypatch.setattr(cli, "_verify_groups", lambda quick: small)
+    small = commands._verify_groups(True)[:2]
+    monkeypatch.setattr(commands, "_verify_groups", lambda quick: small)
     tables = {}
     for jobs in ("1", "2"):
         assert cli.main(["verify", "--quick", "--no-estimate", "--jobs", jobs]) == 0
@@ -39,8 +40,8 @@ def test_verify_starts_the_biggest_case_first():
     # the pool submits the trace jobs by case size, so the CS149 224x224 conv (the longest) never starts last
     from nki_kernels.kernels import registry
 
-    groups = cli._verify_groups(False)
-    heaviest = max(groups, key=lambda g: cli._verify_weight(*g, False))
+    groups = commands._verify_groups(False)
+    heaviest = max(groups, key=lambda g: commands._verify_weight(*g, False))
     case = registry.SPECS[heaviest[0]].cases("verify")[heaviest[1]]
     assert case.kernel == "conv2d" and case.p["H"] == 224, case
 
@@ -66,11 +67,11 @@ def test_verify_pool_submits_traces_by_size_and_reads_their_saved_outputs(monkey
             assert isinstance(f.result()[2], str) and f.result()[2].endswith(".npy")
             return f
 
-    groups = cli._verify_groups(True)[:3]
-    inline = list(cli._verify_results(groups, True, False, 1))
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", InlinePool)
-    pooled = list(cli._verify_results(groups, True, False, 2))
-    weights = [cli._verify_weight(i, j, True) for i, j, _ in submitted]
+    groups = commands._verify_groups(True)[:3]
+    inline = list(commands._verify_results(groups, True, False, 1))
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", InlinePool)
+    pooled = list(commands._verify_results(groups, True, False, 2))
+    weights = [commands._verify_weight(i, j, True) for i, j, _ in submitted]
     assert weights == sorted(weights, reverse=True) and len(set(weights)) > 1
     assert [api for *_, api in submitted[:2]] == ["0.1", "0.7"]
     assert len(submitted) == 2 * len(groups)
@@ -85,7 +86,7 @@ def test_verify_error_drops_the_oracles_not_yet_started(monkeypatch):
 
     import pytest
 
-    groups = cli._verify_groups(True)[:3]
+    groups = commands._verify_groups(True)[:3]
     release = threading.Event()
     called = []
 
@@ -95,18 +96,18 @@ def test_verify_error_drops_the_oracles_not_yet_started(monkeypatch):
             raise RuntimeError("oracle failed")
         release.wait(timeout=60)
 
-    monkeypatch.setattr(cli, "_verify_oracle", oracle)
+    monkeypatch.setattr(commands, "_verify_oracle", oracle)
     threads = []
-    real = cli._OracleThread
+    real = commands._OracleThread
 
     class Recorded(real):  # type: ignore[misc,valid-type]
         def __init__(self, quick):
             super().__init__(quick)
             threads.append(self.thread)
 
-    monkeypatch.setattr(cli, "_OracleThread", Recorded)
+    monkeypatch.setattr(commands, "_OracleThread", Recorded)
     with pytest.raises(RuntimeError, match="oracle failed"):
-        for _ in cli._verify_results(groups, True, False, 1):
+        for _ in commands._verify_results(groups, True, False, 1):
             pass
     release.set()
     (thread,) = threads

@@ -93,6 +93,20 @@ def test_reported_bad_inputs(
     assert not (workdir / "perf-out").exists()
 
 
+@pytest.mark.parametrize("argv", [["verify"], ["profile", "matmul"], ["run", "mine.py"]])
+def test_a_bad_backend_is_a_usage_error_in_a_fresh_process(workdir: Path, argv: list[str]) -> None:
+    """The table above runs in this process, where nki_kernels.backend was imported long ago; a fresh
+    one shows that nothing reads NKI_BACKEND at import before the environment is checked."""
+    import subprocess
+
+    env = dict(os.environ, NKI_BACKEND="bogus")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nki_kernels.cli", *argv], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "NKI_BACKEND='bogus': allowed values are auto, sim, neuron" in proc.stderr
+
+
 MORE = [
     (["profile"], "the following arguments are required: kernel"),
     (["profile", "nosuch"], "unknown kernel 'nosuch'; allowed: conv, matmul, attention"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_kernels import cli
+from nki_kernels import commands
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -31,7 +31,7 @@ def _rows() -> dict[str, str]:
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_testing import assert_usage_error, proc_available, run_main, session_processes, wait_for_session_to_end
 
-from nki_kernels import cli, lifecycle
+from nki_kernels import cli, commands, lifecycle
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "nki_kernels.cli"]
@@ -435,7 +435,7 @@ def test_full_traceback_shows_every_frame_on_request(
 ):
     monkeypatch.setenv("NKI_SIM_FULL_TRACEBACK", "1")
     code, _, err = run_main(capsys, ["run", "script_raises.py"])
-    assert code == 1 and f"nki_kernels{os.sep}cli.py" in err and "runpy" in err
+    assert code == 1 and f"nki_kernels{os.sep}commands.py" in err and "runpy" in err
 
 
 def test_a_bug_of_ours_is_one_line_saying_so(
@@ -444,7 +444,7 @@ def test_a_bug_of_ours_is_one_line_saying_so(
     def broken(args):
         raise KeyError("internal")
 
-    monkeypatch.setattr(cli, "cmd_sim_bench", broken)
+    monkeypatch.setattr(commands, "cmd_sim_bench", broken)
     code, _, err = run_main(capsys, ["sim-bench"])
     assert code == 1 and err.count("\n") == 1, err
     assert "nki-kernels sim-bench: internal error: KeyError: 'internal' (a bug of nki-kernels" in err
@@ -551,8 +551,8 @@ def test_huge_or_empty_values_are_one_line_before_any_work(
 
 
 def test_verify_says_when_it_uses_fewer_workers_than_asked(capsys: pytest.CaptureFixture[str], monkeypatch):
-    small = cli._verify_groups(True)[:2]
-    monkeypatch.setattr(cli, "_verify_groups", lambda quick: small)
+    small = commands._verify_groups(True)[:2]
+    monkeypatch.setattr(commands, "_verify_groups", lambda quick: small)
     assert cli.main(["verify", "--quick", "--no-estimate", "--jobs", "5"]) == 0
     assert "2 worker processes (--jobs 5: one per case at most)" in capsys.readouterr().out
 

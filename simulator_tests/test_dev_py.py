@@ -36,7 +36,7 @@ def _help_subcommands() -> set[str]:
 
 
 def test_dev_help_lists_every_subcommand_and_the_readme_lists_the_same():
-    from nki_kernels.cli import build_parser
+    from nki_kernels.commands import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")

@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from nki_kernels import backend, cli
+from nki_kernels import backend, cli, userkernel
 from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, nki07
 
 
@@ -79,14 +79,14 @@ def test_both_aliases_coexist():
 
 
 def test_apis_of_source():
-    assert backend.apis_of_source("import nki\nimport nki.language as nl\n") == ("0.7",)
-    assert backend.apis_of_source("from nki import isa\n") == ("0.7",)
-    assert backend.apis_of_source("import neuronxcc.nki as nki\n") == ("0.1",)
-    assert backend.apis_of_source("from neuronxcc import nki\nimport nki_kernels\n") == ("0.1",)
-    assert backend.apis_of_source("import numpy\n") == ()
-    assert backend.apis_of_source("import nki\nimport neuronxcc.nki\n") == ("0.1", "0.7")
+    assert userkernel.apis_of_source("import nki\nimport nki.language as nl\n") == ("0.7",)
+    assert userkernel.apis_of_source("from nki import isa\n") == ("0.7",)
+    assert userkernel.apis_of_source("import neuronxcc.nki as nki\n") == ("0.1",)
+    assert userkernel.apis_of_source("from neuronxcc import nki\nimport nki_kernels\n") == ("0.1",)
+    assert userkernel.apis_of_source("import numpy\n") == ()
+    assert userkernel.apis_of_source("import nki\nimport neuronxcc.nki\n") == ("0.1", "0.7")
     with pytest.raises(SyntaxError):
-        backend.apis_of_source("def (")
+        userkernel.apis_of_source("def (")
 
 
 def test_resolve_07_is_the_interpreter_here():

@@ -26,7 +26,6 @@ def test_every_kernel_has_both_generations_an_oracle_and_every_named_set():
             assert spec.cases(name), (spec.name, name)
         assert set(spec.cases("verify-quick")) < set(spec.cases("verify"))
         assert spec.default_case() in spec.cases("headline")
-        assert spec.tolerance("bfloat16") == spec.tolerance(ml_dtypes.bfloat16)
     assert registry.CONV2D.cases("cs149") and not registry.MATMUL.cases("cs149")
 
 
@@ -230,10 +229,10 @@ def _cases(set_name):
 
 @pytest.mark.parametrize("quick", [True, False])
 def test_verify_enumerates_the_registry_verify_sets(quick):
-    from nki_kernels import cli
+    from nki_kernels import commands
 
     set_name = "verify-quick" if quick else "verify"
-    groups = [(registry.SPECS[i], registry.SPECS[i].cases(set_name)[j]) for i, j in cli._verify_groups(quick)]
+    groups = [(registry.SPECS[i], registry.SPECS[i].cases(set_name)[j]) for i, j in commands._verify_groups(quick)]
     assert groups == _cases(set_name)  # verify runs each of these in NKI 0.1 and in NKI 0.7
 
 

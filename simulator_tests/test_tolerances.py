@@ -1,5 +1,6 @@
 """``compare`` works block by block; its answers are those of the whole-array formula."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -47,3 +48,10 @@ def test_nonfinite_and_all_zero_outputs_are_named(rng, monkeypatch, block):
     assert compare(np.zeros_like(ref), ref, np.float32)["reason"] == "all zeros (the kernel wrote nothing?)"
     assert compare(np.zeros_like(ref), np.zeros_like(ref), np.float32)["ok"]
     assert "expected (3, 2)" in compare(np.ones((2, 3)), np.ones((3, 2)), np.float32)["reason"]
+
+
+def test_the_table_is_looked_up_by_dtype_name():
+    assert (
+        tolerances.tolerance(ml_dtypes.bfloat16) == tolerances.tolerance("bfloat16") == tolerances.TOLERANCE["bfloat16"]
+    )
+    assert tolerances.tolerance(np.float16) == tolerances.TOLERANCE["float16"]

@@ -22,7 +22,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from nki_kernels.conformance import Options, Report, Result
+from nki_kernels.conformance.results import Options, Report, Result
 
 SUITE = "nki-library"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from nki_kernels.sim import install_neuronxcc_alias, nki07
+from nki_kernels.sim.nki07.collectives import run_ranks
 
 
 class _Anything:
@@ -152,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    from test.utils import test_orchestrator
+    from test.utils import test_orchestrator  # nki-library's own test package: on sys.path only inside its run
 
     orch = test_orchestrator.Orchestrator
     if not hasattr(orch, "_compiled_kernel"):
@@ -174,14 +175,13 @@ def _ranks_hook(original: Any) -> Any:
         n = kut.inference_args.collective_ranks
         if n <= 1:
             return original(self, kut)
+        # both imports: nki-library's own test package, on sys.path only inside its run
         from test.utils.common_dataclasses import (
             INF_ARTIFACT_DIR_NAME,
             PerRankLazyInputGenerator,
             normalize_golden_output,
         )
         from test.utils.exceptions import InferenceException
-
-        from nki_kernels.sim.nki07.collectives import run_ranks
 
         os.environ["NKI_NC_VERSION"] = kut.compiler_input.platform_target.get_nc_gen()
         given = kut.kernel_input or {}

@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from nki_kernels.conformance import Options, Report, Result
+from nki_kernels.conformance.results import Options, Report, Result
+from nki_kernels.sim import install_nki_alias
+from nki_kernels.tolerances import compare
 
 _EXAMPLES = "sdk-examples"
 _DOCS = "sdk-docstrings"
@@ -157,8 +159,6 @@ def _load(path: str, name: str) -> Any:
 def _compare(out: Any, ref: Any) -> str | None:
     """Why ``out`` does not match ``ref`` (None if it does): ``tolerances.compare`` at the output's
     dtype, exact for integer outputs."""
-    from nki_kernels.tolerances import compare
-
     o = np.asarray(out)
     exact = o.dtype.kind in "iub"
     res = compare(o, ref, "float32" if exact else o.dtype, rtol=0.0 if exact else None, atol=0.0 if exact else None)
@@ -191,8 +191,6 @@ def _run_example(ex: Example, examples_dir: str, k: int) -> Result:
 
 def run_examples(opts: Options, report: Report) -> list[Result]:
     """The ``sdk-examples`` suite over ``opts.sdk``."""
-    from nki_kernels.sim import install_nki_alias
-
     assert opts.sdk is not None
     examples_dir = os.path.join(opts.sdk, "nki", "examples")
     results = []
@@ -258,7 +256,7 @@ def snippets(sdk: str) -> Iterator[tuple[str, str, str]]:
 
 
 def _run_snippet(label: str, path: str, code: str) -> Result:
-    import nki  # the alias: installed by the caller
+    import nki  # the interpreter's alias, importable only while the caller has it installed
 
     def done(outcome: str, why: str = "", seconds: float = 0.0, tb: str = "") -> Result:
         return Result(_DOCS, label, path, outcome, seconds, why, tb)
@@ -304,8 +302,6 @@ def run_docs(opts: Options, report: Report) -> list[Result]:
     The snapshot documents NKI 0.6 (SDK 2.32), whose docstrings still show ``nl.dynamic_range`` and
     ``while reg:``; SDK 2.33 runs such 0.6 code only under its previous specialization,
     ``NKI_COMPILER_FRONTEND=custom`` (docs/nki-0.7-spec.md K9), so the blocks run under it."""
-    from nki_kernels.sim import install_nki_alias
-
     assert opts.sdk is not None
     results = []
     saved = os.environ.get("NKI_COMPILER_FRONTEND")

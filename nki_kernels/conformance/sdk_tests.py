@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from nki_kernels.conformance import BAD, Options, Report, Result
+from nki_kernels.conformance.results import BAD, Options, Report, Result
+from nki_kernels.sim import install_neuronxcc_alias
 
 SUITE = "sdk-tests"
 
@@ -293,9 +294,6 @@ def worker(path: str, test: str, out_path: str) -> int:
     rec: dict[str, Any] = {"outcome": "error", "message": "", "traceback": "", "marks": []}
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        # imported here, in the child only: the parent process never loads the interpreter
-        from nki_kernels.sim import install_neuronxcc_alias
-
         install_neuronxcc_alias()
         stage = "import"
         try:

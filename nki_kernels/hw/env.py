@@ -161,7 +161,7 @@ def sdk_info() -> dict:
     cc = _version("neuronx-cc")
     if cc is None and _has_module("neuronxcc"):
         try:
-            import neuronxcc  # noqa: PLC0415  (only when present)
+            import neuronxcc  # noqa: PLC0415 - the Neuron SDK: imported only when installed
 
             cc = getattr(neuronxcc, "__version__", None)
         except Exception:  # a broken install still reports the rest

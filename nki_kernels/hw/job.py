@@ -26,6 +26,7 @@ from typing import Any
 
 from nki_kernels.kernels.registry import Case
 
+from . import device, env
 from .protocol import DEFAULT_SEED, ROOT, HwPath, Step, StepContext, cs149_verdict, env_argv, estimate_ratio, stem
 from .protocol import utc as _utc
 from .protocol import write_json as _write_json
@@ -99,7 +100,10 @@ class Nki01Path(HwPath):
         objects to the interpreter.  Refuses if the real SDK is already loaded.
         """
         os.environ["NKI_BACKEND"] = "sim"  # before any kernel module import
-        from nki_kernels.sim import alias_installed, install_neuronxcc_alias
+        from nki_kernels.sim import (  # here: the job's own process has the standard library only
+            alias_installed,
+            install_neuronxcc_alias,
+        )
 
         if "neuronxcc" in sys.modules and not alias_installed():
             raise RuntimeError(
@@ -120,8 +124,6 @@ class Nki01Path(HwPath):
         **_: Any,
     ) -> dict[str, Any]:
         """Benchmark one case with ``nki.benchmark`` and write ``out_dir/bench.json``; returns the record."""
-        from . import device, env
-
         os.makedirs(out_dir, exist_ok=True)
         args, kwargs = device.make_inputs(case, seed)
         kernel = device.load_kernel(case.kernel, self.api)

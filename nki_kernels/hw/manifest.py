@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import threading
+import xml.etree.ElementTree as ET
 from typing import Any
 
 SCHEMA = "nki-kernels-hw-run/1"
@@ -78,8 +79,6 @@ def list_files(run: str) -> list[dict[str, Any]]:
 def junit_failures(path: str) -> list[str]:
     """``classname::name: message`` for every failed or errored test of a JUnit XML file ([] when
     the file is missing or unreadable: the caller says why instead)."""
-    import xml.etree.ElementTree as ET
-
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):

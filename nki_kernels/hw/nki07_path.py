@@ -53,12 +53,13 @@ import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from typing import Any
 
 from nki_kernels.kernels import registry
 from nki_kernels.kernels.registry import Case
 
-from . import compare
+from . import compare, device, env, sdk, torch_path
 from .protocol import DEFAULT_SEED, HwPath, Step, StepContext, cs149_verdict, env_argv, estimate_ratio, stem
 from .protocol import utc as _utc
 from .protocol import write_json as _write_json
@@ -72,7 +73,7 @@ PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 def _nki() -> Any:
     """The real NKI 0.7 ``nki`` module; ImportError with the fix when absent."""
     try:
-        import nki  # noqa: PLC0415
+        import nki  # noqa: PLC0415 - the Neuron SDK (>= 2.33): only in its venv on a trn2
     except ImportError as e:
         raise ImportError(
             "nki is not importable: run in a Neuron SDK >= 2.33 venv on a trn2 "
@@ -211,8 +212,6 @@ def measure_latency(neff: str, *, warmup: int, iters: int, tool: str = PROFILER,
 
 # ------------------------------------------------------------------------- helpers
 def _sdk_record() -> dict[str, Any]:
-    from . import env, sdk
-
     rec = env.sdk_info()
     rec["path"] = sdk.report()
     return rec
@@ -233,8 +232,6 @@ def write_junit(path: str, suite: str, rows: list[dict]) -> None:
     """The smoke results as a JUnit XML file (one ``testcase`` per construct, a ``failure``
     naming what failed, the kernels using it and the flag that avoids it), so run_hw.sh
     reports the 0.7 smoke test exactly as the 0.1 one (pytest's report)."""
-    import xml.etree.ElementTree as ET  # noqa: PLC0415
-
     root = ET.Element("testsuite", name=suite, tests=str(len(rows)), failures=str(sum(1 for r in rows if not r["ok"])))
     for r in rows:
         case = ET.SubElement(root, "testcase", classname=suite, name=r["name"])
@@ -312,14 +309,12 @@ class Nki07Path(HwPath):
         resolve their ``nki`` through ``backend.resolve("0.7")``) and ``import nki`` aliased to it (your
         own kernel via ``NKI_HW_KERNEL_<NAME>``, written with a plain ``import nki``)."""
         os.environ["NKI_BACKEND"] = "sim"
-        from nki_kernels.sim import install_nki_alias
+        from nki_kernels.sim import install_nki_alias  # here: the job's own process has the standard library only
 
         return install_nki_alias()
 
     def run_numpy(self, case: Case, seed: int = DEFAULT_SEED, lnc: int = 1) -> tuple[Any, Any, Any]:
         """(args, kwargs, output) of the case's 0.7 kernel called on NumPy arrays."""
-        from . import device
-
         args, kwargs = device.make_inputs(case, seed)
         out = _first_output(launch(device.load_kernel(case.kernel, self.api), lnc)(*args, **kwargs))
         return args, kwargs, out
@@ -342,8 +337,6 @@ class Nki07Path(HwPath):
         Raises RuntimeError when no NEFF appears (set ``NEURON_FRAMEWORK_DEBUG=1`` before the first
         compile; a cached compile may write none: delete the cache) or the capture fails.
         """
-        from . import device, env
-
         os.makedirs(out_dir, exist_ok=True)
         os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
         target = os.path.join(out_dir, f"{stem(case)}.neff")
@@ -405,7 +398,7 @@ class Nki07Path(HwPath):
 
     def _interpreter_output(self, case: Case, seed: int, tmp: str, timeout: float | None) -> Any:
         """The project's interpreter on the same seeded inputs, in a fresh ``NKI_BACKEND=sim`` process."""
-        import numpy as np
+        import numpy as np  # here: the job's own process has the standard library only
 
         out = os.path.join(tmp, f"{stem(case)}.interpreter.npy")
         self.in_subprocess("simulate", case, out, seed, timeout)
@@ -422,9 +415,7 @@ class Nki07Path(HwPath):
         Writes ``out_dir/sim_vs_device/<stem>.json`` (max |difference| for every pair and each against
         the oracle) and returns it with ``"failures"``: which of the three miss the oracle's tolerance.
         """
-        import numpy as np
-
-        from . import device
+        import numpy as np  # here: the job's own process has the standard library only
 
         kernel = device.load_kernel(case.kernel, self.api)
         ref = device.reference(case, args, kwargs)
@@ -474,8 +465,6 @@ class Nki07Path(HwPath):
         ``out_dir/<kernel>.nki07.json``; ``"failed"`` counts failing checks (a missing torch or
         simulator when asked for counts as failing).
         """
-        from . import device, torch_path
-
         os.makedirs(out_dir, exist_ok=True)
         has_sim = callable(getattr(_nki(), "simulate", None))
         do_sim = sim_check == "on" or (sim_check == "auto" and has_sim)
@@ -560,9 +549,7 @@ class Nki07Path(HwPath):
         ``CONSTRUCTS``: objects with ``name``, ``used_by``, ``flag``, ``kernel``, ``inputs()`` and
         ``reference(*inputs)``.  Writes ``out_file``; ``"failed"`` lists the failing constructs.
         """
-        import numpy as np
-
-        from . import device
+        import numpy as np  # here: the job's own process has the standard library only
 
         mod = importlib.import_module(module or os.environ.get("NKI_HW_SMOKE_MODULE", SMOKE_MODULE))
         rows, failed = [], []

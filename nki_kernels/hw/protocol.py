@@ -33,6 +33,8 @@ from typing import Any, ClassVar
 from nki_kernels.kernels import registry
 from nki_kernels.kernels.registry import Case
 
+from . import device
+
 DEFAULT_SEED = 0
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -114,7 +116,7 @@ def _profile_fields(est: Any) -> Any:
     fn = getattr(est, "summary_dict", None)
     if callable(fn):
         return fn()
-    from nki_kernels.perf.report import profile_fields
+    from nki_kernels.perf.report import profile_fields  # here: the job's own process has the standard library only
 
     return profile_fields(est)
 
@@ -240,10 +242,8 @@ class HwPath:
         compared with the measured latency; ``mode="profile"`` gives ``summary`` (neuron-profile
         field names) and the Chrome trace, compared with the capture.
         """
-        from . import device
-
         with self.interpreter():
-            from nki_kernels.perf import estimate
+            from nki_kernels.perf import estimate  # here: the job's own process has the standard library only
 
             os.makedirs(out_dir, exist_ok=True)
             args, kwargs = device.make_inputs(case, seed)
@@ -279,12 +279,10 @@ class HwPath:
 
     def simulate_here(self, case: Case, out_file: str, seed: int = DEFAULT_SEED) -> str:
         """The interpreter's output for the case's seeded inputs, saved as ``.npy`` (this process)."""
-        from . import device
-
         with self.interpreter():
-            import numpy as np
+            import numpy as np  # here: the job's own process has the standard library only
 
-            from nki_kernels.sim import simulate_kernel
+            from nki_kernels.sim import simulate_kernel  # here: the job's own process has the standard library only
 
             args, kwargs = device.make_inputs(case, seed)
             kernel = device.load_kernel(case.kernel, self.api)
@@ -396,16 +394,3 @@ class HwPath:
                 raise
             print(f"{a.cmd}: cannot write {e.filename or a.out}: {e.strerror or e}", file=sys.stderr)
             return 1
-
-
-def for_name(name: str) -> HwPath:
-    """The implementation of an SDK path: ``nki01`` or ``nki07`` (sdk.py's decision)."""
-    if name == "nki07":
-        from .nki07_path import NKI07
-
-        return NKI07
-    if name == "nki01":
-        from .job import NKI01
-
-        return NKI01
-    raise ValueError(f"unknown hardware path {name!r}; allowed: nki01, nki07")

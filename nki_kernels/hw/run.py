@@ -40,14 +40,26 @@ from nki_kernels.kernels import registry
 from nki_kernels.kernels.registry import Case
 
 from . import env as hw_env
+from .job import NKI01
 from .manifest import Manifest, ResultsWriteError, junit_failures
-from .protocol import ROOT, HwPath, Step, StepContext, env_argv, for_name, stem
+from .nki07_path import NKI07
+from .protocol import ROOT, HwPath, Step, StepContext, env_argv, stem
 
 PROG = "run_hw.sh"
 NEURON_BIN = "/opt/aws/neuron/bin"
 DEFAULT_VENVS = ("/opt/aws_neuronx_venv_pytorch_2_8", "/opt/aws_neuronx_venv_pytorch_2_9")
 POLL_S = 0.2  # how often a waiting step looks at the stop request
 TIMEOUT_KILL_AFTER_S = 30  # a step over its --timeout: SIGTERM, then SIGKILL this much later
+
+# The SDK paths by name (sdk.py's decision), each implementing the step protocol (protocol.py).
+PATHS: dict[str, HwPath] = {"nki01": NKI01, "nki07": NKI07}
+
+
+def for_name(name: str) -> HwPath:
+    """The implementation of an SDK path: ``nki01`` or ``nki07``."""
+    if name not in PATHS:
+        raise ValueError(f"unknown hardware path {name!r}; allowed: {', '.join(PATHS)}")
+    return PATHS[name]
 
 
 class Exit(enum.IntEnum):

@@ -159,7 +159,7 @@ def probe() -> dict:
     }
     if info["has_neuronxcc"]:
         try:
-            import neuronxcc  # noqa: PLC0415
+            import neuronxcc  # noqa: PLC0415 - the Neuron SDK: imported only when installed
 
             info["neuronx_cc"] = info["neuronx_cc"] or getattr(neuronxcc, "__version__", None)
             info["has_neuronxcc_nki"] = not getattr(neuronxcc, "__nki_kernels_sim__", False) and _find("neuronxcc.nki")
@@ -167,7 +167,7 @@ def probe() -> dict:
             info["nki_note"] = f"import neuronxcc failed: {e}"
     if info["has_nki"]:
         try:
-            import nki  # noqa: PLC0415
+            import nki  # noqa: PLC0415 - the Neuron SDK: imported only when installed
 
             info["nki"] = info["nki"] or getattr(nki, "__version__", None)
             if getattr(nki, "__nki_kernels_sim__", False):

@@ -26,8 +26,8 @@ __all__ = ["make_module", "run_on_device", "torch_reference"]
 
 def _to_torch(a: Any) -> Any:
     """NumPy array (including ml_dtypes bfloat16) -> CPU torch tensor of the same dtype."""
-    import numpy as np  # noqa: PLC0415
-    import torch  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415 - the job's own process has the standard library only
+    import torch  # noqa: PLC0415 - torch: only in the Neuron venv, optional elsewhere
 
     a = np.asarray(a)
     if a.dtype.name == "bfloat16":
@@ -36,7 +36,7 @@ def _to_torch(a: Any) -> Any:
 
 
 def _to_numpy(t: Any) -> Any:
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - torch: only in the Neuron venv, optional elsewhere
 
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
@@ -46,7 +46,7 @@ def _to_numpy(t: Any) -> Any:
 
 @functools.cache
 def _classes() -> dict[str, Any]:
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - torch: only in the Neuron venv, optional elsewhere
 
     class Conv2dMaxPool(torch.nn.Module):
         """conv2d (stride 1, no padding) + bias + max-pool via the fused NKI kernel."""
@@ -107,8 +107,8 @@ def make_module(kernel: str, args: Any, kwargs: Any, api: str = "0.1") -> tuple[
 
 def run_on_device(module: Any, *arrays: Any) -> Any:
     """Move module and inputs to the XLA device, run forward, sync, return NumPy."""
-    import torch  # noqa: PLC0415
-    import torch_xla.core.xla_model as xm  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - torch: only in the Neuron venv, optional elsewhere
+    import torch_xla.core.xla_model as xm  # noqa: PLC0415 - torch-neuronx's XLA: only in the Neuron venv
 
     dev = xm.xla_device()
     module = module.to(dev)
@@ -127,8 +127,8 @@ def torch_reference(kernel: str, *arrays: Any, **kwargs: Any) -> Any:
     conv2d: ``F.conv2d`` + bias, then ``F.max_pool2d`` when ``pool_size > 1``;
     matmul: ``lhsT.T @ rhs``; attention: ``F.scaled_dot_product_attention``.
     """
-    import torch  # noqa: PLC0415
-    import torch.nn.functional as F  # noqa: N812, PLC0415
+    import torch  # noqa: PLC0415 - torch: only in the Neuron venv, optional elsewhere
+    import torch.nn.functional as F  # noqa: N812, PLC0415 - torch: optional, as above
 
     t = [_to_torch(a).to(torch.float64) for a in arrays]
     if kernel == "conv2d":

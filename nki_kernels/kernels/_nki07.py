@@ -26,17 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nki_kernels.kernels.registry import dtype_name, np_dtype
-
-
-class HostSpec:
-    """What the shared checks and plans read of a kernel argument: its shape and its dtype
-    as a NumPy dtype (so a torch or NKI tensor is judged exactly like a NumPy array)."""
-
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
-        self.shape, self.dtype = shape, dtype
+from nki_kernels.kernels.registry import HostSpec, dtype_name, np_dtype
 
 
 def host_spec(t: Any) -> Any:

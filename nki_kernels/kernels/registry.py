@@ -4,17 +4,16 @@ Every consumer enumerates kernels and shapes from here: ``nki-kernels verify`` (
 cost-model table (``perf/bench.py``) and ``profile`` (``perf/cli.py``), the hardware job
 (``nki_kernels/hw``, ``hw_tests/``) and the tests.  One frozen :class:`KernelSpec` per kernel:
 
-- entry points of both NKI generations and the float64 oracle, as ``module:function`` strings
-  (nothing is imported until asked: importing this module needs only the standard library, so
-  the hardware job can plan before anything is installed);
+- entry points of both NKI generations, the float64 oracle and the kernel's tiling plan, as
+  ``module:function`` strings (nothing is imported until asked: importing this module needs only
+  the standard library, so the hardware job can plan before anything is installed);
 - the input builder (:meth:`KernelSpec.make_inputs`: seeded, in the case's dtype) and the
   argument shapes alone (:meth:`KernelSpec.arg_shapes`);
 - named shape sets (:data:`SET_NAMES`): the CS149 set, the ``verify`` / ``verify-quick`` sets,
   the ``headline`` shapes of the cost-model table (with their goals) and the nested hardware
   sets ``hw-quick`` < ``hw-cs149`` < ``hw-full`` (each case checked for correctness,
   benchmarked, or both);
-- the CS149 thresholds (:data:`CS149_THRESHOLDS_US`) and the tolerance table the comparisons
-  use (``tolerance_table``, a name in ``nki_kernels/tolerances.py``);
+- the CS149 thresholds (:data:`CS149_THRESHOLDS_US`);
 - :meth:`KernelSpec.check_feasible`: rejects, from the sizes alone and before anything is
   allocated, a shape whose inputs and output do not fit a trn2 device's HBM or whose tiles do
   not fit on chip (the kernel's own tiling plan, run on shape stand-ins).
@@ -81,7 +80,7 @@ def dtype_name(d: Any) -> str:
     """
     if not isinstance(d, str):
         try:
-            import numpy as np
+            import numpy as np  # here: the registry imports with the standard library only
 
             return str(np.dtype(d).name)
         except (TypeError, ValueError):
@@ -96,10 +95,10 @@ def dtype_name(d: Any) -> str:
 
 def np_dtype(name: str) -> Any:
     """The NumPy dtype of a dtype name (bf16 from ml_dtypes)."""
-    import numpy as np
+    import numpy as np  # here: the registry imports with the standard library only
 
     if dtype_name(name) == "bfloat16":
-        import ml_dtypes
+        import ml_dtypes  # here: the registry imports with the standard library only
 
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(dtype_name(name))
@@ -249,7 +248,7 @@ def _attention_shapes(p: Mapping[str, Any]) -> tuple[tuple[tuple[int, ...], ...]
 def _conv_inputs(p: Mapping[str, Any], dtype: str, rng: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The CS149 harness's inputs: uniform [0, 1) images, weights and bias (``np.random.rand``), a
     zero bias when the case has none."""
-    import numpy as np
+    import numpy as np  # here: the registry imports with the standard library only
 
     (xs, ws, bs), _, kw = _conv_shapes(p)
     dt = np_dtype(dtype)
@@ -262,7 +261,7 @@ def _conv_inputs(p: Mapping[str, Any], dtype: str, rng: Any) -> tuple[tuple[Any,
 
 def _normal_inputs(shapes: Callable[[Mapping[str, Any]], Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]]]:
     def make(p: Mapping[str, Any], dtype: str, rng: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        import numpy as np
+        import numpy as np  # here: the registry imports with the standard library only
 
         arg_shapes, _, kw = shapes(p)
         dt = np_dtype(dtype)
@@ -271,25 +270,30 @@ def _normal_inputs(shapes: Callable[[Mapping[str, Any]], Any]) -> Callable[..., 
     return make
 
 
-def _plan_conv(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    from nki_kernels.kernels.conv2d import plan_conv
-
+def _conv_plan_args(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
     x, w, bias = args
-    plan_conv(x, w, bias, kw["pool_size"])
+    return x, w, bias, kw["pool_size"]
 
 
-def _plan_matmul(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    from nki_kernels.kernels.matmul import plan_matmul
-
+def _matmul_plan_args(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
     p = case.p
-    plan_matmul(p["M"], p["N"], p["K"], ITEMSIZE[case.dtype])
+    return p["M"], p["N"], p["K"], ITEMSIZE[case.dtype]
 
 
-def _plan_attention(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    from nki_kernels.kernels.attention import plan_attention
-
+def _attention_plan_args(case: Case, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
     q, k, v = args
-    plan_attention(q, k, v, kw["causal"], None)
+    return q, k, v, kw["causal"], None
+
+
+class HostSpec:
+    """What the kernels' checks and tiling plans read of an argument: its shape and its dtype as a
+    NumPy dtype, without the data (the feasibility check's stand-ins; a 0.7 host entry's view of a
+    torch or NKI tensor, ``kernels/_nki07.host_spec``)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+        self.shape, self.dtype = shape, dtype
 
 
 @dataclass(frozen=True)
@@ -302,15 +306,15 @@ class KernelSpec:
     entry_01: str  # module:function of the NKI 0.1 kernel
     entry_07: str  # module:function of the NKI 0.7 kernel
     oracle: str  # module:function of the float64 NumPy reference
+    plan: str  # module:function of the kernel's tiling plan: a ValueError when the tiles do not fit on chip
     params: tuple[str, ...]  # a Case's parameter names, in order
     cli_params: tuple[str, ...]  # what ``profile --shape`` holds, in order
     cli_dims: str  # help text of ``--shape``
     default_dtype: str  # ``profile`` without ``--dtype``
     default_key: str  # the headline case ``profile`` estimates without ``--shape``
-    tolerance_table: str  # the name of the table in nki_kernels/tolerances.py
     shapes_of: Callable[[Mapping[str, Any]], Any]  # params -> (arg shapes, output shape, kwargs)
     inputs_of: Callable[..., Any]  # (params, dtype, rng) -> (args, kwargs)
-    plan_of: Callable[..., None]  # (case, arg stand-ins, kwargs) -> None or ValueError
+    plan_args: Callable[..., tuple[Any, ...]]  # (case, arg stand-ins, kwargs) -> the plan's arguments
     shape_sets: Mapping[str, tuple[Case, ...]]
     cs149_thresholds_us: Mapping[tuple[str, int], tuple[float, float]] | None = None
 
@@ -380,22 +384,15 @@ class KernelSpec:
         """Seeded inputs ``(args, kwargs)`` in the case's dtype: conv2d as the CS149 harness draws
         them (uniform [0, 1), zero bias when the case has none), matmul and attention standard
         normals."""
-        import numpy as np
+        import numpy as np  # here: the registry imports with the standard library only
 
         return self.inputs_of(case.p, case.dtype, np.random.default_rng(seed))
 
     def reference(self, args: Iterable[Any], kwargs: Mapping[str, Any]) -> Any:
         """The oracle's float64 output for these inputs."""
-        import numpy as np
+        import numpy as np  # here: the registry imports with the standard library only
 
         return np.asarray(self.load_oracle()(*[np.asarray(a, dtype=np.float64) for a in args], **kwargs))
-
-    def tolerance(self, dtype: str) -> tuple[float, float]:
-        """(rtol, atol as a fraction of max|ref|) of this kernel's outputs in ``dtype``."""
-        from nki_kernels import tolerances
-
-        table = getattr(tolerances, self.tolerance_table)
-        return table[dtype_name(dtype)]
 
     # -- feasibility
     def hbm_bytes(self, case: Case) -> int:
@@ -423,12 +420,10 @@ class KernelSpec:
                 f"{what}: inputs and output need {need / 2**30:,.1f} GiB of HBM; one trn2 device "
                 f"has {HBM_BYTES // 2**30} GiB"
             )
-        from nki_kernels.kernels._nki07 import HostSpec  # .shape and .dtype without the data
-
         args, _, kw = self.arg_shapes(case)
         dt = np_dtype(case.dtype)
         try:
-            self.plan_of(case, tuple(HostSpec(s, dt) for s in args), kw)
+            resolve_target(self.plan)(*self.plan_args(case, tuple(HostSpec(s, dt) for s in args), kw))
         except ValueError as e:
             raise ShapeError(f"{what}: {e}") from None
 
@@ -527,15 +522,15 @@ CONV2D = KernelSpec(
     entry_01="nki_kernels.kernels.conv2d:fused_conv2d_maxpool",
     entry_07="nki_kernels.kernels.conv2d_nki07:fused_conv2d_maxpool",
     oracle="nki_kernels.oracles:conv2d_maxpool_ref",
+    plan="nki_kernels.kernels.conv2d:plan_conv",
     params=("B", "C_in", "C_out", "H", "W", "K", "pool_size", "bias"),
     cli_params=("B", "C_in", "C_out", "H", "W", "K"),
     cli_dims="B,C_in,C_out,H,W,K",
     default_dtype="float16",
     default_key="conv224_fp16_p1",
-    tolerance_table="TOLERANCE",
     shapes_of=_conv_shapes,
     inputs_of=_conv_inputs,
-    plan_of=_plan_conv,
+    plan_args=_conv_plan_args,
     cs149_thresholds_us=CS149_THRESHOLDS_US,
     shape_sets=_sets(
         hardware=[
@@ -574,15 +569,15 @@ MATMUL = KernelSpec(
     entry_01="nki_kernels.kernels.matmul:matmul",
     entry_07="nki_kernels.kernels.matmul_nki07:matmul",
     oracle="nki_kernels.oracles:matmul_ref",
+    plan="nki_kernels.kernels.matmul:plan_matmul",
     params=("K", "M", "N"),
     cli_params=("K", "M", "N"),
     cli_dims="K,M,N (lhsT is K x M, rhs K x N)",
     default_dtype="bfloat16",
     default_key="matmul2048_bf16",
-    tolerance_table="TOLERANCE",
     shapes_of=_matmul_shapes,
     inputs_of=_normal_inputs(_matmul_shapes),
-    plan_of=_plan_matmul,
+    plan_args=_matmul_plan_args,
     shape_sets=_sets(
         hardware=[
             _matmul(128, 128, 512, "float32", bench=True, level="quick"),
@@ -612,15 +607,15 @@ ATTENTION = KernelSpec(
     entry_01="nki_kernels.kernels.attention:flash_attention",
     entry_07="nki_kernels.kernels.attention_nki07:flash_attention",
     oracle="nki_kernels.oracles:attention_ref",
+    plan="nki_kernels.kernels.attention:plan_attention",
     params=("B", "H", "Sq", "Sk", "D", "causal"),
     cli_params=("B", "H", "S", "D"),
     cli_dims="B,H,S,D (q, k, v are B x H x S x D)",
     default_dtype="bfloat16",
     default_key="attn4096_bf16",
-    tolerance_table="TOLERANCE",
     shapes_of=_attention_shapes,
     inputs_of=_normal_inputs(_attention_shapes),
-    plan_of=_plan_attention,
+    plan_args=_attention_plan_args,
     shape_sets=_sets(
         hardware=[
             _attention(1, 1, 128, 64, False, "float32", bench=True, level="quick"),

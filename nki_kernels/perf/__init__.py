@@ -12,7 +12,8 @@ from the leave-one-out calibration on the public trn2 measurements (``est.band_t
 """
 
 from .hardware import TRN1, TRN2, Const, HardwareSpec, get_hardware, load_hardware
-from .model import ESTIMATE_LABEL, Estimate, estimate, estimate_trace, trace_of
+from .labels import ESTIMATE_LABEL
+from .model import Estimate, estimate, estimate_trace, trace_of
 from .schedule import ModelOptions, Scheduler, schedule
 
 __all__ = [

@@ -19,7 +19,8 @@ from nki_kernels.kernels import registry
 
 from . import accuracy
 from . import limits as L
-from .model import ESTIMATE_LABEL, estimate
+from .labels import ESTIMATE_LABEL
+from .model import estimate
 from .report import BANNER
 
 

@@ -29,12 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from nki_kernels.sim.errors import SimWarning
 
-from .hardware import TRN2, HardwareSpec
-from .model import Estimate, build_options, estimate_trace, trace_of
+from . import accuracy, calib_kernels, calib_kernels_conv, calib_kernels_tensor
+from .hardware import TRN1, TRN2, HardwareSpec
+from .model import build_options, estimate_trace, trace_of
 from .schedule import SKIP_ISSUE, ModelOptions, build_dependencies
 
 # Gates on the LEAVE-ONE-OUT errors: each gated point predicted by a fit without it.
@@ -86,8 +88,6 @@ def _f32(*shape, seed=0):
 def _zeros(shape, dtype: str):
     """Inputs of the TensorE-heavy points: traced without numerics, so only shape and dtype matter."""
     if dtype in ("bf16", "bfloat16"):
-        import ml_dtypes
-
         return np.zeros(shape, ml_dtypes.bfloat16)
     return np.zeros(shape, np.float32)
 
@@ -482,10 +482,8 @@ CS149_CONV_P99 = {("fp16", 1): 824.0, ("fp32", 1): 3832.0}
 
 def _conv_args(dt):
     def make():
-        import numpy as _np
-
-        d = _np.float16 if dt == "fp16" else _np.float32
-        return (_np.zeros((1, 256, 224, 224), d), _np.zeros((256, 256, 3, 3), d), _np.zeros(256, d)), {"pool_size": 1}
+        d = np.float16 if dt == "fp16" else np.float32
+        return (np.zeros((1, 256, 224, 224), d), np.zeros((256, 256, 3, 3), d), np.zeros(256, d)), {"pool_size": 1}
 
     return make
 
@@ -630,8 +628,6 @@ def _metric_of(est: _Summary, p: Point, launch: Launch) -> float:
 
 
 def _kernel_fn(name: str):
-    from . import calib_kernels, calib_kernels_conv, calib_kernels_tensor
-
     for mod in (calib_kernels, calib_kernels_tensor, calib_kernels_conv):
         if hasattr(mod, name):
             return getattr(mod, name)
@@ -715,7 +711,7 @@ def _estimate(tr, p: Point, lc: Launch, hw: HardwareSpec, choice: dict) -> _Summ
         est = _EST_CACHE[ck] = _Summary(
             e.makespan_us,
             dict(e.engine_busy_us),
-            op_class(e),
+            accuracy.op_class(e),
             (first.data_end - first.data_start) / 1e3 if first else 0.0,
         )
     return est
@@ -735,13 +731,6 @@ def _raw(traces: dict, hw: HardwareSpec, choice: dict, points) -> list:
                 dominant, cls = span, est.op_class
         out.append((total, cls))
     return out
-
-
-def op_class(est: Estimate) -> str:
-    """The op class of an estimate (:func:`nki_kernels.perf.accuracy.op_class`)."""
-    from .accuracy import op_class as _cls
-
-    return _cls(est)
 
 
 def _with_floors(points, raw, floors: dict) -> list:
@@ -1068,8 +1057,6 @@ def validate(
 
 def trn1_cross_check(progress: Callable[[int, int, Launch], object] | None = None) -> list:
     """The §3.2 trn1 rows estimated with the TRN1 description (not fitted, not gated)."""
-    from .hardware import TRN1
-
     traces = collect_traces(TRN1_POINTS, progress=progress)
     return evaluate(traces, TRN1, points=TRN1_POINTS)
 

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
-from .model import ENGINE_NAMES, Estimate
+from . import accuracy
+from .labels import ENGINE_NAMES
+
+if TYPE_CHECKING:
+    from .model import Estimate
 
 PID = 1
 _TRACK_ORDER = ["floor", "PE", "DVE", "ACT", "POOL", "issue"]
@@ -35,8 +40,6 @@ def _hwdge(est) -> bool:
 
 
 def to_chrome_trace(est: Estimate) -> dict:
-    from . import accuracy
-
     if est.trace is None or est.schedule is None:
         raise ValueError("this Estimate was made with keep=False; re-run estimate_trace(..., keep=True)")
     sched = est.schedule

@@ -12,6 +12,7 @@ import argparse
 import datetime as _dt
 import inspect
 import json
+import math
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from nki_kernels import lifecycle, userkernel
 from nki_kernels.kernels import registry
 from nki_kernels.progress import Progress
+from nki_kernels.sim import SimError, set_default_options
 from nki_kernels.usage import (
     UsageError,
     add_max_instructions,
@@ -31,7 +33,11 @@ from nki_kernels.usage import (
     write_atomically,
 )
 
-from .model import ESTIMATE_LABEL
+from . import bench
+from .hardware import get_hardware
+from .labels import ESTIMATE_LABEL
+from .model import estimate
+from .roofline import plot_roofline, point_of
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,6 @@ def parse_shape(text: str, spec: KernelSpec, kernel: str) -> tuple:
 
 
 def _check_hw(hw: str) -> str:
-    from .hardware import get_hardware
-
     if hw.lower().endswith(".json") or os.sep in hw or "/" in hw:  # a file, not a name
         if not os.path.exists(hw):
             raise UsageError(f"--hw {hw!r}: no such file (a hardware description is trn2, trn1 or a JSON file)")
@@ -146,8 +150,6 @@ def _tensor_shapes(name, shapes):
 def _check_fits(name, shapes, dtype, pool, causal) -> None:
     """The kernel registry's feasibility check (HBM, the kernel's own tiling plan on shape
     stand-ins) for the project's kernels, the HBM bound for the others; then host memory."""
-    import math
-
     where = f"--shape {' '.join(','.join(map(str, s)) for s in shapes)} {dtype}"
     if name in {s.cli_name for s in registry.SPECS}:
         spec = registry.get(name)
@@ -174,8 +176,6 @@ def _check_fits(name, shapes, dtype, pool, causal) -> None:
 
 
 def _make_inputs(name: str, shape: tuple[int, ...], dtype: str, pool: int, causal: bool) -> tuple[tuple, dict]:
-    from .bench import _arr
-
     if name in {s.cli_name for s in registry.SPECS}:
         spec = registry.get(name)
         return spec.make_inputs(spec.case_from_cli(shape, dtype, pool=pool, causal=causal))
@@ -184,23 +184,15 @@ def _make_inputs(name: str, shape: tuple[int, ...], dtype: str, pool: int, causa
         kw = {}
         if len(shape) > 1:
             kw = {"row_chunk": shape[1]} if name == "vector_add_tiled" else {"free_dim": shape[1]}
-        return ((_arr((n,), dtype, 1), _arr((n,), dtype, 2)), kw)
+        return ((bench._arr((n,), dtype, 1), bench._arr((n,), dtype, 2)), kw)
     if name == "add_2d":
-        return ((_arr(shape, dtype, 1), _arr(shape, dtype, 2)), {})
-    return ((_arr(shape, dtype, 1),), {})
+        return ((bench._arr(shape, dtype, 1), bench._arr(shape, dtype, 2)), {})
+    return ((bench._arr(shape, dtype, 1),), {})
 
 
 def _make_custom_inputs(shapes, dtype):
     """One array per --shape, each with its own seed, for a module:function / file.py:kernel target."""
-    from .bench import _arr
-
-    return tuple(_arr(s, dtype, i + 1) for i, s in enumerate(shapes)), {}
-
-
-def _load(path):
-    from .bench import _load as load
-
-    return load(path)
+    return tuple(bench._arr(s, dtype, i + 1) for i, s in enumerate(shapes)), {}
 
 
 def profile_stem(kernel: str, shape: tuple, dtype: str, pool: int, causal: bool, mode: str, hw: str) -> str:
@@ -278,14 +270,12 @@ def cmd_profile(a: argparse.Namespace) -> int:
 
 
 def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
-    from .model import estimate
-
     if loaded is not None:
         kern = loaded.kernel
         args, kwargs = _make_custom_inputs(shapes, dtype)
     else:
         try:
-            kern = _load(target)
+            kern = bench._load(target)
         except (ImportError, AttributeError, ValueError) as exc:
             raise UsageError(f"kernel {target!r} cannot be imported: {exc}") from None
         args, kwargs = _make_inputs(a.kernel, shapes[0], dtype, pool, causal)
@@ -297,8 +287,6 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
     )
     print(f"tracing {target} ({label}) on the interpreter ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    from nki_kernels.sim import SimError, set_default_options
-
     previous = set_default_options(max_instructions=a.max_instructions) if a.max_instructions else None
     try:
         with Progress(f"profile {a.kernel}"):
@@ -339,9 +327,7 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
 
 # ------------------------------------------------------------------ bench
 def _case_keys() -> list:
-    from .bench import cases
-
-    return [c.key for c in cases()]
+    return [c.key for c in bench.cases()]
 
 
 def _check_only(only) -> list | None:
@@ -361,10 +347,8 @@ def _check_only(only) -> list | None:
 
 
 def _check_bench_hw(hw: str) -> str:
-    from .bench import run_bench
-
     _check_hw(hw)
-    if hw != "trn2" and "hw" not in inspect.signature(run_bench).parameters:
+    if hw != "trn2" and "hw" not in inspect.signature(bench.run_bench).parameters:
         raise UsageError(
             f"--hw {hw!r}: bench estimates trn2 only (its cases are trn2 kernels); use profile --hw for another target"
         )
@@ -377,17 +361,13 @@ def bench_suffix(mode: str, hw: str, only: Sequence[str] | None, peers: bool = F
 
 
 def _run_bench(only, mode, hw, numerics=False, trace_dir=None):
-    from .bench import run_bench
-
-    kw = {"hw": hw} if "hw" in inspect.signature(run_bench).parameters else {}
+    kw = {"hw": hw} if "hw" in inspect.signature(bench.run_bench).parameters else {}
     with Progress("bench"):
-        return run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
+        return bench.run_bench(only, progress=sys.stderr, numerics=numerics, trace_dir=trace_dir, mode=mode, **kw)
 
 
 def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
-    """``peers``: (checkouts, peer rows) of ``--peers``, kept under the record's "peers" key."""
-    from .bench import bench_records
-
+    """``peers``: (checkouts, the records of their rows) of ``--peers``, kept under the record's "peers" key."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"bench_{bench_suffix(mode, hw, only, peers is not None)}.json")
     params: dict = {"mode": mode, "hw": hw, "only": only}
@@ -395,13 +375,11 @@ def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
         "label": ESTIMATE_LABEL,
         "params": params,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "rows": bench_records(rows),
+        "rows": bench.bench_records(rows),
     }
     if peers is not None:
-        from .peers import peer_records
-
         params["peers"] = [c.path for c in peers[0]]
-        rec["peers"] = peer_records(peers[1], peers[0])
+        rec["peers"] = peers[1]
 
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
@@ -411,15 +389,13 @@ def _write_bench_record(rows, out, mode, hw, only, peers=None) -> str:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    from .bench import render
-
     only = _check_only(a.only)
     _check_bench_hw(a.hw)
     checkouts = None
     if a.peers is not None:
-        from .peers import check_peers
+        from . import peers as peer_bench  # here: loaded for bench --peers only, not at every command's start
 
-        checkouts = check_peers(a.peers)  # every PATH, before any work
+        checkouts = peer_bench.check_peers(a.peers)  # every PATH, before any work
     _check_out_dir(a.out)
     trace_dir = None
     if a.traces:  # one folder per mode/hw/selection: the traces inside are named by case key only
@@ -427,20 +403,18 @@ def cmd_bench(a: argparse.Namespace) -> int:
         os.makedirs(trace_dir, exist_ok=True)
     t0 = time.perf_counter()
     rows = _run_bench(only, a.mode, a.hw, numerics=a.numerics, trace_dir=trace_dir)
-    peer_rows = None
+    peer_rows, peers = None, None
     if checkouts is not None:
-        from .peers import run_peers
-
         with Progress("bench --peers"):
-            peer_rows = run_peers(checkouts, only, progress=sys.stderr, mode=a.mode, numerics=a.numerics, hw=a.hw)
-    peers = (checkouts, peer_rows) if checkouts is not None else None
+            peer_rows = peer_bench.run_peers(
+                checkouts, only, progress=sys.stderr, mode=a.mode, numerics=a.numerics, hw=a.hw
+            )
+        peers = (checkouts, peer_bench.peer_records(peer_rows, checkouts))
     path = _write_bench_record(rows, a.out, a.mode, a.hw, only, peers)  # whole, before any output (a closed pipe)
-    print(render(rows))
+    print(bench.render(rows))
     if checkouts is not None and peer_rows is not None:
-        from .peers import render_peers
-
         print()
-        print(render_peers(peer_rows, rows, checkouts))
+        print(peer_bench.render_peers(peer_rows, rows, checkouts))
         print(f"(ours and peers estimated in {time.perf_counter() - t0:.0f} s)")
     print(f"\nrecord: {path}")
     if a.roofline:
@@ -451,14 +425,10 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ roofline
 def _point(label, est):
-    from .roofline import point_of
-
     return point_of(label, est)
 
 
 def _plot(pts, path, hw) -> int:
-    from .roofline import plot_roofline
-
     try:
         write_atomically(path, lambda tmp: plot_roofline(pts, tmp, hw=hw))
     except RuntimeError as exc:  # matplotlib missing
@@ -717,14 +687,3 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", default=None, help="PNG path (default <out>/roofline_<mode>_<hw>.png)")
     _common(r)
     r.set_defaults(func=_guard(cmd_roofline))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m nki_kernels.perf.cli``: the same subcommands and checks as ``nki-kernels``."""
-    from nki_kernels.cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,6 +19,7 @@ Every time the model prints is an ESTIMATE, not a hardware measurement.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -422,8 +423,6 @@ def _check_description(d: object) -> dict:
         raise ValueError('an empty description; give "base": "trn2" (or "trn1") and the constants that differ')
     for k, spec in consts.items():
         if k not in _TRN2:
-            import difflib
-
             close = difflib.get_close_matches(k, list(_TRN2), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(

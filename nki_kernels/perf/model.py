@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .compiler import sbuf_spill, vectorisable_loops
+from nki_kernels.sim import trace_kernel
+from nki_kernels.sim.core.options import default_options
+from nki_kernels.sim.nki07 import Kernel as Kernel07
+from nki_kernels.sim.nki07 import trace as trace07
+
+from . import accuracy, chrome_trace, report
+from .compiler import psum_zero_folds, sbuf_spill, vectorisable_loops, vectorised
 from .costs import matmul_dtype
 from .hardware import HardwareSpec, get_hardware
-from .schedule import ModelOptions, Schedule, schedule
+from .labels import ESTIMATE_LABEL
+from .schedule import ModelOptions, Schedule, Scheduler, schedule
 
 if TYPE_CHECKING:
     from nki_kernels.sim.core.options import SimOptions
     from nki_kernels.sim.core.trace import Trace
-
-ESTIMATE_LABEL = "estimate (cost model)"
 
 
 @dataclass(frozen=True)
@@ -33,9 +38,6 @@ class Alternative:
     modelled: str  # what the estimate assumes
     other: str  # what this alternative assumes
     latency_us: float  # the estimate under ``other`` (floor included)
-
-
-ENGINE_NAMES = {"PE": "TensorE", "ACT": "ScalarE", "DVE": "VectorE", "POOL": "GpSimdE", "DMA": "DMA"}
 
 
 @dataclass
@@ -85,62 +87,42 @@ class Estimate:
     @property
     def op_class(self) -> str:
         """ "dma-vector", "mixed" or "tensor" (accuracy.op_class): selects the band."""
-        from .accuracy import op_class
-
-        return op_class(self)
+        return accuracy.op_class(self)
 
     @property
     def typical_error(self) -> float:
         """Half-width of the band: the op class's leave-one-out error, widened outside the domain."""
-        from .accuracy import typical_error
-
-        return typical_error(self)
+        return accuracy.typical_error(self)
 
     @property
     def band_us(self) -> tuple:
-        from .accuracy import band_us
-
-        return band_us(self)
+        return accuracy.band_us(self)
 
     @property
     def band_text(self) -> str:
         """ "est. 820.0 us, typical error ±12 % (tensor class)" — use it wherever the latency is printed."""
-        from .accuracy import band_text
-
-        return band_text(self)
+        return accuracy.band_text(self)
 
     @property
     def warnings(self) -> list:
         """Outside-the-validated-domain warnings, then the sanity gate (MFU above the best public figure)."""
-        from .accuracy import warnings
-
-        return warnings(self)
+        return accuracy.warnings(self)
 
     # ---- outputs ------------------------------------------------------------------------
     def summary(self, top: int = 5) -> str:
-        from .report import summary_text
-
-        return summary_text(self, top=top)
+        return report.summary_text(self, top=top)
 
     def to_record(self) -> dict:
-        from .report import json_record
-
-        return json_record(self)
+        return report.json_record(self)
 
     def write_json(self, path: str) -> str:
-        from .report import write_json_record
-
-        return write_json_record(self, path)
+        return report.write_json_record(self, path)
 
     def chrome_trace(self) -> dict:
-        from .chrome_trace import to_chrome_trace
-
-        return to_chrome_trace(self)
+        return chrome_trace.to_chrome_trace(self)
 
     def write_chrome_trace(self, path: str) -> str:
-        from .chrome_trace import write_chrome_trace
-
-        return write_chrome_trace(self, path)
+        return chrome_trace.write_chrome_trace(self, path)
 
     def __str__(self) -> str:
         return self.summary()
@@ -297,11 +279,6 @@ def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Sched
       the compiler (compiler.vectorised: the fast side), or not pipelined at all (one physical copy
       per tile, strict program order: the slow side; the trn1 CS149 ladder ran 5x slower than the
       pipelined estimate)."""
-    from dataclasses import replace
-
-    from .compiler import psum_zero_folds, vectorisable_loops, vectorised
-    from .schedule import Scheduler
-
     events = list(trace.events)
     origins = getattr(trace, "alloc_origins", None)
     names = getattr(trace, "alloc_names", None)
@@ -360,25 +337,14 @@ def trace_of(
     kernel: Any, *args: Any, numerics: bool = True, sim_options: SimOptions | None = None, **kwargs: Any
 ) -> tuple[Any, Trace]:
     """Run ``kernel`` on the interpreter and return ``(outputs, trace)``."""
-    try:
-        from nki_kernels.sim import trace_kernel
-    except ImportError as exc:  # pragma: no cover - only before the interpreter exists
-        raise RuntimeError(
-            "nki_kernels.sim.trace_kernel is not available; the cost model needs "
-            "the interpreter to produce an instruction trace"
-        ) from exc
     opts = sim_options
     if opts is None:
-        from nki_kernels.sim.options import default_options
-
         opts = default_options()
     if not getattr(opts, "trace", True):
         opts = opts.replace(trace=True)
     if not numerics:
         opts = opts.replace(trace_only=True)
     if _is_nki07(kernel):  # an NKI 0.7 kernel: the interpreter's 0.7 front end, same trace format
-        from nki_kernels.sim.nki07 import trace as trace07
-
         return trace07(kernel, *args, options=opts, **kwargs)
     return trace_kernel(kernel, *args, options=opts, **kwargs)
 
@@ -397,8 +363,6 @@ def _is_nki07(kernel) -> bool:
     entry wrapping one (``kernels/_nki07.HostEntry``, ``nki_api == "0.7"``)."""
     if getattr(kernel, "nki_api", None) == "0.7":
         return True
-    from nki_kernels.sim.nki07 import Kernel as Kernel07
-
     return isinstance(kernel, Kernel07)
 
 

@@ -29,14 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import numpy as np
-
 from nki_kernels.kernels import registry
+from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias, jit, nki07
 from nki_kernels.usage import UsageError
+from nki_kernels.userkernel import apis_of_source, kernel_api
 
 from . import accuracy
 from . import limits as L
-from .model import ENGINE_NAMES, ESTIMATE_LABEL, Estimate, build_options, estimate, estimate_trace
+from .bench import _arr
+from .costs import HBM_BUFFERS
+from .hardware import get_hardware
+from .labels import ENGINE_NAMES, ESTIMATE_LABEL
+from .model import Estimate, build_options, estimate, estimate_trace
 from .schedule import ModelOptions
 
 # ------------------------------------------------------------------------------- checkouts
@@ -111,12 +115,6 @@ class NotApplicable(Exception):
 
 
 Args = tuple[tuple, dict]
-
-
-def _arr(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
-    from .bench import _arr as arr
-
-    return arr(shape, dtype, seed)
 
 
 def _attn_sizes(p: dict) -> tuple[int, int, int, int, bool]:
@@ -297,8 +295,6 @@ UNCALIBRATED: dict[str, Uncalibrated] = {
 def used_constants(est: Estimate) -> list[str]:
     """The UNCALIBRATED constants this estimate's schedule actually charged (DMA transposes by where
     they read and write, as ``costs.dma_cost`` picks the efficiency)."""
-    from .costs import HBM_BUFFERS
-
     found = set()
     trace, sched = est.trace, est.schedule
     if trace is None:
@@ -339,9 +335,6 @@ class PeerRow:
 def _imported(peer: Peer, checkout: Checkout):
     """The peer's module, imported from the checkout with the NKI aliases its file asks for; sys.path,
     the aliases and the checkout's modules are removed again afterwards."""
-    from nki_kernels.backend import apis_of_source
-    from nki_kernels.sim import install_neuronxcc_alias, install_nki_alias
-
     file = os.path.join(checkout.path, peer.path)
     with open(file, encoding="utf-8") as f:
         apis = apis_of_source(f.read())
@@ -383,20 +376,11 @@ def _forget_modules(before: set, folder: str) -> None:
 
 
 def _kernel_of(peer: Peer, module: Any, apis: tuple) -> Any:
-    from nki_kernels.userkernel import kernel_api
-
     if not hasattr(module, peer.function):
         raise AttributeError(f"{peer.path} has no {peer.function!r}")
     obj = getattr(module, peer.function)
     if peer.plain and kernel_api(obj) is None:
-        if apis == ("0.7",):
-            from nki_kernels.sim import nki07
-
-            obj = nki07.jit(obj)
-        else:
-            from nki_kernels.sim import jit
-
-            obj = jit(obj)
+        obj = nki07.jit(obj) if apis == ("0.7",) else jit(obj)
     if kernel_api(obj) is None:
         raise TypeError(f"{peer.path}:{peer.function} is not an NKI kernel")
     return obj
@@ -416,8 +400,6 @@ def run_one(
     hw: str = "trn2",
 ) -> PeerRow:
     """One peer at one of our headline cases (estimate + the uncalibrated constants' other ends)."""
-    from .hardware import get_hardware
-
     p, dtype = case.p, case.dtype
     lim = _limits(case)
     row = PeerRow(peer, case.key, "ok", checkout=checkout, job_flops=int(lim["flops"]), dtype=dtype)
@@ -519,8 +501,6 @@ def _status(r: PeerRow) -> str:
 def job_mfu(est: Estimate, job_flops: int, dtype: str) -> float:
     """The job's useful matmul FLOPs (the case's, not what the kernel executes: a transpose done as a
     matmul with an identity does not count) over estimate x TensorE peak for the case's dtype."""
-    from .hardware import get_hardware
-
     hw = est.hw or get_hardware("trn2")
     return job_flops / (est.latency_us * 1e-6 * hw.pe_peak_flops(dtype)) if est.latency_us > 0 else 0.0
 

@@ -16,9 +16,13 @@ import json
 import os
 import platform
 import subprocess
+from typing import TYPE_CHECKING
 
 from . import accuracy
-from .model import ENGINE_NAMES, ESTIMATE_LABEL, Estimate
+from .labels import ENGINE_NAMES, ESTIMATE_LABEL
+
+if TYPE_CHECKING:
+    from .model import Estimate
 
 _ACTIVE = {"PE": "tensor_engine", "ACT": "scalar_engine", "DVE": "vector_engine", "POOL": "gpsimd_engine", "DMA": "dma"}
 BANNER = (

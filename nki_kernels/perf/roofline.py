@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def _require_matplotlib():
     try:
-        import matplotlib
+        import matplotlib  # an optional extra ([plot]): imported only when a plot is drawn
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -156,7 +156,5 @@ def plot_roofline(points: Sequence[dict], path: str, hw: HardwareSpec | str = "t
     fig, _, _ = roofline_figure(points, hw=hw, title=title)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    _require_matplotlib().close(fig)
     return path

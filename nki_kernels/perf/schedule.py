@@ -65,7 +65,7 @@ from nki_kernels.sim.core.trace import Event, Matmul
 
 from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
-from .hardware import HardwareSpec
+from .hardware import HardwareSpec, get_hardware
 
 MODES = ("benchmark", "profile")
 SKIP_ISSUE = ("serial", "by-loop", "parallel")
@@ -291,8 +291,6 @@ class _DependencyBuilder:
         peak_sbuf: int = 0,
         placed: frozenset | set = frozenset(),
     ):
-        from .hardware import get_hardware
-
         self.opts = opts
         self.alloc = allocation(get_hardware(hw if hw is not None else "trn2"), placed, peak_sbuf, opts)
         self.origins = alloc_origins or {}
@@ -389,8 +387,6 @@ def elisions(events: Sequence[Event], opts: ModelOptions, hw: HardwareSpec | Non
     if opts.fold_psum_zeros:
         out.update(dict.fromkeys(psum_zero_folds(events), -1))
     if opts.dedup_loads and opts.middle_end and opts.frontend == "nki01":
-        from .hardware import get_hardware
-
         budget = get_hardware(hw if hw is not None else "trn2").v("load_reuse_budget_bytes")
         out.update(redundant_loads(events, budget))
     return out
