@@ -328,3 +328,24 @@ def test_the_instruction_cap_stops_at_the_same_instruction(capfd):
     said = capfd.readouterr().err
     assert runs[0] == runs[1] and "E031" in runs[0]
     assert "the instruction cap" in said and "loop program" in said, said
+
+
+@nki.jit
+def transcendental_on_strided_views(a):
+    """exp / log / sin of column slices of a tile: the per-iteration path applies them to strided views, the
+    program to arrays with an iteration axis; NumPy must give the same bits either way."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[1] // 8):
+        t = nl.load(a[:, i * 8 : i * 8 + 8])
+        u = nl.exp(t[:, 0:4])
+        v = nl.sin(t[:, 4:8])
+        w = nl.log(nl.add(nl.exp(u), v))
+        nl.store(out[:, i * 8 : i * 8 + 4], value=w)
+        nl.store(out[:, i * 8 + 4 : i * 8 + 8], value=nl.tanh(v))
+    return out
+
+
+def test_transcendental_functions_give_the_same_bits(capfd):
+    a = _rng().uniform(-2.0, 2.0, (P, 8 * 37)).astype(np.float32)
+    _, _, said = _same(transcendental_on_strided_views, [a], capfd)
+    assert "loop program" in said, said
