@@ -24,6 +24,7 @@ import pickle
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def _estimate(cache: _Cache, key: str, kern, args, kwargs, mode: str = "benchmar
 def record_bench(cache: _Cache) -> dict:
     from nki_kernels.perf import bench
 
-    out = {}
+    out: dict[str, Any] = {}
     for c in bench.cases():
         try:
             kern = bench._load(c.kernel)
@@ -171,7 +172,7 @@ def record_calibration(cache: _Cache, loo: bool) -> dict:
     def res(rs):
         return [[r.point.pid, repr(r.estimate), repr(r.error), r.op_class] for r in rs]
 
-    out = {"insample": res(cal.evaluate(main_traces))}
+    out: dict[str, Any] = {"insample": res(cal.evaluate(main_traces))}
     from nki_kernels.perf.hardware import TRN1
 
     out["trn1"] = res(cal.evaluate(t1_traces, TRN1, points=cal.TRN1_POINTS))
@@ -188,10 +189,10 @@ def record_data_kernels(cache: _Cache) -> dict:
     from nki_kernels.sim import install_neuronxcc_alias
 
     data = ROOT / "simulator_tests" / "data"
-    out = {}
+    out: dict[str, Any] = {}
 
     def load(path: Path, name: str):
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec: Any = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
@@ -200,7 +201,7 @@ def record_data_kernels(cache: _Cache) -> dict:
     f32 = np.float32
     with install_neuronxcc_alias():
         p1 = load(data / "part1_style_kernels.py", "part1_style_kernels")
-        cases = [
+        cases: list[Any] = [
             ("add_naive", p1.add_naive, (rng.random(128, dtype=f32), rng.random(128, dtype=f32)), {}),
             (
                 "add_stream",

@@ -252,10 +252,10 @@ def place_engines(
         if eng == "DMA" or i > last:
             out.append(eng)
             continue
-        cands = cands_of.get(i)
-        if cands is not None:
-            costs = {e: cost(ev, e) for e in cands}
-            eng = min(cands, key=lambda e: (load[e] + costs[e], cands.index(e)))
+        flex = cands_of.get(i)
+        if flex is not None:
+            costs = {e: cost(ev, e) for e in flex}
+            eng = min(flex, key=lambda e: (load[e] + costs[e], flex.index(e)))
             load[eng] += costs[eng]
         else:
             load[eng] = load.get(eng, 0.0) + cost(ev, eng)
