@@ -341,7 +341,7 @@ class _RegionMap:
 
     def write(self, lo, hi, who, deps, war):
         segs = self.segs
-        if segs and segs[-1][1] <= lo:  # append past the end (streaming stores)
+        if not segs or segs[-1][1] <= lo:  # a first write, or past the end (streaming stores)
             segs.append([lo, hi, who, {}])
             self.los.append(lo)
             return
@@ -374,7 +374,7 @@ class _RegionMap:
                 out.add(s[2])
             out.update(s[3].values())
 
-    def all_accessors(self):
+    def all_accessors(self) -> set:
         out: set = set()
         self.accessors_into(out)
         return out
@@ -490,14 +490,73 @@ class _DependencyBuilder:
         return sorted(deps)
 
     def run(self, events: Sequence[Event], facts: TraceFacts) -> list:
-        memo: dict = {}
-        ev_ = self._event
-        return [
-            ev_(i, ev, d, e, r, w, lp, memo)
-            for i, (ev, d, e, r, w, lp) in enumerate(
-                zip(events, facts.is_dma, facts.engine, facts.reads, facts.writes, facts.in_loop, strict=True)
-            )
-        ]
+        """deps of every event (what :meth:`_event` does for each, inlined: this loop runs once per
+        instruction and schedule)."""
+        maps = self.maps
+        rings = self.rings
+        alloc = self.alloc
+        direct = alloc.direct
+        rename = self.opts.rename
+        names = self.names
+        origins = self.origins
+        new_map = _RegionMap
+        depth_memo: dict = {}
+        out: list = []
+        append = out.append
+        for i, (ev, is_dma, engine, reads, writes, in_loop) in enumerate(
+            zip(events, facts.is_dma, facts.engine, facts.reads, facts.writes, facts.in_loop, strict=True)
+        ):
+            deps: set = set()
+            if reads:
+                key = ("DMA", i) if is_dma else engine
+                for aid, lo, hi, onchip, _ in reads:
+                    m = maps.get(aid)
+                    if m is None:
+                        maps[aid] = new_map()  # (an empty map: the read finds no writer)
+                    else:
+                        m.read(lo, hi, i, key, deps, onchip)
+            for aid, lo, hi, onchip, buffer in writes:
+                m = maps.get(aid)
+                if onchip and in_loop:
+                    dk = (buffer, hi - lo, aid in direct)
+                    nbuf = depth_memo.get(dk)
+                    if nbuf is None:
+                        nbuf = depth_memo[dk] = alloc.depth(buffer, hi - lo, aid)
+                    if m is None:  # first write of a tile allocated in a loop: rotate (see _rotate)
+                        m = maps[aid] = new_map()
+                        name = names.get(aid)
+                        ident = (
+                            ("name", name, buffer)
+                            if name
+                            else ("site", origins.get(aid), ev.file, ev.line, ev.op, buffer)
+                        )
+                        ring = rings.get(ident)
+                        if ring is None:
+                            ring = rings[ident] = deque()
+                        if len(ring) >= nbuf:
+                            ring[-nbuf].accessors_into(deps)
+                        ring.append(m)
+                        while len(ring) > nbuf:
+                            ring.popleft()
+                    elif (
+                        rename and not any(r[0] == aid for r in reads) and not _accumulates(ev) and m.covered_by(lo, hi)
+                    ):
+                        ring = rings.setdefault(("version", aid), deque())
+                        ring.append(m)
+                        if len(ring) >= nbuf:
+                            ring[-nbuf].accessors_into(deps)
+                        while len(ring) > nbuf:
+                            ring.popleft()
+                        m = maps[aid] = new_map()
+                if m is None:
+                    m = maps[aid] = new_map()
+                m.write(lo, hi, i, deps, onchip)
+            if deps:
+                deps.discard(i)  # (every recorded access is by an event <= i)
+                append(sorted(deps))
+            else:
+                append([])
+        return out
 
 
 def build_dependencies(
@@ -915,9 +974,7 @@ class Scheduler:
             while dma_released and inflight < max_inflight:
                 # list-scheduled like an engine: the first released DMA (program order) among the next
                 # ``window`` DMAs not yet issued
-                while dma_ready and started[dma_queue[dma_ready[0]]]:
-                    pop(dma_ready)
-                if not dma_ready:
+                if not dma_ready:  # (a position joins once, when its DMA is released, and leaves when issued)
                     return
                 pos = dma_ready[0]
                 if pos - p0 >= window and pos - p0 - bisect_left(ahead, pos) >= window:
@@ -935,7 +992,10 @@ class Scheduler:
                 j = dma_queue[pos]
                 dma_released -= 1
                 r = ready[j]
-                c = cost(j)
+                ck = cost_keys[j]
+                c = cost_memo.get((ck, "DMA")) if ck is not None else None
+                if c is None:
+                    c = cost(j)
                 if serial[j] or n_issue == 1:
                     k = 0
                 else:  # the first queue free first
@@ -951,12 +1011,10 @@ class Scheduler:
                 first = int(events[j].payload.partition_start or 0) // per_ring
                 ring_ns = c.ring_ns
                 used = min(c.rings, n_rings)
-                if used == 1:
+                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
                     x = first % n_rings
-                    st = max(ring_free[x], arrive)
+                    ds = st = max(ring_free[x], arrive)
                     ring_free[x] = de = st + ring_ns
-                    ds = min(inf, st)
-                    de = max(0.0, de)
                 else:
                     ds, de = inf, 0.0
                     for x in ((first + y) % n_rings for y in range(used)):
