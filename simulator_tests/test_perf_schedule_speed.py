@@ -110,3 +110,38 @@ def test_sim_bench_reports_the_cost_model_scheduling_rate():
     assert n == 4 * 64
     assert secs > 0
     assert schedules == 3  # the modelled schedule, vectorised and not-pipelined loops
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        ModelOptions(serialise=True),
+        ModelOptions(window=1),
+        ModelOptions(window=1, mode="profile", middle_end=False, skip_issue="serial", place_engines=False),
+    ],
+)
+@pytest.mark.parametrize("kernel", ["add_tiled", "mixed"])
+def test_run_in_order_is_the_event_driven_schedule_with_a_window_of_one(add_tiled_trace, opts, kernel):
+    from nki_kernels.perf.schedule import Scheduler
+
+    if kernel == "add_tiled":
+        tr = add_tiled_trace
+    else:
+        k = jit(speed._user_kernels(MIXED, nl=nl, nisa=nisa)["mixed"])
+        tr = trace_of(k, np.zeros((4, 128, 128), np.float32), numerics=False)[1]
+    hw = get_hardware("trn2")
+    events = list(tr.events)
+    deps = build_dependencies(events, opts, tr.alloc_origins, tr.alloc_names, hw)
+    a = Scheduler(events, hw, opts, deps).run()
+    b = Scheduler(events, hw, opts, deps).run_in_order()
+    assert _schedule_fields(a) == _schedule_fields(b)
+    assert list(a.dma) == list(b.dma) and a.issue_busy_ns == b.issue_busy_ns
+    assert sorted(a.uncosted_ops.items()) == sorted(b.uncosted_ops.items())
+
+
+def test_run_in_order_refuses_a_window(add_tiled_trace):
+    from nki_kernels.perf.schedule import Scheduler
+
+    events = list(add_tiled_trace.events)
+    with pytest.raises(ValueError, match="window of 1"):
+        Scheduler(events, get_hardware("trn2"), ModelOptions(), [[] for _ in events]).run_in_order()

@@ -330,7 +330,7 @@ def alternatives(
     from dataclasses import replace
 
     from .compiler import psum_zero_folds, vectorisable_loops, vectorised
-    from .schedule import Scheduler
+    from .schedule import Scheduler, build_dependencies
 
     if facts is None or len(facts.events) != len(trace.events):
         facts = TraceFacts(list(trace.events))
@@ -341,17 +341,21 @@ def alternatives(
     placed: frozenset | set = getattr(trace, "placed_allocs", frozenset())
 
     def run(o: ModelOptions) -> float:
-        s = schedule(
-            events,
-            hw,
-            o,
-            alloc_origins=origins,
-            alloc_names=names,
-            peak_sbuf=peak,
-            deps=None,
-            placed=placed,
-            facts=facts,
-        )
+        if o.serialise:  # window 1: the same schedule in one pass (Scheduler.run_in_order)
+            d = build_dependencies(events, o, origins, names, hw, peak, placed, facts)
+            s = Scheduler(events, hw, o, d, None, facts).run_in_order()
+        else:
+            s = schedule(
+                events,
+                hw,
+                o,
+                alloc_origins=origins,
+                alloc_names=names,
+                peak_sbuf=peak,
+                deps=None,
+                placed=placed,
+                facts=facts,
+            )
         return floor_us + s.makespan_ns / 1e3
 
     out = []

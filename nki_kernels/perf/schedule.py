@@ -851,31 +851,14 @@ class Scheduler:
                     hop_of[ei, ej] = bubble.get(ej, 0.0)  # PE accumulation chains have no bubble
         # costs
         cost_keys = self._cost_keys()
-        sig_ids = self.facts.get("cost_sig_ids", dict)
+        cost_key = self._cost_key
         cost_memo: dict = {}
         dma_mode = self.dma_mode
 
         def cost(i):
             ck = cost_keys[i]
             if ck is None:
-                ev = events[i]
-                psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
-                p = ev.payload
-                sig = (
-                    ev.op,
-                    ev.partitions,
-                    ev.free_elems,
-                    ev.in_dtypes,
-                    ev.out_dtype,
-                    ev.bytes,
-                    type(p),
-                    *(p or ()),
-                    psum,
-                )
-                ck = sig_ids.get(sig)
-                if ck is None:
-                    ck = sig_ids[sig] = len(sig_ids)
-                cost_keys[i] = ck
+                ck = cost_key(i)
             key = (ck, engine_of[i])
             hit = cost_memo.get(key)
             if hit is None:
@@ -1115,6 +1098,151 @@ class Scheduler:
             dict(elided),
             reordered,
         )
+
+    def run_in_order(self) -> Schedule:
+        """The schedule :meth:`run` makes when the window is 1 (``serialise``), without the event
+        queue: with one candidate per queue every engine runs its instructions in program order and
+        starts each at max(engine free, ready) (run dispatches at the time of the event that makes it
+        possible: the engine's previous instruction ending, the instruction's last dependency ending
+        with no hop, or the wake-up at its ready time), and the DMAs issue in program order with a
+        start that does not depend on when they issue (max of the queue's, the slot's and the DMA's
+        own ready time) -- so one pass in program order gives the same floats.  Ready times are the
+        maximum over the dependencies, which does not depend on the order they finish in.  Only the
+        order of first appearance of ``uncosted_ops`` may differ (program order here, start order
+        in :meth:`run`)."""
+        if self.window != 1:
+            raise ValueError("Scheduler.run_in_order: only for a window of 1 (ModelOptions.serialise or window=1)")
+        n = self.n
+        hw = self.hw
+        events = self.events
+        engine_of = self.engine_of
+        elided = self.elided
+        deps = self.deps
+        is_el = [False] * n
+        folded = [False] * n
+        for i, o in elided.items():
+            is_el[i] = True
+            if o < 0:
+                folded[i] = True
+        sem, pe_res, bubble = self.sem, self.pe_result_ns, self.bubble_ns
+        engines = set(engine_of)
+        hop_of = {
+            (ei, ej): 0.0
+            if ej == "DMA"
+            else (sem + (pe_res if ei == "PE" else 0.0))
+            if ei != ej
+            else bubble.get(ej, 0.0)
+            for ei in engines
+            for ej in engines
+        }
+        start = [0.0] * n
+        end = [0.0] * n
+        ready = [0.0] * n
+        cost_memo: dict = {}
+        dma_mode = self.dma_mode
+        queues = self.queues
+        eng_free = {e: 0.0 for e in queues}
+        pe = self.pe
+        uncosted = self.uncosted
+        n_issue = self.n_issue
+        issue_free = [0.0] * n_issue
+        slots = [(0.0, q) for q in range(self.max_inflight)]
+        serial = self._serial()
+        issue_latency, L = self.issue_latency, self.L
+        n_rings, per_ring = self.n_rings, self.per_ring
+        ring_free = [0.0] * n_rings
+        dma_t = self.dma_t
+        intervals: list = []
+        issue_busy = 0.0
+        pop, push = heapq.heappop, heapq.heappush
+        for i in range(n):
+            r = 0.0
+            ds = deps[i]
+            if ds:
+                ei = engine_of[i]
+                zero = is_el[i]
+                for d in ds:
+                    v = end[d] + (0.0 if zero or folded[d] else hop_of[engine_of[d], ei])
+                    if v > r:
+                        r = v
+            ready[i] = r
+            if is_el[i]:  # hoisted repeat: done when its original is
+                start[i] = end[i] = r
+                continue
+            e = engine_of[i]
+            if e == "DMA":
+                c = cost_memo.get((self._cost_key(i), e))
+                if c is None:
+                    c = cost_memo[self._cost_key(i), e] = dma_cost(events[i], hw, dma_mode)
+                k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
+                sf, q = pop(slots)
+                s = max(issue_free[k], r, sf)
+                ie = s + c.issue_ns
+                issue_free[k] = ie
+                issue_busy += c.issue_ns
+                arrive = ie + issue_latency + L
+                ds_, de = math.inf, 0.0
+                first = int(events[i].payload.partition_start or 0) // per_ring
+                for x in ((first + y) % n_rings for y in range(min(c.rings, n_rings))):
+                    st = max(ring_free[x], arrive)
+                    ring_free[x] = st + c.ring_ns
+                    ds_ = min(ds_, st)
+                    de = max(de, st + c.ring_ns)
+                push(slots, (de, q))
+                dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
+                intervals.append((ds_, de))
+                start[i] = s
+                end[i] = de
+                continue
+            s = max(eng_free[e], r)
+            hit = cost_memo.get((self._cost_key(i), e))
+            if hit is None:
+                hit = cost_memo[self._cost_key(i), e] = compute_cost_ns(events[i], hw, e)
+            dur, known = hit
+            if not known:
+                op = events[i].op
+                uncosted[op] = uncosted.get(op, 0) + 1
+            if e == "PE":
+                dur = pe.duration(events[i], s, dur)
+            start[i] = s
+            end[i] = eng_free[e] = s + dur
+        self.start, self.end, self.ready, self.started = start, end, ready, [True] * n
+        self.issue_busy = issue_busy
+        busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
+        for e, q in queues.items():
+            busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in q)
+        busy_ns["DMA"] = _union_length(intervals)
+        return Schedule(
+            start,
+            end,
+            list(engine_of),
+            dma_t,
+            deps,
+            busy_ns,
+            issue_busy,
+            max(end) if n else 0.0,
+            uncosted,
+            pe.throttled_ns,
+            pe.exposed_ls_ns,
+            dict(elided),
+            0,
+        )
+
+    def _cost_key(self, i: int) -> int:
+        """The id of event i's cost signature (see :meth:`_cost_keys`)."""
+        keys = self._cost_keys()
+        ck = keys[i]
+        if ck is None:
+            ev = self.events[i]
+            sig_ids = self.facts.get("cost_sig_ids", dict)
+            psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
+            p = ev.payload
+            sig = (ev.op, ev.partitions, ev.free_elems, ev.in_dtypes, ev.out_dtype, ev.bytes, type(p), *(p or ()), psum)
+            ck = sig_ids.get(sig)
+            if ck is None:
+                ck = sig_ids[sig] = len(sig_ids)
+            keys[i] = ck
+        return ck
 
 
 def schedule(
