@@ -63,6 +63,7 @@ from collections import deque
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from nki_kernels.sim.core.trace import Event, Matmul
 
@@ -1182,7 +1183,8 @@ class Scheduler:
                 issue_busy += c.issue_ns
                 arrive = ie + issue_latency + L
                 ds_, de = math.inf, 0.0
-                first = int(events[i].payload.partition_start or 0) // per_ring
+                payload: Any = events[i].payload
+                first = int(payload.partition_start or 0) // per_ring
                 for x in ((first + y) % n_rings for y in range(min(c.rings, n_rings))):
                     st = max(ring_free[x], arrive)
                     ring_free[x] = st + c.ring_ns
@@ -1209,8 +1211,8 @@ class Scheduler:
         self.start, self.end, self.ready, self.started = start, end, ready, [True] * n
         self.issue_busy = issue_busy
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
-        for e, q in queues.items():
-            busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in q)
+        for e, eq in queues.items():
+            busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in eq)
         busy_ns["DMA"] = _union_length(intervals)
         return Schedule(
             start,
