@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .compiler import sbuf_spill, vectorisable_loops
 from .costs import matmul_dtype
 from .hardware import HardwareSpec, get_hardware
-from .schedule import ModelOptions, Schedule, TraceFacts, no_gc, schedule
+from .schedule import WANT_SERIALISED, ModelOptions, Schedule, TraceFacts, no_gc, schedule
 
 if TYPE_CHECKING:
     from nki_kernels.sim.core.options import SimOptions
@@ -189,6 +189,8 @@ def _estimate_trace(
     events = list(trace.events)
     t0 = time.perf_counter()
     facts = TraceFacts(events)  # shared by the modelled schedule and its alternatives
+    if with_alternatives and not opts.serialise and facts.get("vectorisable_loops", lambda: vectorisable_loops(events)):
+        facts.memo[WANT_SERIALISED] = True  # alternatives() schedules it: one dependency pass builds both
     sched = schedule(
         events,
         hw,

@@ -62,7 +62,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nki_kernels.sim.core.trace import Event, Matmul
@@ -490,9 +490,12 @@ class _DependencyBuilder:
         deps.discard(i)  # (every recorded access is by an event <= i)
         return sorted(deps)
 
-    def run(self, events: Sequence[Event], facts: TraceFacts) -> list:
-        """deps of every event (what :meth:`_event` does for each, inlined: this loop runs once per
-        instruction and schedule)."""
+    def run(self, events: Sequence[Event], facts: TraceFacts, serialised_too: bool = False) -> tuple:
+        """(deps of every event, and with ``serialised_too`` the deps the same options with ``serialise``
+        give, else None) -- what :meth:`_event` does for each event, inlined: this loop runs once per
+        instruction.  The two differ only in which earlier version a rotation waits for (``depth``
+        versions back, or the last one: one physical copy): the region maps and the rings of versions
+        evolve alike (a ring kept ``depth`` long still holds the last version)."""
         maps = self.maps
         rings = self.rings
         alloc = self.alloc
@@ -504,10 +507,14 @@ class _DependencyBuilder:
         depth_memo: dict = {}
         out: list = []
         append = out.append
+        out1: list = []
+        append1 = out1.append
         for i, (ev, is_dma, engine, reads, writes, in_loop) in enumerate(
             zip(events, facts.is_dma, facts.engine, facts.reads, facts.writes, facts.in_loop, strict=True)
         ):
             deps: set = set()
+            extra: set | None = None  # rotations: the version ``nbuf`` back
+            extra1: set | None = None  # and the last version (serialised)
             if reads:
                 key = ("DMA", i) if is_dma else engine
                 for aid, lo, hi, onchip, _ in reads:
@@ -534,7 +541,14 @@ class _DependencyBuilder:
                         ring = rings.get(ident)
                         if ring is None:
                             ring = rings[ident] = deque()
-                        if len(ring) >= nbuf:
+                        if serialised_too:
+                            if extra is None:
+                                extra, extra1 = set(), set()
+                            if ring:
+                                ring[-1].accessors_into(extra1)
+                            if len(ring) >= nbuf:
+                                ring[-nbuf].accessors_into(extra)
+                        elif len(ring) >= nbuf:
                             ring[-nbuf].accessors_into(deps)
                         ring.append(m)
                         while len(ring) > nbuf:
@@ -542,9 +556,17 @@ class _DependencyBuilder:
                     elif (
                         rename and not any(r[0] == aid for r in reads) and not _accumulates(ev) and m.covered_by(lo, hi)
                     ):
+                        # whole overwrite: retire the current version, start a new one in the
+                        # buffer of the version nbuf back (nbuf = 1: no renaming)
                         ring = rings.setdefault(("version", aid), deque())
                         ring.append(m)
-                        if len(ring) >= nbuf:
+                        if serialised_too:
+                            if extra is None:
+                                extra, extra1 = set(), set()
+                            m.accessors_into(extra1)
+                            if len(ring) >= nbuf:
+                                ring[-nbuf].accessors_into(extra)
+                        elif len(ring) >= nbuf:
                             ring[-nbuf].accessors_into(deps)
                         while len(ring) > nbuf:
                             ring.popleft()
@@ -552,12 +574,21 @@ class _DependencyBuilder:
                 if m is None:
                     m = maps[aid] = new_map()
                 m.write(lo, hi, i, deps, onchip)
+            if serialised_too:
+                d1 = deps | extra1 if extra1 else deps
+                if d1:
+                    d1.discard(i)
+                    append1(sorted(d1))
+                else:
+                    append1([])
+                if extra:
+                    deps |= extra
             if deps:
                 deps.discard(i)  # (every recorded access is by an event <= i)
                 append(sorted(deps))
             else:
                 append([])
-        return out
+        return out, (out1 if serialised_too else None)
 
 
 def build_dependencies(
@@ -577,11 +608,29 @@ def build_dependencies(
     with no_gc():
         facts = _facts(events, facts)
         b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
-        deps = b.run(events, facts)
+        # the pass reads the options only through ``rename`` and the allocation: its result is kept in
+        # ``facts`` for the other schedules of the estimate (their elisions are applied per call)
+        key = ("raw_deps", opts.rename, b.alloc, id(b.origins), id(b.names))
+        hit = facts.memo.get(key)
+        if hit is not None and hit[0] is b.origins and hit[1] is b.names:
+            raw = hit[2]
+        else:
+            serialised_too = not b.alloc.serialise and facts.memo.get(WANT_SERIALISED, False)
+            raw, raw1 = b.run(events, facts, serialised_too)
+            facts.memo[key] = (b.origins, b.names, raw)
+            if raw1 is not None:
+                key1 = ("raw_deps", opts.rename, replace(b.alloc, serialise=True), id(b.origins), id(b.names))
+                facts.memo[key1] = (b.origins, b.names, raw1)
+        deps = list(raw)  # (the lists inside are shared: no caller edits them)
         for j, orig in elisions(events, opts, hw, facts).items():
             if orig >= 0:  # a repeat waits for what it repeats; a folded fill keeps its own dependencies
                 deps[j] = [orig]
     return deps
+
+
+# TraceFacts.memo flag: the not-pipelined alternative (serialise) will be scheduled, so the dependency
+# pass of the other options builds its dependencies too (model.alternatives)
+WANT_SERIALISED = "want_serialised"
 
 
 def elisions(
