@@ -198,7 +198,7 @@ class Schedule:
 
 class TraceFacts:
     """What the cost model reads of each event, as plain Python values (engine names as ``str``, regions
-    as ``(alloc_id, lo, hi, on_chip, buffer)`` tuples), computed once per event list, plus a memo of the
+    as lists of ``(alloc_id, lo, hi, on_chip, buffer)``), computed once per event list, plus a memo of the
     analyses that depend only on the events (and the options named in their key): the schedules of one
     estimate (the modelled one and its alternatives, model.alternatives) share it instead of re-reading
     every event.  Nothing in it depends on a ModelOptions field or a hardware value unless its memo key
@@ -214,10 +214,8 @@ class TraceFacts:
         self.engine = eng
         self.is_dma = [e == "DMA" for e in eng]
 
-        def conv(rs):
-            if not rs:
-                return ()
-            return tuple((r.alloc_id, r.lo, r.hi, r.buffer in ONCHIP, r.buffer) for r in rs)
+        def conv(rs):  # (Region fields: alloc_id, buffer, lo, hi)
+            return [(a, lo, hi, b in ONCHIP, b) for a, b, lo, hi in rs] if rs else ()
 
         self.reads = [conv(ev.reads) for ev in events]
         self.writes = [conv(ev.writes) for ev in events]
@@ -1205,6 +1203,8 @@ class Scheduler:
         intervals: list = []
         issue_busy = 0.0
         pop, push = heapq.heappop, heapq.heappush
+        cost_keys = self._cost_keys()
+        cost_key = self._cost_key
         for i in range(n):
             r = 0.0
             ds = deps[i]
@@ -1220,10 +1220,13 @@ class Scheduler:
                 start[i] = end[i] = r
                 continue
             e = engine_of[i]
+            ck = cost_keys[i]
+            if ck is None:
+                ck = cost_key(i)
             if e == "DMA":
-                c = cost_memo.get((self._cost_key(i), e))
+                c = cost_memo.get((ck, e))
                 if c is None:
-                    c = cost_memo[self._cost_key(i), e] = dma_cost(events[i], hw, dma_mode)
+                    c = cost_memo[ck, e] = dma_cost(events[i], hw, dma_mode)
                 k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
                 sf, q = pop(slots)
                 s = max(issue_free[k], r, sf)
@@ -1231,14 +1234,21 @@ class Scheduler:
                 issue_free[k] = ie
                 issue_busy += c.issue_ns
                 arrive = ie + issue_latency + L
-                ds_, de = math.inf, 0.0
                 payload: Any = events[i].payload
                 first = int(payload.partition_start or 0) // per_ring
-                for x in ((first + y) % n_rings for y in range(min(c.rings, n_rings))):
-                    st = max(ring_free[x], arrive)
-                    ring_free[x] = st + c.ring_ns
-                    ds_ = min(ds_, st)
-                    de = max(de, st + c.ring_ns)
+                ring_ns = c.ring_ns
+                used = min(c.rings, n_rings)
+                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
+                    x = first % n_rings
+                    ds_ = st = max(ring_free[x], arrive)
+                    ring_free[x] = de = st + ring_ns
+                else:
+                    ds_, de = math.inf, 0.0
+                    for x in ((first + y) % n_rings for y in range(used)):
+                        st = max(ring_free[x], arrive)
+                        ring_free[x] = st + ring_ns
+                        ds_ = min(ds_, st)
+                        de = max(de, st + ring_ns)
                 push(slots, (de, q))
                 dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
                 intervals.append((ds_, de))
@@ -1246,9 +1256,9 @@ class Scheduler:
                 end[i] = de
                 continue
             s = max(eng_free[e], r)
-            hit = cost_memo.get((self._cost_key(i), e))
+            hit = cost_memo.get((ck, e))
             if hit is None:
-                hit = cost_memo[self._cost_key(i), e] = compute_cost_ns(events[i], hw, e)
+                hit = cost_memo[ck, e] = compute_cost_ns(events[i], hw, e)
             dur, known = hit
             if not known:
                 op = events[i].op
