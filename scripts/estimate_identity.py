@@ -81,7 +81,7 @@ def _hash_schedule(s) -> str:
     return h.hexdigest()
 
 
-def est_record(e) -> dict:
+def est_record(e: Any) -> dict:
     from nki_kernels.perf import accuracy
 
     rec = {f.name: _jsonable(getattr(e, f.name)) for f in dataclasses.fields(e) if f.name not in _SKIP}
@@ -313,7 +313,7 @@ def compare(a: str, b: str) -> int:
     return 0 if not diffs else 1
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")

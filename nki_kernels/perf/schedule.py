@@ -60,7 +60,7 @@ import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -242,7 +242,7 @@ class TraceFacts:
         out.memo = {k: v for k, v in self.memo.items() if k in _SCALING_INVARIANT}
         return out
 
-    def get(self, key, make):
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The memoised value of ``make()`` under ``key``."""
         try:
             return self.memo[key]
@@ -1331,7 +1331,7 @@ def schedule(
 
 
 @contextmanager
-def no_gc():
+def no_gc() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block (back on after it if it was on): a schedule
     allocates millions of small objects and never makes a cycle, and each full collection would walk
     the whole trace (a third of the CPU time of a 100k-instruction estimate)."""

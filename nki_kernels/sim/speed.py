@@ -18,6 +18,8 @@ import time
 
 import numpy as np
 
+from nki_kernels.perf.model import ModelOptions, build_options, estimate_trace, trace_of
+
 from .nki01 import isa as nisa
 from .nki01 import language as nl
 from .nki01.kernel import jit, simulate_kernel
@@ -178,8 +180,6 @@ def cost_model_rate(trips: int = 25600, repeat: int = 3) -> tuple[int, float, in
     iteration (``trips`` iterations of two DMA loads, a tensor_tensor and a DMA store: 4 x ``trips``
     instructions), traced once; returns (instructions, CPU seconds of ``estimate_trace``, best of
     ``repeat``, schedules per estimate: the modelled one and its alternatives)."""
-    from nki_kernels.perf.model import ModelOptions, build_options, estimate_trace, trace_of
-
     k = jit(
         _user_kernels(
             """
