@@ -37,11 +37,12 @@ ONCHIP = ("sbuf", "psum")
 
 
 def _buf(r) -> str:
-    return str(getattr(r.buffer, "value", r.buffer))
+    b = r.buffer
+    return b if type(b) is str else str(getattr(b, "value", b))
 
 
 def _is_dma(ev) -> bool:
-    return str(ev.engine) == "DMA"
+    return ev.engine == "DMA"  # (Engine is a str enum)
 
 
 def redundant_loads(events: Sequence, budget_bytes_per_partition: float) -> dict:
@@ -59,13 +60,13 @@ def redundant_loads(events: Sequence, budget_bytes_per_partition: float) -> dict
         if not _is_dma(ev):
             continue
         for w in ev.writes or ():
-            if _buf(w) in HBM:
+            if w.buffer in HBM:
                 for key in by_alloc.pop(w.alloc_id, ()):
                     last.pop(key, None)
         if ev.api != "nl.load" or len(ev.reads or ()) != 1 or not ev.writes:
             continue
         r = ev.reads[0]
-        if _buf(r) not in HBM or _buf(ev.writes[0]) != "sbuf":
+        if r.buffer not in HBM or ev.writes[0].buffer != "sbuf":
             continue
         parts = max(1, int(ev.partitions or 1))
         key = (r.alloc_id, r.lo, r.hi, parts, int(ev.bytes or 0))
@@ -96,6 +97,8 @@ def psum_zero_folds(events: Sequence) -> list:
         if ev.op == "memset" and len(writes) == 1 and str(writes[0].buffer) == "psum":
             w = writes[0]
             pending[w.alloc_id] = (i, w.lo, w.hi)
+            continue
+        if not pending:
             continue
         touched = {r.alloc_id for r in (ev.reads or ())} | {r.alloc_id for r in writes}
         for aid in touched & pending.keys():
@@ -208,25 +211,54 @@ def candidates(ev: Event) -> tuple:
     return opts if eng in opts else (eng,)
 
 
-def place_engines(events: Sequence[Event], cost_on: Callable[[Event, str], float]) -> list:
+def place_engines(
+    events: Sequence[Event],
+    cost_on: Callable[[Event, str], float],
+    cost_key: Callable[[Event], Any] | None = None,
+) -> list:
     """The engine of every event: the recorded one, or for a flexible op the candidate with the least
     work placed so far (work counted with ``cost_on(ev, engine)`` in ns), as a static balancing pass
     like the compiler's own.  Public profiles of NKI 0.1 kernels (trainium-kernel-fusion attention,
-    neuron-profile JSON) show PSUM evictions without ``engine=`` split between ScalarE and VectorE."""
+    neuron-profile JSON) show PSUM evictions without ``engine=`` split between ScalarE and VectorE.
+
+    ``cost_key(ev)``: a key of everything ``cost_on`` reads of an event (events with one key cost the
+    same), to cost each kind of instruction once.  The work after the last flexible op decides nothing
+    and is not counted."""
+    names = {"PE": "PE", "ACT": "ACT", "DVE": "DVE", "POOL": "POOL", "DMA": "DMA"}
+    engs = [names.get(ev.engine) or str(ev.engine) for ev in events]
+    cands_of: dict = {}  # index -> candidates, for the events with more than one
+    for i, (ev, eng) in enumerate(zip(events, engs, strict=True)):
+        if eng != "DMA" and ev.op in FLEXIBLE_OPS:
+            cands = candidates(ev)
+            if len(cands) > 1:
+                cands_of[i] = cands
+    if not cands_of:
+        return engs
+    last = max(cands_of)
+    memo: dict = {}
+
+    def cost(ev, e):
+        if cost_key is None:
+            return cost_on(ev, e)
+        k = (cost_key(ev), e)
+        c = memo.get(k)
+        if c is None:
+            c = memo[k] = cost_on(ev, e)
+        return c
+
     load = {"ACT": 0.0, "DVE": 0.0, "POOL": 0.0, "PE": 0.0}
     out = []
-    for ev in events:
-        eng = str(ev.engine)
-        if eng == "DMA":
+    for i, (ev, eng) in enumerate(zip(events, engs, strict=True)):
+        if eng == "DMA" or i > last:
             out.append(eng)
             continue
-        cands = candidates(ev)
-        if len(cands) > 1:
-            costs = {e: cost_on(ev, e) for e in cands}
-            eng = min(cands, key=lambda e: (load[e] + costs[e], cands.index(e)))
+        flex = cands_of.get(i)
+        if flex is not None:
+            costs = {e: cost(ev, e) for e in flex}
+            eng = min(flex, key=lambda e: (load[e] + costs[e], flex.index(e)))
             load[eng] += costs[eng]
         else:
-            load[eng] = load.get(eng, 0.0) + cost_on(ev, eng)
+            load[eng] = load.get(eng, 0.0) + cost(ev, eng)
         out.append(eng)
     return out
 
@@ -247,7 +279,7 @@ def vectorisable_loops(events: Sequence) -> list:
         if not frames or _is_dma(ev):
             continue
         f = frames[-1]
-        if str(f.kind) != "affine":
+        if f.kind != "affine":  # (LoopKind is a str enum)
             continue
         rec = loops.setdefault((f.file, f.line), [0, True, int(f.trip_count or 0), set()])
         rec[0] += 1
@@ -283,7 +315,7 @@ def _scaled(ev: Event, times: int) -> Event:
     )
 
 
-def vectorised(events: Sequence[Event], deps: Sequence) -> tuple:
+def vectorised(events: Sequence[Event], deps: Sequence, loops: list | None = None) -> tuple:
     """The fast alternative for the loops :func:`vectorisable_loops` reports: the compiler merges the
     iterations of each such ``affine_range`` loop ("allows ... loop vectorization", the affine_range
     docstring), so each source line of the body runs as ONE instruction doing all iterations' work.
@@ -291,14 +323,22 @@ def vectorised(events: Sequence[Event], deps: Sequence) -> tuple:
     Returns ``(events, deps, elided)``: the first instance of each (loop entry, line, op) stands for the
     group (its work multiplied by the group size, its dependencies the union of the group's, mapped to
     the standing-in instructions and kept only when earlier); every other instance is elided and
-    finishes with it.  A bound, not a prediction: how far the compiler really merges is not documented."""
-    sites = {site for site, _, _ in vectorisable_loops(events)}
+    finishes with it.  A bound, not a prediction: how far the compiler really merges is not documented.
+    ``loops``: :func:`vectorisable_loops` of ``events`` when the caller has it."""
+    sites = {site for site, _, _ in (vectorisable_loops(events) if loops is None else loops)}
     group_of: dict = {}
     first: dict = {}
     count: dict = {}
+    in_sites: dict = {}  # (file, line) of a loop -> one of the sites
     for i, ev in enumerate(events):
         f = ev.loops[-1] if ev.loops else None
-        if f is None or str(f.kind) != "affine" or f"{f.file}:{f.line}" not in sites:
+        if f is None or f.kind != "affine":
+            continue
+        fl = (f.file, f.line)
+        ok = in_sites.get(fl)
+        if ok is None:
+            ok = in_sites[fl] = f"{f.file}:{f.line}" in sites
+        if not ok:
             continue
         key = (f.loop_id, ev.file, ev.line, ev.op)
         first.setdefault(key, i)

@@ -22,7 +22,16 @@ from .compiler import psum_zero_folds, sbuf_spill, vectorisable_loops, vectorise
 from .costs import matmul_dtype
 from .hardware import HardwareSpec, get_hardware
 from .labels import ESTIMATE_LABEL
-from .schedule import ModelOptions, Schedule, Scheduler, schedule
+from .schedule import (
+    WANT_SERIALISED,
+    ModelOptions,
+    Schedule,
+    Scheduler,
+    TraceFacts,
+    build_dependencies,
+    no_gc,
+    schedule,
+)
 
 if TYPE_CHECKING:
     from nki_kernels.sim.core.options import SimOptions
@@ -153,10 +162,26 @@ def estimate_trace(
 ) -> Estimate:
     """Schedule an existing :class:`nki_kernels.sim.trace.Trace` and summarise it.  With
     ``with_alternatives`` the undecidable compiler choices are scheduled both ways (:func:`alternatives`)."""
+    with no_gc():
+        return _estimate_trace(trace, hw, options, kernel_name, keep, deps, with_alternatives)
+
+
+def _estimate_trace(
+    trace: Trace,
+    hw: HardwareSpec | str,
+    options: ModelOptions | None,
+    kernel_name: str,
+    keep: bool,
+    deps: list | None,
+    with_alternatives: bool,
+) -> Estimate:
     hw = get_hardware(hw)
     opts = options or ModelOptions()
     events = list(trace.events)
     t0 = time.perf_counter()
+    facts = TraceFacts(events)  # shared by the modelled schedule and its alternatives
+    if with_alternatives and not opts.serialise and facts.get("vectorisable_loops", lambda: vectorisable_loops(events)):
+        facts.memo[WANT_SERIALISED] = True  # alternatives() schedules it: one dependency pass builds both
     sched = schedule(
         events,
         hw,
@@ -166,9 +191,10 @@ def estimate_trace(
         alloc_names=getattr(trace, "alloc_names", None),
         peak_sbuf=int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0),
         placed=getattr(trace, "placed_allocs", frozenset()),
+        facts=facts,
     )
     floor = hw.floor_us(opts.mode) if opts.include_floor else 0.0
-    alts = alternatives(trace, hw, opts, sched, floor) if with_alternatives else []
+    alts = alternatives(trace, hw, opts, sched, floor, facts) if with_alternatives else []
     sched_s = time.perf_counter() - t0
     makespan_us = sched.makespan_ns / 1e3
     latency = floor + makespan_us
@@ -178,20 +204,23 @@ def estimate_trace(
     hbm_r = hbm_w = dma_bytes = dma_count = 0
     counts: dict = {}
     by_line: dict = {}
-    for i, ev in enumerate(events):
-        if i in sched.elided:  # removed by the compiler (a repeated load / transpose)
+    elided, engine_of, dma_of, s_end, s_start = sched.elided, sched.engine_of, sched.dma, sched.end, sched.start
+    loc_of: dict = {}  # (file, line) -> "basename:line"
+    for i, (ev, is_dma) in enumerate(zip(events, facts.is_dma, strict=True)):
+        if i in elided:  # removed by the compiler (a repeated load / transpose)
             continue
-        eng = sched.engine_of[i]
+        eng = engine_of[i]
         counts[eng] = counts.get(eng, 0) + 1
-        if ev.engine == "DMA":
+        if is_dma:
             dma_count += 1
             dma_bytes += int(ev.bytes or 0)
-            c = sched.dma[i].cost
+            d = dma_of[i]
+            c = d.cost
             hbm_r += c.hbm_read
             hbm_w += c.hbm_write
-            dur = sched.dma[i].data_end - sched.dma[i].data_start
+            dur = d.data_end - d.data_start
         else:
-            dur = sched.end[i] - sched.start[i]
+            dur = s_end[i] - s_start[i]
             if ev.op == "nc_matmul":
                 f = int(ev.flops or 0)
                 mm_flops += f
@@ -202,8 +231,13 @@ def estimate_trace(
                 tr_flops += int(ev.flops or 0)
             else:
                 flops += int(ev.flops or 0)
-        loc = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
-        rec = by_line.setdefault(loc, [0.0, 0, set()])
+        fl = (ev.file, ev.line)
+        loc = loc_of.get(fl)
+        if loc is None:
+            loc = loc_of[fl] = f"{os.path.basename(ev.file) if ev.file else '?'}:{ev.line}"
+        rec = by_line.get(loc)
+        if rec is None:
+            rec = by_line[loc] = [0.0, 0, set()]
         rec[0] += dur
         rec[1] += 1
         rec[2].add(eng)
@@ -212,7 +246,7 @@ def estimate_trace(
         f"affine_range loop at {site} runs {trips} iterations of tiny instructions ({per} per "
         "iteration, <= 64 elements per partition): the compiler may vectorise them into a few large "
         "ones (affine_range docstring); not modelled"
-        for site, trips, per in vectorisable_loops(events)
+        for site, trips, per in facts.get("vectorisable_loops", lambda: vectorisable_loops(events))
     ]
     spill = sbuf_spill(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0, hw)
     if spill:
@@ -265,7 +299,14 @@ def estimate_trace(
     )
 
 
-def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Schedule, floor_us: float) -> list:
+def alternatives(
+    trace: Trace,
+    hw: HardwareSpec,
+    opts: ModelOptions,
+    base: Schedule,
+    floor_us: float,
+    facts: TraceFacts | None = None,
+) -> list:
     """The estimate under the other side of each compiler choice that the documentation and the public
     profiles cannot decide, for the choices this kernel actually meets (an :class:`Alternative` each;
     the band covers them, ``accuracy.band_us``):
@@ -279,21 +320,37 @@ def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Sched
       the compiler (compiler.vectorised: the fast side), or not pipelined at all (one physical copy
       per tile, strict program order: the slow side; the trn1 CS149 ladder ran 5x slower than the
       pipelined estimate)."""
-    events = list(trace.events)
+    if facts is None or len(facts.events) != len(trace.events):
+        facts = TraceFacts(list(trace.events))
+    events = facts.events
     origins = getattr(trace, "alloc_origins", None)
     names = getattr(trace, "alloc_names", None)
     peak = int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0)
     placed: frozenset | set = getattr(trace, "placed_allocs", frozenset())
 
     def run(o: ModelOptions) -> float:
-        s = schedule(events, hw, o, alloc_origins=origins, alloc_names=names, peak_sbuf=peak, deps=None, placed=placed)
+        if o.serialise:  # window 1: the same schedule in one pass (Scheduler.run_in_order)
+            d = build_dependencies(events, o, origins, names, hw, peak, placed, facts)
+            s = Scheduler(events, hw, o, d, None, facts).run_in_order()
+        else:
+            s = schedule(
+                events,
+                hw,
+                o,
+                alloc_origins=origins,
+                alloc_names=names,
+                peak_sbuf=peak,
+                deps=None,
+                placed=placed,
+                facts=facts,
+            )
         return floor_us + s.makespan_ns / 1e3
 
     out = []
     if opts.place_engines and any(
-        base.engine_of[i] != str(ev.engine) for i, ev in enumerate(events) if ev.engine != "DMA"
+        e != r for e, r, d in zip(base.engine_of, facts.engine, facts.is_dma, strict=True) if not d
     ):
-        s = schedule(events, hw, replace(opts, place_engines=False), deps=base.deps)
+        s = schedule(events, hw, replace(opts, place_engines=False), deps=base.deps, facts=facts)
         out.append(
             Alternative(
                 "copy placement",
@@ -302,7 +359,7 @@ def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Sched
                 floor_us + s.makespan_ns / 1e3,
             )
         )
-    if opts.fold_psum_zeros and psum_zero_folds(events):
+    if opts.fold_psum_zeros and facts.get("psum_folds", lambda: psum_zero_folds(events)):
         out.append(
             Alternative(
                 "PSUM fills",
@@ -311,9 +368,11 @@ def alternatives(trace: Trace, hw: HardwareSpec, opts: ModelOptions, base: Sched
                 run(replace(opts, fold_psum_zeros=False)),
             )
         )
-    if vectorisable_loops(events):
-        ev2, deps2, eli = vectorised(events, base.deps)
-        fast = Scheduler(ev2, hw, opts, deps2, eli).run()
+    if facts.get("vectorisable_loops", lambda: vectorisable_loops(events)):
+        ev2, deps2, eli = vectorised(
+            events, base.deps, facts.get("vectorisable_loops", lambda: vectorisable_loops(events))
+        )
+        fast = Scheduler(ev2, hw, opts, deps2, eli, facts.scaled(ev2)).run()
         out.append(
             Alternative(
                 "loops of tiny instructions",

@@ -54,12 +54,16 @@ The kernel floor T0 is added by the caller (``nki_kernels.perf.model``).
 
 from __future__ import annotations
 
+import gc
 import heapq
+import itertools
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from nki_kernels.sim.core.trace import Event, Matmul
 
@@ -189,6 +193,92 @@ class Schedule:
     reordered: int = 0  # instructions started ahead of program order
 
 
+# ---- what the scheduler reads of a trace ---------------------------------------------------
+
+
+class TraceFacts:
+    """What the cost model reads of each event, as plain Python values (engine names as ``str``, regions
+    as lists of ``(alloc_id, lo, hi, on_chip, buffer)``), computed once per event list, plus a memo of the
+    analyses that depend only on the events (and the options named in their key): the schedules of one
+    estimate (the modelled one and its alternatives, model.alternatives) share it instead of re-reading
+    every event.  Nothing in it depends on a ModelOptions field or a hardware value unless its memo key
+    says so."""
+
+    __slots__ = ("events", "n", "engine", "is_dma", "reads", "writes", "in_loop", "memo")
+
+    def __init__(self, events: Sequence[Event]):
+        self.events = events
+        self.n = len(events)
+        names = _ENGINE_NAMES
+        eng = [names.get(ev.engine) or str(ev.engine) for ev in events]
+        self.engine = eng
+        self.is_dma = [e == "DMA" for e in eng]
+
+        def conv(rs):  # (Region fields: alloc_id, buffer, lo, hi)
+            return [(a, lo, hi, b in ONCHIP, b) for a, b, lo, hi in rs] if rs else ()
+
+        self.reads = [conv(ev.reads) for ev in events]
+        self.writes = [conv(ev.writes) for ev in events]
+        self.in_loop = [bool(ev.loops) for ev in events]
+        self.memo: dict = {}
+
+    def scaled(self, events: Sequence[Event]) -> TraceFacts:
+        """The facts of ``events``, this list with some events doing the work of several
+        (compiler._scaled: elements, bytes, FLOPs and payload sizes change; engines, regions, loops,
+        ops and source lines do not): what is read here is shared, with the memo of the analyses
+        that read only those (hoisted transposes, folded PSUM fills, loop kinds)."""
+        if len(events) != self.n:
+            raise ValueError("TraceFacts.scaled: the scaled trace has another length")
+        out = TraceFacts.__new__(TraceFacts)
+        out.events = events
+        out.n = self.n
+        out.engine, out.is_dma, out.reads, out.writes, out.in_loop = (
+            self.engine,
+            self.is_dma,
+            self.reads,
+            self.writes,
+            self.in_loop,
+        )
+        out.memo = {k: v for k, v in self.memo.items() if k in _SCALING_INVARIANT}
+        return out
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The memoised value of ``make()`` under ``key``."""
+        try:
+            return self.memo[key]
+        except KeyError:
+            v = self.memo[key] = make()
+            return v
+
+
+_SCALING_INVARIANT = ("transposes", "psum_folds", "loop_kinds")
+_ENGINE_NAMES = {e: e for e in ("PE", "ACT", "DVE", "POOL", "DMA")}
+
+
+def _compute_cost_key(ev: Event) -> tuple:
+    """Everything costs.compute_cost_ns reads of a compute instruction (besides the engine it is given)."""
+    p = ev.payload
+    psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
+    return (
+        ev.op,
+        ev.engine,
+        ev.partitions,
+        ev.free_elems,
+        ev.in_dtypes,
+        ev.out_dtype,
+        ev.out_shape,
+        type(p),
+        *(p or ()),
+        psum,
+    )
+
+
+def _facts(events: Sequence[Event], facts: TraceFacts | None) -> TraceFacts:
+    if facts is not None and facts.events is events:
+        return facts
+    return TraceFacts(events)
+
+
 # ---- dependencies -----------------------------------------------------------------------
 
 
@@ -226,14 +316,23 @@ class _RegionMap:
         return bool(self.segs) and lo <= self.segs[0][0] and hi >= self.segs[-1][1]
 
     def read(self, lo, hi, who, reader_key, deps, track_readers):
-        if not self.segs:
+        segs = self.segs
+        if not segs:
             return
+        if len(segs) == 1:  # one segment inside [lo, hi): no split, it is the range
+            s = segs[0]
+            if lo <= s[0] < s[1] <= hi:
+                if s[2] is not None:
+                    deps.add(s[2])
+                if track_readers:
+                    s[3][reader_key] = who
+                return
         if track_readers:
             self._split(lo)
             self._split(hi)
         i, j = self._range(lo, hi)
         for k in range(i, j):
-            s = self.segs[k]
+            s = segs[k]
             if s[2] is not None:
                 deps.add(s[2])
             if track_readers:
@@ -241,10 +340,20 @@ class _RegionMap:
 
     def write(self, lo, hi, who, deps, war):
         segs = self.segs
-        if segs and segs[-1][1] <= lo:  # append past the end (streaming stores)
+        if not segs or segs[-1][1] <= lo:  # a first write, or past the end (streaming stores)
             segs.append([lo, hi, who, {}])
             self.los.append(lo)
             return
+        if len(segs) == 1:  # one segment inside [lo, hi): replaced whole
+            s = segs[0]
+            if lo <= s[0] < s[1] <= hi:
+                if war:
+                    if s[2] is not None:
+                        deps.add(s[2])
+                    deps.update(s[3].values())
+                segs[0] = [lo, hi, who, {}]
+                self.los[0] = lo
+                return
         self._split(lo)
         self._split(hi)
         i, j = self._range(lo, hi)
@@ -257,12 +366,16 @@ class _RegionMap:
         segs[i:j] = [[lo, hi, who, {}]]
         self.los[i:j] = [lo]
 
-    def all_accessors(self):
-        out = set()
+    def accessors_into(self, out: set) -> None:
+        """Add every writer and reader of the map to ``out``."""
         for s in self.segs:
             if s[2] is not None:
                 out.add(s[2])
             out.update(s[3].values())
+
+    def all_accessors(self) -> set:
+        out: set = set()
+        self.accessors_into(out)
         return out
 
 
@@ -309,9 +422,11 @@ class _DependencyBuilder:
     def _rotate(self, key, version, nbuf, deps):
         """A new tile ``version`` takes the slot of the tile ``nbuf`` allocations back in ring
         ``key``: wait for every access of that tile."""
-        ring = self.rings.setdefault(key, deque())
+        ring = self.rings.get(key)
+        if ring is None:
+            ring = self.rings[key] = deque()
         if len(ring) >= nbuf:
-            deps.update(ring[-nbuf].all_accessors())
+            ring[-nbuf].accessors_into(deps)
         ring.append(version)
         while len(ring) > nbuf:
             ring.popleft()
@@ -323,40 +438,153 @@ class _DependencyBuilder:
         return m
 
     def event(self, i, ev) -> list:
+        f = TraceFacts([ev])
+        return self._event(i, ev, f.engine[0] == "DMA", f.engine[0], f.reads[0], f.writes[0], f.in_loop[0], {})
+
+    def _event(self, i, ev, is_dma, engine, reads, writes, in_loop, depth_memo) -> list:
         deps: set = set()
-        key = (ev.engine, i) if ev.engine == "DMA" else ev.engine
-        read_ids = set()
-        for r in ev.reads or ():
-            read_ids.add(r.alloc_id)
-            self._map(r.alloc_id).read(r.lo, r.hi, i, key, deps, track_readers=r.buffer in ONCHIP)
-        in_loop = _loop_kind(ev) is not None
-        for r in ev.writes or ():
-            onchip = r.buffer in ONCHIP
-            m = self.maps.get(r.alloc_id)
+        maps = self.maps
+        direct = self.alloc.direct
+        if reads:
+            key = ("DMA", i) if is_dma else engine
+            for aid, lo, hi, onchip, _ in reads:
+                m = maps.get(aid)
+                if m is None:
+                    maps[aid] = _RegionMap()  # (an empty map: the read finds no writer)
+                else:
+                    m.read(lo, hi, i, key, deps, onchip)
+        for aid, lo, hi, onchip, buffer in writes:
+            m = maps.get(aid)
             if onchip and in_loop:
-                nbuf = self.alloc.depth(r.buffer, r.hi - r.lo, r.alloc_id)
+                dk = (buffer, hi - lo, aid in direct)
+                nbuf = depth_memo.get(dk)
+                if nbuf is None:
+                    nbuf = depth_memo[dk] = self.alloc.depth(buffer, hi - lo, aid)
                 if m is None:  # first write of a tile allocated in a loop
-                    m = self.maps[r.alloc_id] = _RegionMap()
-                    self._rotate(self.identity(r.alloc_id, r.buffer, ev), m, nbuf, deps)
+                    m = maps[aid] = _RegionMap()
+                    self._rotate(self.identity(aid, buffer, ev), m, nbuf, deps)
                 elif (
                     self.opts.rename
-                    and r.alloc_id not in read_ids
+                    and not any(r[0] == aid for r in reads)
                     and not _accumulates(ev)
-                    and m.covered_by(r.lo, r.hi)
+                    and m.covered_by(lo, hi)
                 ):
                     # whole overwrite: retire the current version, start a new one in the
                     # buffer of the version nbuf back (nbuf = 1: no renaming)
-                    ring = self.rings.setdefault(("version", r.alloc_id), deque())
+                    ring = self.rings.setdefault(("version", aid), deque())
                     ring.append(m)
-                    deps.update(ring[-nbuf].all_accessors() if len(ring) >= nbuf else ())
+                    if len(ring) >= nbuf:
+                        ring[-nbuf].accessors_into(deps)
                     while len(ring) > nbuf:
                         ring.popleft()
-                    m = self.maps[r.alloc_id] = _RegionMap()
+                    m = maps[aid] = _RegionMap()
             if m is None:
-                m = self.maps[r.alloc_id] = _RegionMap()
-            m.write(r.lo, r.hi, i, deps, war=onchip)
-        deps.discard(i)
-        return sorted(d for d in deps if d < i)
+                m = maps[aid] = _RegionMap()
+            m.write(lo, hi, i, deps, onchip)
+        if not deps:
+            return []
+        deps.discard(i)  # (every recorded access is by an event <= i)
+        return sorted(deps)
+
+    def run(self, events: Sequence[Event], facts: TraceFacts, serialised_too: bool = False) -> tuple:
+        """(deps of every event, and with ``serialised_too`` the deps the same options with ``serialise``
+        give, else None) -- what :meth:`_event` does for each event, inlined: this loop runs once per
+        instruction.  The two differ only in which earlier version a rotation waits for (``depth``
+        versions back, or the last one: one physical copy): the region maps and the rings of versions
+        evolve alike (a ring kept ``depth`` long still holds the last version)."""
+        maps = self.maps
+        rings = self.rings
+        alloc = self.alloc
+        direct = alloc.direct
+        rename = self.opts.rename
+        names = self.names
+        origins = self.origins
+        new_map = _RegionMap
+        depth_memo: dict = {}
+        out: list = []
+        append = out.append
+        out1: list = []
+        append1 = out1.append
+        for i, (ev, is_dma, engine, reads, writes, in_loop) in enumerate(
+            zip(events, facts.is_dma, facts.engine, facts.reads, facts.writes, facts.in_loop, strict=True)
+        ):
+            deps: set = set()
+            extra: set | None = None  # rotations: the version ``nbuf`` back
+            extra1: set | None = None  # and the last version (serialised)
+            if reads:
+                key = ("DMA", i) if is_dma else engine
+                for aid, lo, hi, onchip, _ in reads:
+                    m = maps.get(aid)
+                    if m is None:
+                        maps[aid] = new_map()  # (an empty map: the read finds no writer)
+                    else:
+                        m.read(lo, hi, i, key, deps, onchip)
+            for aid, lo, hi, onchip, buffer in writes:
+                m = maps.get(aid)
+                if onchip and in_loop:
+                    dk = (buffer, hi - lo, aid in direct)
+                    nbuf = depth_memo.get(dk)
+                    if nbuf is None:
+                        nbuf = depth_memo[dk] = alloc.depth(buffer, hi - lo, aid)
+                    if m is None:  # first write of a tile allocated in a loop: rotate (see _rotate)
+                        m = maps[aid] = new_map()
+                        name = names.get(aid)
+                        ident = (
+                            ("name", name, buffer)
+                            if name
+                            else ("site", origins.get(aid), ev.file, ev.line, ev.op, buffer)
+                        )
+                        ring = rings.get(ident)
+                        if ring is None:
+                            ring = rings[ident] = deque()
+                        if serialised_too:
+                            if extra is None:
+                                extra, extra1 = set(), set()
+                            if ring:
+                                ring[-1].accessors_into(extra1)
+                            if len(ring) >= nbuf:
+                                ring[-nbuf].accessors_into(extra)
+                        elif len(ring) >= nbuf:
+                            ring[-nbuf].accessors_into(deps)
+                        ring.append(m)
+                        while len(ring) > nbuf:
+                            ring.popleft()
+                    elif (
+                        rename and not any(r[0] == aid for r in reads) and not _accumulates(ev) and m.covered_by(lo, hi)
+                    ):
+                        # whole overwrite: retire the current version, start a new one in the
+                        # buffer of the version nbuf back (nbuf = 1: no renaming)
+                        ring = rings.setdefault(("version", aid), deque())
+                        ring.append(m)
+                        if serialised_too:
+                            if extra is None:
+                                extra, extra1 = set(), set()
+                            m.accessors_into(extra1)
+                            if len(ring) >= nbuf:
+                                ring[-nbuf].accessors_into(extra)
+                        elif len(ring) >= nbuf:
+                            ring[-nbuf].accessors_into(deps)
+                        while len(ring) > nbuf:
+                            ring.popleft()
+                        m = maps[aid] = new_map()
+                if m is None:
+                    m = maps[aid] = new_map()
+                m.write(lo, hi, i, deps, onchip)
+            if serialised_too:
+                d1 = deps | extra1 if extra1 else deps
+                if d1:
+                    d1.discard(i)
+                    append1(sorted(d1))
+                else:
+                    append1([])
+                if extra:
+                    deps |= extra
+            if deps:
+                deps.discard(i)  # (every recorded access is by an event <= i)
+                append(sorted(deps))
+            else:
+                append([])
+        return out, (out1 if serialised_too else None)
 
 
 def build_dependencies(
@@ -367,28 +595,53 @@ def build_dependencies(
     hw: HardwareSpec | None = None,
     peak_sbuf: int = 0,
     placed: frozenset | set = frozenset(),
+    facts: TraceFacts | None = None,
 ) -> list:
     """deps[i] = sorted earlier event indices that event i must wait for (an elided repeat --
     loop-invariant transpose, redundant load -- waits only for the instruction it repeats); ``placed``: the
-    allocations the kernel placed itself (``Trace.placed_allocs``)."""
-    b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
-    deps = [b.event(i, ev) for i, ev in enumerate(events)]
-    for j, orig in elisions(events, opts, hw).items():
-        if orig >= 0:  # a repeat waits for what it repeats; a folded fill keeps its own dependencies
-            deps[j] = [orig]
+    allocations the kernel placed itself (``Trace.placed_allocs``); ``facts``: the events' TraceFacts when
+    the caller has them (shared across the schedules of one estimate)."""
+    with no_gc():
+        facts = _facts(events, facts)
+        b = _DependencyBuilder(opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
+        # the pass reads the options only through ``rename`` and the allocation: its result is kept in
+        # ``facts`` for the other schedules of the estimate (their elisions are applied per call)
+        key = ("raw_deps", opts.rename, b.alloc, id(b.origins), id(b.names))
+        hit = facts.memo.get(key)
+        if hit is not None and hit[0] is b.origins and hit[1] is b.names:
+            raw = hit[2]
+        else:
+            serialised_too = not b.alloc.serialise and facts.memo.get(WANT_SERIALISED, False)
+            raw, raw1 = b.run(events, facts, serialised_too)
+            facts.memo[key] = (b.origins, b.names, raw)
+            if raw1 is not None:
+                key1 = ("raw_deps", opts.rename, replace(b.alloc, serialise=True), id(b.origins), id(b.names))
+                facts.memo[key1] = (b.origins, b.names, raw1)
+        deps = list(raw)  # (the lists inside are shared: no caller edits them)
+        for j, orig in elisions(events, opts, hw, facts).items():
+            if orig >= 0:  # a repeat waits for what it repeats; a folded fill keeps its own dependencies
+                deps[j] = [orig]
     return deps
 
 
-def elisions(events: Sequence[Event], opts: ModelOptions, hw: HardwareSpec | None = None) -> dict:
+# TraceFacts.memo flag: the not-pipelined alternative (serialise) will be scheduled, so the dependency
+# pass of the other options builds its dependencies too (model.alternatives)
+WANT_SERIALISED = "want_serialised"
+
+
+def elisions(
+    events: Sequence[Event], opts: ModelOptions, hw: HardwareSpec | None = None, facts: TraceFacts | None = None
+) -> dict:
     """{index of an instruction the compiler removes: index of the one it repeats, or -1}: repeated
     loop-invariant ``nl.matmul`` transposes, for NKI 0.1 builds repeated ``nl.load`` reads
     (compiler.redundant_loads), and PSUM fills folded into the first matmul (compiler.psum_zero_folds, -1)."""
-    out = loop_invariant_transposes(events) if opts.hoist_transposes else {}
+    f = _facts(events, facts)
+    out = dict(f.get("transposes", lambda: loop_invariant_transposes(events))) if opts.hoist_transposes else {}
     if opts.fold_psum_zeros:
-        out.update(dict.fromkeys(psum_zero_folds(events), -1))
+        out.update(dict.fromkeys(f.get("psum_folds", lambda: psum_zero_folds(events)), -1))
     if opts.dedup_loads and opts.middle_end and opts.frontend == "nki01":
         budget = get_hardware(hw if hw is not None else "trn2").v("load_reuse_budget_bytes")
-        out.update(redundant_loads(events, budget))
+        out.update(f.get(("loads", budget), lambda: redundant_loads(events, budget)))
     return out
 
 
@@ -445,35 +698,6 @@ def _union_length(intervals) -> float:
 
 
 _DONE, _WAKE = 0, 1
-
-
-class _Fenwick:
-    """Prefix sums over positions 0..n-1 (all ones at the start), O(log n) updates and queries."""
-
-    __slots__ = ("n", "t")
-
-    def __init__(self, n: int):
-        self.n = n
-        self.t = [0] * (n + 1)
-        for i in range(1, n + 1):
-            self.t[i] += 1
-            j = i + (i & -i)
-            if j <= n:
-                self.t[j] += self.t[i]
-
-    def add(self, i: int, v: int) -> None:
-        i += 1
-        while i <= self.n:
-            self.t[i] += v
-            i += i & -i
-
-    def prefix(self, i: int) -> int:
-        """Sum over positions < i."""
-        s = 0
-        while i > 0:
-            s += self.t[i]
-            i -= i & -i
-        return s
 
 
 class _TensorEngineState:
@@ -539,14 +763,16 @@ class _TensorEngineState:
 class Scheduler:
     """List scheduler over one trace.  ``run()`` drives the steps:
 
-    1. :meth:`_release` — an instruction whose dependencies are all done gets its ready time
-       and joins its engine's candidates (DMAs join the DMA ready queue);
-    2. :meth:`_dispatch` — a free compute engine starts the first ready instruction within
-       its window (or sleeps until the earliest one becomes ready);
-    3. :meth:`_issue_dmas` — ready DMAs (list-scheduled in program order within the window,
-       :meth:`_next_dma`) go through the issue queues onto the DMA engines;
-    4. :meth:`_finish` — a finished instruction releases its dependents.
-    """
+    1. release — an instruction whose dependencies are all done gets its ready time and joins its
+       engine's candidates (DMAs join the DMA ready queue);
+    2. dispatch — a free compute engine starts the first ready instruction within its window (or
+       sleeps until the earliest one becomes ready);
+    3. DMA issue — ready DMAs (list-scheduled in program order within the window) go through the
+       issue queues onto the DMA engines;
+    4. finish — a finished instruction releases its dependents.
+
+    ``facts``: the events' :class:`TraceFacts` when the caller has them (shared across the schedules
+    of one estimate)."""
 
     def __init__(
         self,
@@ -555,33 +781,36 @@ class Scheduler:
         opts: ModelOptions,
         deps: list,
         extra_elided: dict | None = None,
+        facts: TraceFacts | None = None,
     ) -> None:
+        f = self.facts = _facts(events, facts)
         self.events = events
         self.hw = hw
         self.opts = opts
         self.deps = deps
         n = len(events)
         self.n = n
-        self.dependents: list[list[int]] = [[] for _ in range(n)]
+        dependents: list[list[int]] = [[] for _ in range(n)]
         for i, ds in enumerate(deps):
             for d in ds:
-                self.dependents[d].append(i)
+                dependents[d].append(i)
+        self.dependents = dependents
         self.remaining = [len(d) for d in deps]
-        self.elided = elisions(events, opts, hw)
+        self.elided = elisions(events, opts, hw, f)
         self.elided.update(extra_elided or {})
         if opts.place_engines:
-            self.engine_of = place_engines(events, lambda ev, e: compute_cost_ns(ev, hw, e)[0])
+
+            def place():
+                return hw, place_engines(events, lambda ev, e: compute_cost_ns(ev, hw, e)[0], _compute_cost_key)
+
+            held, placed = f.get(("place_engines", id(hw)), place)
+            if held is not hw:  # (an id reused by another spec)
+                placed = place()[1]
+            self.engine_of = list(placed)
         else:
-            self.engine_of = [str(ev.engine) for ev in events]
+            self.engine_of = list(f.engine)
         self.window = 1 if opts.serialise else opts.window
-        self.start = [0.0] * n
-        self.end = [0.0] * n
-        self.ready = [0.0] * n
-        self.started = [False] * n
-        self.done = 0
         self.uncosted: dict = {}
-        self.heap: list = []
-        self.counter = 0
         self.reordered = 0
         # hops
         self.sem = hw.v("sem_ns")
@@ -592,248 +821,485 @@ class Scheduler:
         self.pe_result_ns = hw.v("pe_result_latency_cycles") / hw.v("pe_clock_ghz")
         # compute engines: program-order queues
         self.queues: dict[str, list[int]] = {e: [] for e in COMPUTE_ENGINES}
-        for i, ev in enumerate(events):
-            if ev.engine != "DMA" and i not in self.elided:
-                self.queues.setdefault(self.engine_of[i], []).append(i)
-        self.qpos = {e: 0 for e in self.queues}
-        self.busy = {e: False for e in self.queues}
-        self.eng_free = {e: 0.0 for e in self.queues}
-        self.wake_at = {e: math.inf for e in self.queues}
-        self.n_released = {e: 0 for e in self.queues}  # released, not started (fast exit)
+        elided = self.elided
+        engine_of = self.engine_of
+        is_dma = f.is_dma
+        for i in range(n):
+            if not is_dma[i] and i not in elided:
+                self.queues.setdefault(engine_of[i], []).append(i)
         self.pe = _TensorEngineState(hw)
         # DMA front end
         self.dma_mode = opts.dma_mode(hw)
         self.n_issue = opts.issue_queues(hw)
-        self.issue_free = [0.0] * self.n_issue
-        self.serial_of = {i: opts.serial_dma(ev) for i, ev in enumerate(events) if ev.engine == "DMA"}
         # the part of a DGE instruction's execution time that is not queue occupancy is latency
         self.issue_latency = max(0.0, hw.v("dge_exec_ns") - hw.v("dge_issue_ns")) if self.dma_mode == "hwdge" else 0.0
         self.L = hw.v("dma_latency_ns")
         self.n_rings = int(hw.v("dma_rings"))
         self.per_ring = int(hw.v("dma_partitions_per_ring"))
-        self.ring_free = [0.0] * self.n_rings
         self.max_inflight = int(hw.v("dma_max_inflight"))
-        self.slot_free = [0.0] * self.max_inflight
-        self.inflight = 0
-        self.issue_busy = 0.0
-        self.dma_queue = [
-            i
-            for i, ev in enumerate(events)  # program order
-            if ev.engine == "DMA" and i not in self.elided
-        ]
-        self.dma_pos = 0
-        self.dma_released = 0
-        self.dma_qpos = {i: k for k, i in enumerate(self.dma_queue)}  # event -> position in the queue
-        self.dma_ready_heap: list = []  # positions of released DMAs
-        self.dma_unstarted = _Fenwick(len(self.dma_queue))  # 1 per DMA not yet issued
+        self.dma_queue = [i for i in range(n) if is_dma[i] and i not in elided]  # program order
         self.dma_t: dict = {}
-        self.cost_memo: dict = {}
 
-    # ---- helpers ------------------------------------------------------------------------
-    def _push(self, t, kind, x):
-        self.counter += 1
-        heapq.heappush(self.heap, (t, self.counter, kind, x))
+    def _serial(self) -> list:
+        """serial_dma of every event (False for compute instructions)."""
+        o = self.opts
+        if o.middle_end or o.frontend == "nki07" or o.skip_issue == "parallel":
+            return [False] * self.n
+        if o.skip_issue == "serial":
+            return list(self.facts.is_dma)
+        kinds = self.facts.get("loop_kinds", lambda: [_loop_kind(ev) for ev in self.events])
+        return [d and k == "affine" for d, k in zip(self.facts.is_dma, kinds, strict=True)]
 
-    def _sig(self, ev, engine):
-        mk = ev.payload
-        psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
-        return (ev.op, engine, ev.partitions, ev.free_elems, ev.in_dtypes, ev.out_dtype, ev.bytes, mk, psum)
-
-    def _cost(self, i):
-        ev = self.events[i]
-        eng = self.engine_of[i]
-        key = self._sig(ev, eng)
-        if key is not None:
-            hit = self.cost_memo.get(key)
-            if hit is not None:
-                return hit
-        val = dma_cost(ev, self.hw, self.dma_mode) if eng == "DMA" else compute_cost_ns(ev, self.hw, eng)
-        if key is not None:
-            self.cost_memo[key] = val
-        return val
-
-    def _hop(self, i, j) -> float:
-        ei, ej = self.engine_of[i], self.engine_of[j]
-        if ej == "DMA" or j in self.elided or self.elided.get(i, 0) < 0:  # (a folded fill signals nothing)
-            return 0.0
-        if ei != ej:
-            return self.sem + (self.pe_result_ns if ei == "PE" else 0.0)
-        return self.bubble_ns.get(ej, 0.0)  # PE accumulation chains have no bubble
-
-    # ---- step 1 -------------------------------------------------------------------------
-    def _release(self, j, touched):
-        if j in self.elided:  # hoisted repeat: done when its original is
-            self.start[j] = self.end[j] = self.ready[j]
-            self.started[j] = True
-            self._push(self.ready[j], _DONE, j)
-        elif self.engine_of[j] == "DMA":
-            self.dma_released += 1
-            heapq.heappush(self.dma_ready_heap, self.dma_qpos[j])
-        else:
-            self.n_released[self.engine_of[j]] += 1
-            touched.add(self.engine_of[j])
-
-    # ---- step 2 -------------------------------------------------------------------------
-    def _dispatch(self, e, now):
-        if self.busy[e] or not self.n_released[e]:
-            return
-        q = self.queues[e]
-        p = self.qpos[e]
-        while p < len(q) and self.started[q[p]]:
-            p += 1
-        self.qpos[e] = p
-        best = None
-        earliest = math.inf
-        seen = 0
-        k = p
-        while k < len(q) and seen < self.window:
-            i = q[k]
-            k += 1
-            if self.started[i]:
-                continue
-            seen += 1
-            if self.remaining[i]:
-                continue
-            if self.ready[i] <= now:
-                best = i
-                break
-            earliest = min(earliest, self.ready[i])
-        if best is None:
-            if earliest < self.wake_at[e]:
-                self.wake_at[e] = earliest
-                self._push(earliest, _WAKE, e)
-            return
-        if best != q[p]:
-            self.reordered += 1
-        ev = self.events[best]
-        s = max(self.eng_free[e], self.ready[best], now)
-        dur, known = self._cost(best)
-        if not known:
-            self.uncosted[ev.op] = self.uncosted.get(ev.op, 0) + 1
-        if e == "PE":
-            dur = self.pe.duration(ev, s, dur)
-        self.start[best] = s
-        self.end[best] = s + dur
-        self.started[best] = True
-        self.n_released[e] -= 1
-        self.busy[e] = True
-        self.eng_free[e] = s + dur
-        self._push(s + dur, _DONE, best)
-
-    # ---- step 3 -------------------------------------------------------------------------
-    def _issue_dmas(self):
-        while self.dma_released and self.inflight < self.max_inflight:
-            j = self._next_dma()
-            if j is None:
-                return
-            self.dma_released -= 1
-            r = self.ready[j]
-            c = self._cost(j)
-            nq = 1 if self.serial_of[j] else self.n_issue
-            k = min(range(nq), key=self.issue_free.__getitem__)
-            q = min(range(self.max_inflight), key=self.slot_free.__getitem__)
-            s = max(self.issue_free[k], r, self.slot_free[q])
-            ie = s + c.issue_ns
-            self.issue_free[k] = ie
-            self.issue_busy += c.issue_ns
-            arrive = ie + self.issue_latency + self.L
-            # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
-            # the start partition comes from the DMA payload's partition_start
-            ds, de = math.inf, 0.0
-            first = int(self.events[j].payload.partition_start or 0) // self.per_ring
-            for x in ((first + k) % self.n_rings for k in range(min(c.rings, self.n_rings))):
-                st = max(self.ring_free[x], arrive)
-                self.ring_free[x] = st + c.ring_ns
-                ds = min(ds, st)
-                de = max(de, st + c.ring_ns)
-            self.slot_free[q] = de
-            self.dma_t[j] = DmaTiming(r, s, ie, ds, de, q, c, k)
-            self.start[j] = s
-            self.end[j] = de
-            self.started[j] = True
-            self.inflight += 1
-            self._push(de, _DONE, j)
-
-    def _next_dma(self):
-        """The DMA queue is list-scheduled like an engine: the first released DMA (program
-        order) among the next ``window`` DMAs not yet issued."""
-        h = self.dma_ready_heap
-        while h and self.started[self.dma_queue[h[0]]]:
-            heapq.heappop(h)
-        if not h:
-            return None
-        pos = h[0]
-        if self.dma_unstarted.prefix(pos) >= self.window:  # outside the window
-            return None
-        heapq.heappop(h)
-        self.dma_unstarted.add(pos, -1)
-        return self.dma_queue[pos]
-
-    # ---- step 4 -------------------------------------------------------------------------
-    def _finish(self, i, now, touched):
-        self.done += 1
-        ev = self.events[i]
-        if ev.engine == "DMA":
-            if i not in self.elided:
-                self.inflight -= 1
-        elif i not in self.elided:
-            self.busy[self.engine_of[i]] = False
-            touched.add(self.engine_of[i])
-        for j in self.dependents[i]:
-            self.ready[j] = max(self.ready[j], self.end[i] + self._hop(i, j))
-            self.remaining[j] -= 1
-            if self.remaining[j] == 0:
-                self._release(j, touched)
+    def _cost_keys(self) -> list:
+        """The cost memo's key of each event, filled as events are costed (None: not yet): an id of its
+        cost signature (op, shape, dtypes, bytes, payload, PSUM side); with the engine it runs on it
+        selects one cost (the memo of the scheduler)."""
+        return self.facts.get("cost_keys", lambda: [None] * self.n)
 
     def run(self) -> Schedule:
+        """The discrete-event simulation (one function: its state lives in local variables)."""
+        n = self.n
+        hw = self.hw
+        events = self.events
+        engine_of = self.engine_of
+        elided = self.elided
+        is_el = [False] * n
+        folded = [False] * n  # a folded fill signals nothing
+        for i, o in elided.items():
+            is_el[i] = True
+            if o < 0:
+                folded[i] = True
+        rec_dma = self.facts.is_dma
+        dependents = self.dependents
+        remaining = self.remaining
+        window = self.window
+        start = [0.0] * n
+        end = [0.0] * n
+        ready = [0.0] * n
+        started = [False] * n
+        heap: list = []
+        cnt = itertools.count(1)
+        push = heapq.heappush
+        pop = heapq.heappop
+        inf = math.inf
+        # hops
+        sem, pe_res, bubble = self.sem, self.pe_result_ns, self.bubble_ns
+        hop_of: dict = {}
+        for ei in set(engine_of):
+            for ej in set(engine_of):
+                if ej == "DMA":
+                    hop_of[ei, ej] = 0.0
+                elif ei != ej:
+                    hop_of[ei, ej] = sem + (pe_res if ei == "PE" else 0.0)
+                else:
+                    hop_of[ei, ej] = bubble.get(ej, 0.0)  # PE accumulation chains have no bubble
+        # costs
+        cost_keys = self._cost_keys()
+        cost_key = self._cost_key
+        cost_memo: dict = {}
+        dma_mode = self.dma_mode
+
+        def cost(i):
+            ck = cost_keys[i]
+            if ck is None:
+                ck = cost_key(i)
+            key = (ck, engine_of[i])
+            hit = cost_memo.get(key)
+            if hit is None:
+                eng = engine_of[i]
+                ev = events[i]
+                hit = cost_memo[key] = dma_cost(ev, hw, dma_mode) if eng == "DMA" else compute_cost_ns(ev, hw, eng)
+            return hit
+
+        # compute engines
+        queues = self.queues
+        qpos = {e: 0 for e in queues}
+        busy = {e: False for e in queues}
+        eng_free = {e: 0.0 for e in queues}
+        wake_at = {e: inf for e in queues}
+        n_released = {e: 0 for e in queues}  # released, not started (fast exit)
+        pe = self.pe
+        uncosted = self.uncosted
+        reordered = 0
+
+        def dispatch(e, now):
+            nonlocal reordered
+            if busy[e] or not n_released[e]:
+                return
+            q = queues[e]
+            nq = len(q)
+            p = qpos[e]
+            while p < nq and started[q[p]]:
+                p += 1
+            qpos[e] = p
+            best = -1
+            earliest = inf
+            seen = 0
+            k = p
+            while k < nq and seen < window:
+                i = q[k]
+                k += 1
+                if started[i]:
+                    continue
+                seen += 1
+                if remaining[i]:
+                    continue
+                r = ready[i]
+                if r <= now:
+                    best = i
+                    break
+                if r < earliest:
+                    earliest = r
+            if best < 0:
+                if earliest < wake_at[e]:
+                    wake_at[e] = earliest
+                    push(heap, (earliest, next(cnt), _WAKE, e))
+                return
+            if best != q[p]:
+                reordered += 1
+            s = max(eng_free[e], ready[best], now)
+            dur, known = cost(best)
+            if not known:
+                op = events[best].op
+                uncosted[op] = uncosted.get(op, 0) + 1
+            if e == "PE":
+                dur = pe.duration(events[best], s, dur)
+            start[best] = s
+            end[best] = fin = s + dur
+            started[best] = True
+            n_released[e] -= 1
+            busy[e] = True
+            eng_free[e] = fin
+            push(heap, (fin, next(cnt), _DONE, best))
+
+        # DMA front end
+        dma_queue = self.dma_queue
+        n_dq = len(dma_queue)
+        dma_qpos = [-1] * n
+        for k, i in enumerate(dma_queue):
+            dma_qpos[i] = k
+        dma_ready: list = []  # positions of released DMAs
+        issued = [False] * n_dq
+        p0 = 0  # first DMA of the queue not yet issued
+        ahead: list = []  # sorted positions > p0 already issued
+        n_issue = self.n_issue
+        issue_free = [0.0] * n_issue
+        max_inflight = self.max_inflight
+        slots = [(0.0, q) for q in range(max_inflight)]  # (free at, slot): heap order = first free slot
+        serial = self._serial()
+        issue_latency, L = self.issue_latency, self.L
+        n_rings, per_ring = self.n_rings, self.per_ring
+        ring_free = [0.0] * n_rings
+        dma_t = self.dma_t
+        intervals: list = []
+        issue_busy = 0.0
+        inflight = 0
+        dma_released = 0
+
+        def issue_dmas():
+            nonlocal p0, issue_busy, inflight, dma_released
+            while dma_released and inflight < max_inflight:
+                # list-scheduled like an engine: the first released DMA (program order) among the next
+                # ``window`` DMAs not yet issued
+                if not dma_ready:  # (a position joins once, when its DMA is released, and leaves when issued)
+                    return
+                pos = dma_ready[0]
+                if pos - p0 >= window and pos - p0 - bisect_left(ahead, pos) >= window:
+                    return  # outside the window
+                pop(dma_ready)
+                issued[pos] = True
+                if pos == p0:
+                    p0 += 1
+                    while p0 < n_dq and issued[p0]:
+                        p0 += 1
+                    if ahead:
+                        del ahead[: bisect_left(ahead, p0)]
+                else:
+                    insort(ahead, pos)
+                j = dma_queue[pos]
+                dma_released -= 1
+                r = ready[j]
+                ck = cost_keys[j]
+                c = cost_memo.get((ck, "DMA")) if ck is not None else None
+                if c is None:
+                    c = cost(j)
+                if serial[j] or n_issue == 1:
+                    k = 0
+                else:  # the first queue free first
+                    k = issue_free.index(min(issue_free))
+                sf, q = pop(slots)
+                s = max(issue_free[k], r, sf)
+                ie = s + c.issue_ns
+                issue_free[k] = ie
+                issue_busy += c.issue_ns
+                arrive = ie + issue_latency + L
+                # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
+                # the start partition comes from the DMA payload's partition_start
+                first = int(events[j].payload.partition_start or 0) // per_ring
+                ring_ns = c.ring_ns
+                used = min(c.rings, n_rings)
+                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
+                    x = first % n_rings
+                    ds = st = max(ring_free[x], arrive)
+                    ring_free[x] = de = st + ring_ns
+                else:
+                    ds, de = inf, 0.0
+                    for x in ((first + y) % n_rings for y in range(used)):
+                        st = max(ring_free[x], arrive)
+                        ring_free[x] = st + ring_ns
+                        ds = min(ds, st)
+                        de = max(de, st + ring_ns)
+                push(slots, (de, q))
+                dma_t[j] = DmaTiming(r, s, ie, ds, de, q, c, k)
+                intervals.append((ds, de))
+                start[j] = s
+                end[j] = de
+                started[j] = True
+                inflight += 1
+                push(heap, (de, next(cnt), _DONE, j))
+
+        def release(j, touched):
+            nonlocal dma_released
+            if is_el[j]:  # hoisted repeat: done when its original is
+                start[j] = end[j] = ready[j]
+                started[j] = True
+                push(heap, (ready[j], next(cnt), _DONE, j))
+            elif engine_of[j] == "DMA":
+                dma_released += 1
+                push(dma_ready, dma_qpos[j])
+            else:
+                e = engine_of[j]
+                n_released[e] += 1
+                touched.add(e)
+
         touched: set[str] = set()  # engines whose queue may dispatch now
-        for i in range(self.n):
-            if self.remaining[i] == 0:
-                self._release(i, touched)
-        for e in self.queues:
-            self._dispatch(e, 0.0)
-        self._issue_dmas()
-        while self.heap:
-            t, _, kind, x = heapq.heappop(self.heap)
+        for i in range(n):
+            if remaining[i] == 0:
+                release(i, touched)
+        for e in queues:
+            dispatch(e, 0.0)
+        issue_dmas()
+        done = 0
+        while heap:
+            t, _, kind, i = pop(heap)
             touched = set()
             if kind == _DONE:
-                self._finish(x, t, touched)
+                done += 1
+                ei = engine_of[i]
+                if rec_dma[i]:
+                    if not is_el[i]:
+                        inflight -= 1
+                elif not is_el[i]:
+                    busy[ei] = False
+                    touched.add(ei)
+                end_i = end[i]
+                fold_i = folded[i]
+                for j in dependents[i]:
+                    if is_el[j] or fold_i:
+                        v = end_i + 0.0
+                    else:
+                        v = end_i + hop_of[ei, engine_of[j]]
+                    if v > ready[j]:
+                        ready[j] = v
+                    remaining[j] -= 1
+                    if remaining[j] == 0:
+                        release(j, touched)
             else:
-                if self.wake_at[x] == t:
-                    self.wake_at[x] = math.inf
-                touched.add(x)
+                if wake_at[i] == t:
+                    wake_at[i] = inf
+                touched.add(i)
             for eng in touched:
-                self._dispatch(eng, t)
-            self._issue_dmas()
-        if self.done != self.n:
-            stuck = [i for i in range(self.n) if not self.started[i]][:5]
+                if not busy[eng] and n_released[eng]:
+                    dispatch(eng, t)
+            if dma_released and inflight < max_inflight:
+                issue_dmas()
+        self.start, self.end, self.ready, self.started = start, end, ready, started
+        self.reordered = reordered
+        self.issue_busy = issue_busy
+        if done != n:
+            stuck = [i for i in range(n) if not started[i]][:5]
             raise RuntimeError(
-                f"cost model scheduler stalled with {self.n - self.done} instructions "
+                f"cost model scheduler stalled with {n - done} instructions "
                 f"left (first: {stuck}; dependency cycle in the trace?)"
             )
-        return self._result()
-
-    def _result(self) -> Schedule:
-        busy = {e: 0.0 for e in COMPUTE_ENGINES}
-        for e, q in self.queues.items():
-            busy[e] = busy.get(e, 0.0) + sum(self.end[i] - self.start[i] for i in q)
-        busy["DMA"] = _union_length([(d.data_start, d.data_end) for d in self.dma_t.values()])
-        makespan = max(self.end) if self.n else 0.0
+        busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
+        for e, q in queues.items():
+            busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in q)
+        busy_ns["DMA"] = _union_length(intervals)
+        makespan = max(end) if n else 0.0
         return Schedule(
-            self.start,
-            self.end,
-            list(self.engine_of),
-            self.dma_t,
+            start,
+            end,
+            list(engine_of),
+            dma_t,
             self.deps,
-            busy,
-            self.issue_busy,
+            busy_ns,
+            issue_busy,
             makespan,
-            self.uncosted,
-            self.pe.throttled_ns,
-            self.pe.exposed_ls_ns,
-            dict(self.elided),
-            self.reordered,
+            uncosted,
+            pe.throttled_ns,
+            pe.exposed_ls_ns,
+            dict(elided),
+            reordered,
         )
+
+    def run_in_order(self) -> Schedule:
+        """The schedule :meth:`run` makes when the window is 1 (``serialise``), without the event
+        queue: with one candidate per queue every engine runs its instructions in program order and
+        starts each at max(engine free, ready) (run dispatches at the time of the event that makes it
+        possible: the engine's previous instruction ending, the instruction's last dependency ending
+        with no hop, or the wake-up at its ready time), and the DMAs issue in program order with a
+        start that does not depend on when they issue (max of the queue's, the slot's and the DMA's
+        own ready time) -- so one pass in program order gives the same floats.  Ready times are the
+        maximum over the dependencies, which does not depend on the order they finish in.  Only the
+        order of first appearance of ``uncosted_ops`` may differ (program order here, start order
+        in :meth:`run`)."""
+        if self.window != 1:
+            raise ValueError("Scheduler.run_in_order: only for a window of 1 (ModelOptions.serialise or window=1)")
+        n = self.n
+        hw = self.hw
+        events = self.events
+        engine_of = self.engine_of
+        elided = self.elided
+        deps = self.deps
+        is_el = [False] * n
+        folded = [False] * n
+        for i, o in elided.items():
+            is_el[i] = True
+            if o < 0:
+                folded[i] = True
+        sem, pe_res, bubble = self.sem, self.pe_result_ns, self.bubble_ns
+        engines = set(engine_of)
+        hop_of = {
+            (ei, ej): 0.0
+            if ej == "DMA"
+            else (sem + (pe_res if ei == "PE" else 0.0))
+            if ei != ej
+            else bubble.get(ej, 0.0)
+            for ei in engines
+            for ej in engines
+        }
+        start = [0.0] * n
+        end = [0.0] * n
+        ready = [0.0] * n
+        cost_memo: dict = {}
+        dma_mode = self.dma_mode
+        queues = self.queues
+        eng_free = {e: 0.0 for e in queues}
+        pe = self.pe
+        uncosted = self.uncosted
+        n_issue = self.n_issue
+        issue_free = [0.0] * n_issue
+        slots = [(0.0, q) for q in range(self.max_inflight)]
+        serial = self._serial()
+        issue_latency, L = self.issue_latency, self.L
+        n_rings, per_ring = self.n_rings, self.per_ring
+        ring_free = [0.0] * n_rings
+        dma_t = self.dma_t
+        intervals: list = []
+        issue_busy = 0.0
+        pop, push = heapq.heappop, heapq.heappush
+        cost_keys = self._cost_keys()
+        cost_key = self._cost_key
+        for i in range(n):
+            r = 0.0
+            ds = deps[i]
+            if ds:
+                ei = engine_of[i]
+                zero = is_el[i]
+                for d in ds:
+                    v = end[d] + (0.0 if zero or folded[d] else hop_of[engine_of[d], ei])
+                    if v > r:
+                        r = v
+            ready[i] = r
+            if is_el[i]:  # hoisted repeat: done when its original is
+                start[i] = end[i] = r
+                continue
+            e = engine_of[i]
+            ck = cost_keys[i]
+            if ck is None:
+                ck = cost_key(i)
+            if e == "DMA":
+                c = cost_memo.get((ck, e))
+                if c is None:
+                    c = cost_memo[ck, e] = dma_cost(events[i], hw, dma_mode)
+                k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
+                sf, q = pop(slots)
+                s = max(issue_free[k], r, sf)
+                ie = s + c.issue_ns
+                issue_free[k] = ie
+                issue_busy += c.issue_ns
+                arrive = ie + issue_latency + L
+                payload: Any = events[i].payload
+                first = int(payload.partition_start or 0) // per_ring
+                ring_ns = c.ring_ns
+                used = min(c.rings, n_rings)
+                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
+                    x = first % n_rings
+                    ds_ = st = max(ring_free[x], arrive)
+                    ring_free[x] = de = st + ring_ns
+                else:
+                    ds_, de = math.inf, 0.0
+                    for x in ((first + y) % n_rings for y in range(used)):
+                        st = max(ring_free[x], arrive)
+                        ring_free[x] = st + ring_ns
+                        ds_ = min(ds_, st)
+                        de = max(de, st + ring_ns)
+                push(slots, (de, q))
+                dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
+                intervals.append((ds_, de))
+                start[i] = s
+                end[i] = de
+                continue
+            s = max(eng_free[e], r)
+            hit = cost_memo.get((ck, e))
+            if hit is None:
+                hit = cost_memo[ck, e] = compute_cost_ns(events[i], hw, e)
+            dur, known = hit
+            if not known:
+                op = events[i].op
+                uncosted[op] = uncosted.get(op, 0) + 1
+            if e == "PE":
+                dur = pe.duration(events[i], s, dur)
+            start[i] = s
+            end[i] = eng_free[e] = s + dur
+        self.start, self.end, self.ready, self.started = start, end, ready, [True] * n
+        self.issue_busy = issue_busy
+        busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
+        for e, eq in queues.items():
+            busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in eq)
+        busy_ns["DMA"] = _union_length(intervals)
+        return Schedule(
+            start,
+            end,
+            list(engine_of),
+            dma_t,
+            deps,
+            busy_ns,
+            issue_busy,
+            max(end) if n else 0.0,
+            uncosted,
+            pe.throttled_ns,
+            pe.exposed_ls_ns,
+            dict(elided),
+            0,
+        )
+
+    def _cost_key(self, i: int) -> int:
+        """The id of event i's cost signature (see :meth:`_cost_keys`)."""
+        keys = self._cost_keys()
+        ck = keys[i]
+        if ck is None:
+            ev = self.events[i]
+            sig_ids = self.facts.get("cost_sig_ids", dict)
+            psum = any(r.buffer == "psum" for r in ev.reads) or any(r.buffer == "psum" for r in ev.writes)
+            p = ev.payload
+            sig = (ev.op, ev.partitions, ev.free_elems, ev.in_dtypes, ev.out_dtype, ev.bytes, type(p), *(p or ()), psum)
+            ck = sig_ids.get(sig)
+            if ck is None:
+                ck = sig_ids[sig] = len(sig_ids)
+            keys[i] = ck
+        return ck
 
 
 def schedule(
@@ -846,11 +1312,29 @@ def schedule(
     peak_sbuf: int = 0,
     extra_elided: dict | None = None,
     placed: frozenset | set = frozenset(),
+    facts: TraceFacts | None = None,
 ) -> Schedule:
     """Schedule ``events``; ``deps`` (from :func:`build_dependencies` with the same options)
     may be passed in to reuse it across hardware variants; ``extra_elided``: more instructions the
-    compiler removes ({index: index of the instruction that stands for it}, compiler.vectorised)."""
+    compiler removes ({index: index of the instruction that stands for it}, compiler.vectorised);
+    ``facts``: the events' :class:`TraceFacts` when the caller has them."""
     opts = opts or ModelOptions()
-    if deps is None:
-        deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf, placed)
-    return Scheduler(events, hw, opts, deps, extra_elided).run()
+    with no_gc():
+        facts = _facts(events, facts)
+        if deps is None:
+            deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf, placed, facts)
+        return Scheduler(events, hw, opts, deps, extra_elided, facts).run()
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (back on after it if it was on): a schedule
+    allocates millions of small objects and never makes a cycle, and each full collection would walk
+    the whole trace (a third of the CPU time of a 100k-instruction estimate)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -1,5 +1,6 @@
 """Interpreter speed: per-instruction overhead on small tiles and a loop of nc_matmuls,
-each as a ratio to doing the same NumPy math directly (``nki-kernels sim-bench``).
+each as a ratio to doing the same NumPy math directly (``nki-kernels sim-bench``); and the cost
+model's scheduling rate (instructions per second of ``estimate_trace``) on a long loop trace.
 
 These are measurements of the *interpreter* on this machine, not of Trainium.  Times are
 the process's CPU time (``time.process_time``), best of several runs, so that other load on
@@ -16,6 +17,8 @@ import textwrap
 import time
 
 import numpy as np
+
+from nki_kernels.perf.model import ModelOptions, build_options, estimate_trace, trace_of
 
 from .core.options import SimOptions
 from .nki01 import isa as nisa
@@ -200,6 +203,43 @@ def matmul_loop_07(iters: int = 1000) -> float:
     return _best(lambda: nki7.simulate(k)(a, b), repeat=2)
 
 
+def cost_model_rate(trips: int = 25600, repeat: int = 3) -> tuple[int, float, int]:
+    """The cost model's scheduling rate on a long loop: the CS149 part 1 vector add with one element per
+    iteration (``trips`` iterations of two DMA loads, a tensor_tensor and a DMA store: 4 x ``trips``
+    instructions), traced once; returns (instructions, CPU seconds of ``estimate_trace``, best of
+    ``repeat``, schedules per estimate: the modelled one and its alternatives)."""
+    k = jit(
+        _user_kernels(
+            """
+        def add_tiled(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+            for m in nl.affine_range(a.shape[0]):
+                ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
+                tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=ta, src=a[m : m + 1])
+                nisa.dma_copy(dst=tb, src=b[m : m + 1])
+                r = nisa.tensor_tensor(ta, tb, op=nl.add)
+                nisa.dma_copy(dst=out[m : m + 1], src=r)
+            return out
+        """,
+            nl=nl,
+            nisa=nisa,
+        )["add_tiled"]
+    )
+    x = np.random.default_rng(0).standard_normal(trips).astype(np.float32)
+    _, tr = trace_of(k, x, x.copy(), numerics=False)
+    opts = ModelOptions(mode="benchmark", **build_options(k))
+    est = None
+
+    def run():
+        nonlocal est
+        est = estimate_trace(tr, options=opts, kernel_name="add_tiled", keep=False)
+
+    secs = _best(run, repeat=repeat)
+    assert est is not None
+    return len(tr.events), secs, 1 + len(est.alternatives)
+
+
 def main(iters: int = 1000) -> int:
     print(
         "nki_kernels.sim interpreter speed (measured CPU time of this process on this machine, best of 5; "
@@ -225,6 +265,13 @@ def main(iters: int = 1000) -> int:
     print(
         f"  NKI 0.7 front end (import nki), same kernels: small-tile {per7:.1f} us per instruction "
         f"({per7 / per:.2f}x the 0.1 front end); matmul loop {sim7:.3f} s ({sim7 / sim:.2f}x)  goal <= 1.2x"
+    )
+    trips = max(32, 25600 * iters // 1000)  # 102,400 instructions at the default --iters
+    n, secs, schedules = cost_model_rate(trips)
+    print(
+        f"  cost model (perf.model.estimate_trace, best of 3): a {trips:,}-iteration affine_range loop of 4 "
+        f"instructions (CS149 vector add, 1 element per iteration), {n:,} instructions, in {secs:.2f} s "
+        f"({schedules} schedules: the modelled one and its alternatives) -> {n / secs:,.0f} instructions per second"
     )
     return 0
 
