@@ -1059,11 +1059,14 @@ class Scheduler:
                 push(heap, (de, next(cnt), _DONE, j))
 
         def release(j, touched):
-            nonlocal dma_released
+            nonlocal dma_released, done
             if is_el[j]:  # hoisted repeat: done when its original is
                 start[j] = end[j] = ready[j]
                 started[j] = True
-                push(heap, (ready[j], next(cnt), _DONE, j))
+                if dependents[j]:
+                    push(heap, (ready[j], next(cnt), _DONE, j))
+                else:  # its DONE would change nothing: no engine, no dependent, and the DMA issue
+                    done += 1  # loop already stopped where it stands (the merged loops' repeats)
             elif engine_of[j] == "DMA":
                 dma_released += 1
                 push(dma_ready, dma_qpos[j])
@@ -1073,13 +1076,13 @@ class Scheduler:
                 touched.add(e)
 
         touched: set[str] = set()  # engines whose queue may dispatch now
+        done = 0
         for i in range(n):
             if remaining[i] == 0:
                 release(i, touched)
         for e in queues:
             dispatch(e, 0.0)
         issue_dmas()
-        done = 0
         while heap:
             t, _, kind, i = pop(heap)
             touched = set()
