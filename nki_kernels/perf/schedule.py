@@ -54,18 +54,16 @@ The kernel floor T0 is added by the caller (``nki_kernels.perf.model``).
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nki_kernels.sim.core.trace import Event, Matmul
+from nki_kernels.sim.core.trace import Event, Matmul, no_gc
 
 from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
@@ -1327,17 +1325,3 @@ def schedule(
         if deps is None:
             deps = build_dependencies(events, opts, alloc_origins, alloc_names, hw, peak_sbuf, placed, facts)
         return Scheduler(events, hw, opts, deps, extra_elided, facts).run()
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (back on after it if it was on): a schedule
-    allocates millions of small objects and never makes a cycle, and each full collection would walk
-    the whole trace (a third of the CPU time of a 100k-instruction estimate)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
