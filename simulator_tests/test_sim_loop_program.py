@@ -349,3 +349,21 @@ def test_transcendental_functions_give_the_same_bits(capfd):
     a = _rng().uniform(-2.0, 2.0, (P, 8 * 37)).astype(np.float32)
     _, _, said = _same(transcendental_on_strided_views, [a], capfd)
     assert "loop program" in said, said
+
+
+@nki.jit
+def prints_in_the_body(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        print("iteration")
+        nl.store(out[i * P : (i + 1) * P, :], value=t)
+    return out
+
+
+def test_a_body_with_a_python_side_effect_runs_every_iteration(capfd):
+    """print / append in the body: the effect happens once per iteration, as without programs."""
+    opts = SimOptions(explain_loops=True)
+    trace_kernel(prints_in_the_body, _rng().random((P * 5, 4), np.float32), options=opts)
+    out, said = capfd.readouterr()
+    assert out.count("iteration\n") == 5 and "the body calls print" in said, (out, said)

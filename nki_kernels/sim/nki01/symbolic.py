@@ -560,11 +560,25 @@ def traced_once(frame: types.FrameType) -> bool | str:
     """For the ``for`` statement running in ``frame`` (it just called nl.affine_range): True when its body can run as
     a loop program (core/program.py), else why not: a Python value the body updates and the code after the loop
     reads would hold one update per traced iteration, not one per iteration."""
-    _, site, states = _loop_state_at(frame, frame.f_code in TRACED_CODES)
+    kernel_scope = frame.f_code in TRACED_CODES
+    _, _, states = _loop_state_at(frame, kernel_scope)
     for st in states:
         if not isinstance(frame.f_locals.get(st.name), Tensor):  # a tile's `+=` is an instruction, not Python state
             return f"the body updates Python state read after the loop (`{st.name}`, line {st.update_lines[0]})"
+    fs = analyze_code(frame.f_code, kernel_scope=kernel_scope, module_globals=frame.f_globals)
+    site = fs.loop_at(frame.f_lineno) if fs is not None else None
+    if fs is not None and site is not None:
+        for c in fs.calls:
+            name = c.callee.rsplit(".", 1)[-1]
+            if c.line in site.body and name in _SIDE_EFFECTS and c.callee.split(".", 1)[0] not in _NKI_ROOTS:
+                return f"the body calls {c.callee} (line {c.line}): a Python side effect, run once per iteration here"
     return True
+
+
+# calls in a loop body whose effect the kernel's Python sees (printing, growing a container): with them the loop runs
+# every iteration, so that the effect happens once per iteration as before (a program runs the body's Python twice)
+_SIDE_EFFECTS = frozenset(("print", "append", "extend", "insert", "add", "update", "setdefault", "pop", "remove"))
+_NKI_ROOTS = frozenset(("nl", "nisa", "nki", "np", "numpy", "language", "isa"))
 
 
 def index_use(n: int, k: Any) -> None:
