@@ -367,3 +367,36 @@ def test_a_body_with_a_python_side_effect_runs_every_iteration(capfd):
     trace_kernel(prints_in_the_body, _rng().random((P * 5, 4), np.float32), options=opts)
     out, said = capfd.readouterr()
     assert out.count("iteration\n") == 5 and "the body calls print" in said, (out, said)
+
+
+@nki.jit
+def assigned_results(a):
+    """`t[...] = nl.exp(x)` (the result lands in t, rounded once to t's bf16) and `u[...] = nl.load(...)`."""
+    out = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[1] // 4):
+        u = nl.ndarray((P, 4), dtype=a.dtype, buffer=nl.sbuf)
+        u[...] = nl.load(a[:, i * 4 : i * 4 + 4])
+        t = nl.ndarray((P, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+        t[...] = nl.exp(u)
+        nl.store(out[:, i * 4 : i * 4 + 4], value=t)
+    return out
+
+
+@nki.jit
+def accumulated_in_sbuf(a):
+    out = nl.ndarray((P, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((P, 4), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(a.shape[1] // 4):
+        acc[...] = nl.add(acc, nl.load(a[:, i * 4 : i * 4 + 4]))
+    nl.store(out, value=acc)
+    return out
+
+
+def test_assigned_results_run_as_programs(capfd):
+    _, _, said = _same(assigned_results, [_rng().standard_normal((P, 48)).astype(np.float32)], capfd)
+    assert "loop program" in said, said
+
+
+def test_an_accumulation_through_assignment_runs_every_iteration(capfd):
+    slow, _, said = _same(accumulated_in_sbuf, [_rng().standard_normal((P, 48)).astype(np.float32)], capfd)
+    assert slow[0] == "ok" and "per iteration" in said and "same elements" in said, said

@@ -926,6 +926,12 @@ def land_pending(
     res.release(ctx)
     ctx.memory.release(value.alloc)  # the new tile is consumed: it never occupied memory next to dst
     land(ctx, res, dst, how=how, mask=mask, accumulate=accumulate, where=res.where, seq=res.slot)
+    rec = ctx.recorder
+    if rec is not None:  # a loop body being traced (program.py): the result's step also writes dst
+        if accumulate:
+            rec.fail("a result accumulated with `+=`")
+        else:
+            rec.landed(value, dst, how, mask)
     return True
 
 

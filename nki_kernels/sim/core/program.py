@@ -118,6 +118,7 @@ class Step(NamedTuple):
     srcs: tuple
     dtype: Any
     line: int
+    landing: tuple | None = None  # (view, NKI dtype, reshaped) of the tile the result lands in (`t[...] = r`)
 
 
 class Ref(NamedTuple):
@@ -172,7 +173,20 @@ def _describe(t: Tensor) -> tuple | str:
 class Recorder:
     """What one traced iteration did: its NKI calls, its index slices, its allocations and events."""
 
-    __slots__ = ("ctx", "calls", "slices", "reason", "alloc0", "alloc1", "seq0", "seq1", "n_instr", "pre", "body")
+    __slots__ = (
+        "ctx",
+        "calls",
+        "slices",
+        "reason",
+        "alloc0",
+        "alloc1",
+        "seq0",
+        "seq1",
+        "n_instr",
+        "pre",
+        "body",
+        "landings",
+    )
 
     def __init__(self, ctx: RunContext):
         self.ctx = ctx
@@ -185,6 +199,8 @@ class Recorder:
         self.pre: dict[int, Alloc] = {}  # allocations from before the loop the body uses, by id
         # the body's allocations by position (1-based) among them: (weak reference, shape and dtype of the storage)
         self.body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
+        # call position -> (view description, how) of the tile its pending result landed in (`t[...] = r`)
+        self.landings: dict[int, tuple[tuple, str]] = {}
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
@@ -237,6 +253,28 @@ class Recorder:
                 self.pre[al.id] = al
             views.append(d)
         self.calls.append(Call(name, tuple(params), tuple(views), self.ctx.site[1]))
+
+    def landed(self, result: Tensor, dst: Tensor, how: str, mask: Any) -> None:
+        """``dst[...] = result``: the pending result of an earlier call lands in ``dst`` (ops.land_pending)."""
+        if self.reason is not None:
+            return
+        pos = next(
+            (i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i].views[0][0] == result.alloc.id), None
+        )
+        if pos is None or pos in self.landings or mask is not None or how not in ("same", "reshape"):
+            self.fail("a result assigned with a mask, a broadcast or twice")
+            return
+        d = _describe(dst)
+        if isinstance(d, str):
+            self.fail(f"an assignment to {d}")
+            return
+        al = dst.alloc
+        if al.id > self.alloc0:
+            root = _root(al.array)
+            self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
+        else:
+            self.pre[al.id] = al
+        self.landings[pos] = (d, how)
 
     def index(self, n: int, start: int, stop: int) -> None:
         """The kernel indexed a dimension of size ``n`` with a loop index: elements [start, stop)."""
@@ -361,9 +399,10 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
         for v in s.srcs:
             if v.body and not written[v.alloc][_elements(v)].all():
                 return f"a body tile read before the body writes it (line {s.line})"
-        if s.dst.body:
-            written[s.dst.alloc][_elements(s.dst)] = True
-    writes = [(s.dst, s.line) for s in steps if not s.dst.body]
+        for w in _writes(s):
+            if w.body:
+                written[w.alloc][_elements(w)] = True
+    writes = [(w, s.line) for s in steps for w in _writes(s) if not w.body]
     wrote = {v.alloc for v, _ in writes}
     reads = [(v, s.line) for s in steps for v in s.srcs if not v.body]
     for v, line in reads:
@@ -372,7 +411,7 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
                 f"a read of a tensor that may hold never-written elements (line {line}; the poison check is per read)"
             )
     for s in steps:
-        for v in (s.dst, *s.srcs):
+        for v in _views(s):
             al = None if v.body else pre[v.alloc]
             if al is not None and al.buffer.on_chip and abs(v.step) >= _root(al.array).strides[0]:
                 # the partition access rules (start partition, E026) are per view: the traced iterations saw two
@@ -520,6 +559,11 @@ class Program:
                 v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
                 v = np.asarray(v).astype(np.float32, copy=False)
             self._write(s.dst, v, s.dtype, k0, k1, storage)
+            if s.landing is not None:  # `t[...] = r`: the exact result lands in t too, rounded once to its dtype
+                lv, ldtype, reshaped = s.landing
+                if reshaped:
+                    v = np.ascontiguousarray(np.broadcast_to(v, shape)).reshape((k1 - k0,) + lv.shape)
+                self._write(lv, v, ldtype, k0, k1, storage)
         return {i: a[-1] for i, a in storage.items()}
 
     def _events(self, k0: int) -> None:
@@ -596,13 +640,17 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         if isinstance(t, str):
             return t
         templates.append(t)
-    for j, c in enumerate(r0.calls):  # each call's event writes the call's destination (not a tile it lands in)
-        writes = events[r0.seq0 + j].writes
-        if len(writes) != 1 or writes[0].alloc_id != c.views[0][0]:
-            return f"the result of the {c.name} at line {c.line} lands elsewhere (`t[...] = ...`, `+=`)"
+    for r in (r0, r1):  # each call's event writes the call's destination, or the tile its result landed in
+        for j, c in enumerate(r.calls):
+            writes = events[r.seq0 + j].writes
+            target = r.landings[j][0][0] if j in r.landings else c.views[0][0]
+            if len(writes) != 1 or writes[0].alloc_id != target:
+                return f"the result of the {c.name} at line {c.line} lands elsewhere (`+=`, a copy)"
+    if r0.landings.keys() != r1.landings.keys():
+        return "the iterations assigned results differently"
     body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
     steps = []
-    for c0, c1 in zip(r0.calls, r1.calls, strict=True):
+    for j, (c0, c1) in enumerate(zip(r0.calls, r1.calls, strict=True)):
         if c0.name != c1.name or len(c0.views) != len(c1.views) or not _same_params(c0.params, c1.params):
             return f"the {c0.name} at line {c0.line} is a different call in the next iteration"
         views = []
@@ -616,9 +664,17 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         step = _step(c0, views)
         if isinstance(step, str):
             return step
+        if j in r0.landings:
+            (d0, how0), (d1, how1) = r0.landings[j], r1.landings[j]
+            lv = _view(d0, d1, r0, r1, n)
+            if isinstance(lv, str) or how0 != how1:
+                return f"the assignment of the {c0.name} at line {c0.line}: {lv if isinstance(lv, str) else how0}"
+            if lv.body:
+                body[lv.alloc] = r1.body[lv.alloc]
+            step = step._replace(landing=(lv, d0[5], how0 == "reshape"))
         steps.append(step)
     for s in steps:  # every view of a tensor from before the loop stays inside its storage
-        for v in (s.dst, *s.srcs):
+        for v in _views(s):
             if v.body:
                 continue
             root = _root(r1.pre[v.alloc].array)
@@ -636,6 +692,14 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
     if why is not None:
         return why
     return Program(ctx, steps, templates, stop, r1, body)
+
+
+def _writes(s: Step) -> tuple[View, ...]:
+    return (s.dst,) if s.landing is None else (s.dst, s.landing[0])
+
+
+def _views(s: Step) -> tuple[View, ...]:
+    return (*_writes(s), *s.srcs)
 
 
 def _same_params(a: tuple, b: tuple) -> bool:
