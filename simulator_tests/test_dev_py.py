@@ -379,11 +379,12 @@ def test_a_signal_to_dev_py_reaches_its_child_and_dev_py_waits(tmp_path, sig):
     )
     try:
         deadline = time.monotonic() + 120
-        while not (tmp_path / "child.pid").exists():
+        pid_file = tmp_path / "child.pid"
+        while not (pid_file.exists() and pid_file.read_text().strip()):  # written, not just created
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the child never started"
             time.sleep(0.1)
-        child = int((tmp_path / "child.pid").read_text())
+        child = int(pid_file.read_text())
         proc.send_signal(getattr(signal, sig))
         out, err = proc.communicate(timeout=60)
     finally:
