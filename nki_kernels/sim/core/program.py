@@ -241,16 +241,10 @@ class Recorder:
             if not isinstance(t, Tensor):
                 self.fail(f"{name} without a tile destination")
                 return
-            d = _describe(t)
+            d = self._view(t)
             if isinstance(d, str):
                 self.fail(f"{name}: {d}")
                 return
-            al = t.alloc
-            if al.id > self.alloc0:
-                root = _root(al.array)
-                self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
-            else:
-                self.pre[al.id] = al
             views.append(d)
         self.calls.append(Call(name, tuple(params), tuple(views), self.ctx.site[1]))
 
@@ -264,17 +258,25 @@ class Recorder:
         if pos is None or pos in self.landings or mask is not None or how not in ("same", "reshape"):
             self.fail("a result assigned with a mask, a broadcast or twice")
             return
-        d = _describe(dst)
+        d = self._view(dst)
         if isinstance(d, str):
             self.fail(f"an assignment to {d}")
             return
-        al = dst.alloc
+        self.landings[pos] = (d, how)
+
+    def _view(self, t: Tensor) -> tuple | str:
+        """``t``'s view description (or why it has none), noting its allocation: the body's (weakly: the shape and
+        dtype of its storage) or one from before the loop."""
+        d = _describe(t)
+        if isinstance(d, str):
+            return d
+        al = t.alloc
         if al.id > self.alloc0:
             root = _root(al.array)
             self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
         else:
             self.pre[al.id] = al
-        self.landings[pos] = (d, how)
+        return d
 
     def index(self, n: int, start: int, stop: int) -> None:
         """The kernel indexed a dimension of size ``n`` with a loop index: elements [start, stop)."""
