@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 
@@ -500,21 +500,68 @@ def mask_of(mask: MaskArg, shape: tuple, api: str = "mask") -> MaskArg:
 
 _BUFFER_NAME = {b: b.value for b in Buffer}  # Enum .value is a Python-level property call
 
-K_ELEMENTWISE, K_REDUCE, K_MATMUL, K_TRANSPOSE, K_DMA = "E", "R", "M", "T", "D"
+
+class ElementwiseInfo(NamedTuple):
+    """What an elementwise-class result's event needs besides sizes (its :class:`Elementwise` payload)."""
+
+    func: str
+    n_ops: int
+    strided: bool
+    psum_in: bool
+    eviction: bool
+    reduce: bool
+
+
+class ReduceInfo(NamedTuple):
+    """A reduction's: the ALU function and the reduced free axes (0: across partitions)."""
+
+    func: str
+    axes: int
+
+
+class MatmulInfo(NamedTuple):
+    """An nc_matmul's: contraction K, stationary columns M, moving columns N, input dtype, perf mode."""
+
+    K: int
+    M: int
+    N: int
+    in_dtype: str
+    perf_mode: str
+
+
+class TransposeInfo(NamedTuple):
+    """An nc_transpose's: input partitions P and free size F, its dtype, the engine, a PSUM input."""
+
+    P: int
+    F: int
+    in_dtype: str
+    on_tensor_engine: bool
+    psum_in: bool
+
+
+class DmaInfo(NamedTuple):
+    """A DMA's: the source tensor (None: a constant fill), read-modify-write, transposing, elements."""
+
+    src: Any
+    rmw: bool
+    transpose: bool
+    n_elems: int
+
+
+# one record type per instruction kind (Result.info)
+ResultInfo = ElementwiseInfo | ReduceInfo | MatmulInfo | TransposeInfo | DmaInfo
+_new_info = tuple.__new__  # a record from a tuple at C speed (this runs once per instruction)
 
 
 class Result:
     """An instruction's result before it lands: the exact value and everything its event needs
-    except the destination.  ``fields`` by ``kind``: K_ELEMENTWISE (func, n_ops, strided, psum_in,
-    eviction, reduce); K_REDUCE (func, axes); K_MATMUL (K, M, N, in_dtype, perf_mode); K_TRANSPOSE (P, F,
-    in_dtype, on_tensor_engine, psum_in); K_DMA (src tensor or None, rmw, transpose, n_elems)."""
+    except the destination.  ``info``: what its kind of instruction records (:data:`ResultInfo`)."""
 
     __slots__ = (
         "op",
         "api",
         "engine",
-        "kind",
-        "fields",
+        "info",
         "value",
         "dtype",
         "buffer",
@@ -540,8 +587,7 @@ class Result:
     op: str
     api: str
     engine: Engine
-    kind: str
-    fields: tuple
+    info: ResultInfo
     value: np.ndarray | None
     dtype: Any
     buffer: Buffer
@@ -646,9 +692,9 @@ def compute_result(
         reads.append(t.region())
     r.op, r.api, r.engine = op, api, engine
     if axes is None:
-        r.kind, r.fields = K_ELEMENTWISE, (func, n_ops, strided, psum_in, eviction, reduce)
+        r.info = _new_info(ElementwiseInfo, (func, n_ops, strided, psum_in, eviction, reduce))
     else:
-        r.kind, r.fields = K_REDUCE, (func, axes)
+        r.info = _new_info(ReduceInfo, (func, axes))
     r.value, r.dtype, r.buffer, r.mask, r.shape = value, dtype, buffer, mask, oshape
     r.partitions, r.free_elems = P, N
     r.in_shapes, r.in_dtypes, r.reads = in_shapes, in_dtypes, reads
@@ -662,8 +708,7 @@ def compute_result(
 
 
 def new_result(
-    kind: str,
-    fields: tuple,
+    info: MatmulInfo | TransposeInfo,
     value: np.ndarray,
     dtype: DTypeArg,
     *,
@@ -684,7 +729,7 @@ def new_result(
     """The :class:`Result` of a TensorE instruction (its event sizes computed by the op); ``private``:
     ``value`` is a new array (no operand's storage)."""
     r = Result()
-    r.op, r.api, r.engine, r.kind, r.fields = op, api, engine, kind, fields
+    r.op, r.api, r.engine, r.info = op, api, engine, info
     r.value, r.dtype, r.buffer, r.mask = value, dtype, buffer, mask
     r.shape = value.shape if shape is None else shape
     r.partitions, r.free_elems = partitions, free_elems
@@ -714,7 +759,9 @@ def record(
     """Record ``res`` with ``dst`` as its destination: the one final event of the instruction.
     ``reduction``: a compound assignment (``dst += v``) computed as a read-modify-write."""
     races = ctx.races
-    if races is not None and res.kind is not K_DMA and result is not dst.alloc:
+    f: Any = res.info  # (dispatched on its type below, without isinstance: this runs once per instruction)
+    ti = type(f)
+    if races is not None and ti is not DmaInfo and result is not dst.alloc:
         # iteration races (E029): accumulations are reductions (2 = PSUM matmul, exempt; 1 = other `+=`);
         # nl.loop_reduce is the documented reduction across the loops it names (2.26 nki.language
         # loop_reduce), exempt like a PSUM matmul accumulation
@@ -723,7 +770,7 @@ def record(
             dst,
             res.extra_writes,
             where,
-            (2 if res.kind is K_MATMUL and dst.alloc.buffer is PSUM else 1)
+            (2 if ti is MatmulInfo and dst.alloc.buffer is PSUM else 1)
             if accumulate
             else 2
             if res.api == "nl.loop_reduce"
@@ -734,8 +781,6 @@ def record(
         return ctx.record(res.op, res.api, res.engine, result=result)
     dal = dst.alloc
     psum_out = dal.buffer is PSUM
-    f = res.fields
-    k = res.kind
     region = dst.region()
     reads = res.reads
     if accumulate or res.extra_reads:
@@ -749,14 +794,14 @@ def record(
     P, N = res.partitions, res.free_elems
     nbytes = res.nbytes + res.out_bytes * dal.itemsize
     payload: Payload
-    if k is K_ELEMENTWISE:
-        payload = Elementwise(f[0], N, f[1], f[2], f[3], psum_out, f[4], f[5])
-    elif k is K_REDUCE:
-        payload = Reduce(f[0], N, f[1])
-    elif k is K_MATMUL:
-        payload = Matmul(f[0], f[1], f[2], f[3], f[4], bool(accumulate))
-    elif k is K_TRANSPOSE:
-        payload = Transpose(f[0], f[1], f[2], f[3], f[4], psum_out)
+    if ti is ElementwiseInfo:
+        payload = Elementwise(f.func, N, f.n_ops, f.strided, f.psum_in, psum_out, f.eviction, f.reduce)
+    elif ti is ReduceInfo:
+        payload = Reduce(f.func, N, f.axes)
+    elif ti is MatmulInfo:
+        payload = Matmul(f.K, f.M, f.N, f.in_dtype, f.perf_mode, bool(accumulate))
+    elif ti is TransposeInfo:
+        payload = Transpose(f.P, f.F, f.in_dtype, f.on_tensor_engine, f.psum_in, psum_out)
     else:
         src, rmw, transpose, n_elems = f
         return record_dma(
@@ -1564,8 +1609,8 @@ def dma_result(
 ) -> Result:
     """The :class:`Result` of a DMA from ``src`` whose value (shape ``dst_shape``) lands later."""
     r = Result()
-    r.op, r.api, r.engine, r.kind = op, api, DMA, K_DMA
-    r.fields = (src, rmw, transpose, n_elems if n_elems is not None else int(np.prod(dst_shape)))
+    r.op, r.api, r.engine = op, api, DMA
+    r.info = DmaInfo(src, rmw, transpose, n_elems if n_elems is not None else int(np.prod(dst_shape)))
     r.value, r.dtype, r.buffer, r.mask, r.shape = (
         value,
         dtype if dtype is not None else src.dtype,

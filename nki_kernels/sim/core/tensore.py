@@ -16,14 +16,14 @@ from .enums import enum_arg
 from .errors import SimTypeError, SimValueError
 from .memory import BY_OTHER, BY_TENSOR_ENGINE, NEVER
 from .ops import (
-    K_MATMUL,
-    K_TRANSPOSE,
     Dst,
     DTypeArg,
     EngineArg,
     EnumArg,
     MaskArg,
+    MatmulInfo,
     Operand,
+    TransposeInfo,
     _space_error,
     emit,
     free_size,
@@ -291,8 +291,7 @@ def _matmul(ctx, stationary, moving, api, tile_position, tile_size, mask):
     else:
         r = gemm_t(stationary.read_f32().reshape(K, M), moving.read_f32(), out_shape)
     return new_result(
-        K_MATMUL,
-        (K, M, N, mm_dtype(stationary, moving), "none"),
+        MatmulInfo(K, M, N, mm_dtype(stationary, moving), "none"),
         r,
         dt.float32,
         op="nc_matmul",
@@ -368,8 +367,7 @@ def _double_row(ctx, stationary, moving, api, tile_position, tile_size, mask, sp
             np.einsum("kli,klj->ij", stationary.read_f32(), moving.read_f32(), dtype=np.float32), dtype=np.float32
         )
     return new_result(
-        K_MATMUL,
-        (2 * K, M, N, mm_dtype(stationary, moving), "double_row"),
+        MatmulInfo(2 * K, M, N, mm_dtype(stationary, moving), "double_row"),
         r,
         dt.float32,
         op="nc_matmul",
@@ -456,8 +454,7 @@ def nc_transpose(
     )
     d = data.dtype if dtype is None else dt.canonical(dtype, op=aname)
     res = new_result(
-        K_TRANSPOSE,
-        (P, F, data.alloc.dname, kind == "tensor", data.alloc.buffer is PSUM),
+        TransposeInfo(P, F, data.alloc.dname, kind == "tensor", data.alloc.buffer is PSUM),
         r,
         d,
         op="nc_transpose",
