@@ -227,9 +227,13 @@ def place_engines(
     names = {"PE": "PE", "ACT": "ACT", "DVE": "DVE", "POOL": "POOL", "DMA": "DMA"}
     engs = [names.get(ev.engine) or str(ev.engine) for ev in events]
     cands_of: dict = {}  # index -> candidates, for the events with more than one
+    seen: dict = {}  # what candidates() reads of an event -> its candidates
     for i, (ev, eng) in enumerate(zip(events, engs, strict=True)):
         if eng != "DMA" and ev.op in FLEXIBLE_OPS:
-            cands = candidates(ev)
+            k = (ev.op, eng, ev.engine_given, _func(ev))
+            cands = seen.get(k)
+            if cands is None:
+                cands = seen[k] = candidates(ev)
             if len(cands) > 1:
                 cands_of[i] = cands
     if not cands_of:
