@@ -71,7 +71,7 @@ def _schedule_fields(s) -> tuple:
         s.start,
         s.end,
         s.engine_of,
-        {k: dataclasses.astuple(v) for k, v in s.dma.items()},
+        {k: (*v[:6], dataclasses.astuple(v.cost), v.dge) for k, v in s.dma.items()},
         s.busy_ns,
         s.makespan_ns,
         s.elided,

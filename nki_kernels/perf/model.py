@@ -179,7 +179,8 @@ def _estimate_trace(
     opts = options or ModelOptions()
     events = list(trace.events)
     t0 = time.perf_counter()
-    facts = TraceFacts(events)  # shared by the modelled schedule and its alternatives
+    # shared by the modelled schedule and its alternatives; with the loop programs the trace ran (perf/steady.py)
+    facts = TraceFacts(events, getattr(trace, "loop_runs", ()))
     if with_alternatives and not opts.serialise and facts.get("vectorisable_loops", lambda: vectorisable_loops(events)):
         facts.memo[WANT_SERIALISED] = True  # alternatives() schedules it: one dependency pass builds both
     sched = schedule(
@@ -321,7 +322,7 @@ def alternatives(
       per tile, strict program order: the slow side; the trn1 CS149 ladder ran 5x slower than the
       pipelined estimate)."""
     if facts is None or len(facts.events) != len(trace.events):
-        facts = TraceFacts(list(trace.events))
+        facts = TraceFacts(list(trace.events), getattr(trace, "loop_runs", ()))
     events = facts.events
     origins = getattr(trace, "alloc_origins", None)
     names = getattr(trace, "alloc_names", None)

@@ -61,13 +61,17 @@ from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from itertools import repeat
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from nki_kernels.sim.core.trace import Event, Matmul, no_gc
 
 from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
 from .hardware import HardwareSpec, get_hardware
+from .steady import FIRST_TRY, MAX_CYCLE, same, segments
 
 MODES = ("benchmark", "profile")
 SKIP_ISSUE = ("serial", "by-loop", "parallel")
@@ -162,8 +166,9 @@ class ModelOptions:
         return self.skip_issue == "serial" or _loop_kind(ev) == "affine"
 
 
-@dataclass
-class DmaTiming:
+class DmaTiming(NamedTuple):
+    """When one DMA became ready, issued (on DGE queue ``dge``) and moved its data (in slot ``queue``)."""
+
     ready: float
     issue_start: float
     issue_end: float
@@ -202,11 +207,14 @@ class TraceFacts:
     every event.  Nothing in it depends on a ModelOptions field or a hardware value unless its memo key
     says so."""
 
-    __slots__ = ("events", "n", "engine", "is_dma", "reads", "writes", "in_loop", "memo")
+    __slots__ = ("events", "n", "engine", "is_dma", "reads", "writes", "in_loop", "runs", "memo")
 
-    def __init__(self, events: Sequence[Event]):
+    def __init__(self, events: Sequence[Event], runs: Sequence = ()):
+        """``runs``: the trace's loop programs (``Trace.loop_runs``), whose iterations the scheduler may take as
+        repeating (perf/steady.py: checked, never assumed)."""
         self.events = events
         self.n = len(events)
+        self.runs = tuple(runs)
         names = _ENGINE_NAMES
         eng = [names.get(ev.engine) or str(ev.engine) for ev in events]
         self.engine = eng
@@ -230,12 +238,13 @@ class TraceFacts:
         out = TraceFacts.__new__(TraceFacts)
         out.events = events
         out.n = self.n
-        out.engine, out.is_dma, out.reads, out.writes, out.in_loop = (
+        out.engine, out.is_dma, out.reads, out.writes, out.in_loop, out.runs = (
             self.engine,
             self.is_dma,
             self.reads,
             self.writes,
             self.in_loop,
+            self.runs,  # (the scheduler checks what it reads of each iteration: scaled events do not repeat alike)
         )
         out.memo = {k: v for k, v in self.memo.items() if k in _SCALING_INVARIANT}
         return out
@@ -629,6 +638,7 @@ def _union_length(intervals) -> float:
 
 
 _DONE, _WAKE = 0, 1
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, at C speed
 
 
 class _TensorEngineState:
@@ -691,6 +701,15 @@ class _TensorEngineState:
         return dur
 
 
+def _dependents(deps: list, n: int) -> list[list[int]]:
+    """dependents[d] = the events that wait for event d, in order."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            out[d].append(i)
+    return out
+
+
 class Scheduler:
     """List scheduler over one trace.  ``run()`` drives the steps:
 
@@ -721,11 +740,10 @@ class Scheduler:
         self.deps = deps
         n = len(events)
         self.n = n
-        dependents: list[list[int]] = [[] for _ in range(n)]
-        for i, ds in enumerate(deps):
-            for d in ds:
-                dependents[d].append(i)
-        self.dependents = dependents
+        held, dependents = f.get(("dependents", id(deps)), lambda: (deps, _dependents(deps, n)))
+        if held is not deps:  # (an id reused by another list)
+            dependents = _dependents(deps, n)
+        self.dependents = dependents  # (read only: shared by the schedules of one dependency list)
         self.remaining = [len(d) for d in deps]
         self.elided = elisions(events, opts, hw, f)
         self.elided.update(extra_elided or {})
@@ -1014,8 +1032,231 @@ class Scheduler:
         for e in queues:
             dispatch(e, 0.0)
         issue_dmas()
+
+        # ---- the steady state of a loop program (perf/steady.py): the iterations' state repeating, moved ahead
+        segs, self.steady_why = (
+            segments(self.facts.runs, events, self.deps, dependents, elided, engine_of, self.facts.memo)
+            if self.facts.runs
+            else ([], "")
+        )
+        self.skipped = 0  # events whose times the steady state wrote
+        seg_at = 0
+        tries = FIRST_TRY  # iteration of the next first snapshot in the current loop
+        seen: dict = {}  # the exact part of a snapshot -> the snapshots of this try with it
+        cut_ev = -1  # the event whose end (its DONE) is the next snapshot
+        lo_hint = 0
+        nodep: dict = {}  # engine -> its instructions without dependencies (released from the start), in order
+
+        def beyond(e, x):
+            """Instructions of engine e at or after event x released from the start (untouched state)."""
+            lst = nodep.get(e)
+            if lst is None:
+                lst = nodep[e] = [k for k in queues[e] if not self.deps[k]]
+            return len(lst) - bisect_left(lst, x)
+
+        def arm():
+            nonlocal seg_at, tries, cut_ev
+            seen.clear()
+            while seg_at < len(segs):
+                g = segs[seg_at]
+                if tries + 2 * MAX_CYCLE < (g.end - g.first) // g.per:
+                    cut_ev = g.first + tries * g.per + g.ref
+                    return
+                seg_at += 1
+                tries = FIRST_TRY
+            cut_ev = -1
+
+        def snapshot(t, i_cur, j):
+            """The scheduler's state at the end of iteration j's reference instruction, normalised: event
+            indices and DMA queue positions from iteration j's, times from t.  ``ex`` compares exactly, ``fl``
+            to within the tolerance.  None: the state reaches outside the loop."""
+            nonlocal lo_hint
+            g = segs[seg_at]
+            B = g.first + j * g.per
+            Bd = bisect_left(dma_queue, B)
+            hidx = [x for _, _, kd, x in heap if kd == _DONE]
+            hidx.append(i_cur)
+            hset = set(hidx)
+            try:
+                lo = started.index(False, lo_hint)
+            except ValueError:
+                lo = n
+            lo = lo_hint = min(lo, min(hidx))
+            top = max(hidx)
+            for e, q in queues.items():  # started instructions lie within the dispatch window of the queue
+                p, nq, seen = qpos[e], len(q), 0
+                while p < nq and seen < window:
+                    x = q[p]
+                    p += 1
+                    if not started[x]:
+                        seen += 1
+                    elif x > top:
+                        top = x
+            if ahead:
+                top = max(top, dma_queue[ahead[-1]])
+            if p0 > 0:
+                top = max(top, dma_queue[p0 - 1])
+            if lo < g.first or top >= g.end:
+                return None
+            hi = max(top, g.reach[top - g.first]) + 1  # and the dependents the finished ones touched
+            ex: Any = [lo - B, hi - B]
+            fl: list = []
+            for x in range(lo, hi):
+                if started[x]:
+                    if x in hset:  # running: when it ends matters
+                        ex.append(1)
+                        fl.append(start[x] - t)
+                        fl.append(end[x] - t)
+                    else:
+                        ex.append(2)
+                else:  # waiting: for how many, since when (0.0: untouched or without dependencies)
+                    r = ready[x]
+                    ex.append((remaining[x], r == 0.0))
+                    if r != 0.0:
+                        fl.append(r - t)
+            for ht, _, kd, x in sorted(heap):
+                ex.append((kd, x - B if kd == _DONE else x))
+                fl.append(ht - t)
+            for e, q in queues.items():
+                p = qpos[e]
+                ex.append((q[p] - B if p < len(q) else None, busy[e], n_released[e] - beyond(e, hi)))
+                fl.append(max(eng_free[e], t) - t)  # (an engine starts nothing before now)
+                w = wake_at[e]
+                if w == inf:
+                    ex.append(None)
+                else:
+                    fl.append(w - t)
+            hp, lp = bisect_left(dma_queue, hi), bisect_left(dma_queue, lo)
+            ex.append(tuple(sorted(p - Bd for p in dma_ready if p < hp)))
+            ex.append((p0 - Bd, tuple(p - Bd for p in ahead), inflight, tuple(issued[lp:hp])))
+            # a DMA issues no earlier than the first free slot: queue and engine times before it compare as it
+            # (the order of the queues still decides which one the next DMA takes)
+            floor = slots[0][0]
+            ex.append(tuple(sorted(range(n_issue), key=lambda k: (issue_free[k], k))))
+            fl.extend(max(v, floor) - t for v in issue_free)
+            fl.extend(max(v, floor) - t for v in ring_free)
+            for v, q in sorted(slots):
+                ex.append(q)
+                fl.append(v - t)
+            return (j, t, Bd, lo, hi, tuple(ex), fl, started[lo:hi], issue_busy, reordered, done, dict(uncosted))
+
+        def fill(ran, Qe, D1, m):
+            """The instructions ``ran`` (one cycle) moved by 1..m cycles of ``Qe`` events and ``D1`` ns: started,
+            their times written (each list filled by one C-level loop)."""
+            x = np.array(ran, np.int64)
+            a = np.arange(1, m + 1, dtype=np.int64)[:, None]
+            ys = (x[None, :] + a * Qe).ravel().tolist()
+            dt = a * D1
+            has = np.array([bool(self.deps[k]) for k in ran])
+            for arr, vals in (
+                (start, np.array([start[k] for k in ran]) + dt),
+                (end, np.array([end[k] for k in ran]) + dt),
+                (ready, np.where(has, np.array([ready[k] for k in ran]) + dt, 0.0)),
+            ):
+                deque(map(arr.__setitem__, ys, vals.ravel().tolist()), maxlen=0)
+            deque(map(started.__setitem__, ys, repeat(True)), maxlen=0)
+            deque(map(remaining.__setitem__, ys, repeat(0)), maxlen=0)
+            for x0 in (k for k in ran if k in dma_t):
+                d = dma_t[x0]
+                ys = range(x0 + Qe, x0 + (m + 1) * Qe, Qe)
+                shifted = [np.arange(1, m + 1) * D1 + v for v in d[:5]]  # ready, issue, data start / end
+                if not self.deps[x0]:
+                    shifted[0] = np.zeros(m)  # (no dependency: ready from the start)
+                recs = list(
+                    map(
+                        _new_tuple,
+                        repeat(DmaTiming),
+                        zip(*(v.tolist() for v in shifted), repeat(d.queue), repeat(d.cost), repeat(d.dge)),
+                    )
+                )
+                dma_t.update(zip(ys, recs, strict=True))
+                intervals.extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
+                deque(map(issued.__setitem__, map(dma_qpos.__getitem__, ys), repeat(True)), maxlen=0)
+
+        def advance(s0, s1):
+            """Move the state of s1 (now) ahead by as many whole cycles s0 -> s1 as the loop has left, writing the
+            skipped instructions' times from the cycle just run; (time, event) of the cut then, or None."""
+            nonlocal p0, issue_busy, dma_released, reordered, done, lo_hint
+            g = segs[seg_at]
+            j0, t0, Bd0, lo0, hi0, _, _, st0, ib0, ro0, dn0, un0 = s0
+            j1, t1, Bd1, lo1, hi1, _, _, _, ib1, ro1, dn1, un1 = s1
+            Qe, Qd, D1 = (j1 - j0) * g.per, Bd1 - Bd0, t1 - t0
+            look = g.lookahead(lo1, Qe, window)  # how far ahead of its state the scheduler reads
+            m = (g.end - look - hi1) // Qe
+            if m < 2 or g.periodic_from(Qe) > lo0 + Qe:
+                return None
+            ran = [x for x in range(lo0, hi1) if started[x] and not (x < hi0 and st0[x - lo0])]
+            if any(engine_of[x] == "PE" for x in ran):  # (TensorE's throttle windows are absolute)
+                return None
+            sigma, sd, D = m * Qe, m * Qd, m * D1
+            w_st, w_rem, w_rd = started[lo1:hi1], remaining[lo1:hi1], ready[lo1:hi1]
+            lp, hp = bisect_left(dma_queue, lo1), bisect_left(dma_queue, hi1)
+            w_iss = issued[lp:hp]
+            fill(ran, Qe, D1, m)  # the instructions the cycles run, each cycle the last one moved
+            self.skipped += m * len(ran)
+            for k in range(hi1 - lo1):  # the waiting ones, moved (the running ones' times are written above)
+                if not w_st[k]:
+                    y = lo1 + k + sigma
+                    started[y] = False
+                    remaining[y] = w_rem[k]
+                    ready[y] = w_rd[k] + D if w_rd[k] != 0.0 else 0.0
+            heap[:] = [(ht + D, c, kd, x + sigma if kd == _DONE else x) for ht, c, kd, x in heap]
+            heapq.heapify(heap)
+            for e, q in queues.items():
+                if qpos[e] < len(q):
+                    qpos[e] = bisect_left(q, q[qpos[e]] + sigma)
+                eng_free[e] += D
+                if wake_at[e] != inf:
+                    wake_at[e] += D
+                n_released[e] += beyond(e, hi1 + sigma) - beyond(e, hi1)
+            dma_ready[:] = [p + sd for p in dma_ready if p < hp] + [p for p in dma_ready if p >= hp + sd]
+            heapq.heapify(dma_ready)
+            dma_released = len(dma_ready)
+            issued[lp + sd : hp + sd] = w_iss
+            p0 += sd
+            ahead[:] = [x + sd for x in ahead]
+            issue_free[:] = [v + D for v in issue_free]
+            ring_free[:] = [v + D for v in ring_free]
+            slots[:] = [(v + D, q) for v, q in slots]
+            issue_busy += m * (ib1 - ib0)
+            reordered += m * (ro1 - ro0)
+            done += m * (dn1 - dn0)
+            for op, c in un1.items():
+                if c != un0.get(op, 0):
+                    uncosted[op] = uncosted.get(op, 0) + m * (c - un0.get(op, 0))
+            lo_hint = lo1 + sigma
+            return t1 + D, cut_ev + sigma
+
+        def cut(t, i):
+            """At the end of a reference instruction: snapshot, compare with the earlier ones of this try (the
+            latest first: the shortest cycle), advance on a repeat."""
+            nonlocal cut_ev, tries, seg_at
+            g = segs[seg_at]
+            j = (i - g.first - g.ref) // g.per
+            s = snapshot(t, i, j)
+            if s is not None:
+                key = s[5]
+                for s0 in reversed(seen.get(key, ())):
+                    if (j - s0[0]) % g.period == 0 and same(s[6], s0[6], t):
+                        moved = advance(s0, s)
+                        if moved is not None:
+                            seg_at += 1
+                            tries = FIRST_TRY
+                            arm()
+                            return moved
+                seen.setdefault(key, []).append(s)
+            if s is None or j - tries >= MAX_CYCLE:  # no steady state from here: try again four times further in
+                tries *= 4
+                arm()
+                return t, i
+            cut_ev = i + g.per
+            return t, i
+
+        arm()
         while heap:
             t, _, kind, i = pop(heap)
+            if i == cut_ev:
+                t, i = cut(t, i)
             touched = set()
             if kind == _DONE:
                 done += 1

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from . import program as _program
 from .context import maybe_current, unproven
 from .errors import user_location
-from .trace import LoopFrame, LoopKind
+from .trace import LoopFrame, LoopKind, LoopRun
 
 _new = tuple.__new__
 
@@ -86,6 +86,7 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
                 rec.end()
         if len(recs) == 2 and program is True:
             built = _program.build(ctx, recs[0], recs[1], n)
+            first = recs[0].seq0
             recs.clear()
             if ctx.options.explain_loops:
                 _program.explain(built if isinstance(built, str) else built.stop, kind, n, file, line)
@@ -94,6 +95,7 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
             else:
                 resume = built.stop
                 built.run(2)  # iterations 2..stop-1; those after it (the instruction cap) run per iteration
+                ctx.trace.loop_runs.append(LoopRun(first, built.r1.n_instr, built.stop, file, line))
                 if resume == n:
                     break
     races = ctx.races

@@ -268,6 +268,18 @@ for _cls in (Region, LoopFrame, Event) + PAYLOADS:
     _cls.__hash__ = _hash  # type: ignore[method-assign]
 
 
+class LoopRun(NamedTuple):
+    """A loop that ran as a loop program: ``trips`` iterations of ``per_iteration`` instructions from event
+    ``first`` on, iteration k's instructions those of iteration 0 with their addresses moved (the program proved
+    it: core/program.py build); ``file``/``line`` the loop's."""
+
+    first: int
+    per_iteration: int
+    trips: int
+    file: str
+    line: int
+
+
 @dataclass
 class Trace:
     """All events of one run, in program order, plus run-level facts."""
@@ -286,6 +298,10 @@ class Trace:
     # alloc ids of the SBUF/PSUM tensors the kernel placed itself (NKI 0.1 ncc.sbuf/psum.alloc/mod_alloc, NKI 0.7
     # address=): the compiler's allocator does not re-place them
     placed_allocs: set = field(default_factory=set)
+    # the loops that ran as loop programs (core/program.py): events[first + k * per_iteration + j] is instruction j
+    # of iteration k, the same instruction in every iteration but for its addresses (what the cost model may
+    # take as periodic: perf/steady.py)
+    loop_runs: list = field(default_factory=list)
     note: str | None = None
 
     def __len__(self) -> int:

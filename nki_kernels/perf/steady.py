@@ -1,0 +1,166 @@
+"""The steady state of a loop program in the scheduler: the cost model reads the program.
+
+A loop that ran as a loop program (``Trace.loop_runs``, sim/core/program.py) is ``trips`` copies of one
+iteration's instructions, the same in every iteration but for their addresses.  The list scheduler
+(schedule.Scheduler.run) is a deterministic machine: when its whole state at the end of iteration j + q is its
+state at the end of iteration j moved by q iterations (every event index by q * per_iteration, every DMA queue
+position by the DMAs of q iterations, every time by the same delta), and what it reads of the instructions ahead
+repeats with the same period, each later cycle of q iterations repeats the last one shifted by that delta.  The
+scheduler then writes the start and end of the skipped iterations from the cycle it ran, moves its state forward,
+and runs the loop's last iterations and what follows it one by one again.
+
+What "the whole state" is, and why each piece compares as it does, is :meth:`Scheduler.run`'s ``_cut`` /
+``_snapshot``.  The proof is exact up to floating-point rounding: times are compared to within ``TOLERANCE`` (a
+billionth of the time reached plus a picosecond), and a state that does not repeat to that precision (a
+throttled TensorE, a loop whose instructions wait on one from before it, ...) is scheduled one event at a time as
+before.  Loops of fewer than ``MIN_TRIPS`` iterations are not worth the check.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+MIN_TRIPS = 64  # iterations from which a loop is checked for a steady state
+FIRST_TRY = 16  # the iteration of the first check (a pipeline fills in a few iterations)
+MAX_CYCLE = 256  # iterations a repeating state may take to come back (16 DMA slots' labels rotate; placements)
+TOLERANCE = 1e-9  # relative to the time reached; plus 1e-3 ns
+
+
+# what the cost of an event depends on and the scheduler reads of it: op, api, engine, partitions, elements, shapes,
+# dtypes, bytes, flops, payload (not the regions, whose addresses move; nor the loop frame, whose index moves)
+_EVENT_FIELDS = itemgetter(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14)
+
+
+class Segment:
+    """One loop run as the scheduler reads it: events ``first``..``end - 1``, ``per`` per iteration, ``ref`` the
+    offset in an iteration of the instruction whose end is the cut; ``reach[k]`` the furthest dependent of the
+    events up to ``first + k``; ``dmax`` the furthest dependency back.  :meth:`periodic_from` says from where the
+    events read as the ones a cycle before them (fields, dependencies as distances, elision, engine)."""
+
+    def __init__(self, a: int, b: int, per: int, ref: int, fields: list, lens: Any, rel: Any, el: Any, eng: Any):
+        self.first, self.end, self.per, self.ref = a, b, per, ref
+        self.fields, self.lens, self.rel, self.el, self.eng = fields, lens, rel, el, eng
+        self.off = np.concatenate(([0], np.cumsum(lens)))
+        self.dmax = int(rel.max()) if rel.size else 0
+        self.reach: Any = None
+        self.period: int | None = None  # iterations after which the input repeats (input_period)
+        self._from: dict[int, int] = {}
+
+    def lookahead(self, at: int, cycle: int, window: int) -> int:
+        """Events past its state the scheduler may read within the cycle of ``cycle`` events from ``at``: an
+        engine looks at its next ``window`` instructions not started (the DMA queue likewise), which an engine
+        with n instructions a cycle finds within ceil(window / n) + 1 cycles; and the dependencies' reach."""
+        k = at - self.first
+        _, counts = np.unique(self.eng[k : k + cycle], return_counts=True)
+        return (-(-(window + 1) // int(counts.min())) + 1) * cycle + self.dmax
+
+    def input_period(self, trips: int) -> int | None:
+        """The fewest iterations (at most MAX_CYCLE) after which the loop's input repeats until its end, from
+        its first half on; None if none do (a window of the arrays rules most candidates out cheaply)."""
+        per = self.per
+        k0 = min(FIRST_TRY * per, self.end - self.first)
+        k1 = min(k0 + 2 * MAX_CYCLE * per, self.end - self.first)
+        for q in range(1, MAX_CYCLE + 1):
+            sh = q * per
+            if k0 + sh >= k1:
+                break
+            if any((arr[k0 + sh : k1] != arr[k0 : k1 - sh]).any() for arr in (self.eng, self.el, self.lens)):
+                continue
+            if self.periodic_from(sh) <= self.first + (trips // 2) * per:
+                return q
+        return None
+
+    def periodic_from(self, shift: int) -> int:
+        """The first event from which every event of the loop reads as the one ``shift`` before it."""
+        hit = self._from.get(shift)
+        if hit is not None:
+            return hit
+        n = self.end - self.first
+        last = shift - 1  # (relative to first) the last event that does not repeat
+        if shift < n:
+            for arr in (self.lens, self.el, self.eng):
+                bad = np.flatnonzero(arr[shift:] != arr[:-shift])
+                if bad.size:
+                    last = max(last, int(bad[-1]) + shift)
+            s0 = last + 1  # from here the numbers of dependencies repeat: compare the distances
+            if s0 < n:
+                off = self.off
+                x, y = self.rel[off[s0] : off[n]], self.rel[off[s0 - shift] : off[n - shift]]
+                bad = np.flatnonzero(x != y)
+                if bad.size:
+                    k = int(np.searchsorted(off, off[s0] + int(bad[-1]), side="right")) - 1
+                    last = max(last, k)
+            f = self.fields  # (the program's events share their field objects: the comparison is by identity)
+            hi = n
+            while hi > last + 1:
+                lo = max(last + 1, hi - 4096)
+                if f[lo:hi] != f[lo - shift : hi - shift]:
+                    last = max(last, next(k for k in range(hi - 1, lo - 1, -1) if f[k] != f[k - shift]))
+                    break
+                hi = lo
+        else:
+            last = n
+        hit = self._from[shift] = self.first + last + 1
+        return hit
+
+
+def _dependency_part(a: int, b: int, deps: list, dependents: list) -> tuple | None:
+    """(numbers of dependencies, their distances, the furthest dependent so far) of events a..b-1, or None when
+    the loop is not closed: an instruction of it waits for one before it, or one after it for one of it (their
+    ready times would not move with the iterations)."""
+    ds = deps[a:b]
+    lens = np.fromiter(map(len, ds), np.int64, b - a)
+    flat = np.fromiter(chain.from_iterable(ds), np.int64, int(lens.sum()))
+    last = np.array([d[-1] if d else -1 for d in dependents[a:b]], np.int64)
+    if (flat.size and int(flat.min()) < a) or (last.size and int(last.max()) >= b):
+        return None
+    rel = np.repeat(np.arange(a, b, dtype=np.int64), lens) - flat
+    return lens, rel, np.maximum.accumulate(last).tolist()
+
+
+def segments(
+    runs: Any, events: Any, deps: list, dependents: list, elided: dict, engine_of: list, memo: dict
+) -> tuple[list, str]:
+    """The loop runs whose input to the scheduler repeats, as :class:`Segment` s, and why the others do not;
+    ``memo``: the trace's (TraceFacts.memo: what depends only on the dependencies is shared by the schedules)."""
+    out = []
+    why = []
+    n = len(events)
+    for r in runs or ():
+        a, per, trips = int(r.first), int(r.per_iteration), int(r.trips)
+        b = a + per * trips
+        if trips < MIN_TRIPS or per < 1 or b > n:
+            continue
+        key = ("steady", id(deps), a, b)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not deps:
+            hit = memo[key] = (deps, _dependency_part(a, b, deps, dependents))
+        if hit[1] is None:
+            why.append(f"line {r.line}: the loop waits for, or is waited for by, instructions outside it")
+            continue
+        lens, rel, reach = hit[1]
+        el = np.full(b - a, -2, np.int64)  # -2 not elided, -1 a folded fill, else the distance to what it repeats
+        for i, o in elided.items():
+            if a <= i < b:
+                el[i - a] = i - o if o >= 0 else -1
+        ref = next((j for j in range(per) if el[j] == -2), None)
+        if ref is None:
+            continue
+        g = Segment(a, b, per, ref, list(map(_EVENT_FIELDS, events[a:b])), lens, rel, el, np.array(engine_of[a:b]))
+        g.reach = reach
+        g.period = g.input_period(trips)
+        if g.period is None:
+            why.append(f"line {r.line}: the engines of its instructions do not repeat (placement)")
+            continue
+        out.append(g)
+    return out, "; ".join(why)
+
+
+def same(x: list, y: list, t: float) -> bool:
+    """Two lists of normalised times equal to within the tolerance at time ``t``."""
+    tol = TOLERANCE * abs(t) + 1e-3
+    return len(x) == len(y) and all(abs(p - q) <= tol for p, q in zip(x, y, strict=True))
