@@ -71,7 +71,7 @@ from nki_kernels.sim.core.trace import Event, Matmul, no_gc
 from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
 from .hardware import HardwareSpec, get_hardware
-from .steady import FIRST_TRY, MAX_CYCLE, same, segments
+from .steady import FIRST_TRY, MAX_CYCLE, TOLERANCE, same, segments
 
 MODES = ("benchmark", "profile")
 SKIP_ISSUE = ("serial", "by-loop", "parallel")
@@ -1140,39 +1140,6 @@ class Scheduler:
                 fl.append(v - t)
             return (j, t, Bd, lo, hi, tuple(ex), fl, started[lo:hi], issue_busy, reordered, done, dict(uncosted))
 
-        def fill(ran, Qe, D1, m):
-            """The instructions ``ran`` (one cycle) moved by 1..m cycles of ``Qe`` events and ``D1`` ns: started,
-            their times written (each list filled by one C-level loop)."""
-            x = np.array(ran, np.int64)
-            a = np.arange(1, m + 1, dtype=np.int64)[:, None]
-            ys = (x[None, :] + a * Qe).ravel().tolist()
-            dt = a * D1
-            has = np.array([bool(self.deps[k]) for k in ran])
-            for arr, vals in (
-                (start, np.array([start[k] for k in ran]) + dt),
-                (end, np.array([end[k] for k in ran]) + dt),
-                (ready, np.where(has, np.array([ready[k] for k in ran]) + dt, 0.0)),
-            ):
-                deque(map(arr.__setitem__, ys, vals.ravel().tolist()), maxlen=0)
-            deque(map(started.__setitem__, ys, repeat(True)), maxlen=0)
-            deque(map(remaining.__setitem__, ys, repeat(0)), maxlen=0)
-            for x0 in (k for k in ran if k in dma_t):
-                d = dma_t[x0]
-                ys = range(x0 + Qe, x0 + (m + 1) * Qe, Qe)
-                shifted = [np.arange(1, m + 1) * D1 + v for v in d[:5]]  # ready, issue, data start / end
-                if not self.deps[x0]:
-                    shifted[0] = np.zeros(m)  # (no dependency: ready from the start)
-                recs = list(
-                    map(
-                        _new_tuple,
-                        repeat(DmaTiming),
-                        zip(*(v.tolist() for v in shifted), repeat(d.queue), repeat(d.cost), repeat(d.dge)),
-                    )
-                )
-                dma_t.update(zip(ys, recs, strict=True))
-                intervals.extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
-                deque(map(issued.__setitem__, map(dma_qpos.__getitem__, ys), repeat(True)), maxlen=0)
-
         def advance(s0, s1):
             """Move the state of s1 (now) ahead by as many whole cycles s0 -> s1 as the loop has left, writing the
             skipped instructions' times from the cycle just run; (time, event) of the cut then, or None."""
@@ -1192,7 +1159,8 @@ class Scheduler:
             w_st, w_rem, w_rd = started[lo1:hi1], remaining[lo1:hi1], ready[lo1:hi1]
             lp, hp = bisect_left(dma_queue, lo1), bisect_left(dma_queue, hi1)
             w_iss = issued[lp:hp]
-            fill(ran, Qe, D1, m)  # the instructions the cycles run, each cycle the last one moved
+            # the instructions the cycles run, each cycle the last one moved
+            self._fill(ran, Qe, D1, m, (start, end, ready, dma_t, intervals), (started, remaining, issued, dma_qpos))
             self.skipped += m * len(ran)
             for k in range(hi1 - lo1):  # the waiting ones, moved (the running ones' times are written above)
                 if not w_st[k]:
@@ -1318,6 +1286,45 @@ class Scheduler:
             reordered,
         )
 
+    def _fill(self, ran: list, Qe: int, D1: float, m: int, times: tuple, flags: tuple | None) -> None:
+        """The instructions ``ran`` (one cycle of a steady state, perf/steady.py) moved by 1..m cycles of ``Qe``
+        events and ``D1`` ns: their start / end / ready times and DMA records written (each list by one C-level
+        loop); ``flags``: run()'s started / remaining / issued / DMA positions to mark, or None."""
+        start, end, ready, dma_t, intervals = times
+        deps = self.deps
+        x = np.array(ran, np.int64)
+        a = np.arange(1, m + 1, dtype=np.int64)[:, None]
+        ys = (x[None, :] + a * Qe).ravel().tolist()
+        dt = a * D1
+        has = np.array([bool(deps[k]) for k in ran])
+        for arr, vals in (
+            (start, np.array([start[k] for k in ran]) + dt),
+            (end, np.array([end[k] for k in ran]) + dt),
+            (ready, np.where(has, np.array([ready[k] for k in ran]) + dt, 0.0)),
+        ):
+            deque(map(arr.__setitem__, ys, vals.ravel().tolist()), maxlen=0)
+        if flags is not None:
+            started, remaining, issued, dma_qpos = flags
+            deque(map(started.__setitem__, ys, repeat(True)), maxlen=0)
+            deque(map(remaining.__setitem__, ys, repeat(0)), maxlen=0)
+        for x0 in (k for k in ran if k in dma_t):
+            d = dma_t[x0]
+            cys = range(x0 + Qe, x0 + (m + 1) * Qe, Qe)
+            shifted = [np.arange(1, m + 1) * D1 + v for v in d[:5]]  # ready, issue, data start / end
+            if not deps[x0]:
+                shifted[0] = np.zeros(m)  # (no dependency: ready from the start)
+            recs = list(
+                map(
+                    _new_tuple,
+                    repeat(DmaTiming),
+                    zip(*(v.tolist() for v in shifted), repeat(d.queue), repeat(d.cost), repeat(d.dge)),
+                )
+            )
+            dma_t.update(zip(cys, recs, strict=True))
+            intervals.extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
+            if flags is not None:
+                deque(map(issued.__setitem__, map(dma_qpos.__getitem__, cys), repeat(True)), maxlen=0)
+
     def run_in_order(self) -> Schedule:
         """The schedule :meth:`run` makes when the window is 1 (``serialise``), without the event
         queue: with one candidate per queue every engine runs its instructions in program order and
@@ -1376,68 +1383,165 @@ class Scheduler:
         pop, push = heapq.heappop, heapq.heappush
         cost_keys = self._cost_keys()
         cost_key = self._cost_key
-        for i in range(n):
-            r = 0.0
-            ds = deps[i]
-            if ds:
-                ei = engine_of[i]
-                zero = is_el[i]
-                for d in ds:
-                    v = end[d] + (0.0 if zero or folded[d] else hop_of[engine_of[d], ei])
-                    if v > r:
-                        r = v
-            ready[i] = r
-            if is_el[i]:  # hoisted repeat: done when its original is
-                start[i] = end[i] = r
-                continue
-            e = engine_of[i]
-            ck = cost_keys[i]
-            if ck is None:
-                ck = cost_key(i)
-            if e == "DMA":
-                c = cost_memo.get((ck, e))
-                if c is None:
-                    c = cost_memo[ck, e] = dma_cost(events[i], hw, dma_mode)
-                k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
-                sf, q = pop(slots)
-                s = max(issue_free[k], r, sf)
-                ie = s + c.issue_ns
-                issue_free[k] = ie
-                issue_busy += c.issue_ns
-                arrive = ie + issue_latency + L
-                payload: Any = events[i].payload
-                first = int(payload.partition_start or 0) // per_ring
-                ring_ns = c.ring_ns
-                used = min(c.rings, n_rings)
-                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
-                    x = first % n_rings
-                    ds_ = st = max(ring_free[x], arrive)
-                    ring_free[x] = de = st + ring_ns
-                else:
-                    ds_, de = math.inf, 0.0
-                    for x in ((first + y) % n_rings for y in range(used)):
-                        st = max(ring_free[x], arrive)
-                        ring_free[x] = st + ring_ns
-                        ds_ = min(ds_, st)
-                        de = max(de, st + ring_ns)
-                push(slots, (de, q))
-                dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
-                intervals.append((ds_, de))
-                start[i] = s
-                end[i] = de
-                continue
-            s = max(eng_free[e], r)
-            hit = cost_memo.get((ck, e))
+        # the steady state of a loop program (perf/steady.py): at iteration boundaries, the state the rest of the
+        # pass reads (engine / queue / slot / ring free times, the ends the next dependencies read), normalised
+        segs, self.steady_why = (
+            segments(self.facts.runs, events, deps, self.dependents, elided, engine_of, self.facts.memo)
+            if self.facts.runs
+            else ([], "")
+        )
+        self.skipped = 0
+        is_dma = self.facts.is_dma
+        order = sorted(eng_free)
+        plan = {"seg": 0, "tries": FIRST_TRY, "j": FIRST_TRY}
+        snaps: list = []
+
+        def next_stop(pos):
+            """The event index of the next iteration boundary to check (n: none)."""
+            while plan["seg"] < len(segs):
+                g = segs[plan["seg"]]
+                trips = (g.end - g.first) // g.per
+                j = max(plan["j"], -(-(pos - g.first) // g.per))
+                if j - plan["tries"] <= MAX_CYCLE and j < trips:
+                    plan["j"] = j
+                    return g.first + j * g.per
+                snaps.clear()
+                plan["tries"] *= 4
+                plan["j"] = plan["tries"]
+                if plan["tries"] + 1 >= trips:
+                    plan["seg"] += 1
+                    plan["tries"] = plan["j"] = FIRST_TRY
+            return n
+
+        def check(i):
+            """Snapshot at boundary i; on a repeat, write the remaining cycles and return where to go on."""
+            g = segs[plan["seg"]]
+            j = plan["j"]
+            plan["j"] = j + 1
+            lo = i - g.dmax
+            if lo < g.first or i < 1:
+                return i, 0.0
+            T = end[i - 1]
+            ends = [end[x] - T for x in range(lo, i)]
+            sl = sorted(slots)
+            raw = ([eng_free[e] for e in order], list(issue_free), list(ring_free))
+            s1 = (j, T, ends, raw, tuple(q for _, q in sl), [v - T for v, _ in sl], issue_busy, dict(uncosted))
+            for s0 in reversed(snaps):
+                if (j - s0[0]) % g.period or s0[4] != s1[4] or not same(s0[2], ends, T) or not same(s0[5], s1[5], T):
+                    continue
+                # engines, rings (and queues of serial DMAs) the cycle did not use keep their time: the input
+                # repeats, so no later cycle uses them either; the others moved as the state did
+                strict = (False, not serial_only(g), False)
+                if not all(
+                    (x0 == x1 and not st) or abs((x1 - T) - (x0 - s0[1])) <= TOLERANCE * abs(T) + 1e-3
+                    for a0, a1, st in zip(s0[3], raw, strict, strict=True)
+                    for x0, x1 in zip(a0, a1, strict=True)
+                ):
+                    continue
+                B0, B1 = g.first + s0[0] * g.per, i
+                Qe, D1 = B1 - B0, T - s0[1]
+                m = (g.end - B1) // Qe
+                if m < 1 or g.periodic_from(Qe) > B1 or any(engine_of[x] == "PE" for x in range(B0, B1)):
+                    continue
+                self._fill(list(range(B0, B1)), Qe, D1, m, (start, end, ready, dma_t, intervals), None)
+                D = m * D1
+                for e in order:
+                    eng_free[e] += D
+                issue_free[:] = [v + D for v in issue_free]
+                ring_free[:] = [v + D for v in ring_free]
+                slots[:] = [(v + D, q) for v, q in slots]
+                for op, c in s1[7].items():
+                    if c != s0[7].get(op, 0):
+                        uncosted[op] = uncosted.get(op, 0) + m * (c - s0[7].get(op, 0))
+                self.skipped += m * Qe
+                snaps.clear()
+                plan["seg"] += 1
+                plan["tries"] = plan["j"] = FIRST_TRY
+                return B1 + m * Qe, m * (issue_busy - s0[6])
+            snaps.append(s1)
+            return i, 0.0
+
+        serial_memo: dict = {}
+
+        def serial_only(g):
+            """Every DMA of the loop issues on queue 0 (serial, or one queue): the others' times do not matter."""
+            hit = serial_memo.get(g.first)
             if hit is None:
-                hit = cost_memo[ck, e] = compute_cost_ns(events[i], hw, e)
-            dur, known = hit
-            if not known:
-                op = events[i].op
-                uncosted[op] = uncosted.get(op, 0) + 1
-            if e == "PE":
-                dur = pe.duration(events[i], s, dur)
-            start[i] = s
-            end[i] = eng_free[e] = s + dur
+                hit = serial_memo[g.first] = n_issue == 1 or all(
+                    s or not d for d, s in zip(is_dma[g.first : g.end], serial[g.first : g.end], strict=True)
+                )
+            return hit
+
+        pos = 0
+        while pos < n:
+            stop = next_stop(pos)
+            for i in range(pos, stop):
+                r = 0.0
+                ds = deps[i]
+                if ds:
+                    ei = engine_of[i]
+                    zero = is_el[i]
+                    for d in ds:
+                        v = end[d] + (0.0 if zero or folded[d] else hop_of[engine_of[d], ei])
+                        if v > r:
+                            r = v
+                ready[i] = r
+                if is_el[i]:  # hoisted repeat: done when its original is
+                    start[i] = end[i] = r
+                    continue
+                e = engine_of[i]
+                ck = cost_keys[i]
+                if ck is None:
+                    ck = cost_key(i)
+                if e == "DMA":
+                    c = cost_memo.get((ck, e))
+                    if c is None:
+                        c = cost_memo[ck, e] = dma_cost(events[i], hw, dma_mode)
+                    k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
+                    sf, q = pop(slots)
+                    s = max(issue_free[k], r, sf)
+                    ie = s + c.issue_ns
+                    issue_free[k] = ie
+                    issue_busy += c.issue_ns
+                    arrive = ie + issue_latency + L
+                    payload: Any = events[i].payload
+                    first = int(payload.partition_start or 0) // per_ring
+                    ring_ns = c.ring_ns
+                    used = min(c.rings, n_rings)
+                    if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
+                        x = first % n_rings
+                        ds_ = st = max(ring_free[x], arrive)
+                        ring_free[x] = de = st + ring_ns
+                    else:
+                        ds_, de = math.inf, 0.0
+                        for x in ((first + y) % n_rings for y in range(used)):
+                            st = max(ring_free[x], arrive)
+                            ring_free[x] = st + ring_ns
+                            ds_ = min(ds_, st)
+                            de = max(de, st + ring_ns)
+                    push(slots, (de, q))
+                    dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
+                    intervals.append((ds_, de))
+                    start[i] = s
+                    end[i] = de
+                    continue
+                s = max(eng_free[e], r)
+                hit = cost_memo.get((ck, e))
+                if hit is None:
+                    hit = cost_memo[ck, e] = compute_cost_ns(events[i], hw, e)
+                dur, known = hit
+                if not known:
+                    op = events[i].op
+                    uncosted[op] = uncosted.get(op, 0) + 1
+                if e == "PE":
+                    dur = pe.duration(events[i], s, dur)
+                start[i] = s
+                end[i] = eng_free[e] = s + dur
+
+            pos = stop
+            if pos < n:
+                pos, busy_add = check(pos)
+                issue_busy += busy_add
         self.start, self.end, self.ready, self.started = start, end, ready, [True] * n
         self.issue_busy = issue_busy
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
