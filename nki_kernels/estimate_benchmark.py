@@ -33,6 +33,7 @@ from nki_kernels.perf import ModelOptions, accuracy, estimate_trace, trace_of
 from nki_kernels.perf.model import build_options
 from nki_kernels.sim import nki as sim_nki
 from nki_kernels.sim import simulate_kernel
+from nki_kernels.sim.core.options import default_options
 from nki_kernels.sim.runner import Kernel, device_handlers
 
 BANNER = (
@@ -192,6 +193,8 @@ def _benchmark(dk, args, kwargs):
             file=sys.stderr,
             flush=True,
         )
+    if default_options().explain_loops and est.steady:  # (nki-kernels run --verbose)
+        print(f"[nki-kernels] cost model, {name}: {est.steady}", file=sys.stderr, flush=True)
     where = "outside the validated domain" if accuracy.domain_warnings(est) else f"{accuracy.op_class(est)} class"
     band = f"cost-model typical error \u00b1{100 * accuracy.typical_error(est):.0f} % ({where})"
     lo, hi = accuracy.band_us(est)

@@ -51,7 +51,7 @@ def add_tiled(a, b):
     return out
 """
 
-_SKIP = {"trace", "schedule", "hw", "trace_seconds", "schedule_seconds"}
+_SKIP = {"trace", "schedule", "hw", "trace_seconds", "schedule_seconds", "steady"}
 
 
 def _jsonable(x):

@@ -176,3 +176,19 @@ def test_estimates_equal_with_and_without_the_loop_programs():
     assert a.latency_us == pytest.approx(b.latency_us, rel=1e-12)
     assert [x.latency_us for x in a.alternatives] == pytest.approx([x.latency_us for x in b.alternatives], rel=1e-12)
     assert a.engine_busy_us == pytest.approx(b.engine_busy_us, rel=1e-12)
+
+
+def test_the_estimate_says_how_the_scheduler_read_the_loops():
+    """Estimate.steady (printed by `nki-kernels run --verbose` with --estimate-benchmark): the loops written
+    from a cycle, with their line, and why the others were scheduled event by event."""
+    k, tr = _trace("add_rows_tt", (1200,), (1200,))
+    e = estimate_trace(tr, options=ModelOptions(**build_options(k)), keep=False)
+    line = tr.loop_runs[0].line
+    assert f"loop at line {line}: " in e.steady
+    assert "of 4,800 instructions written from a repeating cycle of" in e.steady
+    k, tr = _trace("body", (128, 4 * 900))
+    e = estimate_trace(tr, options=ModelOptions(**build_options(k)), keep=False)
+    assert "written from" not in e.steady
+    assert "scheduled event by event" in e.steady and "do not repeat (placement)" in e.steady
+    tr.loop_runs = []
+    assert estimate_trace(tr, options=ModelOptions(**build_options(k)), keep=False).steady == ""

@@ -87,6 +87,7 @@ class Estimate:
     trace_seconds: float = 0.0
     schedule_seconds: float = 0.0
     n_events: int = 0
+    steady: str = ""  # how the modelled schedule read the loop programs (Schedule.steady; perf/steady.py)
     label: str = ESTIMATE_LABEL
     trace: Trace | None = field(default=None, repr=False)
     schedule: Schedule | None = field(default=None, repr=False)
@@ -290,6 +291,7 @@ def _estimate_trace(
         peak_sbuf_bytes_per_partition=getattr(trace, "peak_sbuf_bytes_per_partition", 0),
         peak_psum_bytes_per_partition=getattr(trace, "peak_psum_bytes_per_partition", 0),
         schedule_seconds=sched_s,
+        steady=sched.steady,
         n_events=len(events),
         window=opts.window,
         domain=domain,

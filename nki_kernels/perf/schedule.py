@@ -71,7 +71,7 @@ from nki_kernels.sim.core.trace import Event, Matmul, no_gc
 from .compiler import allocation, place_engines, psum_zero_folds, redundant_loads
 from .costs import DmaCost, compute_cost_ns, dma_cost, load_stationary_cycles, pe_instructions
 from .hardware import HardwareSpec, get_hardware
-from .steady import FIRST_TRY, MAX_CYCLE, TOLERANCE, same, segments
+from .steady import FIRST_TRY, MAX_CYCLE, TOLERANCE, note, same, segments
 
 MODES = ("benchmark", "profile")
 SKIP_ISSUE = ("serial", "by-loop", "parallel")
@@ -194,6 +194,7 @@ class Schedule:
     exposed_ls_ns: float = 0.0
     elided: dict = field(default_factory=dict)  # event index -> the event it repeats (hoisted)
     reordered: int = 0  # instructions started ahead of program order
+    steady: str = ""  # what the scheduler wrote from repeating cycles of loop programs (perf/steady.py), and why not
 
 
 # ---- what the scheduler reads of a trace ---------------------------------------------------
@@ -1040,6 +1041,7 @@ class Scheduler:
             else ([], "")
         )
         self.skipped = 0  # events whose times the steady state wrote
+        self.steady_done: list = []  # (line, events written, events of the loop, cycle)
         seg_at = 0
         tries = FIRST_TRY  # iteration of the next first snapshot in the current loop
         seen: dict = {}  # the exact part of a snapshot -> the snapshots of this try with it
@@ -1161,6 +1163,7 @@ class Scheduler:
             w_iss = issued[lp:hp]
             # the instructions the cycles run, each cycle the last one moved
             self._fill(ran, Qe, D1, m, (start, end, ready, dma_t, intervals), (started, remaining, issued, dma_qpos))
+            self.steady_done.append((g.line, m * len(ran), g.end - g.first, j1 - j0))
             self.skipped += m * len(ran)
             for k in range(hi1 - lo1):  # the waiting ones, moved (the running ones' times are written above)
                 if not w_st[k]:
@@ -1284,6 +1287,7 @@ class Scheduler:
             pe.exposed_ls_ns,
             dict(elided),
             reordered,
+            note(self.steady_done, self.steady_why),
         )
 
     def _fill(self, ran: list, Qe: int, D1: float, m: int, times: tuple, flags: tuple | None) -> None:
@@ -1391,6 +1395,7 @@ class Scheduler:
             else ([], "")
         )
         self.skipped = 0
+        self.steady_done = []
         is_dma = self.facts.is_dma
         order = sorted(eng_free)
         plan = {"seg": 0, "tries": FIRST_TRY, "j": FIRST_TRY}
@@ -1444,6 +1449,7 @@ class Scheduler:
                 if m < 1 or g.periodic_from(Qe) > B1 or any(engine_of[x] == "PE" for x in range(B0, B1)):
                     continue
                 self._fill(list(range(B0, B1)), Qe, D1, m, (start, end, ready, dma_t, intervals), None)
+                self.steady_done.append((g.line, m * Qe, g.end - g.first, j - s0[0]))
                 D = m * D1
                 for e in order:
                     eng_free[e] += D
@@ -1562,6 +1568,7 @@ class Scheduler:
             pe.exposed_ls_ns,
             dict(elided),
             0,
+            note(self.steady_done, self.steady_why),
         )
 
     def _cost_key(self, i: int) -> int:

@@ -43,6 +43,7 @@ class Segment:
 
     def __init__(self, a: int, b: int, per: int, ref: int, fields: list, lens: Any, rel: Any, el: Any, eng: Any):
         self.first, self.end, self.per, self.ref = a, b, per, ref
+        self.line = 0  # the loop's line (for the notes)
         self.fields, self.lens, self.rel, self.el, self.eng = fields, lens, rel, el, eng
         self.off = np.concatenate(([0], np.cumsum(lens)))
         self.dmax = int(rel.max()) if rel.size else 0
@@ -152,12 +153,24 @@ def segments(
             continue
         g = Segment(a, b, per, ref, list(map(_EVENT_FIELDS, events[a:b])), lens, rel, el, np.array(engine_of[a:b]))
         g.reach = reach
+        g.line = int(r.line)
         g.period = g.input_period(trips)
         if g.period is None:
             why.append(f"line {r.line}: the engines of its instructions do not repeat (placement)")
             continue
         out.append(g)
     return out, "; ".join(why)
+
+
+def note(done: list, why: str) -> str:
+    """One line on what the steady state did in a schedule: the loops written from a cycle, and why others not."""
+    parts = [
+        f"loop at line {line}: {skipped:,} of {total:,} instructions written from a repeating cycle of {q} iterations"
+        for line, skipped, total, q in done
+    ]
+    if why:
+        parts.append(f"scheduled event by event: {why}")
+    return "; ".join(parts)
 
 
 def same(x: list, y: list, t: float) -> bool:
