@@ -24,7 +24,7 @@ from .errors import _SIM_DIR, SimRuntimeError, SimWarning, instruction_cap, user
 from .memory import Memory
 from .options import SimOptions
 from .policy import enforce
-from .trace import Event, Trace
+from .trace import COMPUTE_OPS, DMA_OPS, Event, Trace
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -217,6 +217,7 @@ class RunContext:
         any (not counted against capacity until the next instruction); ``where``: (file, line,
         program_id, loops) captured when the instruction ran (default: now); ``seq``: the trace
         position reserved when the instruction ran (:meth:`reserve`; default: the end)."""
+        assert op in (DMA_OPS if engine == "DMA" else COMPUTE_OPS), f"an instruction trace.py does not list: {op}"
         self.n_instructions += 1
         if self.n_instructions > self.options.max_instructions:  # a runaway kernel (E031)
             raise instruction_cap(api, self.options.max_instructions)

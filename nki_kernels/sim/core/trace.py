@@ -268,6 +268,64 @@ for _cls in (Region, LoopFrame, Event) + PAYLOADS:
     _cls.__hash__ = _hash  # type: ignore[method-assign]
 
 
+# Every instruction the interpreter records (``Event.op``): the compute instructions (PE / ACT / DVE / POOL) and
+# the DMAs.  The cost model's table is keyed by these names (perf/costs.py COMPUTE_COSTS, GENERIC_COST; DMAs by
+# dma_cost): simulator_tests/test_perf_costs_cover_ops.py fails when one has no cost decision, and
+# RunContext.record refuses a name not listed here.
+COMPUTE_OPS = frozenset(
+    {
+        "activation",
+        "activation_reduce",
+        "affine_select",
+        "bn_aggr",
+        "bn_stats",
+        "dropout",
+        "gather_flattened",
+        "iota",
+        "local_gather",
+        "max8",
+        "memset",
+        "nc_find_index8",
+        "nc_match_replace8",
+        "nc_matmul",
+        "nc_stream_shuffle",
+        "nc_transpose",
+        "rand",
+        "range_select",
+        "reciprocal",
+        "scalar_tensor_tensor",
+        "select_reduce",
+        "sequence_bounds",
+        "tensor_copy",
+        "tensor_copy_dynamic",
+        "tensor_copy_predicated",
+        "tensor_partition_reduce",
+        "tensor_reduce",
+        "tensor_scalar",
+        "tensor_scalar_cumulative",
+        "tensor_scalar_reduce",
+        "tensor_tensor",
+        "tensor_tensor_scan",
+        "topk",
+        "transpose",
+    }
+)
+DMA_OPS = frozenset(
+    {
+        "dma_copy",
+        "dma_transpose",
+        "all_gather",
+        "all_reduce",
+        "all_to_all",
+        "collective_permute",
+        "collective_permute_implicit",
+        "collective_permute_implicit_reduce",
+        "reduce_scatter",
+        "sendrecv",
+    }
+)
+
+
 class LoopRun(NamedTuple):
     """A loop that ran as a loop program: ``trips`` iterations of ``per_iteration`` instructions from event
     ``first`` on, iteration k's instructions those of iteration 0 with their addresses moved (the program proved
