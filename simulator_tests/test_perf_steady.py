@@ -15,29 +15,24 @@ from nki_kernels.sim.nki01 import isa as nisa
 from nki_kernels.sim.nki01 import language as nl
 from nki_kernels.sim.nki01.kernel import jit
 
-KERNELS = """
-def add_rows(a, b):  # the CS149 part 1 starter's shape: one element per iteration, DMAs in and out
+ADD = """
+def {name}(a, b):  # the CS149 part 1 starter's shape: one element per iteration, DMAs in and out
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
     for m in nl.affine_range(a.shape[0]):
         ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
         tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=ta, src=a[m : m + 1])
         nisa.dma_copy(dst=tb, src=b[m : m + 1])
-        r = nisa.tensor_scalar(ta, nl.add, tb)
+        r = {op}
         nisa.dma_copy(dst=out[m : m + 1], src=r)
     return out
-
-def add_rows_tt(a, b):  # the same with the ALU op VectorE runs (tensor_tensor: no engine to choose)
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
-    for m in nl.affine_range(a.shape[0]):
-        ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=ta, src=a[m : m + 1])
-        nisa.dma_copy(dst=tb, src=b[m : m + 1])
-        r = nisa.tensor_tensor(ta, tb, nl.add)
-        nisa.dma_copy(dst=out[m : m + 1], src=r)
-    return out
-
+"""
+# add_rows: the starter's tensor_scalar (an op the compiler may place on VectorE or ScalarE); add_rows_tt: the
+# ALU op VectorE runs (tensor_tensor: no engine to choose)
+KERNELS = (
+    ADD.format(name="add_rows", op="nisa.tensor_scalar(ta, nl.add, tb)")
+    + ADD.format(name="add_rows_tt", op="nisa.tensor_tensor(ta, tb, nl.add)")
+    + """
 def body(x):  # loads, ops the compiler places on VectorE or ScalarE, ScalarE's exp, stores
     out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
     for i in nl.affine_range(x.shape[1] // 4):
@@ -65,6 +60,7 @@ def waits_on_before(x, s):  # every iteration reads a tile loaded before the loo
         nl.store(out[:, i * 2 : i * 2 + 2], value=nisa.tensor_scalar(nl.load(x[:, i * 2 : i * 2 + 2]), nl.multiply, k))
     return out
 """
+)
 NS = speed._user_kernels(KERNELS, nl=nl, nisa=nisa)
 HW = get_hardware("trn2")
 
