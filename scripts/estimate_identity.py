@@ -282,9 +282,18 @@ def record(path: str, cache_dir: str | None, loo: bool, parts: list) -> None:
         json.dump(rec, f, indent=1, sort_keys=True)
 
 
+def _float(x):
+    """A recorded float (kept as its repr) or None."""
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
 def _diff(a, b, where="", rel=0.0) -> list:
-    if rel and isinstance(a, float) and isinstance(b, float):
-        return [] if abs(a - b) <= rel * max(abs(a), abs(b)) else [f"{where}: {a!r} != {b!r}"]
+    if rel and a != b and _float(a) is not None and _float(b) is not None:
+        x, y = _float(a), _float(b)
+        return [] if abs(x - y) <= rel * max(abs(x), abs(y)) else [f"{where}: {a!r} != {b!r}"]
     if type(a) is not type(b):
         return [f"{where}: {a!r} != {b!r}"]
     if isinstance(a, dict):
