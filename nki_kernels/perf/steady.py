@@ -151,7 +151,11 @@ def segments(
         ref = next((j for j in range(per) if el[j] == -2), None)
         if ref is None:
             continue
-        g = Segment(a, b, per, ref, list(map(_EVENT_FIELDS, events[a:b])), lens, rel, el, np.array(engine_of[a:b]))
+        fkey = ("steady_fields", id(events), a, b)
+        fields = memo.get(fkey)
+        if fields is None or fields[0] is not events:
+            fields = memo[fkey] = (events, list(map(_EVENT_FIELDS, events[a:b])))
+        g = Segment(a, b, per, ref, fields[1], lens, rel, el, np.array(engine_of[a:b]))
         g.reach = reach
         g.line = int(r.line)
         g.period = g.input_period(trips)
