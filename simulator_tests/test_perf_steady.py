@@ -116,15 +116,21 @@ def test_steady_schedule_equals_the_event_by_event_one(name, opt):
     assert tr.loop_runs, "the loops ran as programs"
     opts = ModelOptions(**{**build_options(k), **opt})
     full, steady, sc = _both(k, tr, opts)
-    if name != "add_rows_tt" and opt.get("place_engines", True):
-        # tensor_scalar / tensor_copy balanced over VectorE and ScalarE (compiler.place_engines): the greedy
-        # choice at equal loads follows the rounding of the sums, so the engines do not repeat; scheduled event
-        # by event, still the same schedule
-        assert sc.skipped == 0
-        assert "placement" in sc.steady_why
-    else:
-        assert sc.skipped > len(tr.events) // 3, "most iterations were written from a repeating cycle"
+    _expect_steady(name, opt.get("place_engines", True), sc, len(tr.events))
     _assert_same(full, steady)
+
+
+def _expect_steady(name, place, sc, n):
+    if name == "body" and place:
+        # tensor_scalar / tensor_copy balanced over VectorE and ScalarE (compiler.place_engines): at equal loads
+        # the greedy choice follows the rounding of the sums, and in this loop the engines never repeat for
+        # long; scheduled event by event, still the same schedule
+        assert sc.skipped == 0
+        assert "engines or dependencies do not repeat" in sc.steady_why
+    elif name == "add_rows_tt" or not place:
+        assert sc.skipped > n // 3, "most iterations were written from a repeating cycle"
+    # (otherwise the balanced engines repeat between the points where the rounding breaks the pattern: whether
+    # a cycle is found between two of them in a loop this short depends on where they fall)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -133,10 +139,7 @@ def test_steady_in_order_schedule_equals_the_event_by_event_one(name, place):
     k, tr = _trace(name, *CASES[name])
     opts = ModelOptions(**{**build_options(k), "serialise": True, "place_engines": place})
     full, steady, sc = _both(k, tr, opts, in_order=True)
-    if name != "add_rows_tt" and place:
-        assert sc.skipped == 0  # (the engines of the balanced ops do not repeat: see above)
-    else:
-        assert sc.skipped > len(tr.events) // 3, "most iterations were written from a repeating cycle"
+    _expect_steady(name, place, sc, len(tr.events))
     _assert_same(full, steady)
 
 
@@ -185,6 +188,18 @@ def test_the_estimate_says_how_the_scheduler_read_the_loops():
     k, tr = _trace("body", (128, 4 * 900))
     e = estimate_trace(tr, options=ModelOptions(**build_options(k)), keep=False)
     assert "written from" not in e.steady
-    assert "scheduled event by event" in e.steady and "do not repeat (placement)" in e.steady
+    assert "scheduled event by event" in e.steady and "engines or dependencies do not repeat" in e.steady
     tr.loop_runs = []
     assert estimate_trace(tr, options=ModelOptions(**build_options(k)), keep=False).steady == ""
+
+
+def test_balanced_engines_repeat_between_the_points_where_rounding_breaks_them():
+    """The CS149 part 1 starter's shape (tensor_scalar, placed by balancing) at 16,000 iterations: the placement
+    repeats every 9 instructions except where the sums of costs cross a power of two; the scheduler writes the
+    cycles between two such points and simulates across them: the same schedules, most of it written."""
+    k, tr = _trace("add_rows", (16000,), (16000,))
+    for in_order in (False, True):
+        opts = ModelOptions(**{**build_options(k), "serialise": in_order})
+        full, steady, sc = _both(k, tr, opts, in_order=in_order)
+        assert sc.skipped > len(tr.events) // 2
+        _assert_same(full, steady)

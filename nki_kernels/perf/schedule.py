@@ -1044,6 +1044,7 @@ class Scheduler:
         self.steady_done: list = []  # (line, events written, events of the loop, cycle)
         seg_at = 0
         tries = FIRST_TRY  # iteration of the next first snapshot in the current loop
+        gap = FIRST_TRY  # how much further the try after a failed one starts (grows fourfold)
         seen: dict = {}  # the exact part of a snapshot -> the snapshots of this try with it
         cut_ev = -1  # the event whose end (its DONE) is the next snapshot
         lo_hint = 0
@@ -1057,7 +1058,7 @@ class Scheduler:
             return len(lst) - bisect_left(lst, x)
 
         def arm():
-            nonlocal seg_at, tries, cut_ev
+            nonlocal seg_at, tries, gap, cut_ev
             seen.clear()
             while seg_at < len(segs):
                 g = segs[seg_at]
@@ -1065,7 +1066,7 @@ class Scheduler:
                     cut_ev = g.first + tries * g.per + g.ref
                     return
                 seg_at += 1
-                tries = FIRST_TRY
+                tries = gap = FIRST_TRY
             cut_ev = -1
 
         def snapshot(t, i_cur, j):
@@ -1151,8 +1152,8 @@ class Scheduler:
             j1, t1, Bd1, lo1, hi1, _, _, _, ib1, ro1, dn1, un1 = s1
             Qe, Qd, D1 = (j1 - j0) * g.per, Bd1 - Bd0, t1 - t0
             look = g.lookahead(lo1, Qe, window)  # how far ahead of its state the scheduler reads
-            m = (g.end - look - hi1) // Qe
-            if m < 2 or g.periodic_from(Qe) > lo0 + Qe:
+            m = (g.repeats_until(Qe, lo0 + Qe) - look - hi1) // Qe  # (the input repeats up to there)
+            if m < 2:
                 return None
             ran = [x for x in range(lo0, hi1) if started[x] and not (x < hi0 and st0[x - lo0])]
             if any(engine_of[x] == "PE" for x in ran):  # (TensorE's throttle windows are absolute)
@@ -1201,7 +1202,7 @@ class Scheduler:
         def cut(t, i):
             """At the end of a reference instruction: snapshot, compare with the earlier ones of this try (the
             latest first: the shortest cycle), advance on a repeat."""
-            nonlocal cut_ev, tries, seg_at
+            nonlocal cut_ev, tries, gap
             g = segs[seg_at]
             j = (i - g.first - g.ref) // g.per
             s = snapshot(t, i, j)
@@ -1210,14 +1211,15 @@ class Scheduler:
                 for s0 in reversed(seen.get(key, ())):
                     if (j - s0[0]) % g.period == 0 and same(s[6], s0[6], t):
                         moved = advance(s0, s)
-                        if moved is not None:
-                            seg_at += 1
-                            tries = FIRST_TRY
+                        if moved is not None:  # on from the iteration it moved to (the input may repeat again)
+                            tries = (moved[1] - g.first - g.ref) // g.per + 1
+                            gap = FIRST_TRY
                             arm()
                             return moved
                 seen.setdefault(key, []).append(s)
-            if s is None or j - tries >= MAX_CYCLE:  # no steady state from here: try again four times further in
-                tries *= 4
+            if s is None or j - tries >= MAX_CYCLE:  # no steady state from here: try again further in
+                tries += gap + MAX_CYCLE
+                gap *= 4
                 arm()
                 return t, i
             cut_ev = i + g.per
@@ -1398,7 +1400,7 @@ class Scheduler:
         self.steady_done = []
         is_dma = self.facts.is_dma
         order = sorted(eng_free)
-        plan = {"seg": 0, "tries": FIRST_TRY, "j": FIRST_TRY}
+        plan = {"seg": 0, "tries": FIRST_TRY, "j": FIRST_TRY, "gap": FIRST_TRY}
         snaps: list = []
 
         def next_stop(pos):
@@ -1411,11 +1413,12 @@ class Scheduler:
                     plan["j"] = j
                     return g.first + j * g.per
                 snaps.clear()
-                plan["tries"] *= 4
+                plan["tries"] += plan["gap"] + MAX_CYCLE  # no steady state from there: try again further in
+                plan["gap"] *= 4
                 plan["j"] = plan["tries"]
                 if plan["tries"] + 1 >= trips:
                     plan["seg"] += 1
-                    plan["tries"] = plan["j"] = FIRST_TRY
+                    plan["tries"] = plan["j"] = plan["gap"] = FIRST_TRY
             return n
 
         def check(i):
@@ -1445,8 +1448,8 @@ class Scheduler:
                     continue
                 B0, B1 = g.first + s0[0] * g.per, i
                 Qe, D1 = B1 - B0, T - s0[1]
-                m = (g.end - B1) // Qe
-                if m < 1 or g.periodic_from(Qe) > B1 or any(engine_of[x] == "PE" for x in range(B0, B1)):
+                m = (g.repeats_until(Qe, B1) - B1) // Qe  # (the input repeats up to there)
+                if m < 1 or any(engine_of[x] == "PE" for x in range(B0, B1)):
                     continue
                 self._fill(list(range(B0, B1)), Qe, D1, m, (start, end, ready, dma_t, intervals), None)
                 self.steady_done.append((g.line, m * Qe, g.end - g.first, j - s0[0]))
@@ -1460,9 +1463,9 @@ class Scheduler:
                     if c != s0[7].get(op, 0):
                         uncosted[op] = uncosted.get(op, 0) + m * (c - s0[7].get(op, 0))
                 self.skipped += m * Qe
-                snaps.clear()
-                plan["seg"] += 1
-                plan["tries"] = plan["j"] = FIRST_TRY
+                snaps.clear()  # on from the iteration it moves to (the input may repeat again after)
+                plan["tries"] = plan["j"] = j + m * (j - s0[0]) + 1
+                plan["gap"] = FIRST_TRY
                 return B1 + m * Qe, m * (issue_busy - s0[6])
             snaps.append(s1)
             return i, 0.0

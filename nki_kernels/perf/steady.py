@@ -38,8 +38,8 @@ _EVENT_FIELDS = itemgetter(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14)
 class Segment:
     """One loop run as the scheduler reads it: events ``first``..``end - 1``, ``per`` per iteration, ``ref`` the
     offset in an iteration of the instruction whose end is the cut; ``reach[k]`` the furthest dependent of the
-    events up to ``first + k``; ``dmax`` the furthest dependency back.  :meth:`periodic_from` says from where the
-    events read as the ones a cycle before them (fields, dependencies as distances, elision, engine)."""
+    events up to ``first + k``; ``dmax`` the furthest dependency back.  :meth:`repeats_until` says up to where
+    the events read as the ones a cycle before them (fields, dependencies as distances, elision, engine)."""
 
     def __init__(self, a: int, b: int, per: int, ref: int, fields: list, lens: Any, rel: Any, el: Any, eng: Any):
         self.first, self.end, self.per, self.ref = a, b, per, ref
@@ -49,7 +49,7 @@ class Segment:
         self.dmax = int(rel.max()) if rel.size else 0
         self.reach: Any = None
         self.period: int | None = None  # iterations after which the input repeats (input_period)
-        self._from: dict[int, int] = {}
+        self._from: dict[int, Any] = {}
 
     def lookahead(self, at: int, cycle: int, window: int) -> int:
         """Events past its state the scheduler may read within the cycle of ``cycle`` events from ``at``: an
@@ -60,53 +60,63 @@ class Segment:
         return (-(-(window + 1) // int(counts.min())) + 1) * cycle + self.dmax
 
     def input_period(self, trips: int) -> int | None:
-        """The fewest iterations (at most MAX_CYCLE) after which the loop's input repeats until its end, from
-        its first half on; None if none do (a window of the arrays rules most candidates out cheaply)."""
-        per = self.per
-        k0 = min(FIRST_TRY * per, self.end - self.first)
-        k1 = min(k0 + 2 * MAX_CYCLE * per, self.end - self.first)
+        """The fewest iterations q (at most MAX_CYCLE) after which the loop's input mostly repeats: at most one
+        instruction in 64 reads otherwise than the one q iterations before it (the balancing of engines by sums
+        of floats breaks a repeat where the sums cross a power of two, ever more rarely); None if no q does.
+        Windows of a few periods at 8 places along the loop rule most candidates out cheaply."""
+        per, n = self.per, self.end - self.first
         for q in range(1, MAX_CYCLE + 1):
             sh = q * per
-            if k0 + sh >= k1:
+            if sh >= n // 4:
                 break
-            if any((arr[k0 + sh : k1] != arr[k0 : k1 - sh]).any() for arr in (self.eng, self.el, self.lens)):
-                continue
-            if self.periodic_from(sh) <= self.first + (trips // 2) * per:
+            ok = False
+            span = 4 * sh + FIRST_TRY * per  # windows of a few periods at 8 places along the loop
+            for k0 in range(0, max(1, n - span), max(1, (n - span) // 8)):
+                k1 = min(k0 + span, n)
+                if k0 + sh < k1 and not any(
+                    (arr[k0 + sh : k1] != arr[k0 : k1 - sh]).any() for arr in (self.eng, self.el, self.lens)
+                ):
+                    ok = True
+                    break
+            if ok and self._bad(sh).size * 64 <= n:
                 return q
         return None
 
-    def periodic_from(self, shift: int) -> int:
-        """The first event from which every event of the loop reads as the one ``shift`` before it."""
+    def _bad(self, shift: int) -> Any:
+        """Positions (from ``first``) where the engine, elision or number of dependencies differ from those
+        ``shift`` before (sorted; cached)."""
         hit = self._from.get(shift)
-        if hit is not None:
-            return hit
-        n = self.end - self.first
-        last = shift - 1  # (relative to first) the last event that does not repeat
-        if shift < n:
-            for arr in (self.lens, self.el, self.eng):
-                bad = np.flatnonzero(arr[shift:] != arr[:-shift])
-                if bad.size:
-                    last = max(last, int(bad[-1]) + shift)
-            s0 = last + 1  # from here the numbers of dependencies repeat: compare the distances
-            if s0 < n:
-                off = self.off
-                x, y = self.rel[off[s0] : off[n]], self.rel[off[s0 - shift] : off[n - shift]]
-                bad = np.flatnonzero(x != y)
-                if bad.size:
-                    k = int(np.searchsorted(off, off[s0] + int(bad[-1]), side="right")) - 1
-                    last = max(last, k)
-            f = self.fields  # (the program's events share their field objects: the comparison is by identity)
-            hi = n
-            while hi > last + 1:
-                lo = max(last + 1, hi - 4096)
-                if f[lo:hi] != f[lo - shift : hi - shift]:
-                    last = max(last, next(k for k in range(hi - 1, lo - 1, -1) if f[k] != f[k - shift]))
-                    break
-                hi = lo
-        else:
-            last = n
-        hit = self._from[shift] = self.first + last + 1
+        if hit is None:
+            parts = [np.flatnonzero(arr[shift:] != arr[:-shift]) + shift for arr in (self.eng, self.el, self.lens)]
+            hit = self._from[shift] = np.unique(np.concatenate(parts))
         return hit
+
+    def repeats_until(self, shift: int, start: int) -> int:
+        """The first event at or after ``start`` that does not read as the one ``shift`` before it (its fields,
+        dependencies as distances, elision, engine), or the loop's end: from ``start`` up to there the input
+        repeats with that shift."""
+        a, n = self.first, self.end - self.first
+        s = start - a
+        if s - shift < 0:
+            return start
+        bad = self._bad(shift)
+        i = int(np.searchsorted(bad, s))
+        e = int(bad[i]) if i < bad.size else n  # up to e the numbers of dependencies repeat: compare distances
+        if s < e:
+            off = self.off
+            x, y = self.rel[off[s] : off[e]], self.rel[off[s - shift] : off[e - shift]]
+            d = np.flatnonzero(x != y)
+            if d.size:
+                e = int(np.searchsorted(off, off[s] + int(d[0]), side="right")) - 1
+        f = self.fields  # (the program's events share their field objects: the comparison is by identity)
+        lo = s
+        while lo < e:
+            hi = min(e, lo + 4096)
+            if f[lo:hi] != f[lo - shift : hi - shift]:
+                e = next(k for k in range(lo, hi) if f[k] != f[k - shift])
+                break
+            lo = hi
+        return a + e
 
 
 def _dependency_part(a: int, b: int, deps: list, dependents: list) -> tuple | None:
@@ -160,7 +170,7 @@ def segments(
         g.line = int(r.line)
         g.period = g.input_period(trips)
         if g.period is None:
-            why.append(f"line {r.line}: the engines of its instructions do not repeat (placement)")
+            why.append(f"line {r.line}: its instructions' engines or dependencies do not repeat")
             continue
         out.append(g)
     return out, "; ".join(why)
