@@ -203,3 +203,20 @@ def test_balanced_engines_repeat_between_the_points_where_rounding_breaks_them()
         full, steady, sc = _both(k, tr, opts, in_order=in_order)
         assert sc.skipped > len(tr.events) // 2
         _assert_same(full, steady)
+
+
+def test_the_trace_records_each_loop_program_with_its_instructions_and_tiles():
+    k, tr = _trace("two_loops", (128, 2 * 800), (128, 2 * 700))
+    a, b = tr.loop_runs
+    assert (a.per_iteration, a.trips, b.per_iteration, b.trips) == (3, 800, 3, 700)
+    assert b.first == a.first + 3 * 800 and len(tr.events) == b.first + 3 * 700
+    for run in (a, b):
+        ev0 = tr.events[run.first : run.first + run.per_iteration]
+        evk = tr.events[run.first + 5 * run.per_iteration : run.first + 6 * run.per_iteration]
+        assert [e.op for e in ev0] == [e.op for e in evk] == ["dma_copy", "tensor_scalar", "dma_copy"]
+        assert evk[0].loops[-1].iteration == 5 and evk[0].line == ev0[0].line
+        # the tiles of iteration k: allocation ids first_alloc + k * allocs_per_iteration onwards
+        assert run.allocs_per_iteration >= 1
+        k5 = run.first_alloc + 5 * run.allocs_per_iteration
+        written = {r.alloc_id for e in evk for r in e.writes}
+        assert k5 in written

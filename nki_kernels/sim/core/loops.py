@@ -86,7 +86,7 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
                 rec.end()
         if len(recs) == 2 and program is True:
             built = _program.build(ctx, recs[0], recs[1], n)
-            first = recs[0].seq0
+            first, alloc0 = recs[0].seq0, recs[0].alloc0
             recs.clear()
             if ctx.options.explain_loops:
                 _program.explain(built if isinstance(built, str) else built.stop, kind, n, file, line)
@@ -95,7 +95,9 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
             else:
                 resume = built.stop
                 built.run(2)  # iterations 2..stop-1; those after it (the instruction cap) run per iteration
-                ctx.trace.loop_runs.append(LoopRun(first, built.r1.n_instr, built.stop, file, line))
+                r1 = built.r1
+                per = r1.alloc1 - r1.alloc0
+                ctx.trace.loop_runs.append(LoopRun(first, r1.n_instr, built.stop, file, line, alloc0 + 1, per))
                 if resume == n:
                     break
     races = ctx.races

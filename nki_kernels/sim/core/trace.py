@@ -329,13 +329,17 @@ DMA_OPS = frozenset(
 class LoopRun(NamedTuple):
     """A loop that ran as a loop program: ``trips`` iterations of ``per_iteration`` instructions from event
     ``first`` on, iteration k's instructions those of iteration 0 with their addresses moved (the program proved
-    it: core/program.py build); ``file``/``line`` the loop's."""
+    it: core/program.py build); ``file``/``line`` the loop's.  The tiles the body allocates anew each iteration:
+    iteration k's are allocation ids ``first_alloc + k * allocs_per_iteration`` onwards, ``allocs_per_iteration``
+    of them (every other tensor the body writes exists before the loop)."""
 
     first: int
     per_iteration: int
     trips: int
     file: str
     line: int
+    first_alloc: int = 0
+    allocs_per_iteration: int = 0
 
 
 @dataclass
