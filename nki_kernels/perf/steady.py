@@ -178,10 +178,20 @@ def segments(
 
 def note(done: list, why: str) -> str:
     """One line on what the steady state did in a schedule: the loops written from a cycle, and why others not."""
-    parts = [
-        f"loop at line {line}: {skipped:,} of {total:,} instructions written from a repeating cycle of {q} iterations"
-        for line, skipped, total, q in done
-    ]
+    by_loop: dict = {}  # (line, total) -> [written, stretches, cycles]
+    for line, skipped, total, q in done:
+        rec = by_loop.setdefault((line, total), [0, 0, set()])
+        rec[0] += skipped
+        rec[1] += 1
+        rec[2].add(q)
+    parts = []
+    for (line, total), (skipped, k, qs) in by_loop.items():
+        cycles = "/".join(str(q) for q in sorted(qs))
+        where = f" ({k} stretches)" if k > 1 else ""
+        parts.append(
+            f"loop at line {line}: {skipped:,} of {total:,} instructions written from a repeating cycle of "
+            f"{cycles} iterations{where}"
+        )
     if why:
         parts.append(f"scheduled event by event: {why}")
     return "; ".join(parts)
