@@ -723,7 +723,9 @@ class Scheduler:
     4. finish — a finished instruction releases its dependents.
 
     ``facts``: the events' :class:`TraceFacts` when the caller has them (shared across the schedules
-    of one estimate)."""
+    of one estimate); with the trace's loop programs in them (``TraceFacts.runs``) both passes write the
+    iterations of a repeating state instead of simulating them (perf/steady.py; ``Schedule.steady`` says
+    what they wrote)."""
 
     def __init__(
         self,
