@@ -2,18 +2,20 @@
 
 A loop that ran as a loop program (``Trace.loop_runs``, sim/core/program.py) is ``trips`` copies of one
 iteration's instructions, the same in every iteration but for their addresses.  The list scheduler
-(schedule.Scheduler.run) is a deterministic machine: when its whole state at the end of iteration j + q is its
-state at the end of iteration j moved by q iterations (every event index by q * per_iteration, every DMA queue
-position by the DMAs of q iterations, every time by the same delta), and what it reads of the instructions ahead
-repeats with the same period, each later cycle of q iterations repeats the last one shifted by that delta.  The
-scheduler then writes the start and end of the skipped iterations from the cycle it ran, moves its state forward,
-and runs the loop's last iterations and what follows it one by one again.
+(schedule.Scheduler.run, and the one-pass Scheduler.run_in_order) is a deterministic machine: when its whole
+state at the end of iteration j + q is its state at the end of iteration j moved by q iterations (every event
+index by q * per_iteration, every DMA queue position by the DMAs of q iterations, every time by one delta), and
+what it reads of the instructions ahead repeats with the same shift, each later cycle of q iterations repeats
+the last one moved by that delta.  The scheduler then writes the start, end and DMA records of as many cycles as
+the input repeats for (:meth:`Segment.repeats_until`), moves its state ahead by them, and simulates on, one
+event at a time, across the instruction that breaks the repeat; after it, it looks for a repeating state again.
 
-What "the whole state" is, and why each piece compares as it does, is :meth:`Scheduler.run`'s ``_cut`` /
-``_snapshot``.  The proof is exact up to floating-point rounding: times are compared to within ``TOLERANCE`` (a
-billionth of the time reached plus a picosecond), and a state that does not repeat to that precision (a
-throttled TensorE, a loop whose instructions wait on one from before it, ...) is scheduled one event at a time as
-before.  Loops of fewer than ``MIN_TRIPS`` iterations are not worth the check.
+What "the whole state" is, and why each piece compares as it does, is in Scheduler.run's ``snapshot`` /
+``advance`` and Scheduler.run_in_order's ``check``.  The proof is exact up to floating-point rounding: times are
+compared to within ``TOLERANCE`` (a billionth of the time reached plus a picosecond); a state that does not
+repeat to that precision, a loop that waits on an instruction from before it or is waited on by one after it,
+and a cycle with a TensorE instruction (its throttle windows are absolute times) are scheduled one event at a
+time as before.  Loops of fewer than ``MIN_TRIPS`` iterations are not worth the check.
 """
 
 from __future__ import annotations
