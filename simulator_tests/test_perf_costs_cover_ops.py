@@ -1,6 +1,6 @@
-"""Every instruction the interpreter records has a cost decision: a rule in the cost table, or the generic
-elementwise rule taken on purpose (perf/costs.py GENERIC_COST, reported as uncosted); and the interpreter records
-no instruction its list (sim/core/trace.py COMPUTE_OPS / DMA_OPS) does not name."""
+"""Every instruction the interpreter records (sim/core/trace.py IsaOp) has a cost decision: a rule in the cost
+table, or the generic elementwise rule taken on purpose (perf/costs.py GENERIC_COST, reported as uncosted); and
+the interpreter records no instruction IsaOp does not name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from nki_kernels.perf.costs import COMPUTE_COSTS, GENERIC_COST, compute_cost_ns, dma_cost
 from nki_kernels.perf.hardware import get_hardware
 from nki_kernels.perf.model import trace_of
-from nki_kernels.sim.core.trace import COMPUTE_OPS, DMA_OPS, Engine
+from nki_kernels.sim.core.trace import COMPUTE_OPS, DMA_OPS, Engine, IsaOp
 from nki_kernels.sim.nki01 import language as nl
 from nki_kernels.sim.nki01.kernel import jit
 
@@ -20,7 +20,10 @@ def test_every_compute_instruction_has_a_cost_decision():
     assert not missing, f"instructions with no cost rule and no GENERIC_COST entry: {missing}"
     assert not set(COMPUTE_COSTS) & set(GENERIC_COST), "an instruction is in both tables"
     assert not (set(COMPUTE_COSTS) | set(GENERIC_COST)) - COMPUTE_OPS, "a cost for an instruction never recorded"
-    assert not COMPUTE_OPS & DMA_OPS
+    assert not COMPUTE_OPS & DMA_OPS and COMPUTE_OPS | DMA_OPS == set(IsaOp)
+    assert all(type(k) is IsaOp for k in (*COMPUTE_COSTS, *GENERIC_COST)), "the cost table is keyed by IsaOp"
+    assert IsaOp.NC_MATMUL == "nc_matmul" and COMPUTE_COSTS["nc_matmul"] is COMPUTE_COSTS[IsaOp.NC_MATMUL]
+    assert f"{IsaOp.DMA_COPY}" == str(IsaOp.DMA_COPY) == "dma_copy"
 
 
 def _copy_trace():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
-from nki_kernels.sim.core.trace import Dma, Elementwise, Event, Matmul, Reduce, Transpose
+from nki_kernels.sim.core.trace import Dma, Elementwise, Event, IsaOp, Matmul, Reduce, Transpose
 
 from .hardware import HardwareSpec
 
@@ -178,45 +178,45 @@ def cost_generic(ev: Event, hw: HardwareSpec) -> float:
 # Instructions costed by the generic elementwise rule (cost_generic: max(64, N) cycles, N the elements per
 # partition) for want of a public cycle figure; the estimate counts them in ``uncosted_ops`` and the report says
 # so.  Each is a decision, not an omission: simulator_tests/test_perf_costs_cover_ops.py fails for an instruction
-# the interpreter records (sim/core/trace.py COMPUTE_OPS) that is in neither table.
-GENERIC_COST = {
-    "dropout": "VectorE elementwise with a random mask: no public cycle figure",
-    "max8": "VectorE top-8 per partition: no public cycle figure",
-    "nc_find_index8": "VectorE index search: no public cycle figure",
-    "nc_match_replace8": "VectorE match and replace: no public cycle figure",
-    "nc_stream_shuffle": "VectorE partition shuffle: no public cycle figure",
-    "select_reduce": "VectorE select with a reduction: no public cycle figure",
-    "tensor_copy_predicated": "VectorE predicated copy: no public cycle figure",
-    "tensor_scalar_cumulative": "VectorE scan with a scalar: no public cycle figure",
-    "gather_flattened": "GpSimd gather: no public cycle figure",
-    "local_gather": "GpSimd gather within partitions: no public cycle figure",
-    "rand": "GpSimd random numbers: no public cycle figure",
-    "sequence_bounds": "GpSimd segment bounds: no public cycle figure",
-    "tensor_partition_reduce": "GpSimd reduction across partitions: no public cycle figure",
+# the interpreter records (sim/core/trace.py IsaOp) that is in neither table.
+GENERIC_COST: dict[str, str] = {
+    IsaOp.DROPOUT: "VectorE elementwise with a random mask: no public cycle figure",
+    IsaOp.MAX8: "VectorE top-8 per partition: no public cycle figure",
+    IsaOp.NC_FIND_INDEX8: "VectorE index search: no public cycle figure",
+    IsaOp.NC_MATCH_REPLACE8: "VectorE match and replace: no public cycle figure",
+    IsaOp.NC_STREAM_SHUFFLE: "VectorE partition shuffle: no public cycle figure",
+    IsaOp.SELECT_REDUCE: "VectorE select with a reduction: no public cycle figure",
+    IsaOp.TENSOR_COPY_PREDICATED: "VectorE predicated copy: no public cycle figure",
+    IsaOp.TENSOR_SCALAR_CUMULATIVE: "VectorE scan with a scalar: no public cycle figure",
+    IsaOp.GATHER_FLATTENED: "GpSimd gather: no public cycle figure",
+    IsaOp.LOCAL_GATHER: "GpSimd gather within partitions: no public cycle figure",
+    IsaOp.RAND: "GpSimd random numbers: no public cycle figure",
+    IsaOp.SEQUENCE_BOUNDS: "GpSimd segment bounds: no public cycle figure",
+    IsaOp.TENSOR_PARTITION_REDUCE: "GpSimd reduction across partitions: no public cycle figure",
 }
 
-COMPUTE_COSTS = {
-    "nc_matmul": cost_matmul,
-    "nc_transpose": cost_nc_transpose,
-    "tensor_copy": cost_copy_like,
-    "tensor_scalar": cost_copy_like,
-    "activation": cost_copy_like,
-    "memset": cost_copy_like,
-    "tensor_copy_dynamic": cost_copy_like,
-    "tensor_tensor": cost_tensor_tensor,
-    "tensor_reduce": cost_reduce,
-    "activation_reduce": cost_act_reduce,
-    "tensor_scalar_reduce": cost_act_reduce,
-    "reciprocal": _per_elem("reciprocal_cycles_per_elem"),
-    "bn_stats": _per_elem("reduce_cycles_per_elem"),
-    "bn_aggr": _per_elem("bn_aggr_cycles_per_elem"),
-    "tensor_tensor_scan": _per_elem("scan_cycles_per_elem"),
-    "scalar_tensor_tensor": _per_elem("stt_cycles_per_elem"),
-    "iota": cost_pool_index,
-    "affine_select": cost_pool_index,
-    "range_select": cost_pool_index,
-    "topk": cost_topk,
-    "transpose": cost_vector_transpose,
+COMPUTE_COSTS: dict[str, Any] = {  # (keys: IsaOp members, which equal their str values)
+    IsaOp.NC_MATMUL: cost_matmul,
+    IsaOp.NC_TRANSPOSE: cost_nc_transpose,
+    IsaOp.TENSOR_COPY: cost_copy_like,
+    IsaOp.TENSOR_SCALAR: cost_copy_like,
+    IsaOp.ACTIVATION: cost_copy_like,
+    IsaOp.MEMSET: cost_copy_like,
+    IsaOp.TENSOR_COPY_DYNAMIC: cost_copy_like,
+    IsaOp.TENSOR_TENSOR: cost_tensor_tensor,
+    IsaOp.TENSOR_REDUCE: cost_reduce,
+    IsaOp.ACTIVATION_REDUCE: cost_act_reduce,
+    IsaOp.TENSOR_SCALAR_REDUCE: cost_act_reduce,
+    IsaOp.RECIPROCAL: _per_elem("reciprocal_cycles_per_elem"),
+    IsaOp.BN_STATS: _per_elem("reduce_cycles_per_elem"),
+    IsaOp.BN_AGGR: _per_elem("bn_aggr_cycles_per_elem"),
+    IsaOp.TENSOR_TENSOR_SCAN: _per_elem("scan_cycles_per_elem"),
+    IsaOp.SCALAR_TENSOR_TENSOR: _per_elem("stt_cycles_per_elem"),
+    IsaOp.IOTA: cost_pool_index,
+    IsaOp.AFFINE_SELECT: cost_pool_index,
+    IsaOp.RANGE_SELECT: cost_pool_index,
+    IsaOp.TOPK: cost_topk,
+    IsaOp.TRANSPOSE: cost_vector_transpose,
 }
 
 

@@ -268,62 +268,84 @@ for _cls in (Region, LoopFrame, Event) + PAYLOADS:
     _cls.__hash__ = _hash  # type: ignore[method-assign]
 
 
-# Every instruction the interpreter records (``Event.op``): the compute instructions (PE / ACT / DVE / POOL) and
-# the DMAs.  The cost model's table is keyed by these names (perf/costs.py COMPUTE_COSTS, GENERIC_COST; DMAs by
-# dma_cost): simulator_tests/test_perf_costs_cover_ops.py fails when one has no cost decision, and
-# RunContext.record refuses a name not listed here.
-COMPUTE_OPS = frozenset(
-    {
-        "activation",
-        "activation_reduce",
-        "affine_select",
-        "bn_aggr",
-        "bn_stats",
-        "dropout",
-        "gather_flattened",
-        "iota",
-        "local_gather",
-        "max8",
-        "memset",
-        "nc_find_index8",
-        "nc_match_replace8",
-        "nc_matmul",
-        "nc_stream_shuffle",
-        "nc_transpose",
-        "rand",
-        "range_select",
-        "reciprocal",
-        "scalar_tensor_tensor",
-        "select_reduce",
-        "sequence_bounds",
-        "tensor_copy",
-        "tensor_copy_dynamic",
-        "tensor_copy_predicated",
-        "tensor_partition_reduce",
-        "tensor_reduce",
-        "tensor_scalar",
-        "tensor_scalar_cumulative",
-        "tensor_scalar_reduce",
-        "tensor_tensor",
-        "tensor_tensor_scan",
-        "topk",
-        "transpose",
-    }
-)
+class IsaOp(str, enum.Enum):
+    """Every instruction the interpreter records (``Event.op`` holds its value): the compute instructions
+    (PE / ACT / DVE / POOL) and the DMAs.  The cost model's table is keyed by it (perf/costs.py COMPUTE_COSTS,
+    GENERIC_COST; DMAs by dma_cost): simulator_tests/test_perf_costs_cover_ops.py fails when one has no cost
+    decision, and RunContext.record refuses a name that is not one of these.  A member equals and hashes like
+    its value, so ``ev.op == IsaOp.NC_MATMUL`` and ``COMPUTE_COSTS[ev.op]`` work on the recorded strings."""
+
+    # compute
+    ACTIVATION = "activation"
+    ACTIVATION_REDUCE = "activation_reduce"
+    AFFINE_SELECT = "affine_select"
+    BN_AGGR = "bn_aggr"
+    BN_STATS = "bn_stats"
+    DROPOUT = "dropout"
+    GATHER_FLATTENED = "gather_flattened"
+    IOTA = "iota"
+    LOCAL_GATHER = "local_gather"
+    MAX8 = "max8"
+    MEMSET = "memset"
+    NC_FIND_INDEX8 = "nc_find_index8"
+    NC_MATCH_REPLACE8 = "nc_match_replace8"
+    NC_MATMUL = "nc_matmul"
+    NC_STREAM_SHUFFLE = "nc_stream_shuffle"
+    NC_TRANSPOSE = "nc_transpose"
+    RAND = "rand"
+    RANGE_SELECT = "range_select"
+    RECIPROCAL = "reciprocal"
+    SCALAR_TENSOR_TENSOR = "scalar_tensor_tensor"
+    SELECT_REDUCE = "select_reduce"
+    SEQUENCE_BOUNDS = "sequence_bounds"
+    TENSOR_COPY = "tensor_copy"
+    TENSOR_COPY_DYNAMIC = "tensor_copy_dynamic"
+    TENSOR_COPY_PREDICATED = "tensor_copy_predicated"
+    TENSOR_PARTITION_REDUCE = "tensor_partition_reduce"
+    TENSOR_REDUCE = "tensor_reduce"
+    TENSOR_SCALAR = "tensor_scalar"
+    TENSOR_SCALAR_CUMULATIVE = "tensor_scalar_cumulative"
+    TENSOR_SCALAR_REDUCE = "tensor_scalar_reduce"
+    TENSOR_TENSOR = "tensor_tensor"
+    TENSOR_TENSOR_SCAN = "tensor_tensor_scan"
+    TOPK = "topk"
+    TRANSPOSE = "transpose"
+    # DMA (queues, collectives)
+    DMA_COPY = "dma_copy"
+    DMA_TRANSPOSE = "dma_transpose"
+    ALL_GATHER = "all_gather"
+    ALL_REDUCE = "all_reduce"
+    ALL_TO_ALL = "all_to_all"
+    COLLECTIVE_PERMUTE = "collective_permute"
+    COLLECTIVE_PERMUTE_IMPLICIT = "collective_permute_implicit"
+    COLLECTIVE_PERMUTE_IMPLICIT_REDUCE = "collective_permute_implicit_reduce"
+    REDUCE_SCATTER = "reduce_scatter"
+    SENDRECV = "sendrecv"
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 DMA_OPS = frozenset(
     {
-        "dma_copy",
-        "dma_transpose",
-        "all_gather",
-        "all_reduce",
-        "all_to_all",
-        "collective_permute",
-        "collective_permute_implicit",
-        "collective_permute_implicit_reduce",
-        "reduce_scatter",
-        "sendrecv",
+        IsaOp.DMA_COPY,
+        IsaOp.DMA_TRANSPOSE,
+        IsaOp.ALL_GATHER,
+        IsaOp.ALL_REDUCE,
+        IsaOp.ALL_TO_ALL,
+        IsaOp.COLLECTIVE_PERMUTE,
+        IsaOp.COLLECTIVE_PERMUTE_IMPLICIT,
+        IsaOp.COLLECTIVE_PERMUTE_IMPLICIT_REDUCE,
+        IsaOp.REDUCE_SCATTER,
+        IsaOp.SENDRECV,
     }
 )
+COMPUTE_OPS = frozenset(IsaOp) - DMA_OPS
 
 
 class LoopRun(NamedTuple):
