@@ -309,6 +309,8 @@ def _profile(a, target, shapes, dtype, pool, causal, loaded) -> int:
         if previous is not None:
             set_default_options(previous)
     print(f"traced + scheduled {est.n_events} instructions in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    if est.steady:  # how the scheduler read the loop programs (perf/steady.py)
+        print(f"  scheduler: {est.steady}", file=sys.stderr)
     # The records first, whole (temporary file + rename), then the output: a closed pipe (`| head`)
     # or a Ctrl-C while printing never costs a record or leaves half of one.
     stem_shape = tuple(shapes) if len(shapes) > 1 else shapes[0]
