@@ -28,32 +28,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 
-class Engine(str, enum.Enum):
-    """The engine (queue) an instruction runs on; the values are neuron-profile's queue names."""
-
-    PE = "PE"  # TensorE (matmul, transpose)
-    ACT = "ACT"  # ScalarE (activation)
-    DVE = "DVE"  # VectorE
-    POOL = "POOL"  # GpSimdE
-    DMA = "DMA"  # DMA engines (dma_copy, load, store)
-
-    __hash__ = str.__hash__  # a member hashes like its value: {"PE": x}[Engine.PE] works
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-class Buffer(str, enum.Enum):
-    """The memory an allocation lives in."""
-
-    HBM = "hbm"
-    SHARED_HBM = "shared_hbm"
-    PRIVATE_HBM = "private_hbm"
-    SBUF = "sbuf"
-    PSUM = "psum"
+class StrValued(str, enum.Enum):
+    """An enum whose members are their string values to the rest of the program: equal to, hashing like and
+    printing as the value ({"PE": x}[Engine.PE] works; f"{Engine.PE}" is "PE")."""
 
     __hash__ = str.__hash__
 
@@ -62,6 +39,26 @@ class Buffer(str, enum.Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+
+class Engine(StrValued):
+    """The engine (queue) an instruction runs on; the values are neuron-profile's queue names."""
+
+    PE = "PE"  # TensorE (matmul, transpose)
+    ACT = "ACT"  # ScalarE (activation)
+    DVE = "DVE"  # VectorE
+    POOL = "POOL"  # GpSimdE
+    DMA = "DMA"  # DMA engines (dma_copy, load, store)
+
+
+class Buffer(StrValued):
+    """The memory an allocation lives in."""
+
+    HBM = "hbm"
+    SHARED_HBM = "shared_hbm"
+    PRIVATE_HBM = "private_hbm"
+    SBUF = "sbuf"
+    PSUM = "psum"
 
     @property
     def is_hbm(self) -> bool:
@@ -75,7 +72,7 @@ class Buffer(str, enum.Enum):
 _HBM = frozenset((Buffer.HBM, Buffer.SHARED_HBM, Buffer.PRIVATE_HBM))
 
 
-class LoopKind(str, enum.Enum):
+class LoopKind(StrValued):
     """The kind of an enclosing loop.  ``RANGE``: a plain Python ``range`` the front end treats as a
     loop (NKI 0.1: a top-level ``range`` behaves as ``sequential_range``; NKI 0.7: unrolled)."""
 
@@ -83,14 +80,6 @@ class LoopKind(str, enum.Enum):
     SEQUENTIAL = "sequential"
     STATIC = "static"
     RANGE = "range"
-
-    __hash__ = str.__hash__
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 PE, ACT, DVE, POOL, DMA = Engine.PE, Engine.ACT, Engine.DVE, Engine.POOL, Engine.DMA
@@ -268,12 +257,12 @@ for _cls in (Region, LoopFrame, Event) + PAYLOADS:
     _cls.__hash__ = _hash  # type: ignore[method-assign]
 
 
-class IsaOp(str, enum.Enum):
+class IsaOp(StrValued):
     """Every instruction the interpreter records (``Event.op`` holds its value): the compute instructions
     (PE / ACT / DVE / POOL) and the DMAs.  The cost model's table is keyed by it (perf/costs.py COMPUTE_COSTS,
     GENERIC_COST; DMAs by dma_cost): simulator_tests/test_perf_costs_cover_ops.py fails when one has no cost
     decision, and RunContext.record refuses a name that is not one of these.  A member equals and hashes like
-    its value, so ``ev.op == IsaOp.NC_MATMUL`` and ``COMPUTE_COSTS[ev.op]`` work on the recorded strings."""
+    its value (StrValued), so ``ev.op == IsaOp.NC_MATMUL`` and ``COMPUTE_COSTS[ev.op]`` work on the recorded strings."""
 
     # compute
     ACTIVATION = "activation"
@@ -310,7 +299,7 @@ class IsaOp(str, enum.Enum):
     TENSOR_TENSOR_SCAN = "tensor_tensor_scan"
     TOPK = "topk"
     TRANSPOSE = "transpose"
-    # DMA (queues, collectives)
+    # DMA (queues, collectives): keep them last (DMA_OPS)
     DMA_COPY = "dma_copy"
     DMA_TRANSPOSE = "dma_transpose"
     ALL_GATHER = "all_gather"
@@ -322,29 +311,9 @@ class IsaOp(str, enum.Enum):
     REDUCE_SCATTER = "reduce_scatter"
     SENDRECV = "sendrecv"
 
-    __hash__ = str.__hash__
 
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-DMA_OPS = frozenset(
-    {
-        IsaOp.DMA_COPY,
-        IsaOp.DMA_TRANSPOSE,
-        IsaOp.ALL_GATHER,
-        IsaOp.ALL_REDUCE,
-        IsaOp.ALL_TO_ALL,
-        IsaOp.COLLECTIVE_PERMUTE,
-        IsaOp.COLLECTIVE_PERMUTE_IMPLICIT,
-        IsaOp.COLLECTIVE_PERMUTE_IMPLICIT_REDUCE,
-        IsaOp.REDUCE_SCATTER,
-        IsaOp.SENDRECV,
-    }
-)
+_ISA = list(IsaOp)
+DMA_OPS = frozenset(_ISA[_ISA.index(IsaOp.DMA_COPY) :])  # (the members from the "DMA" section on)
 COMPUTE_OPS = frozenset(IsaOp) - DMA_OPS
 
 
