@@ -18,18 +18,7 @@ from nki_kernels.sim.nki01 import isa as nisa
 from nki_kernels.sim.nki01 import language as nl
 from nki_kernels.sim.nki01.kernel import jit
 
-ADD_TILED = """
-def add_tiled(a, b):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
-    for m in nl.affine_range(a.shape[0]):
-        ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=ta, src=a[m : m + 1])
-        nisa.dma_copy(dst=tb, src=b[m : m + 1])
-        r = nisa.tensor_tensor(ta, tb, op=nl.add)
-        nisa.dma_copy(dst=out[m : m + 1], src=r)
-    return out
-"""
+ADD_TILED = speed.VECTOR_ADD.format(name="add_tiled", op=speed.TENSOR_TENSOR_ADD)
 
 MIXED = """
 def mixed(x):

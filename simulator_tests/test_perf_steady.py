@@ -15,20 +15,9 @@ from nki_kernels.sim.nki01 import isa as nisa
 from nki_kernels.sim.nki01 import language as nl
 from nki_kernels.sim.nki01.kernel import jit
 
-ADD = """
-def {name}(a, b):  # the CS149 part 1 starter's shape: one element per iteration, DMAs in and out
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
-    for m in nl.affine_range(a.shape[0]):
-        ta = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        tb = nl.ndarray((1, 1), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=ta, src=a[m : m + 1])
-        nisa.dma_copy(dst=tb, src=b[m : m + 1])
-        r = {op}
-        nisa.dma_copy(dst=out[m : m + 1], src=r)
-    return out
-"""
-# add_rows: the starter's tensor_scalar (an op the compiler may place on VectorE or ScalarE); add_rows_tt: the
-# ALU op VectorE runs (tensor_tensor: no engine to choose)
+# the CS149 part 1 starter's shape (speed.VECTOR_ADD): add_rows with its tensor_scalar (an op the compiler may place
+# on VectorE or ScalarE); add_rows_tt with the ALU op VectorE runs (tensor_tensor: no engine to choose)
+ADD = speed.VECTOR_ADD
 KERNELS = (
     ADD.format(name="add_rows", op="nisa.tensor_scalar(ta, nl.add, tb)")
     + ADD.format(name="add_rows_tt", op="nisa.tensor_tensor(ta, tb, nl.add)")
