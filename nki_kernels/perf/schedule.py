@@ -808,6 +808,43 @@ class Scheduler:
         selects one cost (the memo of the scheduler)."""
         return self.facts.get("cost_keys", lambda: [None] * self.n)
 
+    def _dma_issuer(self, issue_free: list, slots: list, ring_free: list) -> Callable:
+        """``issue(cost, ready, queue, event) -> DmaTiming``: one DMA through DGE queue ``queue`` (free times
+        ``issue_free``), the first free of the in-flight slots (a heap of (free at, slot)) and the DMA engines
+        (rings) its partitions map to (free times ``ring_free``); updates the three.  The one DMA front end of
+        :meth:`run` and :meth:`run_in_order`."""
+        issue_latency, L = self.issue_latency, self.L
+        n_rings, per_ring = self.n_rings, self.per_ring
+        pop, push, inf = heapq.heappop, heapq.heappush, math.inf
+
+        def issue(c: DmaCost, r: float, k: int, ev: Event) -> DmaTiming:
+            sf, q = pop(slots)
+            s = max(issue_free[k], r, sf)
+            ie = s + c.issue_ns
+            issue_free[k] = ie
+            arrive = ie + issue_latency + L
+            # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
+            # the start partition comes from the DMA payload's partition_start
+            payload: Any = ev.payload
+            first = int(payload.partition_start or 0) // per_ring
+            ring_ns = c.ring_ns
+            used = min(c.rings, n_rings)
+            if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
+                x = first % n_rings
+                ds = st = max(ring_free[x], arrive)
+                ring_free[x] = de = st + ring_ns
+            else:
+                ds, de = inf, 0.0
+                for x in ((first + y) % n_rings for y in range(used)):
+                    st = max(ring_free[x], arrive)
+                    ring_free[x] = st + ring_ns
+                    ds = min(ds, st)
+                    de = max(de, st + ring_ns)
+            push(slots, (de, q))
+            return DmaTiming(r, s, ie, ds, de, q, c, k)
+
+        return issue
+
     def run(self) -> Schedule:
         """The discrete-event simulation (one function: its state lives in local variables)."""
         n = self.n
@@ -939,14 +976,13 @@ class Scheduler:
         max_inflight = self.max_inflight
         slots = [(0.0, q) for q in range(max_inflight)]  # (free at, slot): heap order = first free slot
         serial = self._serial()
-        issue_latency, L = self.issue_latency, self.L
-        n_rings, per_ring = self.n_rings, self.per_ring
-        ring_free = [0.0] * n_rings
+        ring_free = [0.0] * self.n_rings
         dma_t = self.dma_t
         intervals: list = []
         issue_busy = 0.0
         inflight = 0
         dma_released = 0
+        issue = self._dma_issuer(issue_free, slots, ring_free)
 
         def issue_dmas():
             nonlocal p0, issue_busy, inflight, dma_released
@@ -975,37 +1011,12 @@ class Scheduler:
                 c = cost_memo.get((ck, "DMA")) if ck is not None else None
                 if c is None:
                     c = cost(j)
-                if serial[j] or n_issue == 1:
-                    k = 0
-                else:  # the first queue free first
-                    k = issue_free.index(min(issue_free))
-                sf, q = pop(slots)
-                s = max(issue_free[k], r, sf)
-                ie = s + c.issue_ns
-                issue_free[k] = ie
+                k = 0 if serial[j] or n_issue == 1 else issue_free.index(min(issue_free))  # the first free queue
+                d = dma_t[j] = issue(c, r, k, events[j])
                 issue_busy += c.issue_ns
-                arrive = ie + issue_latency + L
-                # partition p is served by DMA engine p // 8 (DO: a 4-partition DMA used one engine);
-                # the start partition comes from the DMA payload's partition_start
-                first = int(events[j].payload.partition_start or 0) // per_ring
-                ring_ns = c.ring_ns
-                used = min(c.rings, n_rings)
-                if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
-                    x = first % n_rings
-                    ds = st = max(ring_free[x], arrive)
-                    ring_free[x] = de = st + ring_ns
-                else:
-                    ds, de = inf, 0.0
-                    for x in ((first + y) % n_rings for y in range(used)):
-                        st = max(ring_free[x], arrive)
-                        ring_free[x] = st + ring_ns
-                        ds = min(ds, st)
-                        de = max(de, st + ring_ns)
-                push(slots, (de, q))
-                dma_t[j] = DmaTiming(r, s, ie, ds, de, q, c, k)
-                intervals.append((ds, de))
-                start[j] = s
-                end[j] = de
+                intervals.append((d.data_start, d.data_end))
+                start[j] = d.issue_start
+                end[j] = de = d.data_end
                 started[j] = True
                 inflight += 1
                 push(heap, (de, next(cnt), _DONE, j))
@@ -1382,13 +1393,11 @@ class Scheduler:
         issue_free = [0.0] * n_issue
         slots = [(0.0, q) for q in range(self.max_inflight)]
         serial = self._serial()
-        issue_latency, L = self.issue_latency, self.L
-        n_rings, per_ring = self.n_rings, self.per_ring
-        ring_free = [0.0] * n_rings
+        ring_free = [0.0] * self.n_rings
         dma_t = self.dma_t
         intervals: list = []
         issue_busy = 0.0
-        pop, push = heapq.heappop, heapq.heappush
+        issue = self._dma_issuer(issue_free, slots, ring_free)
         cost_keys = self._cost_keys()
         cost_key = self._cost_key
         # the steady state of a loop program (perf/steady.py): at iteration boundaries, the state the rest of the
@@ -1509,32 +1518,11 @@ class Scheduler:
                     if c is None:
                         c = cost_memo[ck, e] = dma_cost(events[i], hw, dma_mode)
                     k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
-                    sf, q = pop(slots)
-                    s = max(issue_free[k], r, sf)
-                    ie = s + c.issue_ns
-                    issue_free[k] = ie
+                    dt_ = dma_t[i] = issue(c, r, k, events[i])
                     issue_busy += c.issue_ns
-                    arrive = ie + issue_latency + L
-                    payload: Any = events[i].payload
-                    first = int(payload.partition_start or 0) // per_ring
-                    ring_ns = c.ring_ns
-                    used = min(c.rings, n_rings)
-                    if used == 1:  # (the loop below with one engine: min(inf, st) is st, max(0.0, end) is end)
-                        x = first % n_rings
-                        ds_ = st = max(ring_free[x], arrive)
-                        ring_free[x] = de = st + ring_ns
-                    else:
-                        ds_, de = math.inf, 0.0
-                        for x in ((first + y) % n_rings for y in range(used)):
-                            st = max(ring_free[x], arrive)
-                            ring_free[x] = st + ring_ns
-                            ds_ = min(ds_, st)
-                            de = max(de, st + ring_ns)
-                    push(slots, (de, q))
-                    dma_t[i] = DmaTiming(r, s, ie, ds_, de, q, c, k)
-                    intervals.append((ds_, de))
-                    start[i] = s
-                    end[i] = de
+                    intervals.append((dt_.data_start, dt_.data_end))
+                    start[i] = dt_.issue_start
+                    end[i] = dt_.data_end
                     continue
                 s = max(eng_free[e], r)
                 hit = cost_memo.get((ck, e))
