@@ -340,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("b")
     c.add_argument("--rel", type=float, default=0.0, help="floats equal to this relative error (default: ==)")
     a = ap.parse_args(argv)
+    if a.cmd == "compare" and not 0.0 <= a.rel < 1.0:
+        ap.error(f"compare --rel: a relative error in [0, 1) (0: exact), got {a.rel}")
     if a.cmd == "record":
         record(a.out, a.cache, not a.no_loo, a.only)
         return 0
