@@ -239,17 +239,7 @@ def place_engines(
     if not cands_of:
         return engs
     last = max(cands_of)
-    memo: dict = {}
-
-    def cost(ev, e):
-        if cost_key is None:
-            return cost_on(ev, e)
-        k = (cost_key(ev), e)
-        c = memo.get(k)
-        if c is None:
-            c = memo[k] = cost_on(ev, e)
-        return c
-
+    memo: dict = {}  # (cost key, engine or candidates) -> cost, or the candidates' ((engine, cost), ...)
     load = {"ACT": 0.0, "DVE": 0.0, "POOL": 0.0, "PE": 0.0}
     out = []
     for i, (ev, eng) in enumerate(zip(events, engs, strict=True)):
@@ -257,12 +247,27 @@ def place_engines(
             out.append(eng)
             continue
         flex = cands_of.get(i)
+        mk = None if cost_key is None else (cost_key(ev), flex or eng)
+        hit = None if mk is None else memo.get(mk)
         if flex is not None:
-            costs = {e: cost(ev, e) for e in flex}
-            eng = min(flex, key=lambda e: (load[e] + costs[e], flex.index(e)))
-            load[eng] += costs[eng]
+            if hit is None:
+                hit = tuple((e, cost_on(ev, e)) for e in flex)
+                if mk is not None:
+                    memo[mk] = hit
+            # the least loaded after it; at equal loads the first candidate
+            eng, c = hit[0]
+            best = load[eng] + c
+            for e, ce in hit[1:]:
+                v = load[e] + ce
+                if v < best:
+                    eng, c, best = e, ce, v
+            load[eng] += c
         else:
-            load[eng] = load.get(eng, 0.0) + cost(ev, eng)
+            if hit is None:
+                hit = cost_on(ev, eng)
+                if mk is not None:
+                    memo[mk] = hit
+            load[eng] = load.get(eng, 0.0) + hit
         out.append(eng)
     return out
 

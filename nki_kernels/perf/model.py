@@ -331,35 +331,25 @@ def alternatives(
     peak = int(getattr(trace, "peak_sbuf_bytes_per_partition", 0) or 0)
     placed: frozenset | set = getattr(trace, "placed_allocs", frozenset())
 
-    def run(o: ModelOptions) -> float:
-        if o.serialise:  # window 1: the same schedule in one pass (Scheduler.run_in_order)
-            d = build_dependencies(events, o, origins, names, hw, peak, placed, facts)
-            s = Scheduler(events, hw, o, d, None, facts).run_in_order()
-        else:
-            s = schedule(
-                events,
-                hw,
-                o,
-                alloc_origins=origins,
-                alloc_names=names,
-                peak_sbuf=peak,
-                deps=None,
-                placed=placed,
-                facts=facts,
-            )
-        return floor_us + s.makespan_ns / 1e3
+    def run(o: ModelOptions, deps: list | None = None, extra_elided: dict | None = None, ev: Any = None) -> float:
+        """The estimate under ``o`` (its makespan alone: Scheduler.makespan_ns); ``deps`` / ``ev``: given, else
+        built."""
+        evs = events if ev is None else ev
+        f = facts if ev is None else facts.scaled(ev)
+        if deps is None:
+            deps = build_dependencies(events, o, origins, names, hw, peak, placed, facts)
+        return floor_us + Scheduler(evs, hw, o, deps, extra_elided, f).makespan_ns() / 1e3
 
     out = []
     if opts.place_engines and any(
         e != r for e, r, d in zip(base.engine_of, facts.engine, facts.is_dma, strict=True) if not d
     ):
-        s = schedule(events, hw, replace(opts, place_engines=False), deps=base.deps, facts=facts)
         out.append(
             Alternative(
                 "copy placement",
                 "copies / scalar ops without engine= balanced over VectorE and ScalarE",
                 "all on the engine the trace records",
-                floor_us + s.makespan_ns / 1e3,
+                run(replace(opts, place_engines=False), base.deps),
             )
         )
     if opts.fold_psum_zeros and facts.get("psum_folds", lambda: psum_zero_folds(events)):
@@ -375,13 +365,12 @@ def alternatives(
         ev2, deps2, eli = vectorised(
             events, base.deps, facts.get("vectorisable_loops", lambda: vectorisable_loops(events))
         )
-        fast = Scheduler(ev2, hw, opts, deps2, eli, facts.scaled(ev2)).run()
         out.append(
             Alternative(
                 "loops of tiny instructions",
                 "run as traced, pipelined",
                 "merged across iterations by the compiler",
-                floor_us + fast.makespan_ns / 1e3,
+                run(opts, deps2, eli, ev2),
             )
         )
         out.append(

@@ -846,7 +846,22 @@ class Scheduler:
         return issue
 
     def run(self) -> Schedule:
-        """The discrete-event simulation (one function: its state lives in local variables)."""
+        """The discrete-event simulation: the schedule of every instruction."""
+        out = self._run(keep=True)
+        assert isinstance(out, Schedule)
+        return out
+
+    def makespan_ns(self) -> float:
+        """The makespan alone, as :meth:`run` (or with ``serialise`` :meth:`run_in_order`) finds it: what the
+        estimate reads of an alternative schedule (model.alternatives).  The same simulation, but the cycles a
+        steady state writes get only what the rest of the pass reads (their ends; perf/steady.py), not every
+        instruction's start and DMA record."""
+        out = self._run_in_order(keep=False) if self.opts.serialise else self._run(keep=False)
+        assert isinstance(out, float)
+        return out
+
+    def _run(self, keep: bool) -> Schedule | float:
+        """run() (``keep``) or makespan_ns(): one function, its state in local variables."""
         n = self.n
         hw = self.hw
         events = self.events
@@ -983,6 +998,7 @@ class Scheduler:
         inflight = 0
         dma_released = 0
         issue = self._dma_issuer(issue_free, slots, ring_free)
+        records = (dma_t, intervals) if keep else None  # what the steady state's cycles write besides the ends
 
         def issue_dmas():
             nonlocal p0, issue_busy, inflight, dma_released
@@ -1176,7 +1192,7 @@ class Scheduler:
             lp, hp = bisect_left(dma_queue, lo1), bisect_left(dma_queue, hi1)
             w_iss = issued[lp:hp]
             # the instructions the cycles run, each cycle the last one moved
-            self._fill(ran, Qe, D1, m, (start, end, ready, dma_t, intervals), (started, remaining, issued, dma_qpos))
+            self._fill(ran, Qe, D1, m, start, end, records, (started, remaining, issued, dma_qpos))
             self.steady_done.append((g.line, m * len(ran), g.end - g.first, j1 - j0))
             self.skipped += m * len(ran)
             for k in range(hi1 - lo1):  # the waiting ones, moved (the running ones' times are written above)
@@ -1274,7 +1290,6 @@ class Scheduler:
                     dispatch(eng, t)
             if dma_released and inflight < max_inflight:
                 issue_dmas()
-        self.start, self.end, self.ready, self.started = start, end, ready, started
         self.reordered = reordered
         self.issue_busy = issue_busy
         if done != n:
@@ -1283,6 +1298,8 @@ class Scheduler:
                 f"cost model scheduler stalled with {n - done} instructions "
                 f"left (first: {stuck}; dependency cycle in the trace?)"
             )
+        if not keep:
+            return max(end) if n else 0.0
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
         for e, q in queues.items():
             busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in q)
@@ -1305,32 +1322,49 @@ class Scheduler:
             note(self.steady_done, self.steady_why),
         )
 
-    def _fill(self, ran: list, Qe: int, D1: float, m: int, times: tuple, flags: tuple | None) -> None:
-        """The instructions ``ran`` (one cycle of a steady state, perf/steady.py) moved by 1..m cycles of ``Qe``
-        events and ``D1`` ns: their start / end / ready times and DMA records written (each list by one C-level
-        loop); ``flags``: run()'s started / remaining / issued / DMA positions to mark, or None."""
-        start, end, ready, dma_t, intervals = times
+    def _fill(
+        self, ran: list, Qe: int, D1: float, m: int, start: list, end: list, dmas: tuple | None, flags: tuple | None
+    ) -> None:
+        """The instructions ``ran`` (one cycle of a steady state, perf/steady.py; ascending) moved by 1..m cycles of
+        ``Qe`` events and ``D1`` ns: their ends written (a contiguous cycle by slice), their starts too with
+        ``dmas`` = (DMA records, data intervals), which get theirs; without it (a makespan alone) only the last
+        cycle's starts, the ones of the instructions still running, which the pass reads on.  ``flags``: run()'s
+        started / remaining / issued / DMA positions to mark, or None.  (Ready times are not written: a started
+        instruction's is never read again.)"""
         deps = self.deps
-        x = np.array(ran, np.int64)
+        x0, L = ran[0], len(ran)
+        whole = ran[-1] - x0 + 1 == L == Qe  # one contiguous cycle: the m cycles after it are one slice
         a = np.arange(1, m + 1, dtype=np.int64)[:, None]
-        ys = (x[None, :] + a * Qe).ravel().tolist()
         dt = a * D1
-        has = np.array([bool(deps[k]) for k in ran])
-        for arr, vals in (
-            (start, np.array([start[k] for k in ran]) + dt),
-            (end, np.array([end[k] for k in ran]) + dt),
-            (ready, np.where(has, np.array([ready[k] for k in ran]) + dt, 0.0)),
-        ):
-            deque(map(arr.__setitem__, ys, vals.ravel().tolist()), maxlen=0)
+        ys: Any = (
+            range(x0 + Qe, x0 + (m + 1) * Qe) if whole else (np.array(ran, np.int64)[None, :] + a * Qe).ravel().tolist()
+        )
+        for arr, last_only in ((end, False), (start, dmas is None)):
+            base = np.array([arr[k] for k in ran])
+            if last_only:
+                deque(map(arr.__setitem__, [k + m * Qe for k in ran], (base + m * D1).tolist()), maxlen=0)
+            elif whole:
+                arr[x0 + Qe : x0 + (m + 1) * Qe] = (base + dt).ravel().tolist()
+            else:
+                deque(map(arr.__setitem__, ys, (base + dt).ravel().tolist()), maxlen=0)
         if flags is not None:
             started, remaining, issued, dma_qpos = flags
-            deque(map(started.__setitem__, ys, repeat(True)), maxlen=0)
-            deque(map(remaining.__setitem__, ys, repeat(0)), maxlen=0)
-        for x0 in (k for k in ran if k in dma_t):
-            d = dma_t[x0]
-            cys = range(x0 + Qe, x0 + (m + 1) * Qe, Qe)
+            if whole:
+                started[x0 + Qe : x0 + (m + 1) * Qe] = repeat(True, m * Qe)
+                remaining[x0 + Qe : x0 + (m + 1) * Qe] = repeat(0, m * Qe)
+            else:
+                deque(map(started.__setitem__, ys, repeat(True)), maxlen=0)
+                deque(map(remaining.__setitem__, ys, repeat(0)), maxlen=0)
+        dma_t = self.dma_t
+        for x in (k for k in ran if k in dma_t):
+            cys = range(x + Qe, x + (m + 1) * Qe, Qe)
+            if flags is not None:
+                deque(map(issued.__setitem__, map(dma_qpos.__getitem__, cys), repeat(True)), maxlen=0)
+            if dmas is None:
+                continue
+            d = dma_t[x]
             shifted = [np.arange(1, m + 1) * D1 + v for v in d[:5]]  # ready, issue, data start / end
-            if not deps[x0]:
+            if not deps[x]:
                 shifted[0] = np.zeros(m)  # (no dependency: ready from the start)
             recs = list(
                 map(
@@ -1339,12 +1373,16 @@ class Scheduler:
                     zip(*(v.tolist() for v in shifted), repeat(d.queue), repeat(d.cost), repeat(d.dge)),
                 )
             )
-            dma_t.update(zip(cys, recs, strict=True))
-            intervals.extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
-            if flags is not None:
-                deque(map(issued.__setitem__, map(dma_qpos.__getitem__, cys), repeat(True)), maxlen=0)
+            dmas[0].update(zip(cys, recs, strict=True))
+            dmas[1].extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
 
     def run_in_order(self) -> Schedule:
+        """:meth:`_run_in_order`: the schedule of every instruction."""
+        out = self._run_in_order(keep=True)
+        assert isinstance(out, Schedule)
+        return out
+
+    def _run_in_order(self, keep: bool) -> Schedule | float:
         """The schedule :meth:`run` makes when the window is 1 (``serialise``), without the event
         queue: with one candidate per queue every engine runs its instructions in program order and
         starts each at max(engine free, ready) (run dispatches at the time of the event that makes it
@@ -1382,7 +1420,6 @@ class Scheduler:
         }
         start = [0.0] * n
         end = [0.0] * n
-        ready = [0.0] * n
         cost_memo: dict = {}
         dma_mode = self.dma_mode
         queues = self.queues
@@ -1398,6 +1435,7 @@ class Scheduler:
         intervals: list = []
         issue_busy = 0.0
         issue = self._dma_issuer(issue_free, slots, ring_free)
+        records = (dma_t, intervals) if keep else None
         cost_keys = self._cost_keys()
         cost_key = self._cost_key
         # the steady state of a loop program (perf/steady.py): at iteration boundaries, the state the rest of the
@@ -1462,7 +1500,7 @@ class Scheduler:
                 m = (g.repeats_until(Qe, B1) - B1) // Qe  # (the input repeats up to there)
                 if m < 1 or any(engine_of[x] == "PE" for x in range(B0, B1)):
                     continue
-                self._fill(list(range(B0, B1)), Qe, D1, m, (start, end, ready, dma_t, intervals), None)
+                self._fill(list(range(B0, B1)), Qe, D1, m, start, end, records, None)
                 self.steady_done.append((g.line, m * Qe, g.end - g.first, j - s0[0]))
                 D = m * D1
                 for e in order:
@@ -1505,7 +1543,6 @@ class Scheduler:
                         v = end[d] + (0.0 if zero or folded[d] else hop_of[engine_of[d], ei])
                         if v > r:
                             r = v
-                ready[i] = r
                 if is_el[i]:  # hoisted repeat: done when its original is
                     start[i] = end[i] = r
                     continue
@@ -1541,8 +1578,9 @@ class Scheduler:
             if pos < n:
                 pos, busy_add = check(pos)
                 issue_busy += busy_add
-        self.start, self.end, self.ready, self.started = start, end, ready, [True] * n
         self.issue_busy = issue_busy
+        if not keep:
+            return max(end) if n else 0.0
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
         for e, eq in queues.items():
             busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in eq)

@@ -40,7 +40,8 @@ _EVENT_FIELDS = itemgetter(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14)
 class Segment:
     """One loop run as the scheduler reads it: events ``first``..``end - 1``, ``per`` per iteration, ``ref`` the
     offset in an iteration of the instruction whose end is the cut; ``reach[k]`` the furthest dependent of the
-    events up to ``first + k``; ``dmax`` the furthest dependency back.  :meth:`repeats_until` says up to where
+    events up to ``first + k``; ``dmax`` the furthest dependency back; ``eng`` the engines, numbered
+    (:func:`_codes`).  :meth:`repeats_until` says up to where
     the events read as the ones a cycle before them (fields, dependencies as distances, elision, engine)."""
 
     def __init__(self, a: int, b: int, per: int, ref: int, fields: list, lens: Any, rel: Any, el: Any, eng: Any):
@@ -143,6 +144,9 @@ def segments(
     out = []
     why = []
     n = len(events)
+    el_at = np.fromiter(elided.keys(), np.int64, len(elided))
+    el_to = np.fromiter(elided.values(), np.int64, len(elided))
+    codes: dict = {}  # engine name -> a small int (compared as arrays)
     for r in runs or ():
         a, per, trips = int(r.first), int(r.per_iteration), int(r.trips)
         b = a + per * trips
@@ -157,9 +161,9 @@ def segments(
             continue
         lens, rel, reach = hit[1]
         el = np.full(b - a, -2, np.int64)  # -2 not elided, -1 a folded fill, else the distance to what it repeats
-        for i, o in elided.items():
-            if a <= i < b:
-                el[i - a] = i - o if o >= 0 else -1
+        inside = (el_at >= a) & (el_at < b)
+        at, to = el_at[inside], el_to[inside]
+        el[at - a] = np.where(to >= 0, at - to, -1)
         ref = next((j for j in range(per) if el[j] == -2), None)
         if ref is None:
             continue
@@ -167,7 +171,7 @@ def segments(
         fields = memo.get(fkey)
         if fields is None or fields[0] is not events:
             fields = memo[fkey] = (events, list(map(_EVENT_FIELDS, events[a:b])))
-        g = Segment(a, b, per, ref, fields[1], lens, rel, el, np.array(engine_of[a:b]))
+        g = Segment(a, b, per, ref, fields[1], lens, rel, el, _codes(engine_of[a:b], codes))
         g.reach = reach
         g.line = int(r.line)
         g.period = g.input_period(trips)
@@ -176,6 +180,13 @@ def segments(
             continue
         out.append(g)
     return out, "; ".join(why)
+
+
+def _codes(names: list, codes: dict) -> Any:
+    """``names`` (engines) as an array of small ints, one per name (``codes``: the numbering, extended)."""
+    for e in sorted(set(names) - codes.keys()):
+        codes[e] = len(codes)
+    return np.fromiter(map(codes.__getitem__, names), np.int64, len(names))
 
 
 def note(done: list, why: str) -> str:
