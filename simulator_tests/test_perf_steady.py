@@ -9,7 +9,14 @@ import pytest
 
 from nki_kernels.perf.hardware import get_hardware
 from nki_kernels.perf.model import ModelOptions, build_options, estimate_trace, trace_of
-from nki_kernels.perf.schedule import Scheduler, TraceFacts, build_dependencies
+from nki_kernels.perf.schedule import (
+    WANT_SERIALISED,
+    DmaTiming,
+    Scheduler,
+    TraceFacts,
+    _union_length,
+    build_dependencies,
+)
 from nki_kernels.sim import speed
 from nki_kernels.sim.nki01 import isa as nisa
 from nki_kernels.sim.nki01 import language as nl
@@ -265,3 +272,47 @@ def test_random_loop_bodies_schedule_the_same_either_way(seed):
         _assert_same(full, steady)
         written += sc.skipped
     assert written > 0, "the steady state wrote part of at least one of the two schedules"
+
+
+def _union_loop(intervals) -> float:
+    """The union length as a plain loop over the sorted intervals (the reference for schedule._union_length)."""
+    total, cur = 0.0, None
+    for s, e in sorted(intervals):
+        if cur is None or s > cur[1]:
+            if cur is not None:
+                total += cur[1] - cur[0]
+            cur = [s, e]
+        else:
+            cur[1] = max(cur[1], e)
+    return total + (cur[1] - cur[0] if cur is not None else 0.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_dma_busy_time_is_the_union_of_the_transfers_summed_in_order(seed):
+    rng = np.random.default_rng(seed)
+    n = 2000
+    s = np.round(rng.uniform(0, 5000, n), int(rng.integers(0, 3)))  # rounded: equal starts, touching intervals
+    e = s + np.round(rng.exponential(3.0, n), 1) * (rng.random(n) < 0.9)  # a tenth of zero length
+    recs = [DmaTiming(0.0, 0.0, 0.0, a, b, 0, None, 0) for a, b in zip(s.tolist(), e.tolist(), strict=True)]
+    got = _union_length(recs)
+    assert got > 0
+    assert got == _union_loop(zip(s.tolist(), e.tolist(), strict=True))  # the same float, bit for bit
+    assert _union_length([]) == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_dependency_pass_builds_the_pipelined_and_the_not_pipelined_dependencies(name):
+    k, tr = _trace(name, *CASES[name])
+    ev = list(tr.events)
+    both = TraceFacts(ev, tr.loop_runs)
+    both.memo[WANT_SERIALISED] = True
+    got = []
+    for serialise in (False, True):
+        opts = ModelOptions(**{**build_options(k), "serialise": serialise})
+        alone = build_dependencies(ev, opts, tr.alloc_origins, tr.alloc_names, HW, 0, set(), TraceFacts(ev))
+        shared = build_dependencies(ev, opts, tr.alloc_origins, tr.alloc_names, HW, 0, set(), both)
+        assert any(alone), "the trace has dependencies"
+        assert shared == alone
+        got.append(shared)
+    # from one pass: where no tile rotates the two options share the list
+    assert any(a is b and a for a, b in zip(*got, strict=True))

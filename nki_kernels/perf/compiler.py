@@ -354,7 +354,7 @@ def vectorised(events: Sequence[Event], deps: Sequence, loops: list | None = Non
         count[key] = count.get(key, 0) + 1
         group_of[i] = key
     new_events = list(events)
-    new_deps = [list(d) for d in deps]
+    new_deps = list(deps)  # (entries replaced below, never edited: the lists are shared with ``deps``)
     merged: dict = {}
     elided: dict = {}
     for i, key in group_of.items():

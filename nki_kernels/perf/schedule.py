@@ -59,9 +59,10 @@ import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -77,6 +78,7 @@ MODES = ("benchmark", "profile")
 SKIP_ISSUE = ("serial", "by-loop", "parallel")
 FRONTENDS = ("nki01", "nki07")
 ONCHIP = ("sbuf", "psum")
+_ONCHIP_BUFFERS = frozenset(ONCHIP)  # (a Buffer hashes and compares as its string)
 COMPUTE_ENGINES = ("PE", "ACT", "DVE", "POOL")
 
 # The list-scheduling window (instructions per engine queue).  Fitted (F) among 16, 32, 64 on the
@@ -201,14 +203,14 @@ class Schedule:
 
 
 class TraceFacts:
-    """What the cost model reads of each event, as plain Python values (engine names as ``str``, regions
-    as lists of ``(alloc_id, lo, hi, on_chip, buffer)``), computed once per event list, plus a memo of the
+    """What the cost model reads of each event, as plain Python values (engine names as ``str``, whether it is a
+    DMA), computed once per event list, plus a memo of the
     analyses that depend only on the events (and the options named in their key): the schedules of one
     estimate (the modelled one and its alternatives, model.alternatives) share it instead of re-reading
     every event.  Nothing in it depends on a ModelOptions field or a hardware value unless its memo key
     says so."""
 
-    __slots__ = ("events", "n", "engine", "is_dma", "reads", "writes", "in_loop", "runs", "memo")
+    __slots__ = ("events", "n", "engine", "is_dma", "runs", "memo")
 
     def __init__(self, events: Sequence[Event], runs: Sequence = ()):
         """``runs``: the trace's loop programs (``Trace.loop_runs``), whose iterations the scheduler may take as
@@ -220,13 +222,6 @@ class TraceFacts:
         eng = [names.get(ev.engine) or str(ev.engine) for ev in events]
         self.engine = eng
         self.is_dma = [e == "DMA" for e in eng]
-
-        def conv(rs):  # (Region fields: alloc_id, buffer, lo, hi)
-            return [(a, lo, hi, b in ONCHIP, b) for a, b, lo, hi in rs] if rs else ()
-
-        self.reads = [conv(ev.reads) for ev in events]
-        self.writes = [conv(ev.writes) for ev in events]
-        self.in_loop = [bool(ev.loops) for ev in events]
         self.memo: dict = {}
 
     def scaled(self, events: Sequence[Event]) -> TraceFacts:
@@ -239,12 +234,9 @@ class TraceFacts:
         out = TraceFacts.__new__(TraceFacts)
         out.events = events
         out.n = self.n
-        out.engine, out.is_dma, out.reads, out.writes, out.in_loop, out.runs = (
+        out.engine, out.is_dma, out.runs = (
             self.engine,
             self.is_dma,
-            self.reads,
-            self.writes,
-            self.in_loop,
             self.runs,  # (the scheduler checks what it reads of each iteration: scaled events do not repeat alike)
         )
         out.memo = {k: v for k, v in self.memo.items() if k in _SCALING_INVARIANT}
@@ -446,22 +438,24 @@ class _DependencyBuilder:
         append = out.append
         out1: list = []
         append1 = out1.append
-        for i, (ev, is_dma, engine, reads, writes, in_loop) in enumerate(
-            zip(events, facts.is_dma, facts.engine, facts.reads, facts.writes, facts.in_loop, strict=True)
-        ):
+        onchip_buffers = _ONCHIP_BUFFERS
+        for i, (ev, is_dma, engine) in enumerate(zip(events, facts.is_dma, facts.engine, strict=True)):
             deps: set = set()
             extra: set | None = None  # rotations: the version ``nbuf`` back
             extra1: set | None = None  # and the last version (serialised)
+            reads = ev.reads or ()
             if reads:
                 key = ("DMA", i) if is_dma else engine
-                for aid, lo, hi, onchip, _ in reads:
+                for aid, buffer, lo, hi in reads:  # (Region)
                     m = maps.get(aid)
                     if m is None:
                         maps[aid] = new_map()  # (an empty map: the read finds no writer)
                     else:
-                        m.read(lo, hi, i, key, deps, onchip)
-            for aid, lo, hi, onchip, buffer in writes:
+                        m.read(lo, hi, i, key, deps, buffer in onchip_buffers)
+            in_loop = ev.loops
+            for aid, buffer, lo, hi in ev.writes or ():
                 m = maps.get(aid)
+                onchip = buffer in onchip_buffers
                 if onchip and in_loop:
                     dk = (buffer, hi - lo, aid in direct)
                     nbuf = depth_memo.get(dk)
@@ -511,20 +505,19 @@ class _DependencyBuilder:
                 if m is None:
                     m = maps[aid] = new_map()
                 m.write(lo, hi, i, deps, onchip)
-            if serialised_too:
-                d1 = deps | extra1 if extra1 else deps
-                if d1:
-                    d1.discard(i)
-                    append1(sorted(d1))
-                else:
-                    append1([])
-                if extra:
-                    deps |= extra
+            if extra is not None and extra1 is not None:  # a rotation: the version it waits for differs
+                d1 = deps | extra1
+                d1.discard(i)
+                append1(sorted(d1))
+                deps |= extra
             if deps:
                 deps.discard(i)  # (every recorded access is by an event <= i)
-                append(sorted(deps))
+                d = sorted(deps)
             else:
-                append([])
+                d = []
+            append(d)
+            if serialised_too and extra is None:
+                append1(d)  # (no rotation: both wait for the same; one list, read only like all of them)
         return out, (out1 if serialised_too else None)
 
 
@@ -623,19 +616,23 @@ def loop_invariant_transposes(events: Sequence[Event]) -> dict:
 # ---- the simulation ---------------------------------------------------------------------
 
 
-def _union_length(intervals) -> float:
-    total = 0.0
-    cur_s = cur_e = None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+def _union_length(dmas: Iterable[DmaTiming]) -> float:
+    """The length of the union of the DMAs' data transfers [data_start, data_end]: the intervals sorted, merged
+    where they touch or overlap, the merged lengths summed in order (left to right, as a loop would)."""
+    recs = list(dmas)
+    if not recs:
+        return 0.0
+    s = np.fromiter(map(_DATA_START, recs), np.float64, len(recs))
+    e = np.fromiter(map(_DATA_END, recs), np.float64, len(recs))
+    order = np.lexsort((e, s))
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)  # (e >= s: within a merged interval, the furthest end so far is its own)
+    first = np.flatnonzero(np.concatenate(([True], s[1:] > reach[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(s) - 1]))
+    return float(np.add.accumulate(reach[last] - s[first])[-1])
+
+
+_DATA_START, _DATA_END = itemgetter(3), itemgetter(4)  # DmaTiming.data_start, .data_end
 
 
 _DONE, _WAKE = 0, 1
@@ -993,12 +990,11 @@ class Scheduler:
         serial = self._serial()
         ring_free = [0.0] * self.n_rings
         dma_t = self.dma_t
-        intervals: list = []
         issue_busy = 0.0
         inflight = 0
         dma_released = 0
         issue = self._dma_issuer(issue_free, slots, ring_free)
-        records = (dma_t, intervals) if keep else None  # what the steady state's cycles write besides the ends
+        records = dma_t if keep else None  # what the steady state's cycles write besides the ends
 
         def issue_dmas():
             nonlocal p0, issue_busy, inflight, dma_released
@@ -1030,7 +1026,6 @@ class Scheduler:
                 k = 0 if serial[j] or n_issue == 1 else issue_free.index(min(issue_free))  # the first free queue
                 d = dma_t[j] = issue(c, r, k, events[j])
                 issue_busy += c.issue_ns
-                intervals.append((d.data_start, d.data_end))
                 start[j] = d.issue_start
                 end[j] = de = d.data_end
                 started[j] = True
@@ -1303,7 +1298,7 @@ class Scheduler:
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
         for e, q in queues.items():
             busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in q)
-        busy_ns["DMA"] = _union_length(intervals)
+        busy_ns["DMA"] = _union_length(dma_t.values())
         makespan = max(end) if n else 0.0
         return Schedule(
             start,
@@ -1323,11 +1318,11 @@ class Scheduler:
         )
 
     def _fill(
-        self, ran: list, Qe: int, D1: float, m: int, start: list, end: list, dmas: tuple | None, flags: tuple | None
+        self, ran: list, Qe: int, D1: float, m: int, start: list, end: list, dmas: dict | None, flags: tuple | None
     ) -> None:
         """The instructions ``ran`` (one cycle of a steady state, perf/steady.py; ascending) moved by 1..m cycles of
         ``Qe`` events and ``D1`` ns: their ends written (a contiguous cycle by slice), their starts too with
-        ``dmas`` = (DMA records, data intervals), which get theirs; without it (a makespan alone) only the last
+        ``dmas`` (the DMA records), which get theirs; without it (a makespan alone) only the last
         cycle's starts, the ones of the instructions still running, which the pass reads on.  ``flags``: run()'s
         started / remaining / issued / DMA positions to mark, or None.  (Ready times are not written: a started
         instruction's is never read again.)"""
@@ -1373,8 +1368,7 @@ class Scheduler:
                     zip(*(v.tolist() for v in shifted), repeat(d.queue), repeat(d.cost), repeat(d.dge)),
                 )
             )
-            dmas[0].update(zip(cys, recs, strict=True))
-            dmas[1].extend(zip(shifted[3].tolist(), shifted[4].tolist(), strict=True))
+            dmas.update(zip(cys, recs, strict=True))
 
     def run_in_order(self) -> Schedule:
         """:meth:`_run_in_order`: the schedule of every instruction."""
@@ -1432,10 +1426,9 @@ class Scheduler:
         serial = self._serial()
         ring_free = [0.0] * self.n_rings
         dma_t = self.dma_t
-        intervals: list = []
         issue_busy = 0.0
         issue = self._dma_issuer(issue_free, slots, ring_free)
-        records = (dma_t, intervals) if keep else None
+        records = dma_t if keep else None
         cost_keys = self._cost_keys()
         cost_key = self._cost_key
         # the steady state of a loop program (perf/steady.py): at iteration boundaries, the state the rest of the
@@ -1557,7 +1550,6 @@ class Scheduler:
                     k = 0 if serial[i] or n_issue == 1 else issue_free.index(min(issue_free))
                     dt_ = dma_t[i] = issue(c, r, k, events[i])
                     issue_busy += c.issue_ns
-                    intervals.append((dt_.data_start, dt_.data_end))
                     start[i] = dt_.issue_start
                     end[i] = dt_.data_end
                     continue
@@ -1584,7 +1576,7 @@ class Scheduler:
         busy_ns = {e: 0.0 for e in COMPUTE_ENGINES}
         for e, eq in queues.items():
             busy_ns[e] = busy_ns.get(e, 0.0) + sum(end[i] - start[i] for i in eq)
-        busy_ns["DMA"] = _union_length(intervals)
+        busy_ns["DMA"] = _union_length(dma_t.values())
         return Schedule(
             start,
             end,

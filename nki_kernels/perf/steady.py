@@ -167,17 +167,18 @@ def segments(
         ref = next((j for j in range(per) if el[j] == -2), None)
         if ref is None:
             continue
-        fkey = ("steady_fields", id(events), a, b)
-        fields = memo.get(fkey)
-        if fields is None or fields[0] is not events:
-            fields = memo[fkey] = (events, list(map(_EVENT_FIELDS, events[a:b])))
-        g = Segment(a, b, per, ref, fields[1], lens, rel, el, _codes(engine_of[a:b], codes))
+        g = Segment(a, b, per, ref, [], lens, rel, el, _codes(engine_of[a:b], codes))
         g.reach = reach
         g.line = int(r.line)
         g.period = g.input_period(trips)
         if g.period is None:
             why.append(f"line {r.line}: its instructions' engines or dependencies do not repeat")
             continue
+        fkey = ("steady_fields", id(events), a, b)  # (read only by repeats_until: after the cheaper checks)
+        fields = memo.get(fkey)
+        if fields is None or fields[0] is not events:
+            fields = memo[fkey] = (events, list(map(_EVENT_FIELDS, events[a:b])))
+        g.fields = fields[1]
         out.append(g)
     return out, "; ".join(why)
 
