@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from nki_kernels.sim.core import engines as _engines
@@ -41,6 +42,9 @@ def _buf(r) -> str:
     return b if type(b) is str else str(getattr(b, "value", b))
 
 
+_API, _OP = attrgetter("api"), attrgetter("op")
+
+
 def _is_dma(ev) -> bool:
     return ev.engine == "DMA"  # (Engine is a str enum)
 
@@ -52,6 +56,8 @@ def redundant_loads(events: Sequence, budget_bytes_per_partition: float) -> dict
     into the same number of partitions, nothing wrote that allocation in between, and the bytes per
     partition of the loads performed in between do not exceed ``budget_bytes_per_partition`` (an
     LRU reuse distance: the earlier tile is still resident)."""
+    if "nl.load" not in set(map(_API, events)):  # (a C-speed look first: most kernels of a million have none)
+        return {}
     last: dict = {}  # (alloc, lo, hi, partitions, bytes) -> (index, cumulative bytes/partition)
     by_alloc: dict = {}  # HBM alloc -> keys that read it
     cum = 0.0
@@ -90,6 +96,8 @@ def psum_zero_folds(events: Sequence) -> list:
     ``nc_matmul`` ``accumulate`` docstring, aws-neuron-sdk 81ce03ae ``nki/api/nki/isa/__init__.py``),
     so the fill costs nothing.  The §3.1c conv needs it: one fill per output row on VectorE, ahead of
     each row's first matmul, would idle TensorE ~190 ns per row (3 % of the measured 824 us)."""
+    if "memset" not in set(map(_OP, events)):
+        return []
     pending: dict = {}  # PSUM alloc id -> (memset index, lo, hi)
     out = []
     for i, ev in enumerate(events):
@@ -215,6 +223,7 @@ def place_engines(
     events: Sequence[Event],
     cost_on: Callable[[Event, str], float],
     cost_key: Callable[[Event], Any] | None = None,
+    engines: Sequence[str] | None = None,
 ) -> list:
     """The engine of every event: the recorded one, or for a flexible op the candidate with the least
     work placed so far (work counted with ``cost_on(ev, engine)`` in ns), as a static balancing pass
@@ -223,9 +232,11 @@ def place_engines(
 
     ``cost_key(ev)``: a key of everything ``cost_on`` reads of an event (events with one key cost the
     same), to cost each kind of instruction once.  The work after the last flexible op decides nothing
-    and is not counted."""
-    names = {"PE": "PE", "ACT": "ACT", "DVE": "DVE", "POOL": "POOL", "DMA": "DMA"}
-    engs = [names.get(ev.engine) or str(ev.engine) for ev in events]
+    and is not counted.  ``engines``: the recorded engines' names (``TraceFacts.engine``) when the caller has them."""
+    if engines is None:
+        names = {"PE": "PE", "ACT": "ACT", "DVE": "DVE", "POOL": "POOL", "DMA": "DMA"}
+        engines = [names.get(ev.engine) or str(ev.engine) for ev in events]
+    engs = engines
     cands_of: dict = {}  # index -> candidates, for the events with more than one
     seen: dict = {}  # what candidates() reads of an event -> its candidates
     for i, (ev, eng) in enumerate(zip(events, engs, strict=True)):
@@ -237,7 +248,7 @@ def place_engines(
             if len(cands) > 1:
                 cands_of[i] = cands
     if not cands_of:
-        return engs
+        return list(engs)
     last = max(cands_of)
     memo: dict = {}  # (cost key, engine or candidates) -> cost, or the candidates' ((engine, cost), ...)
     load = {"ACT": 0.0, "DVE": 0.0, "POOL": 0.0, "PE": 0.0}

@@ -62,7 +62,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -584,6 +584,8 @@ def loop_invariant_transposes(events: Sequence[Event]) -> dict:
 
     A pair is repeated when, inside a loop, the same source line transposes the same bytes of
     the same allocation with no write to that allocation since the first pair."""
+    if "nl.matmul" not in set(map(_API, events)):  # (a C-speed look first)
+        return {}
     last_writer: dict = {}
     first: dict = {}  # invariance key -> [transpose index, copy index]
     out_of: dict = {}  # PSUM alloc written by a transpose -> (record, elided?)
@@ -633,6 +635,7 @@ def _union_length(dmas: Iterable[DmaTiming]) -> float:
 
 
 _DATA_START, _DATA_END = itemgetter(3), itemgetter(4)  # DmaTiming.data_start, .data_end
+_API = attrgetter("api")
 
 
 _DONE, _WAKE = 0, 1
@@ -750,7 +753,9 @@ class Scheduler:
         if opts.place_engines:
 
             def place():
-                return hw, place_engines(events, lambda ev, e: compute_cost_ns(ev, hw, e)[0], _compute_cost_key)
+                return hw, place_engines(
+                    events, lambda ev, e: compute_cost_ns(ev, hw, e)[0], _compute_cost_key, f.engine
+                )
 
             held, placed = f.get(("place_engines", id(hw)), place)
             if held is not hw:  # (an id reused by another spec)
