@@ -316,3 +316,30 @@ def test_one_dependency_pass_builds_the_pipelined_and_the_not_pipelined_dependen
         got.append(shared)
     # from one pass: where no tile rotates the two options share the list
     assert any(a is b and a for a, b in zip(*got, strict=True))
+
+
+def test_no_gc_hands_what_it_kept_to_the_oldest_generation_and_cycles_are_still_collected():
+    """trace.no_gc: the objects a block keeps (a trace's events) join the oldest generation on the way out, so the
+    next young collection does not walk them; garbage cycles made inside are still collected."""
+    import gc
+    import weakref
+
+    from nki_kernels.sim.core.trace import no_gc
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with no_gc():
+        assert not gc.isenabled()
+        kept = [[i] for i in range(1000)]
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle, garbage once the names go
+        probe = weakref.ref(a)
+        del a, b
+    assert gc.isenabled()
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert id(kept) in oldest and id(kept[-1]) in oldest
+    assert probe() is not None  # (no collection ran yet)
+    gc.collect()
+    assert probe() is None
