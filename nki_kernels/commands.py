@@ -308,6 +308,31 @@ def _run_options(args):
     return opts.replace(**changes) if changes else opts
 
 
+# glibc's mallopt parameters (malloc.h): M_TRIM_THRESHOLD -1, M_MMAP_THRESHOLD -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def _reuse_large_buffers() -> bool:
+    """Let glibc's malloc reuse freed blocks up to 256 MiB instead of mapping each large NumPy array anew and
+    faulting its pages in (its default threshold adapts only up to 32 MiB): the official CS149 part 2 harness
+    spent 7.4 s of system time on page faults (738k of them; 2.9 s and 212k with this).  For `run` only, where
+    the user's script is the whole process; not on other C libraries, nor when MALLOC_MMAP_THRESHOLD_ is set
+    (the user's choice).  True when applied."""
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        import ctypes  # here: only `run` tunes the allocator
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # (musl has no mallopt)
+        return False
+    ok = mallopt(_M_MMAP_THRESHOLD, 256 << 20) == 1
+    if ok and "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        mallopt(_M_TRIM_THRESHOLD, 512 << 20)  # (keep up to 512 MiB of freed heap for the next arrays)
+    return bool(ok)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     path = args.file
     if os.path.isdir(path):
@@ -319,6 +344,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.access(path, os.R_OK):
         raise UsageError(f"{path!r} is not readable (permissions)")
     opts = _run_options(args)
+    _reuse_large_buffers()
     previous = set_default_options(opts)
     if args.estimate_benchmark:
         from nki_kernels import estimate_benchmark  # here: loaded for run --estimate-benchmark only (CLI startup)

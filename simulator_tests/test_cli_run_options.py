@@ -162,3 +162,17 @@ def test_run_uses_one_blas_thread_unless_the_user_sets_it(tmp_path, given, seen)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == seen
+
+
+@pytest.mark.parametrize(("given", "applied"), [(None, sys.platform.startswith("linux")), ("65536", False)])
+def test_run_lets_malloc_reuse_large_buffers_unless_the_user_chose(given, applied):
+    """`run` raises glibc's mmap threshold (NumPy's large temporaries reused instead of mapped and faulted in anew:
+    the CS149 part 2 harness's page faults), except where the user set MALLOC_MMAP_THRESHOLD_ or off Linux.  In a
+    subprocess: the setting is the process's."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    if given is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = given
+    code = "from nki_kernels.commands import _reuse_large_buffers; print(_reuse_large_buffers())"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(applied)
