@@ -324,7 +324,7 @@ def test_no_gc_hands_what_it_kept_to_the_oldest_generation_and_cycles_are_still_
     import gc
     import weakref
 
-    from nki_kernels.sim.core.trace import no_gc
+    from nki_kernels.sim.core.trace import PROMOTE_KEPT, no_gc
 
     class Node:
         pass
@@ -332,7 +332,7 @@ def test_no_gc_hands_what_it_kept_to_the_oldest_generation_and_cycles_are_still_
     assert gc.isenabled()
     with no_gc():
         assert not gc.isenabled()
-        kept = [[i] for i in range(1000)]
+        kept = [[i] for i in range(PROMOTE_KEPT + 1000)]
         a, b = Node(), Node()
         a.other, b.other = b, a  # a cycle, garbage once the names go
         probe = weakref.ref(a)
@@ -343,3 +343,6 @@ def test_no_gc_hands_what_it_kept_to_the_oldest_generation_and_cycles_are_still_
     assert probe() is not None  # (no collection ran yet)
     gc.collect()
     assert probe() is None
+    with no_gc():  # a small block: its objects stay young, as without the block
+        few = [[i] for i in range(10)]
+    assert id(few) not in {id(o) for o in gc.get_objects(generation=2)}

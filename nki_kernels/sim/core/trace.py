@@ -374,8 +374,8 @@ def no_gc() -> Iterator[None]:
     and each full collection would walk the whole trace (a third of the CPU time of a 100k-instruction
     estimate; most of a loop program's event building).
 
-    On the way out the objects the block kept join the oldest generation at once (``gc.freeze`` then
-    ``gc.unfreeze``: two list splices), instead of being walked by the next young collection: a million-event
+    When the block kept many objects, they join the oldest generation on the way out (``gc.freeze`` then
+    ``gc.unfreeze``: two list splices) instead of being walked by the next young collection: a million-event
     trace cost 0.6 s of CPU there.  They are collected as before, by the next full collection."""
     was = gc.isenabled()
     gc.disable()
@@ -383,6 +383,10 @@ def no_gc() -> Iterator[None]:
         yield
     finally:
         if was:
-            gc.freeze()
-            gc.unfreeze()
+            if gc.get_count()[0] > PROMOTE_KEPT:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+PROMOTE_KEPT = 100_000  # objects a no_gc block kept (allocated minus freed) from which they skip the young collections
