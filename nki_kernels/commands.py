@@ -315,9 +315,9 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 def _reuse_large_buffers() -> bool:
     """Let glibc's malloc reuse freed blocks up to 256 MiB instead of mapping each large NumPy array anew and
     faulting its pages in (its default threshold adapts only up to 32 MiB): the official CS149 part 2 harness
-    spent 7.4 s of system time on page faults (738k of them; 2.9 s and 212k with this).  For `run` only, where
-    the user's script is the whole process; not on other C libraries, nor when MALLOC_MMAP_THRESHOLD_ is set
-    (the user's choice).  True when applied."""
+    spent 7.3-8.0 s of system time on page faults (734-740k of them; 3.2-4.5 s and 340-495k with this).  For
+    `run` only, where the user's script is the whole process; not on other C libraries, nor when
+    MALLOC_MMAP_THRESHOLD_ is set (the user's choice).  True when applied."""
     if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
     try:
