@@ -1334,6 +1334,8 @@ class Scheduler:
         deps = self.deps
         x0, L = ran[0], len(ran)
         whole = ran[-1] - x0 + 1 == L == Qe  # one contiguous cycle: the m cycles after it are one slice
+        # (a slice assignment past the end would grow the list, where an index raises)
+        assert not whole or x0 + (m + 1) * Qe <= len(end), "steady state: cycles written past the trace"
         a = np.arange(1, m + 1, dtype=np.int64)[:, None]
         dt = a * D1
         ys: Any = (
