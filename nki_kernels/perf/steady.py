@@ -44,10 +44,11 @@ class Segment:
     (:func:`_codes`).  :meth:`repeats_until` says up to where
     the events read as the ones a cycle before them (fields, dependencies as distances, elision, engine)."""
 
-    def __init__(self, a: int, b: int, per: int, ref: int, fields: list, lens: Any, rel: Any, el: Any, eng: Any):
+    def __init__(self, a: int, b: int, per: int, ref: int, lens: Any, rel: Any, el: Any, eng: Any):
         self.first, self.end, self.per, self.ref = a, b, per, ref
         self.line = 0  # the loop's line (for the notes)
-        self.fields, self.lens, self.rel, self.el, self.eng = fields, lens, rel, el, eng
+        self.lens, self.rel, self.el, self.eng = lens, rel, el, eng
+        self.fields: list = []  # the events' cost fields (segments(): once the cheaper checks pass)
         self.off = np.concatenate(([0], np.cumsum(lens)))
         self.dmax = int(rel.max()) if rel.size else 0
         self.reach: Any = None
@@ -167,7 +168,7 @@ def segments(
         ref = next((j for j in range(per) if el[j] == -2), None)
         if ref is None:
             continue
-        g = Segment(a, b, per, ref, [], lens, rel, el, _codes(engine_of[a:b], codes))
+        g = Segment(a, b, per, ref, lens, rel, el, _codes(engine_of[a:b], codes))
         g.reach = reach
         g.line = int(r.line)
         g.period = g.input_period(trips)
