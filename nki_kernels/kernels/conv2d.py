@@ -561,17 +561,19 @@ def _co_tile(out, wT, bias_sb, x_sb, plan, *, t0, co, cs_o, b, r0, c0, cw, n_rt,
     psum_tile = dict(o_sb=o_sb, wT=wT, bcol=bcol, x_sb=x_sb, plan=plan, co=co, cs_o=cs_o, cw=cw)
     if n_rt:
         for rt in nl.affine_range(n_rt):
-            _psum_tile(rr=rt * sp.nr, nrows=sp.nr, **psum_tile)
+            _psum_tile(rr=rt * sp.nr, ro=rt * (sp.nr // p), nrows=sp.nr, **psum_tile)
     if last_rows:
-        _psum_tile(rr=n_rt * sp.nr, nrows=last_rows, **psum_tile)
+        _psum_tile(rr=n_rt * sp.nr, ro=n_rt * sp.nr // p, nrows=last_rows, **psum_tile)
     co0 = (t0 + co) * ch.co_width
     nisa.dma_copy(dst=out[b, co0 : co0 + cs_o, r0 // p : r0 // p + rows_p, c0 // p : c0 // p + cw // p], src=o_sb)
 
 
-def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
+def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, ro, nrows):
     """One PSUM bank: accumulate ceil(C_in/128) * KH * KW matmuls over conv rows
     [rr, rr + nrows) of the window, then evict with bias (pool 1) or max-pool out of PSUM
-    and add the bias to the pooled tile (pool > 1) into the staging tile ``o_sb``."""
+    and add the bias to the pooled tile (pool > 1) into the staging tile ``o_sb`` at pooled row
+    ``ro`` (rr // pool, given as rt * (nr // pool): an affine loop expression, where ``//`` of a
+    loop index is not)."""
     geo, ch = plan.geo, plan.ch
     p = geo.pool
     ps = nl.zeros((cs_o, nrows, cw), dtype=nl.float32, buffer=nl.psum)
@@ -603,4 +605,4 @@ def _psum_tile(*, o_sb, wT, bcol, x_sb, plan, co, cs_o, cw, rr, nrows):
     # (2, 4) at once nor non-consecutive axes).
     cols = nisa.tensor_reduce(nl.max, ps.reshape((cs_o, nrows, cw // p, p)), axis=3, dtype=nl.float32)
     mx = nisa.tensor_reduce(nl.max, cols.reshape((cs_o, nrows // p, p, cw // p)), axis=2, dtype=nl.float32)
-    o_sb[:, rr // p : (rr + nrows) // p, :] = nisa.activation(op=nl.copy, data=mx, bias=bcol, dtype=_out_dtype(plan))
+    o_sb[:, ro : ro + nrows // p, :] = nisa.activation(op=nl.copy, data=mx, bias=bcol, dtype=_out_dtype(plan))
