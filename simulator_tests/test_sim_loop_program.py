@@ -118,7 +118,8 @@ def nonaffine_index(a):
 
 @nki.jit
 def matmul_accumulate(a, b):
-    """PSUM accumulation and a matmul: not a program's instruction; per iteration."""
+    """PSUM accumulation across iterations into a tile from before the loop: per iteration (a program runs a body's
+    own PSUM tiles only)."""
     out = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.shared_hbm)
     acc = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
     for k in nl.affine_range(a.shape[0] // P):
@@ -213,7 +214,12 @@ FALLBACK = [
     ("python_state", python_state, lambda: [_rng().random((P * 3, 4), np.float32)], "Python state"),
     ("predicate_if", predicate_if, lambda: [_rng().random((P * 3, 4), np.float32)], "predicate"),
     ("nonaffine_index", nonaffine_index, lambda: [_rng().random((10 * P, 4), np.float32)], "not affine"),
-    ("matmul_accumulate", matmul_accumulate, lambda: [_rng().random((P * 3, P), np.float32)] * 2, "nc_matmul"),
+    (
+        "matmul_accumulate",
+        matmul_accumulate,
+        lambda: [_rng().random((P * 3, P), np.float32)] * 2,
+        "PSUM tile from before",
+    ),
 ]
 
 
@@ -400,3 +406,146 @@ def test_assigned_results_run_as_programs(capfd):
 def test_an_accumulation_through_assignment_runs_every_iteration(capfd):
     slow, _, said = _same(accumulated_in_sbuf, [_rng().standard_normal((P, 48)).astype(np.float32)], capfd)
     assert slow[0] == "ok" and "per iteration" in said and "same elements" in said, said
+
+
+# ---- matmul loops: loops in the body, PSUM body tiles, `psum += nc_matmul`, tensor_reduce, activation ---------------
+
+
+def _conv_rows(pool: int, dtype=nl.float32, bias_kind: str = "column"):
+    """A 3x3 convolution as a CS149 kernel writes one: per row tile a PSUM tile from nl.zeros, an inner ci / kh / kw
+    nest of `ps += nc_matmul(...)` over a resident window, then (pool 2) a max over row pairs out of PSUM and an
+    activation with a bias into an SBUF staging tile, stored once after the loop."""
+
+    @nki.jit
+    def conv_rows(x, w, b):
+        rows, width = x.shape[1] - 2, x.shape[2] - 2
+        out = nl.ndarray((P, rows // pool, width), dtype=nl.float32, buffer=nl.shared_hbm)
+        x_sb = nl.ndarray((P, 1, rows + 2, width + 2), dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_sb[:, 0, :, :], src=x)
+        w_sb = nl.ndarray((P, 1, 9, P), dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=w_sb[:, 0, :, :], src=w)
+        b_sb = nl.load(b) if bias_kind == "column" else None
+        o_sb = nl.ndarray((P, rows // pool, width), dtype=nl.float32, buffer=nl.sbuf)
+        for rt in nl.affine_range(rows // 2):
+            ps = nl.zeros((P, 2, width), dtype=nl.float32, buffer=nl.psum)
+            for ci in nl.affine_range(1):
+                for kh in nl.affine_range(3):
+                    for kw in nl.affine_range(3):
+                        ps += nisa.nc_matmul(
+                            w_sb[:, ci, kh * 3 + kw, :], x_sb[:, ci, rt * 2 + kh : rt * 2 + kh + 2, kw : kw + width]
+                        )
+            bias = b_sb if bias_kind == "column" else 0.5
+            if pool == 2:
+                mx = nisa.tensor_reduce(nl.max, ps, axis=1, dtype=nl.float32)
+                o_sb[:, rt, :] = nisa.activation(op=nl.copy, data=mx, bias=bias, dtype=nl.float32)
+            else:
+                o_sb[:, rt * 2 : rt * 2 + 2, :] = nisa.activation(op=nl.exp, data=ps, bias=bias, scale=0.125)
+        nisa.dma_copy(dst=out, src=o_sb)
+        return out
+
+    return conv_rows
+
+
+def _conv_args(rows: int = 10, width: int = 30, dtype=np.float32):
+    r = _rng()
+    x = (r.standard_normal((P, rows + 2, width + 2)) * 0.1).astype(dtype)
+    w = (r.standard_normal((P, 9, P)) * 0.1).astype(dtype)
+    return [x, w, r.standard_normal((P, 1)).astype(np.float32)]
+
+
+@pytest.mark.parametrize(
+    "pool,dtype,bias_kind",
+    [(2, np.float32, "column"), (1, np.float32, "number"), (2, ml_dtypes.bfloat16, "number")],
+    ids=["maxpool-fp32", "exp-fp32", "maxpool-bf16"],
+)
+def test_a_matmul_loop_with_loops_in_its_body_runs_as_a_program(pool, dtype, bias_kind, capfd):
+    """The row-tile loop runs as a program: its inner loops are traced through, its PSUM tile, fills, matmul
+    accumulations, reduction and activation run for the other iterations at once, with the same bits and events."""
+    kernel = _conv_rows(pool, nl.bfloat16 if dtype is ml_dtypes.bfloat16 else nl.float32, bias_kind)
+    slow, fast, said = _same(kernel, _conv_args(dtype=dtype), capfd)
+    assert "affine_range(5)" in said and "loop program: iterations 0-1 traced, 2-4 run at once" in said, said
+    assert "traced as part of the enclosing loop's body" in said, said
+    # the inner loops' frames in the program's events: a fresh loop id per entry, as when every iteration runs
+    mm = [e for e in fast[2].events if e.op == "nc_matmul"]
+    assert len(mm) == 5 * 9 and len({e.loops[-1].loop_id for e in mm}) == 5 * 3
+
+
+def test_matmul_products_are_the_ones_of_numpy():
+    """The program's accumulated products against a NumPy oracle (not only against the per-iteration path)."""
+    x, w, b = _conv_args()
+    out = np.asarray(trace_kernel(_conv_rows(2), x, w, b, options=SimOptions())[0])
+    rows, width = x.shape[1] - 2, x.shape[2] - 2
+    conv = np.zeros((P, rows, width), np.float64)
+    for kh in range(3):
+        for kw in range(3):
+            conv += np.einsum("km,krw->mrw", w[:, kh * 3 + kw, :], x[:, kh : kh + rows, kw : kw + width])
+    want = conv.reshape(P, rows // 2, 2, width).max(axis=2) + b[:, :, None]
+    assert np.isfinite(out).all() and np.any(out != 0)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_trace_only_matmul_loop_is_the_same_both_ways(capfd):
+    runs = []
+    for programs in (False, True):
+        opts = SimOptions(loop_programs=programs, trace_only=True)
+        runs.append(trace_kernel(_conv_rows(2), *_conv_args(), options=opts))
+    assert runs[0][1].events == runs[1][1].events
+    assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))
+
+
+@nki.jit
+def long_inner_loop(a):
+    """An inner loop of more iterations than the outer one: the inner loop is the program, the outer is not."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        for j in nl.affine_range(a.shape[1] // 2):
+            t = nl.load(a[i * P : (i + 1) * P, j * 2 : j * 2 + 2])
+            nl.store(out[i * P : (i + 1) * P, j * 2 : j * 2 + 2], value=nl.exp(t))
+    return out
+
+
+def test_a_longer_inner_loop_is_the_program(capfd):
+    _, _, said = _same(long_inner_loop, [_rng().random((3 * P, 16), np.float32)], capfd)
+    assert "affine_range(3)" in said and "a loop of 8 iterations in the body" in said, said
+    assert "affine_range(8)" in said and "loop program" in said, said
+
+
+@nki.jit
+def psum_read_before_fill(a):
+    """A PSUM body tile accumulated into before anything wrote it (nl.ndarray): the first `+=` overwrites, per element
+    state the program does not model; per iteration."""
+    out = nl.ndarray((3 * P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(3):
+        x = nl.load(a[i * P : (i + 1) * P, :])
+        ps = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.psum)
+        ps += nisa.nc_matmul(x, x)
+        nl.store(out[i * P : (i + 1) * P, :], value=nisa.tensor_copy(ps))
+    return out
+
+
+def test_an_accumulation_onto_unwritten_psum_runs_every_iteration(capfd):
+    _, _, said = _same(psum_read_before_fill, [_rng().random((3 * P, P), np.float32)], capfd)
+    assert "per iteration" in said and "not written everywhere" in said, said
+
+
+@nki.jit
+def nl_matmul_rows(x, w):
+    """`ps += nl.matmul(w, x, transpose_x=True)` (one nc_matmul) over three taps per row tile, copied out of PSUM."""
+    out = nl.ndarray((P, 8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    x_sb = nl.load(x)
+    w_sb = nl.load(w)
+    for r in nl.affine_range(8):
+        ps = nl.zeros((P, 16), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(3):
+            ps += nl.matmul(w_sb[:, k, :], x_sb[:, r + k, :], transpose_x=True)
+        nl.store(out[:, r, :], value=nisa.tensor_copy(ps))
+    return out
+
+
+def test_nl_matmul_with_transpose_x_runs_as_a_program(capfd):
+    r = _rng()
+    x, w = r.standard_normal((P, 10, 16)).astype(np.float32), r.standard_normal((P, 3, P)).astype(np.float32)
+    _, fast, said = _same(nl_matmul_rows, [x, w], capfd)
+    assert "affine_range(8)" in said and "loop program" in said, said
+    want = sum(np.einsum("km,krn->mrn", w[:, k, :], x[:, k : k + 8, :]) for k in range(3))
+    np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-4)

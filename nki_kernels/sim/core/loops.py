@@ -51,8 +51,9 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
     loop_id = ctx.next_loop_id()
     file, line = user_location()
     n, start, step = len(r), r.start, r.step
-    if ctx.recorder is not None:
-        ctx.recorder.fail("a loop in the body")  # of the enclosing loop's body: this loop may be a program itself
+    if ctx.recorder is not None and ctx.recorder.inner_loop(n, order is not r) and program is not False:
+        # a shorter loop in a body being traced: its iterations are part of the enclosing loop's program
+        program = "traced as part of the enclosing loop's body"
     if program is True:
         if lk is LoopKind.STATIC:
             program = False
@@ -73,7 +74,7 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
         ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
         rec = None
         if program is True and len(recs) < 2:
-            rec = _program.Recorder(ctx)
+            rec = _program.Recorder(ctx, n)
             recs.append(rec)
             saved, ctx.recorder = ctx.recorder, rec
             rec.begin()

@@ -43,8 +43,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import dtypes as dt
-from .ops import BINARY, BITWISE, PENDING, UNARY, opcode
+from .errors import _SIM_DIR
+from .ops import BINARY, BITWISE, PENDING, UNARY, opcode, reduce_values
 from .tensor import Tensor
+from .tensore import gemm_t
 from .trace import Buffer, Event, LoopFrame, Region, no_gc
 
 if TYPE_CHECKING:
@@ -68,6 +70,10 @@ class Op(enum.Enum):
     UNARY = "unary"  # nl.exp & co.: UNARY[name](x) in fp32
     TENSOR_COPY = "tensor_copy"  # nisa.tensor_copy / nl.copy
     TENSOR_SCALAR = "tensor_scalar"  # nisa.tensor_scalar: (data op0 operand0) op1 operand1, scalars or (P, 1) columns
+    FILL = "fill"  # nl.zeros / ones / full: the new tile's storage as the traced iteration filled it
+    MATMUL = "matmul"  # nisa.nc_matmul: stationary.T @ moving (tensore.gemm_t, per iteration), `psum += r` accumulating
+    TENSOR_REDUCE = "tensor_reduce"  # nisa.tensor_reduce with max / min (exact in any order) over free axes
+    ACTIVATION = "activation"  # nisa.activation: op(data * scale + bias), bias a number or a (P, 1) column
 
 
 # core op name -> the program's Op (a call of any other op keeps the loop on the per-iteration path)
@@ -80,9 +86,24 @@ _OPS = {
     "unary": Op.UNARY,
     "tensor_copy": Op.TENSOR_COPY,
     "tensor_scalar": Op.TENSOR_SCALAR,
+    "fill": Op.FILL,
+    "nc_matmul": Op.MATMUL,
+    "matmul": Op.MATMUL,  # nl.matmul with transpose_x=True: one nc_matmul (tensore.matmul)
+    "tensor_reduce": Op.TENSOR_REDUCE,
+    "activation": Op.ACTIVATION,
 }
-# arguments that change values (masks, read-modify-write, indirect addressing): not in a program
-_VALUE_KWARGS = ("mask", "dst_rmw_op", "oob_mode")
+# arguments that change values or the instruction (masks, read-modify-write, indirect addressing, the ScalarE
+# accumulator registers, PE tiling): not in a program
+_VALUE_KWARGS = (
+    "mask",
+    "dst_rmw_op",
+    "oob_mode",
+    "reduce_res",
+    "reduce_cmd",
+    "reduce_op",
+    "tile_position",
+    "tile_size",
+)
 _PLAIN = (str, bool, int, float)
 _VALUES = (enum.Enum, np.generic, np.dtype, type)  # enum members, NumPy scalars, dtypes (np.float32 or its dtype)
 _SIGNATURES: dict[Callable, inspect.Signature] = {}
@@ -118,7 +139,8 @@ class Step(NamedTuple):
     srcs: tuple
     dtype: Any
     line: int
-    landing: tuple | None = None  # (view, NKI dtype, reshaped) of the tile the result lands in (`t[...] = r`)
+    # (view, NKI dtype, how) of the tile the result lands in: `t[...] = r` ("same", "reshape"), `ps += r` ("accumulate")
+    landing: tuple | None = None
 
 
 class Ref(NamedTuple):
@@ -157,8 +179,6 @@ def _describe(t: Tensor) -> tuple | str:
     if t._mask is not None or t.dynamic or t.out_of_bounds:
         return "an operand with a mask or a runtime index"
     al = t.alloc
-    if al.buffer is Buffer.PSUM:
-        return "a PSUM operand (its written state per element)"
     root = _root(al.array)
     arr = t.arr if t.arr is not None else t.src
     if arr is None or not root.flags.c_contiguous or arr.dtype != root.dtype:
@@ -186,10 +206,16 @@ class Recorder:
         "pre",
         "body",
         "landings",
+        "n",
+        "loops0",
+        "n_loops",
+        "depth",
     )
 
-    def __init__(self, ctx: RunContext):
+    def __init__(self, ctx: RunContext, n: int = 0):
         self.ctx = ctx
+        self.n = n  # the loop's trip count (a loop in the body with fewer iterations is traced through)
+        self.depth = len(ctx.loops) - 1  # the position of the loop's frame in its events' loops
         self.calls: list[Call] = []
         self.slices: list[tuple[int, int, int]] = []  # (dimension size, start, stop) indexed with a loop index
         self.reason: str | None = None
@@ -201,6 +227,8 @@ class Recorder:
         self.body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
         # call position -> (view description, how) of the tile its pending result landed in (`t[...] = r`)
         self.landings: dict[int, tuple[tuple, str]] = {}
+        self.loops0 = ctx.loop_count
+        self.n_loops = 0  # loop statements the iteration entered (each takes a loop id)
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
@@ -228,7 +256,7 @@ class Recorder:
             if isinstance(v, Tensor):
                 params.append((k, Ref(len(tensors))))
                 tensors.append(v)
-            elif k in _VALUE_KWARGS and v is not None:
+            elif k in _VALUE_KWARGS and v is not None and not (v.__class__ is tuple and not v):  # () : no PE tiling
                 self.fail(f"{name} with {k}=")
                 return
             elif v is None or v.__class__ in _PLAIN or isinstance(v, _VALUES) or _is_function(v):
@@ -255,14 +283,35 @@ class Recorder:
         pos = next(
             (i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i].views[0][0] == result.alloc.id), None
         )
-        if pos is None or pos in self.landings or mask is not None or how not in ("same", "reshape"):
+        if pos is None or pos in self.landings or mask is not None or how not in ("same", "reshape", "accumulate"):
             self.fail("a result assigned with a mask, a broadcast or twice")
             return
         d = self._view(dst)
         if isinstance(d, str):
-            self.fail(f"an assignment to {d}")
+            self.fail(f"{'a `+=` onto' if how == 'accumulate' else 'an assignment to'} {d}")
             return
         self.landings[pos] = (d, how)
+
+    def filled(self, t: Tensor, api: str) -> None:
+        """``nl.zeros`` / ``ones`` / ``full`` allocated ``t`` and filled it (vector.fill records the memset): the
+        step writes the storage as filled (exact by construction)."""
+        if self.reason is not None:
+            return
+        d = self._view(t)
+        if isinstance(d, str):
+            self.fail(f"{api}: {d}")
+            return
+        self.calls.append(Call("fill", (("storage", t.alloc.array.copy()),), (d,), self.ctx.site[1]))
+
+    def inner_loop(self, n: int, shuffled: bool) -> bool:
+        """A loop statement in the body: True to trace through it (its iterations are part of the body's), else
+        the body is not a program (a loop of more iterations than this one gains more as a program of its own: a
+        program runs all but two iterations at once)."""
+        if shuffled:
+            self.fail("a loop in the body with shuffled iterations (SimOptions.shuffle_affine_seed)")
+        elif n > self.n:
+            self.fail(f"a loop of {n} iterations in the body (it may run as a program of its own)")
+        return self.reason is None
 
     def _view(self, t: Tensor) -> tuple | str:
         """``t``'s view description (or why it has none), noting its allocation: the body's (weakly: the shape and
@@ -271,6 +320,8 @@ class Recorder:
         if isinstance(d, str):
             return d
         al = t.alloc
+        if al.buffer is Buffer.PSUM and al.id <= self.alloc0:
+            return "a PSUM tile from before the loop (its written state per element)"
         if al.id > self.alloc0:
             root = _root(al.array)
             self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
@@ -287,9 +338,11 @@ class Recorder:
         self.alloc0 = ctx.alloc_count
         self.seq0 = len(ctx.trace.events)
         self.n_instr = ctx.n_instructions
+        self.loops0 = ctx.loop_count
 
     def end(self) -> None:
         ctx = self.ctx
+        self.n_loops = ctx.loop_count - self.loops0
         self.alloc1 = ctx.alloc_count
         self.seq1 = len(ctx.trace.events)
         self.n_instr = ctx.n_instructions - self.n_instr
@@ -324,8 +377,12 @@ def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Record
     if e0[1:12] != e1[1:12] or e0.payload != e1.payload or e0[15:18] != e1[15:18] or e0.engine_given != e1.engine_given:
         return f"the {e0.op} at line {e0.line} differs between iterations beyond its addresses"
     l0, l1 = e0.loops, e1.loops
-    if len(l0) != len(l1) or not l0 or l0[:-1] != l1[:-1] or l0[-1][:2] != l1[-1][:2] or l0[-1][3:] != l1[-1][3:]:
+    d = r1.depth
+    if len(l0) != len(l1) or len(l0) <= d or l0[:d] != l1[:d] or l0[d][:2] != l1[d][:2] or l0[d][3:] != l1[d][3:]:
         return "an event in a different loop"
+    for f0, f1 in zip(l0[d + 1 :], l1[d + 1 :], strict=True):  # loops in the body: a new loop id per entry
+        if f0[0] != f1[0] or f0[2:] != f1[2:] or f1[1] - f0[1] != r1.n_loops:
+            return "an event in a different loop in the body"
     if len(e0.reads) != len(e1.reads) or len(e0.writes) != len(e1.writes):
         return "an event with a different number of operands"
     per = r1.alloc1 - r1.alloc0
@@ -397,13 +454,27 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
     per element, over all ``n`` iterations), the body reads only what it wrote earlier in the same iteration, and
     the kernel reads no element of a tensor from before the loop that may hold poison."""
     written = {i: np.zeros(int(np.prod(s, dtype=np.int64)), dtype=bool) for i, (_, s, _) in body.items()}
+
+    def elements(v: View) -> np.ndarray:
+        """A body view's elements in ``written`` (a strided view of it for a basic view)."""
+        flat = written[v.alloc]
+        if v.items is not None:
+            return flat[_elements(v)]
+        isz = v.sdtype.itemsize
+        return np.ndarray(
+            v.shape, bool, buffer=flat, offset=v.offset // isz, strides=tuple(st // isz for st in v.strides)
+        )
+
     for s in steps:
-        for v in s.srcs:
-            if v.body and not written[v.alloc][_elements(v)].all():
+        for v in (*s.srcs, *_accumulator(s)):
+            if v.body and not elements(v).all():
                 return f"a body tile read before the body writes it (line {s.line})"
         for w in _writes(s):
             if w.body:
-                written[w.alloc][_elements(w)] = True
+                if w.items is not None:
+                    written[w.alloc][_elements(w)] = True
+                else:
+                    elements(w)[...] = True
     writes = [(w, s.line) for s in steps for w in _writes(s) if not w.body]
     wrote = {v.alloc for v, _ in writes}
     reads = [(v, s.line) for s in steps for v in s.srcs if not v.body]
@@ -424,19 +495,35 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
             if v.alloc not in owner:
                 continue
             own = owner[v.alloc]
-            el = _elements(v)
-            step = v.step // v.sdtype.itemsize
-            chunk = max(1, (4 << 20) // max(1, el.size))
+            isz = v.sdtype.itemsize
+            el = _elements(v) if v.items is not None else None
+            chunk = max(1, (4 << 20) // max(1, _size(v)))
             for k0 in range(0, n, chunk):
-                ks = np.arange(k0, min(n, k0 + chunk), dtype=np.int64)
-                idx = (ks * step)[:, None] + el[None, :]
-                kk = np.broadcast_to(ks[:, None].astype(np.int32), idx.shape)
-                cur = own[idx]
+                k1 = min(n, k0 + chunk)
+                if el is None:  # a basic view: the owners of its elements in iterations k0..k1-1, as a strided view
+                    kk = np.arange(k0, k1, dtype=np.int32).reshape((-1,) + (1,) * len(v.shape))
+                    cur = np.ndarray(
+                        (k1 - k0,) + v.shape,
+                        np.int32,
+                        buffer=own,
+                        offset=(v.offset + k0 * v.step) // isz * 4,
+                        strides=(v.step // isz * 4,) + tuple(st // isz * 4 for st in v.strides),
+                    )
+                else:
+                    ks = np.arange(k0, k1, dtype=np.int64)
+                    idx = (ks * (v.step // isz))[:, None] + el[None, :]
+                    kk = ks[:, None].astype(np.int32)
+                    cur = own[idx]
                 if not ((cur == -1) | (cur == kk)).all():
                     return f"iterations touch the same elements (line {line}; the per-iteration path checks the race)"
                 if is_write:
-                    own[idx] = kk
-                    if not (own[idx] == kk).all():
+                    if el is None:
+                        cur[...] = kk
+                        written_by = cur
+                    else:
+                        own[idx] = kk
+                        written_by = own[idx]
+                    if not (written_by == kk).all():
                         return f"iterations write the same elements (line {line}; the per-iteration path checks it)"
     return None
 
@@ -467,15 +554,20 @@ class Program:
         self.n = self.stop = n  # the program runs iterations up to ``stop`` (the loop's trip count, or the cap's)
         self.r1 = r1
         self.body = body  # position -> (the body tile of iteration 1, the shape and dtype of its storage)
+        # the body tiles a step reads (an operand, or the accumulator of `psum += r`); run() adds those the kernel
+        # still holds: the others (a matmul's result consumed by `+=`) are not kept
+        self.read = {v.alloc for s in steps for v in (*s.srcs, *_accumulator(s)) if v.body}
+        self.live: set[int] = set()
 
     # -- the executor ------------------------------------------------------------------------------------------
     def run(self, k0: int) -> None:
         """Run iterations k0..n-1: values, events, allocation ids, instruction count."""
         ctx = self.ctx
         n = self.n
-        per_iter = sum(int(np.prod(s, dtype=np.int64)) * d.itemsize for _, s, d in self.body.values()) + sum(
-            int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps
-        )
+        self.live = self.read | {i for i, (ref, _, _) in self.body.items() if ref() is not None}
+        per_iter = sum(
+            int(np.prod(s, dtype=np.int64)) * d.itemsize for i, (_, s, d) in self.body.items() if i in self.live
+        ) + sum(int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps)
         chunk = max(1, CHUNK_BYTES // max(1, per_iter))
         for c0 in range(k0, n, chunk):
             last = self._values(c0, min(n, c0 + chunk))
@@ -498,6 +590,7 @@ class Program:
                 names.update(zip(ids, repeat(nm)))
         ctx.alloc_count += (n - k0) * per
         ctx.n_instructions += (n - k0) * r1.n_instr
+        ctx.loop_count += (n - k0) * r1.n_loops  # the loop statements of the body: one id per entry
 
     def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
         """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis (a copy for an
@@ -535,12 +628,17 @@ class Program:
         flat[idx] = tmp.reshape(idx.shape)
 
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
-        storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items()}
+        live = self.live
+        storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live}
         for s in self.steps:
             shape = (k1 - k0,) + s.dst.shape
             srcs = [self._array(v, k0, k1, storage) for v in s.srcs]
             op = s.op
+            kept = not s.dst.body or s.dst.alloc in live  # else a body tile nobody reads: not written
             v: Any
+            if op is Op.MATMUL and not kept and _accumulator(s):  # `psum += nc_matmul(...)`: add each product
+                self._matmul(srcs[0], srcs[1], shape, self._array(_accumulator(s)[0], k0, k1, storage))
+                continue
             if op is Op.DMA:
                 v = srcs[0]
                 if v.shape != shape:
@@ -553,6 +651,29 @@ class Program:
                     o = srcs[ref].astype(np.float32, copy=False) if isinstance(ref, int) else np.float32(ref)
                     v = fn(o, v) if reverse else fn(v, o)
                 v = np.asarray(v, dtype=np.float32)
+            elif op is Op.FILL:
+                if kept:
+                    self._array(s.dst, k0, k1, storage)[...] = s.func  # the storage as the traced iteration filled it
+                continue
+            elif op is Op.MATMUL:
+                v = self._matmul(srcs[0], srcs[1], shape)
+            elif op is Op.TENSOR_REDUCE:
+                name, axes, keepdims, negate = s.func
+                v = reduce_values(name, srcs[0].astype(np.float32, copy=False), tuple(a + 1 for a in axes), keepdims)
+                v = np.asarray(v, dtype=np.float32)
+                if negate:
+                    v = -v
+            elif op is Op.ACTIVATION:  # vector._activation_core
+                fn, scale, column, bias = s.func
+                v = srcs[0].astype(np.float32, copy=False)
+                if scale != 1.0:
+                    v = v * np.float32(scale)
+                if column is not None:
+                    col = srcs[column].astype(np.float32, copy=False)
+                    v = v + col.reshape(col.shape[:2] + (1,) * (v.ndim - 2))
+                elif bias is not None and float(bias) != 0.0:
+                    v = v + np.float32(bias)
+                v = np.asarray(fn(v), dtype=np.float32)
             elif op is Op.UNARY:
                 assert s.func is not None
                 v = np.asarray(s.func(srcs[0].astype(np.float32, copy=False)), dtype=np.float32)
@@ -560,13 +681,40 @@ class Program:
                 assert s.func is not None
                 v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
                 v = np.asarray(v).astype(np.float32, copy=False)
-            self._write(s.dst, v, s.dtype, k0, k1, storage)
+            if kept:
+                self._write(s.dst, v, s.dtype, k0, k1, storage)
             if s.landing is not None:  # `t[...] = r`: the exact result lands in t too, rounded once to its dtype
-                lv, ldtype, reshaped = s.landing
-                if reshaped:
+                lv, ldtype, how = s.landing
+                if how == "accumulate":  # `psum += r` onto fp32 PSUM written everywhere: Tensor.accumulate's add
+                    acc = self._array(lv, k0, k1, storage)
+                    np.add(acc, v, out=acc)
+                    continue
+                if how == "reshape":
                     v = np.ascontiguousarray(np.broadcast_to(v, shape)).reshape((k1 - k0,) + lv.shape)
                 self._write(lv, v, ldtype, k0, k1, storage)
         return {i: a[-1] for i, a in storage.items()}
+
+    def _matmul(self, a: np.ndarray, b: np.ndarray, shape: tuple, acc: np.ndarray | None = None) -> np.ndarray:
+        """nc_matmul in iterations k0..k1-1 (``a``, ``b``: stationary and moving with a leading iteration axis):
+        tensore.gemm_t per iteration on the views the instruction reads, as tensore._matmul calls it (so the
+        products are the same bit for bit), zeros in a trace-only run as there; with ``acc`` each product is
+        added to it (Tensor.accumulate) instead of kept."""
+        trace_only = self.ctx.options.trace_only
+        out = np.zeros(shape, dtype=np.float32) if acc is None else acc
+        K, M = a.shape[1], int(np.prod(a.shape[2:], dtype=np.int64))
+        for i in range(shape[0]):
+            if trace_only:
+                if acc is not None:
+                    np.add(acc[i], np.float32(0), out=acc[i])
+                continue
+            r = gemm_t(
+                a[i].astype(np.float32, copy=False).reshape(K, M), b[i].astype(np.float32, copy=False), shape[1:]
+            )
+            if acc is None:
+                out[i] = r
+            else:
+                np.add(acc[i], r, out=acc[i])
+        return out
 
     def _events(self, k0: int) -> None:
         """Append the events of iterations k0..n-1, built field by field in C: each field of a template's events is
@@ -575,9 +723,18 @@ class Program:
         n, r1 = self.n, self.r1
         L = r1.seq1 - r1.seq0
         first = self.templates[0][0]
-        outer, f = first.loops[:-1], first.loops[-1]
+        d, per_loops = r1.depth, r1.n_loops
+        outer, f = first.loops[:d], first.loops[d]
         loops = [outer + (_new(LoopFrame, (f[0], f[1], k, f[3], f[4], f[5])),) for k in range(k0, n)]
         m = n - k0
+
+        def frames(inner: tuple) -> list:
+            """The loops of an event in loops of the body (``inner``: iteration 1's frames of them), per iteration:
+            each entry into a loop statement takes the next loop id."""
+            return [
+                lp + tuple(_new(LoopFrame, (g[0], g[1] + (k - 1) * per_loops, *g[2:])) for g in inner)
+                for k, lp in zip(range(k0, n), loops, strict=True)
+            ]
 
         def column(base: int, step: int) -> Iterator[int]:
             """The field of iterations k0..n-1: iteration k's is (k - 1) steps from iteration 1's ``base``."""
@@ -598,7 +755,7 @@ class Program:
                 reads,
                 writes,
                 *(repeat(x, m) for x in e1[14:18]),
-                iter(loops),
+                iter(frames(e1.loops[d + 1 :]) if len(e1.loops) > d + 1 else loops),
                 repeat(e1[19], m),
             )
             streams.append(map(_event, zip(*fields, strict=True)))
@@ -616,6 +773,8 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
         return "the iterations made different NKI calls"
     if r1.alloc1 - r1.alloc0 != r0.alloc1 - r0.alloc0:
         return "the iterations allocated differently"
+    if r1.n_loops != r0.n_loops:
+        return "the iterations entered different loops"
     # (iteration 0 may also record a result from before the loop that waited for its destination: its event fills
     # the place reserved for it before the loop)
     if r1.seq0 != r0.seq1 or r1.seq1 - r1.seq0 != r1.n_instr:
@@ -627,6 +786,8 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
     stop = min(n, 2 + (ctx.options.max_instructions - ctx.n_instructions) // max(1, r1.n_instr))
     if stop <= 2:
         return "the instruction cap (the per-iteration path stops at the exact instruction)"
+    if any(ref() is not None for ref, _, _ in r0.body.values()):
+        _resync_locals()
     for ref, _, _ in r0.body.values():
         if ref() is not None:
             return "a tile of iteration 0 is still referenced (Python state carries tiles across iterations)"
@@ -673,7 +834,9 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
                 return f"the assignment of the {c0.name} at line {c0.line}: {lv if isinstance(lv, str) else how0}"
             if lv.body:
                 body[lv.alloc] = r1.body[lv.alloc]
-            step = step._replace(landing=(lv, d0[5], how0 == "reshape"))
+            if (how0 == "accumulate") != (step.op is Op.MATMUL):
+                return f"the {c0.name} at line {c0.line} accumulated with `+=`"
+            step = step._replace(landing=(lv, d0[5], how0))
         steps.append(step)
     for s in steps:  # every view of a tensor from before the loop stays inside its storage
         for v in _views(s):
@@ -696,6 +859,23 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
     return Program(ctx, steps, templates, stop, r1, body)
 
 
+def _resync_locals() -> None:
+    """Re-read ``f_locals`` of the kernel's frames on the stack.  Up to Python 3.12 ``frame.f_locals`` is a snapshot
+    kept on the frame until the next read; the loop-state check of a loop in the body (nki01/symbolic.py) takes one
+    before the body rebinds its names, which would keep iteration 0's tiles alive.  Reading it again syncs it with
+    the frame's variables (from 3.13 it is a live view: this is a no-op)."""
+    f: types.FrameType | None = sys._getframe(1)
+    while f is not None:
+        if not f.f_code.co_filename.startswith(_SIM_DIR):
+            f.f_locals  # noqa: B018  (the read is the point: it replaces the stale snapshot)
+        f = f.f_back
+
+
+def _accumulator(s: Step) -> tuple[View, ...]:
+    """The PSUM view ``psum += r`` adds step ``s``'s result to, if it does."""
+    return (s.landing[0],) if s.landing is not None and s.landing[2] == "accumulate" else ()
+
+
 def _writes(s: Step) -> tuple[View, ...]:
     return (s.dst,) if s.landing is None else (s.dst, s.landing[0])
 
@@ -708,7 +888,12 @@ def _same_params(a: tuple, b: tuple) -> bool:
     if len(a) != len(b):
         return False
     for (ka, va), (kb, vb) in zip(a, b, strict=True):
-        if ka != kb or va.__class__ is not vb.__class__ or not (va is vb or va == vb):
+        if ka != kb or va.__class__ is not vb.__class__:
+            return False
+        if isinstance(va, np.ndarray):  # a fill's storage
+            if va.dtype != vb.dtype or va.shape != vb.shape or va.tobytes() != vb.tobytes():
+                return False
+        elif not (va is vb or va == vb):
             return False
     return True
 
@@ -792,7 +977,67 @@ def _step(c: Call, views: list[View]) -> Step | str:
                 return "tensor_scalar with an operand that is not a number or a column"
             ops.append((BINARY[name], ref, bool(c.param("reverse" + i))))
         func = tuple(ops)
+    elif op is Op.FILL:
+        func = c.param("storage")
+    elif op is Op.MATMUL:
+        if c.name == "matmul" and not c.param("transpose_x"):
+            return "nl.matmul without transpose_x=True (a TensorE transpose and a copy first)"
+        st, mv = (c.param("stationary"), c.param("moving")) if c.name == "nc_matmul" else (c.param("x"), c.param("y"))
+        if not (isinstance(st, Ref) and isinstance(mv, Ref)):
+            return f"{c.name} without tile operands"
+        for k in ("is_stationary_onezero", "is_moving_onezero", "is_transpose", "accumulate", "perf_mode"):
+            if c.param(k):
+                return f"nc_matmul with {k}="
+        srcs = [views[st.pos], views[mv.pos]]
+        if srcs[0].items is not None or srcs[1].items is not None:
+            return "nc_matmul of an index-array view"
+    elif op is Op.TENSOR_REDUCE:
+        name = c.param("op")
+        name = name if isinstance(name, str) else _op_name(name, c.name)
+        data = c.param("data")
+        if name not in ("max", "min", "maximum", "minimum") or not isinstance(data, Ref):
+            return "tensor_reduce with an op other than max / min (their result does not depend on the order)"
+        srcs = [views[data.pos]]
+        nd = len(srcs[0].shape)
+        axis = c.param("axis")
+        ax = (axis,) if isinstance(axis, int) else tuple(axis) if isinstance(axis, tuple) else None
+        if ax is None or not all(isinstance(a, int) and 0 < (a + nd if a < 0 else a) < nd for a in ax):
+            return "tensor_reduce with an axis that is not a free axis given as ints"
+        if srcs[0].sdtype.kind != "f":
+            return "tensor_reduce of an integer tile"
+        func = (
+            name,
+            tuple(sorted(a + nd if a < 0 else a for a in ax)),
+            bool(c.param("keepdims")),
+            bool(c.param("negate")),
+        )
+    elif op is Op.ACTIVATION:
+        name = _op_name(c.param("op"), c.name)
+        data = c.param("data")
+        if name not in UNARY or name in ("invert", "logical_not") or not isinstance(data, Ref):
+            return f"activation with op {name}"
+        srcs = [views[data.pos]]
+        scale, bias = c.param("scale"), c.param("bias")
+        if scale is not None and (isinstance(scale, Ref) or scale.__class__ is bool):
+            return "activation with a tile scale"
+        column = None  # the bias column's position in srcs, or a number bias
+        if isinstance(bias, Ref):
+            col = views[bias.pos]
+            if col.shape != (srcs[0].shape[0], 1) or col.items is not None:
+                return "activation with a bias tile that is not a (P, 1) column"
+            column, bias = len(srcs), None
+            srcs.append(col)
+        elif bias is not None and (bias.__class__ is bool or not isinstance(bias, (int, float, np.generic))):
+            return "activation with a bias that is not a number or a column"
+        func = (UNARY[name][0], 1.0 if scale is None else scale, column, bias)
     return Step(op, func, dst, tuple(srcs), dtype, c.line)
+
+
+def _op_name(op: Any, api: str) -> str | None:
+    try:
+        return opcode(op, api)
+    except Exception:
+        return None
 
 
 def _size(v: View) -> int:

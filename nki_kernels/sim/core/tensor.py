@@ -294,20 +294,28 @@ class Tensor:
             al.unwritten = False  # the whole allocation was written
         al.written = True
 
-    def accumulate(self, value: np.ndarray, kind: int) -> bool:
-        """``self += value`` in place when that is one NumPy call: an fp32 basic view of memory that
-        is written everywhere (PSUM accumulation, spec §8).  False: the caller takes the general path."""
+    def accumulates_in_place(self) -> bool:
+        """Whether :meth:`accumulate` adds in place: an fp32 basic view of memory written everywhere (for PSUM:
+        one written state for the whole allocation), mutable, with no result waiting in it."""
         al = self.alloc
         a = self.arr
-        if (
+        return not (
             a is None
             or a.dtype != np.float32
             or al.unwritten
             or al.immutable
             or al.pending is not None
             or (al.buffer is PSUM and (al.psum_kind is not None or al.psum_fill == 0))
-        ):
+        )
+
+    def accumulate(self, value: np.ndarray, kind: int) -> bool:
+        """``self += value`` in place when that is one NumPy call: an fp32 basic view of memory that
+        is written everywhere (PSUM accumulation, spec §8).  False: the caller takes the general path."""
+        if not self.accumulates_in_place():
             return False
+        al = self.alloc
+        a = self.arr
+        assert a is not None, "an in-place accumulation has a basic view"
         np.add(a, value, out=a)
         if al.buffer is PSUM and al.psum_fill != kind:
             if self.size == al.array.size:

@@ -283,6 +283,8 @@ def _filled(api, shape, dtype, buffer, name, value):
     par = _par(shape, buf, api, ctx)
     t = _allocate(shape, dtype, buf, api=api, name=name, fill=value, par=par)
     _vector.fill(ctx, t, api=f"nl.{api}")
+    if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+        ctx.recorder.filled(t, f"nl.{api}")
     if par and buf == "psum":
         ctx.memory.initialised_blocks(t.alloc)
     return _placed(ctx, t, placement, shape, par)
