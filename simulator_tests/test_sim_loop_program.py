@@ -549,3 +549,141 @@ def test_nl_matmul_with_transpose_x_runs_as_a_program(capfd):
     assert "affine_range(8)" in said and "loop program" in said, said
     want = sum(np.einsum("km,krn->mrn", w[:, k, :], x[:, k : k + 8, :]) for k in range(3))
     np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
+def conv_rows_2024_style(x, w, b):
+    """The 2024 CS149 style: a sequential row loop with nl.load of the input rows and nl.load_transpose2d of each
+    tap's weights inside it, `acc += nl.matmul(..., transpose_x=True)`, the bias added with nl.add of a column,
+    a 2x2 max-pool with nl.max over axes (1, 3) of a reshaped copy, nl.store."""
+    rows, width = x.shape[1] - 2, x.shape[2] - 2
+    out = nl.ndarray((P, rows // 2, width // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    b_tile = nl.load(b)
+    for h in nl.sequential_range(rows // 2):
+        pair = nl.ndarray((P, 2, width), dtype=nl.float32, buffer=nl.sbuf)
+        for r in nl.sequential_range(2):
+            acc = nl.zeros((P, width), dtype=nl.float32, buffer=nl.psum)
+            xt = nl.load(x[:, h * 2 + r : h * 2 + r + 3, :])
+            for kh in nl.affine_range(3):
+                for kw in nl.affine_range(3):
+                    wt = nl.load_transpose2d(w[:, kh, kw, :])
+                    acc += nl.matmul(wt, xt[:, kh, kw : kw + width], transpose_x=True)
+            pair[:, r, :] = nl.add(acc, b_tile)
+        window = nl.copy(pair).reshape((P, 2, width // 2, 2))
+        nl.store(out[:, h, :], value=nl.max(window, axis=[1, 3]))
+    return out
+
+
+def test_the_2024_style_row_loop_runs_as_a_program(capfd):
+    r = _rng()
+    x = (r.standard_normal((P, 12, 18)) * 0.1).astype(np.float32)
+    w = (r.standard_normal((P, 3, 3, P)) * 0.1).astype(np.float32)
+    b = r.standard_normal((P, 1)).astype(np.float32)
+    _, fast, said = _same(conv_rows_2024_style, [x, w, b], capfd)
+    assert "sequential_range(5)" in said and "loop program: iterations 0-1 traced, 2-4 run at once" in said, said
+    conv = sum(
+        np.einsum("mk,krw->mrw", w[:, kh, kw, :], x[:, kh : kh + 10, kw : kw + 16])
+        for kh in range(3)
+        for kw in range(3)
+    )
+    want = (conv + b[:, :, None]).reshape(P, 5, 2, 8, 2).max(axis=(2, 4))
+    np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-4)
+
+
+# ---- buffers reused by every iteration of an ordered loop; tensors that may hold poison -----------------------------
+
+
+def _reused_row_buffer(kind: str, carry: bool = False):
+    """The naive CS149 shape: one input-row SBUF buffer refilled by every iteration (and a staging tile), read
+    after the refill; ``carry``: the iteration also reads the row buffer before refilling it (a value carried to
+    the next iteration)."""
+
+    @nki.jit
+    def reused(x, w):
+        out = nl.ndarray((P, x.shape[1], 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        row = nl.ndarray((P, 18), dtype=x.dtype, buffer=nl.sbuf)
+        stage = nl.ndarray((P, 16), dtype=nl.float32, buffer=nl.sbuf)
+        w_sb = nl.load(w)
+        loop = nl.sequential_range if kind == "sequential" else nl.affine_range
+        for h in loop(x.shape[1]):
+            acc = nl.zeros((P, 16), dtype=nl.float32, buffer=nl.psum)
+            if carry:
+                nl.store(out[:, h, :], value=nl.copy(row[:, 0:16]))
+            nisa.dma_copy(dst=row, src=x[:, h, :])
+            for j in nl.sequential_range(3):
+                acc += nisa.nc_matmul(w_sb[:, j, :], row[:, j : j + 16])
+            stage[...] = nisa.tensor_copy(acc)
+            nisa.dma_copy(dst=out[:, h, :], src=stage)
+        return out
+
+    return reused
+
+
+def _row_args():
+    r = _rng()
+    return [r.standard_normal((P, 6, 18)).astype(np.float32), r.standard_normal((P, 3, P)).astype(np.float32)]
+
+
+def test_a_buffer_reused_by_every_iteration_of_a_sequential_loop_runs_as_a_program(capfd):
+    _, fast, said = _same(_reused_row_buffer("sequential"), _row_args(), capfd)
+    assert "sequential_range(6)" in said and "loop program" in said, said
+    x, w = _row_args()
+    want = sum(np.einsum("km,khn->mhn", w[:, j, :], x[:, :, j : j + 16]) for j in range(3))
+    np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind,carry", [("sequential", True), ("affine", False)], ids=["carries-a-value", "affine"])
+def test_a_reused_buffer_that_carries_values_or_races_runs_every_iteration(kind, carry, capfd):
+    slow, _, said = _same(_reused_row_buffer(kind, carry), _row_args(), capfd)
+    assert "per iteration" in said and "same elements" in said, said
+
+
+@nki.jit
+def reads_the_written_half(a):
+    """A tile half written before the loop (the other half never written) read by every iteration: its written half
+    only, so the reads find no poison; the per-iteration path counts them (Tensor._check_poison)."""
+    out = nl.ndarray((P, 8, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[:, 0:4], src=a)
+    for i in nl.affine_range(8):
+        nl.store(out[:, i, :], value=nl.multiply(t[:, 0:4], float(1)))
+    return out
+
+
+def test_reads_of_a_tensor_that_may_hold_poison_run_as_a_program_when_they_find_none(capfd):
+    _, _, said = _same(reads_the_written_half, [_rng().random((P, 4), np.float32)], capfd)
+    assert "affine_range(8)" in said and "loop program" in said, said
+
+
+@pytest.mark.parametrize(
+    "scans,m,clean",
+    [
+        (0, 0, True),
+        (1, 1, True),
+        (2, 1, True),
+        (3, 5, True),
+        (3, 4, True),
+        (5, 2, True),
+        (5, 100, False),
+        (8, 7, True),
+        (8, 8, True),
+    ],
+)
+def test_clean_reads_are_counted_as_the_poison_check_counts_them(scans, m, clean):
+    from types import SimpleNamespace
+
+    from nki_kernels.sim.core import dtypes as dt
+    from nki_kernels.sim.core.program import _count_clean_reads
+
+    arr = np.zeros((4, 4), np.float32) if clean else dt.poison_fill((4, 4), dt.float32, np.dtype(np.float32))
+    got = SimpleNamespace(poison_scans=scans, unwritten=True, array=arr)
+    _count_clean_reads(got, m)  # type: ignore[arg-type]
+    # Tensor._check_poison, one clean read at a time
+    want = SimpleNamespace(poison_scans=scans, unwritten=True)
+    for _ in range(m):
+        if not want.unwritten:
+            break
+        n = want.poison_scans = want.poison_scans + 1
+        if not n & (n - 1) and clean:
+            want.unwritten = False
+    assert (got.poison_scans, got.unwritten) == (want.poison_scans, want.unwritten)

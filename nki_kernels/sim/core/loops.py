@@ -86,7 +86,7 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
                 ctx.recorder = saved
                 rec.end()
         if len(recs) == 2 and program is True:
-            built = _program.build(ctx, recs[0], recs[1], n)
+            built = _program.build(ctx, recs[0], recs[1], n, lk is not LoopKind.AFFINE)
             first, alloc0 = recs[0].seq0, recs[0].alloc0
             recs.clear()
             if ctx.options.explain_loops:

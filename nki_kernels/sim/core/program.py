@@ -65,14 +65,16 @@ class Op(enum.Enum):
     """The instructions a program runs over all iterations at once (the core op each comes from)."""
 
     DMA = "dma"  # dma_copy / nl.load / nl.store between HBM and SBUF: dst = src, rounded to dst's dtype
+    DMA_TRANSPOSE = "dma_transpose"  # nl.load_transpose2d: dst = src.T (a 2-D HBM view), rounded to dst's dtype
     TENSOR_TENSOR = "tensor_tensor"  # nisa.tensor_tensor: BINARY[op](data1, data2) in fp32
-    BINARY = "binary"  # nl.add & co. of two tiles of one shape
+    BINARY = "binary"  # nl.add & co. of tiles (partition-first broadcasting) and numbers
     UNARY = "unary"  # nl.exp & co.: UNARY[name](x) in fp32
     TENSOR_COPY = "tensor_copy"  # nisa.tensor_copy / nl.copy
     TENSOR_SCALAR = "tensor_scalar"  # nisa.tensor_scalar: (data op0 operand0) op1 operand1, scalars or (P, 1) columns
+    BROADCAST = "broadcast"  # nl.broadcast_to / t.broadcast_to: a copy of src broadcast partition-first
     FILL = "fill"  # nl.zeros / ones / full: the new tile's storage as the traced iteration filled it
     MATMUL = "matmul"  # nisa.nc_matmul: stationary.T @ moving (tensore.gemm_t, per iteration), `psum += r` accumulating
-    TENSOR_REDUCE = "tensor_reduce"  # nisa.tensor_reduce with max / min (exact in any order) over free axes
+    TENSOR_REDUCE = "tensor_reduce"  # nisa.tensor_reduce / nl.max / nl.min (exact in any order) over free axes
     ACTIVATION = "activation"  # nisa.activation: op(data * scale + bias), bias a number or a (P, 1) column
 
 
@@ -81,15 +83,18 @@ _OPS = {
     "dma_copy": Op.DMA,
     "load": Op.DMA,
     "store": Op.DMA,
+    "load_transpose2d": Op.DMA_TRANSPOSE,
     "tensor_tensor": Op.TENSOR_TENSOR,
     "binary": Op.BINARY,
     "unary": Op.UNARY,
     "tensor_copy": Op.TENSOR_COPY,
     "tensor_scalar": Op.TENSOR_SCALAR,
     "fill": Op.FILL,
+    "broadcast_to": Op.BROADCAST,
     "nc_matmul": Op.MATMUL,
     "matmul": Op.MATMUL,  # nl.matmul with transpose_x=True: one nc_matmul (tensore.matmul)
     "tensor_reduce": Op.TENSOR_REDUCE,
+    "reduce": Op.TENSOR_REDUCE,  # nl.max / nl.min (nl.sum & co. add in the device's order: not a program's step)
     "activation": Op.ACTIVATION,
 }
 # arguments that change values or the instruction (masks, read-modify-write, indirect addressing, the ScalarE
@@ -210,12 +215,15 @@ class Recorder:
         "loops0",
         "n_loops",
         "depth",
+        "scans",
     )
 
     def __init__(self, ctx: RunContext, n: int = 0):
         self.ctx = ctx
         self.n = n  # the loop's trip count (a loop in the body with fewer iterations is traced through)
         self.depth = len(ctx.loops) - 1  # the position of the loop's frame in its events' loops
+        # tensors from before the loop that may hold poison: their clean reads so far, at the end of the iteration
+        self.scans: dict[int, int] = {}
         self.calls: list[Call] = []
         self.slices: list[tuple[int, int, int]] = []  # (dimension size, start, stop) indexed with a loop index
         self.reason: str | None = None
@@ -251,7 +259,7 @@ class Recorder:
             self.fail(f"{name} with arguments it does not take")
             return
         tensors = [out if dst is PENDING else dst]
-        params = []
+        params: list[tuple[str, Any]] = []
         for k, v in list(bound.items())[2:]:
             if isinstance(v, Tensor):
                 params.append((k, Ref(len(tensors))))
@@ -261,6 +269,8 @@ class Recorder:
                 return
             elif v is None or v.__class__ in _PLAIN or isinstance(v, _VALUES) or _is_function(v):
                 params.append((k, v))
+            elif v.__class__ in (tuple, list) and all(x.__class__ in _PLAIN for x in v):
+                params.append((k, tuple(v)))  # axis=(1, 3) / [1, 3]
             else:
                 self.fail(f"{name} with {k}= of type {type(v).__name__}")
                 return
@@ -346,6 +356,7 @@ class Recorder:
         self.alloc1 = ctx.alloc_count
         self.seq1 = len(ctx.trace.events)
         self.n_instr = ctx.n_instructions - self.n_instr
+        self.scans = {a: al.poison_scans for a, al in self.pre.items() if al.unwritten}
         if ctx.pending:
             self.fail("a result still waits for its destination at the end of the body")
 
@@ -448,16 +459,31 @@ def _elements(v: View) -> np.ndarray:
     return idx.ravel()
 
 
-def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n: int) -> str | None:
+def _independent(
+    steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n: int, ordered: bool
+) -> str | set[int]:
     """Whether running each step over all iterations at once computes what the iterations in order compute:
     no iteration reads or writes an element of a tensor from before the loop that another iteration writes (exact,
     per element, over all ``n`` iterations), the body reads only what it wrote earlier in the same iteration, and
-    the kernel reads no element of a tensor from before the loop that may hold poison."""
+    the kernel reads no element of a tensor from before the loop that may hold poison.  Returns why not, or the
+    SBUF tensors from before the loop that an ``ordered`` loop (sequential_range, a kernel's range) uses as scratch:
+    every iteration writes and reads the same elements of it, each read after the same iteration's write -- a
+    buffer reused per iteration, which the executor gives each iteration a copy of (the last one's stays)."""
     written = {i: np.zeros(int(np.prod(s, dtype=np.int64)), dtype=bool) for i, (_, s, _) in body.items()}
+    scratch = set()
+    if ordered:  # candidates: SBUF tensors the body writes whose every view is the same in every iteration
+        wrote_pre = {w.alloc for s in steps for w in _writes(s) if not w.body}
+        moving = {v.alloc for s in steps for v in _views(s) if not v.body and (v.step or v.items is not None)}
+        scratch = {a for a in wrote_pre - moving if pre[a].buffer is Buffer.SBUF}
+        for a in scratch:
+            written[-a] = np.zeros(_root(pre[a].array).size, dtype=bool)
 
-    def elements(v: View) -> np.ndarray:
-        """A body view's elements in ``written`` (a strided view of it for a basic view)."""
-        flat = written[v.alloc]
+    def key(v: View) -> int | None:
+        return v.alloc if v.body else -v.alloc if v.alloc in scratch else None
+
+    def elements(v: View, k: int) -> np.ndarray:
+        """A view's elements in ``written[k]`` (a strided view of it for a basic view)."""
+        flat = written[k]
         if v.items is not None:
             return flat[_elements(v)]
         isz = v.sdtype.itemsize
@@ -467,19 +493,32 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
 
     for s in steps:
         for v in (*s.srcs, *_accumulator(s)):
-            if v.body and not elements(v).all():
-                return f"a body tile read before the body writes it (line {s.line})"
+            k = key(v)
+            if k is not None and not elements(v, k).all():
+                if v.body:
+                    return f"a body tile read before the body writes it (line {s.line})"
+                scratch.discard(v.alloc)  # it carries values from one iteration to the next
         for w in _writes(s):
-            if w.body:
+            k = key(w)
+            if k is not None:
                 if w.items is not None:
-                    written[w.alloc][_elements(w)] = True
+                    written[k][_elements(w)] = True
                 else:
-                    elements(w)[...] = True
-    writes = [(w, s.line) for s in steps for w in _writes(s) if not w.body]
+                    elements(w, k)[...] = True
+    writes = [(w, s.line) for s in steps for w in _writes(s) if not w.body and w.alloc not in scratch]
     wrote = {v.alloc for v, _ in writes}
-    reads = [(v, s.line) for s in steps for v in s.srcs if not v.body]
+    reads = [(v, s.line) for s in steps for v in (*s.srcs, *_accumulator(s)) if not v.body]
     for v, line in reads:
-        if pre[v.alloc].unwritten:
+        pal = pre[v.alloc]
+        # a tensor that may hold poison: the reads of the iterations the program runs must find none (the
+        # per-iteration path would warn at the first); the loop must not write it (its clean reads are counted:
+        # Program.run); index-array views are not checked here
+        if pal.unwritten and (
+            v.alloc in wrote
+            or v.alloc in scratch
+            or v.items is not None
+            or _holds_poison(_batched(_root(pal.array), v, 2, n))
+        ):
             return (
                 f"a read of a tensor that may hold never-written elements (line {line}; the poison check is per read)"
             )
@@ -525,6 +564,7 @@ def _independent(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple
                         written_by = own[idx]
                     if not (written_by == kk).all():
                         return f"iterations write the same elements (line {line}; the per-iteration path checks it)"
+    return scratch
     return None
 
 
@@ -558,6 +598,7 @@ class Program:
         # still holds: the others (a matmul's result consumed by `+=`) are not kept
         self.read = {v.alloc for s in steps for v in (*s.srcs, *_accumulator(s)) if v.body}
         self.live: set[int] = set()
+        self.scans: dict[int, int] = {}  # tensor that may hold poison -> its clean reads per iteration (build)
 
     # -- the executor ------------------------------------------------------------------------------------------
     def run(self, k0: int) -> None:
@@ -591,6 +632,8 @@ class Program:
         ctx.alloc_count += (n - k0) * per
         ctx.n_instructions += (n - k0) * r1.n_instr
         ctx.loop_count += (n - k0) * r1.n_loops  # the loop statements of the body: one id per entry
+        for a, per_iteration in self.scans.items():
+            _count_clean_reads(self.r1.pre[a], per_iteration * (n - k0))
 
     def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
         """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis (a copy for an
@@ -630,6 +673,9 @@ class Program:
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
         live = self.live
         storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live}
+        for i in storage:
+            if i < 0:  # a scratch buffer: each iteration's copy starts as the buffer is before the loop
+                storage[i][...] = _root(self.r1.pre[-i].array)
         for s in self.steps:
             shape = (k1 - k0,) + s.dst.shape
             srcs = [self._array(v, k0, k1, storage) for v in s.srcs]
@@ -643,6 +689,24 @@ class Program:
                 v = srcs[0]
                 if v.shape != shape:
                     v = np.ascontiguousarray(v).reshape(shape)
+            elif op is Op.DMA_TRANSPOSE:
+                v = np.swapaxes(srcs[0], 1, 2)
+            elif op is Op.BROADCAST:  # vector.broadcast_to: fp32, padded with trailing 1s (ops.pa_pad)
+                a = srcs[0].astype(np.float32, copy=False)
+                v = np.broadcast_to(a.reshape(a.shape + (1,) * (len(shape) - a.ndim)), shape)
+            elif op is Op.BINARY:  # vector.binary: partition-first broadcasting (ops.pa_pad), fp32
+                fn, operands = s.func
+                nd = len(s.dst.shape)
+                args = []
+                for kind, x in operands:
+                    if kind == "tile":
+                        a = srcs[x].astype(np.float32, copy=False)
+                        x = a.reshape(a.shape + (1,) * (nd + 1 - a.ndim)) if a.ndim < nd + 1 else a
+                    args.append(x)
+                v = np.asarray(fn(*args))
+                if v.shape != shape:
+                    v = np.broadcast_to(v, shape)
+                v = v.astype(np.float32, copy=False)
             elif op is Op.TENSOR_COPY:
                 v = srcs[0] if s.func is None else srcs[0].astype(np.float32)
             elif op is Op.TENSOR_SCALAR:
@@ -762,8 +826,10 @@ class Program:
         self.ctx.trace.events.extend(chain.from_iterable(zip(*streams, strict=True)))
 
 
-def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
-    """The program of a loop body from its first two iterations (``r0``, ``r1``), or why there is none."""
+def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = False) -> Program | str:
+    """The program of a loop body from its first two iterations (``r0``, ``r1``), or why there is none.
+    ``ordered``: the iterations run in order (not an affine_range), so a buffer from before the loop may be reused
+    by every iteration (see _independent)."""
     for r in (r0, r1):
         if r.reason is not None:
             return r.reason
@@ -853,10 +919,23 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int) -> Program | str:
                 _batched(root, v, 0, n)
             except (ValueError, TypeError):
                 return f"a view outside its tensor's storage by the last iteration (line {s.line})"
-    why = _independent(steps, r1.pre, body, n)
-    if why is not None:
+    why = _independent(steps, r1.pre, body, n, ordered)
+    if isinstance(why, str):
         return why
-    return Program(ctx, steps, templates, stop, r1, body)
+    if why:  # scratch buffers: views of a per-iteration copy, as of a body tile (key -alloc id)
+        for a in why:
+            root = _root(r1.pre[a].array)
+            body[-a] = (weakref.ref(r1.pre[a]), root.shape, root.dtype)
+        steps = [_as_body(s, why) for s in steps]
+    scans = {}
+    for a, s1 in r1.scans.items():  # the clean reads of a tensor that may hold poison, per iteration
+        before = r0.scans.get(a)
+        if before is None or s1 < before:
+            return "a read of a tensor that may hold never-written elements (the poison check is per read)"
+        scans[a] = s1 - before
+    program = Program(ctx, steps, templates, stop, r1, body)
+    program.scans = scans
+    return program
 
 
 def _resync_locals() -> None:
@@ -869,6 +948,34 @@ def _resync_locals() -> None:
         if not f.f_code.co_filename.startswith(_SIM_DIR):
             f.f_locals  # noqa: B018  (the read is the point: it replaces the stale snapshot)
         f = f.f_back
+
+
+def _holds_poison(a: np.ndarray) -> bool:
+    pm = dt.poison_mask(a)
+    return pm is not None and bool(pm.any())
+
+
+def _count_clean_reads(al: Alloc, m: int) -> None:
+    """``m`` more reads of ``al`` that find no poison, as Tensor._check_poison counts them: on the 1st, 2nd, 4th,
+    8th, ... such read the whole allocation is checked, and once it holds no poison the reads stop checking."""
+    s = al.poison_scans
+    if m <= 0 or not al.unwritten:
+        return
+    p = 1 << s.bit_length()  # the first power of two above s
+    if p <= s + m and dt.poison_mask(al.array) is not None and not _holds_poison(al.array):
+        al.poison_scans, al.unwritten = p, False
+    else:
+        al.poison_scans = s + m
+
+
+def _as_body(s: Step, scratch: set[int]) -> Step:
+    """Step ``s`` with its views of the ``scratch`` tensors as views of per-iteration copies (body key -alloc)."""
+
+    def view(v: View) -> View:
+        return v._replace(body=True, alloc=-v.alloc) if not v.body and v.alloc in scratch else v
+
+    landing = s.landing if s.landing is None else (view(s.landing[0]), *s.landing[1:])
+    return s._replace(dst=view(s.dst), srcs=tuple(view(v) for v in s.srcs), landing=landing)
 
 
 def _accumulator(s: Step) -> tuple[View, ...]:
@@ -920,13 +1027,30 @@ def _step(c: Call, views: list[View]) -> Step | str:
         srcs = [views[src.pos]]
         if srcs[0].shape != dst.shape and (c.name == "store" or _size(srcs[0]) != _size(dst)):
             return f"{c.name} that broadcasts"
-    elif op in (Op.TENSOR_TENSOR, Op.BINARY):
-        names = ("data1", "data2") if op is Op.TENSOR_TENSOR else ("x", "y")
+    elif op is Op.BINARY:  # vector.binary
+        name = _binary_name(c.param("name"), c.name)
+        if name is None:
+            return f"{c.name} with an op other than a float binary op"
+        operands: list[tuple[str, Any]] = []
+        for k in ("x", "y"):
+            r = c.param(k)
+            if isinstance(r, Ref):
+                operands.append(("tile", len(srcs)))
+                srcs.append(views[r.pos])
+            elif r.__class__ is not bool and isinstance(r, (int, float, np.generic)):
+                operands.append(("number", r))
+            else:
+                return f"nl.{name} of {type(r).__name__}"
+        if any(v.items is not None for v in srcs):
+            return f"nl.{name} of an index-array view"
+        func = (BINARY[name], tuple(operands))
+    elif op is Op.TENSOR_TENSOR:
+        names = ("data1", "data2")
         refs = [c.param(k) for k in names]
         if not all(isinstance(r, Ref) for r in refs):
             return f"{c.name} of a scalar"
         srcs = [views[r.pos] for r in refs]
-        name = _binary_name(c.param("op") if op is Op.TENSOR_TENSOR else c.param("name"), c.name)
+        name = _binary_name(c.param("op"), c.name)
         if name is None:
             return f"{c.name} with an op other than a float binary op"
         if srcs[0].shape != srcs[1].shape or srcs[0].shape != dst.shape:
@@ -979,6 +1103,18 @@ def _step(c: Call, views: list[View]) -> Step | str:
         func = tuple(ops)
     elif op is Op.FILL:
         func = c.param("storage")
+    elif op is Op.BROADCAST:
+        src = c.param("src")
+        if not isinstance(src, Ref) or views[src.pos].items is not None:
+            return "broadcast_to of a scalar or an index-array view"
+        srcs = [views[src.pos]]
+    elif op is Op.DMA_TRANSPOSE:
+        src = c.param("src")
+        if not isinstance(src, Ref):
+            return "load_transpose2d without a tile source"
+        srcs = [views[src.pos]]
+        if len(srcs[0].shape) != 2 or srcs[0].items is not None or dst.shape != srcs[0].shape[::-1]:
+            return "load_transpose2d of a view that is not a basic 2-D one"
     elif op is Op.MATMUL:
         if c.name == "matmul" and not c.param("transpose_x"):
             return "nl.matmul without transpose_x=True (a TensorE transpose and a copy first)"
@@ -992,9 +1128,9 @@ def _step(c: Call, views: list[View]) -> Step | str:
         if srcs[0].items is not None or srcs[1].items is not None:
             return "nc_matmul of an index-array view"
     elif op is Op.TENSOR_REDUCE:
-        name = c.param("op")
+        name = c.param("op") if c.name == "tensor_reduce" else c.param("name")
         name = name if isinstance(name, str) else _op_name(name, c.name)
-        data = c.param("data")
+        data = c.param("data") if c.name == "tensor_reduce" else c.param("x")
         if name not in ("max", "min", "maximum", "minimum") or not isinstance(data, Ref):
             return "tensor_reduce with an op other than max / min (their result does not depend on the order)"
         srcs = [views[data.pos]]
