@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 _new = tuple.__new__
 _region = functools.partial(_new, Region)  # Region(*fields) without a Python-level call
 _event = functools.partial(_new, Event)
+_frame = functools.partial(_new, LoopFrame)
 
 # Bytes of NumPy arrays one chunk of iterations may create (batched body tiles and values).
 CHUNK_BYTES = 64 << 20
@@ -792,17 +793,23 @@ class Program:
         loops = [outer + (_new(LoopFrame, (f[0], f[1], k, f[3], f[4], f[5])),) for k in range(k0, n)]
         m = n - k0
 
-        def frames(inner: tuple) -> list:
-            """The loops of an event in loops of the body (``inner``: iteration 1's frames of them), per iteration:
-            each entry into a loop statement takes the next loop id."""
-            return [
-                lp + tuple(_new(LoopFrame, (g[0], g[1] + (k - 1) * per_loops, *g[2:])) for g in inner)
-                for k, lp in zip(range(k0, n), loops, strict=True)
-            ]
-
         def column(base: int, step: int) -> Iterator[int]:
             """The field of iterations k0..n-1: iteration k's is (k - 1) steps from iteration 1's ``base``."""
             return iter(range(base + (k0 - 1) * step, base + (n - 1) * step, step)) if step else repeat(base, m)
+
+        memo: dict[tuple, list] = {}
+
+        def frames(inner: tuple) -> list:
+            """The loops of an event in loops of the body (``inner``: iteration 1's frames of them), per iteration:
+            each entry into a loop statement takes the next loop id (built in C, once per distinct ``inner``)."""
+            hit = memo.get(inner)
+            if hit is None:
+                cols = [
+                    list(map(_frame, zip(repeat(g[0]), column(g[1], per_loops), *(repeat(x) for x in g[2:]))))
+                    for g in inner
+                ]
+                hit = memo[inner] = list(map(tuple.__add__, loops, zip(*cols, strict=True)))
+            return hit
 
         streams = []
         for e1, shifts in self.templates:
