@@ -687,3 +687,23 @@ def test_clean_reads_are_counted_as_the_poison_check_counts_them(scans, m, clean
         if not n & (n - 1) and clean:
             want.unwritten = False
     assert (got.poison_scans, got.unwritten) == (want.poison_scans, want.unwritten)
+
+
+@nki.jit
+def carried_python_offset(a):
+    """A Python offset the body reads and then advances by a growing step: iteration k reads columns the first two
+    iterations do not predict (0, 4, 12, 24, ...), so every iteration runs."""
+    out = nl.ndarray((P, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+    off = 0
+    step = 0
+    for i in nl.affine_range(8):
+        t = nl.load(a[:, off : off + 4])
+        nl.store(out[:, i * 4 : i * 4 + 4], value=t)
+        step += 4
+        off += step
+    return out
+
+
+def test_python_state_carried_between_iterations_runs_every_iteration(capfd):
+    slow, fast, said = _same(carried_python_offset, [_rng().random((P, 160), np.float32)], capfd)
+    assert "per iteration" in said and "carries Python state" in said and "`off`" in said, said

@@ -568,6 +568,15 @@ def traced_once(frame: types.FrameType) -> bool | str:
     fs = analyze_code(frame.f_code, kernel_scope=kernel_scope, module_globals=frame.f_globals)
     site = fs.loop_at(frame.f_lineno) if fs is not None else None
     if fs is not None and site is not None:
+        for sc in fs.scope_candidates:
+            # a name the body reads before binding it: an earlier iteration's value (`off += step`); the program
+            # would extrapolate two iterations' Python values, so unless it holds a tile (whose iterations the
+            # program compares itself), every iteration runs
+            if sc.block == site.block and sc.carried_lines and not isinstance(frame.f_locals.get(sc.name), Tensor):
+                return (
+                    f"the body carries Python state from one iteration to the next (`{sc.name}`, "
+                    f"line {sc.carried_lines[0]})"
+                )
         for c in fs.calls:
             name = c.callee.rsplit(".", 1)[-1]
             if c.line in site.body and name in _SIDE_EFFECTS and c.callee.split(".", 1)[0] not in _NKI_ROOTS:
