@@ -118,8 +118,8 @@ def nonaffine_index(a):
 
 @nki.jit
 def matmul_accumulate(a, b):
-    """PSUM accumulation across iterations into a tile from before the loop: per iteration (a program runs a body's
-    own PSUM tiles only)."""
+    """PSUM accumulation across iterations into a tile from before the loop (the K loop of a tiled matmul): a
+    reduction the program adds in iteration order."""
     out = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.shared_hbm)
     acc = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
     for k in nl.affine_range(a.shape[0] // P):
@@ -214,12 +214,6 @@ FALLBACK = [
     ("python_state", python_state, lambda: [_rng().random((P * 3, 4), np.float32)], "Python state"),
     ("predicate_if", predicate_if, lambda: [_rng().random((P * 3, 4), np.float32)], "predicate"),
     ("nonaffine_index", nonaffine_index, lambda: [_rng().random((10 * P, 4), np.float32)], "not affine"),
-    (
-        "matmul_accumulate",
-        matmul_accumulate,
-        lambda: [_rng().random((P * 3, P), np.float32)] * 2,
-        "PSUM tile from before",
-    ),
 ]
 
 
@@ -707,3 +701,58 @@ def carried_python_offset(a):
 def test_python_state_carried_between_iterations_runs_every_iteration(capfd):
     slow, fast, said = _same(carried_python_offset, [_rng().random((P, 160), np.float32)], capfd)
     assert "per iteration" in said and "carries Python state" in said and "`off`" in said, said
+
+
+@nki.jit
+def k_loop_two_accumulators(a, b):
+    """A K loop with two `+=` per iteration onto each of two PSUM tiles from before the loop (nl.ndarray: the
+    first `+=` overwrites): the sums must be added iteration by iteration, in program order."""
+    out = nl.ndarray((2 * P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc0 = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.psum)
+    acc1 = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(a.shape[0] // (2 * P)):
+        x0 = nl.load(a[k * 2 * P : k * 2 * P + P, :])
+        x1 = nl.load(a[k * 2 * P + P : (k + 1) * 2 * P, :])
+        y0 = nl.load(b[k * 2 * P : k * 2 * P + P, :])
+        y1 = nl.load(b[k * 2 * P + P : (k + 1) * 2 * P, :])
+        acc0 += nisa.nc_matmul(x0, y0)
+        acc1 += nisa.nc_matmul(x1, y0)
+        acc0 += nisa.nc_matmul(x1, y1)
+        acc1 += nisa.nc_matmul(x0, y1)
+    nl.store(out[0:P, :], value=nl.copy(acc0))
+    nl.store(out[P : 2 * P, :], value=nl.copy(acc1))
+    return out
+
+
+@pytest.mark.parametrize("kernel", [matmul_accumulate, k_loop_two_accumulators], ids=["one", "two-per-iteration"])
+def test_a_k_loop_accumulating_into_psum_from_before_the_loop_runs_as_a_program(kernel, capfd):
+    r = _rng()
+    a, b = r.standard_normal((P * 6, P)).astype(np.float32), r.standard_normal((P * 6, P)).astype(np.float32)
+    _, fast, said = _same(kernel, [a, b], capfd)
+    assert "loop program" in said, said
+    out = np.asarray(fast[1])
+    if kernel is matmul_accumulate:
+        np.testing.assert_allclose(out, a.T @ b, rtol=1e-4, atol=1e-3)
+    else:
+        a4, b4 = a.reshape(3, 2, P, P), b.reshape(3, 2, P, P)
+        want0 = sum(a4[k, 0].T @ b4[k, 0] + a4[k, 1].T @ b4[k, 1] for k in range(3))
+        want1 = sum(a4[k, 1].T @ b4[k, 0] + a4[k, 0].T @ b4[k, 1] for k in range(3))
+        np.testing.assert_allclose(out, np.concatenate([want0, want1]), rtol=1e-4, atol=1e-3)
+
+
+@nki.jit
+def psum_accumulator_read_in_the_loop(a):
+    """A PSUM tile from before the loop accumulated and read in the same body: not a program (its reads would see
+    the sums of the other iterations)."""
+    out = nl.ndarray((3 * P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
+    for i in nl.affine_range(3):
+        x = nl.load(a[i * P : (i + 1) * P, :])
+        acc += nisa.nc_matmul(x, x)
+        nl.store(out[i * P : (i + 1) * P, :], value=nisa.tensor_copy(acc))
+    return out
+
+
+def test_a_psum_accumulator_read_inside_the_loop_runs_every_iteration(capfd):
+    _, _, said = _same(psum_accumulator_read_in_the_loop, [_rng().random((3 * P, P), np.float32)], capfd)
+    assert "per iteration" in said and "other than as a `+=` accumulator" in said, said

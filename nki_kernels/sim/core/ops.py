@@ -1426,10 +1426,7 @@ def accumulate(ctx: RunContext, dst: _TensorT, other: Tensor | float, opname: st
         in_place = rec is not None and res.mask is None and how == "same" and dst.accumulates_in_place()
         land(ctx, res, dst, how=how, accumulate=True, where=res.where, seq=res.slot)
         if rec is not None:  # a loop body being traced (program.py): the matmul's step adds into dst
-            if in_place:
-                rec.landed(other, dst, "accumulate", None)
-            else:
-                rec.fail("a `+=` onto PSUM that is not written everywhere before it, or with a mask")
+            rec.landed(other, dst, "accumulate" if in_place else "first +=", res.mask)
         return dst
     if res is not None and res.engine is DMA and res.tile is other and dst.alloc.buffer is PSUM:
         res.commit(ctx)

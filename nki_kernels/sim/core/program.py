@@ -44,6 +44,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import _SIM_DIR
+from .memory import BY_TENSOR_ENGINE
 from .ops import BINARY, BITWISE, PENDING, UNARY, opcode, reduce_values
 from .tensor import Tensor
 from .tensore import gemm_t
@@ -111,6 +112,9 @@ _VALUE_KWARGS = (
     "tile_size",
 )
 _PLAIN = (str, bool, int, float)
+# how a pending result lands (Recorder.landed): `t[...] = r` ("same", "reshape"); `ps += r` onto PSUM written
+# everywhere, added in place ("accumulate"); the first `ps += r` onto PSUM not yet written everywhere ("first +=")
+_LANDINGS = ("same", "reshape", "accumulate", "first +=")
 _VALUES = (enum.Enum, np.generic, np.dtype, type)  # enum members, NumPy scalars, dtypes (np.float32 or its dtype)
 _SIGNATURES: dict[Callable, inspect.Signature] = {}
 
@@ -294,7 +298,7 @@ class Recorder:
         pos = next(
             (i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i].views[0][0] == result.alloc.id), None
         )
-        if pos is None or pos in self.landings or mask is not None or how not in ("same", "reshape", "accumulate"):
+        if pos is None or pos in self.landings or mask is not None or how not in _LANDINGS:
             self.fail("a result assigned with a mask, a broadcast or twice")
             return
         d = self._view(dst)
@@ -331,8 +335,6 @@ class Recorder:
         if isinstance(d, str):
             return d
         al = t.alloc
-        if al.buffer is Buffer.PSUM and al.id <= self.alloc0:
-            return "a PSUM tile from before the loop (its written state per element)"
         if al.id > self.alloc0:
             root = _root(al.array)
             self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
@@ -506,7 +508,14 @@ def _independent(
                     written[k][_elements(w)] = True
                 else:
                     elements(w, k)[...] = True
-    writes = [(w, s.line) for s in steps for w in _writes(s) if not w.body and w.alloc not in scratch]
+    # `psum += r` onto a PSUM tile from before the loop is a reduction over the iterations (exempt from the race
+    # check as on the per-iteration path; the executor adds in iteration order): not an ownership write
+    writes = [
+        (w, s.line)
+        for s in steps
+        for w in _writes(s)
+        if not w.body and w.alloc not in scratch and not (_accumulator(s) and w is _accumulator(s)[0])
+    ]
     wrote = {v.alloc for v, _ in writes}
     reads = [(v, s.line) for s in steps for v in (*s.srcs, *_accumulator(s)) if not v.body]
     for v, line in reads:
@@ -673,6 +682,7 @@ class Program:
 
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
         live = self.live
+        deferred: list[tuple[View, np.ndarray]] = []  # products added to a PSUM tile from before the loop
         storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live}
         for i in storage:
             if i < 0:  # a scratch buffer: each iteration's copy starts as the buffer is before the loop
@@ -683,7 +693,13 @@ class Program:
             op = s.op
             kept = not s.dst.body or s.dst.alloc in live  # else a body tile nobody reads: not written
             v: Any
-            if op is Op.MATMUL and not kept and _accumulator(s):  # `psum += nc_matmul(...)`: add each product
+            acc = _accumulator(s)
+            if op is Op.MATMUL and acc and not acc[0].body:  # onto a PSUM tile from before the loop: in order below
+                deferred.append((acc[0], self._matmul(srcs[0], srcs[1], shape)))
+                if kept:
+                    self._write(s.dst, deferred[-1][1], s.dtype, k0, k1, storage)
+                continue
+            if op is Op.MATMUL and not kept and acc:  # `psum += nc_matmul(...)`: add each product
                 self._matmul(srcs[0], srcs[1], shape, self._array(_accumulator(s)[0], k0, k1, storage))
                 continue
             if op is Op.DMA:
@@ -751,12 +767,16 @@ class Program:
             if s.landing is not None:  # `t[...] = r`: the exact result lands in t too, rounded once to its dtype
                 lv, ldtype, how = s.landing
                 if how == "accumulate":  # `psum += r` onto fp32 PSUM written everywhere: Tensor.accumulate's add
-                    acc = self._array(lv, k0, k1, storage)
-                    np.add(acc, v, out=acc)
+                    into = self._array(lv, k0, k1, storage)
+                    np.add(into, v, out=into)
                     continue
                 if how == "reshape":
                     v = np.ascontiguousarray(np.broadcast_to(v, shape)).reshape((k1 - k0,) + lv.shape)
                 self._write(lv, v, ldtype, k0, k1, storage)
+        for i in range(k1 - k0):  # iteration by iteration, in program order: the per-iteration path's fp32 sums
+            for lv, products in deferred:
+                acc = self._array(lv, k0 + i, k0 + i + 1, storage)[0]
+                np.add(acc, products[i], out=acc)
         return {i: a[-1] for i, a in storage.items()}
 
     def _matmul(self, a: np.ndarray, b: np.ndarray, shape: tuple, acc: np.ndarray | None = None) -> np.ndarray:
@@ -903,14 +923,30 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
         if j in r0.landings:
             (d0, how0), (d1, how1) = r0.landings[j], r1.landings[j]
             lv = _view(d0, d1, r0, r1, n)
-            if isinstance(lv, str) or how0 != how1:
-                return f"the assignment of the {c0.name} at line {c0.line}: {lv if isinstance(lv, str) else how0}"
+            if isinstance(lv, str):
+                return f"the assignment of the {c0.name} at line {c0.line}: {lv}"
+            if how1 == "first +=" or how0 == "first +=" and (lv.body or how1 != "accumulate"):
+                # iteration 1's `+=` adds in place for every later iteration; only a PSUM tile from before the loop
+                # may have been overwritten by iteration 0's first `+=`
+                return f"a `+=` at line {c0.line} onto PSUM that is not written everywhere before it"
+            if how0 != how1 and how0 != "first +=":
+                return f"the assignment of the {c0.name} at line {c0.line}: {how0}"
             if lv.body:
                 body[lv.alloc] = r1.body[lv.alloc]
-            if (how0 == "accumulate") != (step.op is Op.MATMUL):
+            if (how1 == "accumulate") != (step.op is Op.MATMUL):
                 return f"the {c0.name} at line {c0.line} accumulated with `+=`"
-            step = step._replace(landing=(lv, d0[5], how0))
+            step = step._replace(landing=(lv, d0[5], how1))
         steps.append(step)
+    for s in steps:  # a PSUM tile from before the loop: only a `+=` accumulator, in one written state it keeps
+        acc = _accumulator(s)
+        for v in _views(s):
+            if v.body or r1.pre[v.alloc].buffer is not Buffer.PSUM:
+                continue
+            al = r1.pre[v.alloc]
+            if not (acc and v is acc[0]) or any(not w.body and w.alloc == v.alloc for w in s.srcs):
+                return f"a PSUM tile from before the loop used other than as a `+=` accumulator (line {s.line})"
+            if al.psum_kind is not None or al.psum_fill != BY_TENSOR_ENGINE:
+                return f"a PSUM accumulator from before the loop not written everywhere by matmuls (line {s.line})"
     for s in steps:  # every view of a tensor from before the loop stays inside its storage
         for v in _views(s):
             if v.body:
