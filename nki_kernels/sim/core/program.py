@@ -609,6 +609,18 @@ class Program:
         self.read = {v.alloc for s in steps for v in (*s.srcs, *_accumulator(s)) if v.body}
         self.live: set[int] = set()
         self.scans: dict[int, int] = {}  # tensor that may hold poison -> its clean reads per iteration (build)
+        # body tiles one loop-invariant step writes and nothing else does: the same in every iteration, kept once
+        # (their storage has one iteration, read with an iteration stride of 0)
+        writers: dict[int, int] = {}
+        for s in steps:
+            for w in _writes(s):
+                if w.body:
+                    writers[w.alloc] = writers.get(w.alloc, 0) + 1
+        self.single = {
+            s.dst.alloc
+            for s in steps
+            if _invariant(s) and s.dst.body and s.dst.alloc > 0 and s.landing is None and writers[s.dst.alloc] == 1
+        }
 
     # -- the executor ------------------------------------------------------------------------------------------
     def run(self, k0: int) -> None:
@@ -653,9 +665,8 @@ class Program:
             return flat[idx].reshape((k1 - k0,) + v.shape)
         if v.body:
             root = storage[v.alloc]
-            return np.ndarray(
-                (k1 - k0,) + v.shape, v.sdtype, buffer=root, offset=v.offset, strides=(root.strides[0],) + v.strides
-            )
+            step = root.strides[0] if root.shape[0] > 1 else 0  # 0: a tile kept once (Program.single)
+            return np.ndarray((k1 - k0,) + v.shape, v.sdtype, buffer=root, offset=v.offset, strides=(step,) + v.strides)
         return _batched(_root(self.r1.pre[v.alloc].array), v, k0, k1)
 
     def _gather(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -664,7 +675,7 @@ class Program:
         items = v.items.reshape(1, -1)
         if v.body:
             root = storage[v.alloc]
-            per = root[0].size
+            per = root[0].size if root.shape[0] > 1 else 0
             return root.reshape(-1), items + (np.arange(k1 - k0, dtype=np.int64) * per)[:, None]
         step = v.step // v.sdtype.itemsize
         flat = _root(self.r1.pre[v.alloc].array).reshape(-1)
@@ -683,23 +694,29 @@ class Program:
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
         live = self.live
         deferred: list[tuple[View, np.ndarray]] = []  # products added to a PSUM tile from before the loop
-        storage = {i: np.empty((k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live}
+        storage = {
+            i: np.empty((1 if i in self.single else k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live
+        }
         for i in storage:
             if i < 0:  # a scratch buffer: each iteration's copy starts as the buffer is before the loop
                 storage[i][...] = _root(self.r1.pre[-i].array)
         for s in self.steps:
-            shape = (k1 - k0,) + s.dst.shape
-            srcs = [self._array(v, k0, k1, storage) for v in s.srcs]
+            # operands that are the same in every iteration (views from before the loop that do not move; the loop
+            # writes none of their elements: _independent) give the same value in each: computed once, broadcast
+            invariant = _invariant(s)
+            shape = (1 if invariant else k1 - k0,) + s.dst.shape
+            srcs = [self._array(v, k0, k0 + shape[0], storage) for v in s.srcs]
             op = s.op
             kept = not s.dst.body or s.dst.alloc in live  # else a body tile nobody reads: not written
             v: Any
             acc = _accumulator(s)
             if op is Op.MATMUL and acc and not acc[0].body:  # onto a PSUM tile from before the loop: in order below
-                deferred.append((acc[0], self._matmul(srcs[0], srcs[1], shape)))
+                products = self._matmul(srcs[0], srcs[1], shape)
+                deferred.append((acc[0], np.broadcast_to(products, (k1 - k0,) + s.dst.shape)))
                 if kept:
                     self._write(s.dst, deferred[-1][1], s.dtype, k0, k1, storage)
                 continue
-            if op is Op.MATMUL and not kept and acc:  # `psum += nc_matmul(...)`: add each product
+            if op is Op.MATMUL and not kept and acc and not invariant:  # `psum += nc_matmul(...)`: add each product
                 self._matmul(srcs[0], srcs[1], shape, self._array(_accumulator(s)[0], k0, k1, storage))
                 continue
             if op is Op.DMA:
@@ -762,6 +779,12 @@ class Program:
                 assert s.func is not None
                 v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
                 v = np.asarray(v).astype(np.float32, copy=False)
+            if kept and s.dst.alloc in self.single and s.dst.body:
+                self._write(s.dst, v, s.dtype, k0, k0 + 1, storage)  # once: every iteration reads this copy
+                kept = False
+            if invariant:
+                shape = (k1 - k0,) + s.dst.shape
+                v = np.broadcast_to(v, shape)
             if kept:
                 self._write(s.dst, v, s.dtype, k0, k1, storage)
             if s.landing is not None:  # `t[...] = r`: the exact result lands in t too, rounded once to its dtype
@@ -1019,6 +1042,12 @@ def _as_body(s: Step, scratch: set[int]) -> Step:
 
     landing = s.landing if s.landing is None else (view(s.landing[0]), *s.landing[1:])
     return s._replace(dst=view(s.dst), srcs=tuple(view(v) for v in s.srcs), landing=landing)
+
+
+def _invariant(s: Step) -> bool:
+    """Are step ``s``'s operands the same in every iteration (views from before the loop that do not move; the loop
+    writes none of their elements, _independent), so that its value is too?"""
+    return bool(s.srcs) and all(not v.body and not v.step and v.items is None for v in s.srcs)
 
 
 def _accumulator(s: Step) -> tuple[View, ...]:
