@@ -120,5 +120,6 @@ def test_sim_bench_reports_both_measurements(capsys):
     assert cli.main(["sim-bench", "--iters", "20"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"small-tile instruction .*: [0-9.]+ us per instruction", out)
-    assert re.search(r"20 x nc_matmul 128x128x512 fp32 into PSUM: [0-9.]+ s vs bare NumPy [0-9.]+ s", out)
+    assert re.search(r"20 x nc_matmul 128x128x512 fp32 into PSUM, every iteration run: [0-9.]+ s vs bare NumPy", out)
+    assert re.search(r"as a loop program [0-9.]+ s", out)
     assert "not a Trainium figure" in out
