@@ -756,3 +756,40 @@ def psum_accumulator_read_in_the_loop(a):
 def test_a_psum_accumulator_read_inside_the_loop_runs_every_iteration(capfd):
     _, _, said = _same(psum_accumulator_read_in_the_loop, [_rng().random((3 * P, P), np.float32)], capfd)
     assert "per iteration" in said and "other than as a `+=` accumulator" in said, said
+
+
+@nki.jit
+def transpose_per_row(x, w):
+    """A naive row loop that transposes its weight tile on TensorE in every iteration (nc_transpose into PSUM, a
+    copy to SBUF, the matmul), and an nl.transpose of the row tile."""
+    out = nl.ndarray((P, x.shape[1], P), dtype=nl.float32, buffer=nl.shared_hbm)
+    for h in nl.sequential_range(x.shape[1]):
+        w_raw = nl.load(w[:, h, :])
+        w_t = nisa.tensor_copy(nisa.nc_transpose(w_raw))
+        row = nl.load(x[:, h, :])
+        ps = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum)
+        ps += nisa.nc_matmul(w_t, row)
+        rt = nisa.tensor_copy(nl.transpose(nisa.tensor_copy(ps)))
+        nl.store(out[:, h, :], value=rt)
+    return out
+
+
+def test_transposes_in_the_body_run_as_a_program(capfd):
+    r = _rng()
+    x, w = r.standard_normal((P, 5, P)).astype(np.float32), r.standard_normal((P, 5, P)).astype(np.float32)
+    _, fast, said = _same(transpose_per_row, [x, w], capfd)
+    assert "sequential_range(5)" in said and "loop program" in said, said
+    want = np.stack([(w[:, h, :] @ x[:, h, :]).T for h in range(5)], axis=1)
+    np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", [transpose_per_row, k_loop_two_accumulators], ids=["transposes", "k-loop"])
+def test_trace_only_runs_of_matmul_programs_are_the_same_both_ways(kernel):
+    r = _rng()
+    if kernel is transpose_per_row:
+        args = [r.standard_normal((P, 5, P)).astype(np.float32), r.standard_normal((P, 5, P)).astype(np.float32)]
+    else:
+        args = [r.standard_normal((P * 6, P)).astype(np.float32), r.standard_normal((P * 6, P)).astype(np.float32)]
+    runs = [trace_kernel(kernel, *args, options=SimOptions(loop_programs=p, trace_only=True)) for p in (False, True)]
+    assert runs[0][1].events == runs[1][1].events
+    assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))

@@ -73,6 +73,7 @@ class Op(enum.Enum):
     UNARY = "unary"  # nl.exp & co.: UNARY[name](x) in fp32
     TENSOR_COPY = "tensor_copy"  # nisa.tensor_copy / nl.copy
     TENSOR_SCALAR = "tensor_scalar"  # nisa.tensor_scalar: (data op0 operand0) op1 operand1, scalars or (P, 1) columns
+    TRANSPOSE = "transpose"  # nisa.nc_transpose / nl.transpose: the (P, F) view of data, transposed
     BROADCAST = "broadcast"  # nl.broadcast_to / t.broadcast_to: a copy of src broadcast partition-first
     FILL = "fill"  # nl.zeros / ones / full: the new tile's storage as the traced iteration filled it
     MATMUL = "matmul"  # nisa.nc_matmul: stationary.T @ moving (tensore.gemm_t, per iteration), `psum += r` accumulating
@@ -93,6 +94,8 @@ _OPS = {
     "tensor_scalar": Op.TENSOR_SCALAR,
     "fill": Op.FILL,
     "broadcast_to": Op.BROADCAST,
+    "nc_transpose": Op.TRANSPOSE,
+    "transpose": Op.TRANSPOSE,  # nl.transpose: one nc_transpose on TensorE (tensore.transpose)
     "nc_matmul": Op.MATMUL,
     "matmul": Op.MATMUL,  # nl.matmul with transpose_x=True: one nc_matmul (tensore.matmul)
     "tensor_reduce": Op.TENSOR_REDUCE,
@@ -725,6 +728,12 @@ class Program:
                     v = np.ascontiguousarray(v).reshape(shape)
             elif op is Op.DMA_TRANSPOSE:
                 v = np.swapaxes(srcs[0], 1, 2)
+            elif op is Op.TRANSPOSE:  # tensore.nc_transpose: fp32, zeros in a trace-only run as there
+                a = srcs[0]
+                if self.ctx.options.trace_only:
+                    v = np.zeros(shape, np.float32)
+                else:
+                    v = np.swapaxes(a.astype(np.float32, copy=False).reshape(a.shape[0], a.shape[1], -1), 1, 2)
             elif op is Op.BROADCAST:  # vector.broadcast_to: fp32, padded with trailing 1s (ops.pa_pad)
                 a = srcs[0].astype(np.float32, copy=False)
                 v = np.broadcast_to(a.reshape(a.shape + (1,) * (len(shape) - a.ndim)), shape)
@@ -1175,6 +1184,11 @@ def _step(c: Call, views: list[View]) -> Step | str:
         func = tuple(ops)
     elif op is Op.FILL:
         func = c.param("storage")
+    elif op is Op.TRANSPOSE:
+        data = c.param("data") if c.name == "nc_transpose" else c.param("x")
+        if not isinstance(data, Ref) or views[data.pos].items is not None:
+            return f"{c.name} of a scalar or an index-array view"
+        srcs = [views[data.pos]]
     elif op is Op.BROADCAST:
         src = c.param("src")
         if not isinstance(src, Ref) or views[src.pos].items is not None:
