@@ -16,10 +16,15 @@ interpreter does the same for the bodies it can prove affine and independent:
    iterations: the same calls with the same options, views that move by a constant step (every loop
    index the body used was affine), slices in bounds at the last iteration (affine: the extremes are
    the first and last iterations), no iteration touching what another writes (exact: per element,
-   over every iteration), no body tile read before the body wrote it, the instruction cap.
+   over every iteration), no body tile read before the body wrote it, the instruction cap.  A loop in the body
+   with no more iterations than the loop is traced through (its calls are steps); a buffer from before an
+   ordered loop that every iteration refills before reading it is scratch (a copy per iteration); ``ps +=
+   nc_matmul(...)`` into a PSUM tile from before the loop is a reduction.
 3. **Executor.**  :meth:`Program.run` runs iterations 2..n-1 as one NumPy operation per step over all
    of them (in chunks that bound memory), with the same fp32 functions and the same rounding at the
-   destination as the op core, and appends the events the per-iteration path would have recorded.
+   destination as the op core (a matmul is the op core's GEMM per iteration, a reduction into PSUM from before
+   the loop is added iteration by iteration, a loop-invariant step is computed once), and appends the events
+   the per-iteration path would have recorded.
 
 Anything it cannot prove falls back to the per-iteration path, which then raises or warns exactly as
 before at the first failing iteration; ``SimOptions(explain_loops=True)`` (``nki-kernels run
