@@ -725,7 +725,7 @@ class Program:
                     self._write(s.dst, deferred[-1][1], s.dtype, k0, k1, storage)
                 continue
             if op is Op.MATMUL and not kept and acc and not invariant:  # `psum += nc_matmul(...)`: add each product
-                self._matmul(srcs[0], srcs[1], shape, self._array(_accumulator(s)[0], k0, k1, storage))
+                self._matmul(srcs[0], srcs[1], shape, self._array(acc[0], k0, k1, storage))
                 continue
             if op is Op.DMA:
                 v = srcs[0]
@@ -793,7 +793,7 @@ class Program:
                 assert s.func is not None
                 v = s.func(srcs[0].astype(np.float32, copy=False), srcs[1].astype(np.float32, copy=False))
                 v = np.asarray(v).astype(np.float32, copy=False)
-            if kept and s.dst.alloc in self.single and s.dst.body:
+            if kept and s.dst.body and s.dst.alloc in self.single:
                 self._write(s.dst, v, s.dtype, k0, k0 + 1, storage)  # once: every iteration reads this copy
                 kept = False
             if invariant:
@@ -1091,11 +1091,16 @@ def _same_params(a: tuple, b: tuple) -> bool:
     return True
 
 
-def _binary_name(op: Any, api: str) -> str | None:
+def _op_name(op: Any, api: str) -> str | None:
+    """The ALU op's name (ops.opcode), or None for anything opcode does not know."""
     try:
-        name = opcode(op, api)
+        return opcode(op, api)
     except Exception:
         return None
+
+
+def _binary_name(op: Any, api: str) -> str | None:
+    name = _op_name(op, api)
     return name if name in BINARY and name not in BITWISE else None
 
 
@@ -1220,7 +1225,7 @@ def _step(c: Call, views: list[View]) -> Step | str:
             return "nc_matmul of an index-array view"
     elif op is Op.TENSOR_REDUCE:
         name = c.param("op") if c.name == "tensor_reduce" else c.param("name")
-        name = name if isinstance(name, str) else _op_name(name, c.name)
+        name = _op_name(name, c.name)
         data = c.param("data") if c.name == "tensor_reduce" else c.param("x")
         if name not in ("max", "min", "maximum", "minimum") or not isinstance(data, Ref):
             return "tensor_reduce with an op other than max / min (their result does not depend on the order)"
@@ -1258,13 +1263,6 @@ def _step(c: Call, views: list[View]) -> Step | str:
             return "activation with a bias that is not a number or a column"
         func = (UNARY[name][0], 1.0 if scale is None else scale, column, bias)
     return Step(op, func, dst, tuple(srcs), dtype, c.line)
-
-
-def _op_name(op: Any, api: str) -> str | None:
-    try:
-        return opcode(op, api)
-    except Exception:
-        return None
 
 
 def _size(v: View) -> int:
