@@ -397,9 +397,14 @@ def test_assigned_results_run_as_programs(capfd):
     assert "loop program" in said, said
 
 
-def test_an_accumulation_through_assignment_runs_every_iteration(capfd):
-    slow, _, said = _same(accumulated_in_sbuf, [_rng().standard_normal((P, 48)).astype(np.float32)], capfd)
-    assert slow[0] == "ok" and "per iteration" in said and "same elements" in said, said
+def test_an_accumulation_through_assignment_runs_in_order(capfd):
+    a = _rng().standard_normal((P, 48)).astype(np.float32)
+    _, fast, said = _same(accumulated_in_sbuf, [a], capfd)
+    assert "loop program" in said and "in order, one at a time" in said, said
+    want = np.zeros((P, 4), np.float32)
+    for i in range(12):
+        want = want + a[:, i * 4 : i * 4 + 4]  # fp32 adds in iteration order, as the kernel's
+    assert np.array_equal(np.asarray(fast[1]), want)
 
 
 # ---- matmul loops: loops in the body, PSUM body tiles, `psum += nc_matmul`, tensor_reduce, activation ---------------
@@ -638,9 +643,13 @@ def test_a_buffer_reused_by_every_iteration_of_a_sequential_loop_runs_as_a_progr
     np.testing.assert_allclose(np.asarray(fast[1]), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind,carry", [("sequential", True), ("affine", False)], ids=["carries-a-value", "affine"])
-def test_a_reused_buffer_that_carries_values_or_races_runs_every_iteration(kind, carry, capfd):
-    slow, _, said = _same(_reused_row_buffer(kind, carry), _row_args(), capfd)
+def test_a_reused_buffer_that_carries_values_runs_in_order(capfd):
+    _, _, said = _same(_reused_row_buffer("sequential", True), _row_args(), capfd)
+    assert "sequential_range(6)" in said and "in order, one at a time" in said, said
+
+
+def test_a_reused_buffer_in_an_affine_loop_runs_every_iteration(capfd):
+    _, _, said = _same(_reused_row_buffer("affine"), _row_args(), capfd)
     assert "per iteration" in said and "same elements" in said, said
 
 
@@ -787,3 +796,88 @@ def test_trace_only_runs_of_matmul_programs_are_the_same_both_ways(kernel):
     runs = [trace_kernel(kernel, *args, options=SimOptions(loop_programs=p, trace_only=True)) for p in (False, True)]
     assert runs[0][1].events == runs[1][1].events
     assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))
+
+
+# ---- ordered loops whose iterations depend on each other: run in order, one iteration at a time ---------------------
+
+
+def _carried(kind: str):
+    """A tile carried from one iteration to the next (``t = f(t)``), stored by the next iteration; the last
+    instruction's result waits for its destination at the end of every iteration (the next iteration's first read
+    records it; the last one's is recorded when the kernel returns)."""
+
+    @nki.jit
+    def carried(a):
+        out = nl.ndarray((P, a.shape[1] * 9), dtype=nl.float32, buffer=nl.shared_hbm)
+        f = a.shape[1]
+        t = nl.load(a)
+        loop = nl.sequential_range if kind == "sequential" else nl.affine_range
+        for i in loop(9):
+            nl.store(out[:, i * f : (i + 1) * f], value=t)
+            u = nisa.tensor_scalar(t, nl.multiply, 0.75, op1=nl.add, operand1=0.125)
+            v = nisa.tensor_tensor(u, t, nl.maximum)
+            t = nisa.tensor_copy(v)
+        return out
+
+    return carried
+
+
+def test_a_tile_carried_across_a_sequential_loop_runs_in_order(capfd):
+    a = _rng().standard_normal((P, 6)).astype(np.float32)
+    _, fast, said = _same(_carried("sequential"), [a], capfd)
+    assert "in order, one at a time" in said and "8 per iteration (its result waits" in said, said
+    want, t = [], a.copy()
+    for _ in range(9):
+        want.append(t)
+        t = np.maximum(t * np.float32(0.75) + np.float32(0.125), t)
+    assert np.array_equal(np.asarray(fast[1]), np.concatenate(want, axis=1))
+
+
+def test_a_tile_carried_across_an_affine_loop_runs_every_iteration(capfd):
+    """(also: the traced iterations keep no tile alive longer than running every iteration does: _same compares the
+    peak SBUF use)"""
+    _, _, said = _same(_carried("affine"), [_rng().standard_normal((P, 6)).astype(np.float32)], capfd)
+    assert "per iteration" in said and "waits for its destination" in said, said
+
+
+# A kernel without source (a notebook cell, `python -`) reads a tile of the loop's last iteration after the loop:
+# the scope rule (E027) needs the source, so it runs; that read's event names the last iteration's tile.
+_SOURCELESS = """
+def body_tile_read_after_the_loop(a):
+    out = nl.ndarray((128 * 6, a.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    last = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(last, value=t)
+    for i in nl.affine_range(6):
+        t = nl.exp(nl.load(a))
+        nl.store(out[i * 128 : (i + 1) * 128, :], value=t)
+        nl.store(out[i * 128 : (i + 1) * 128, :], value=t)
+    nl.store(last, value=nl.exp(t))
+    return out
+"""
+
+
+def test_a_body_tile_read_after_the_loop_is_the_last_iterations(capfd):
+    ns = {"nl": nl}
+    exec(compile(_SOURCELESS, "<no source>", "exec"), ns)
+    kernel = nki.jit(ns["body_tile_read_after_the_loop"])
+    _, fast, said = _same(kernel, [_rng().standard_normal((P, 4)).astype(np.float32)], capfd)
+    assert "run at once" in said, said
+
+
+@nki.jit
+def races_only_in_later_iterations(a):
+    """Two iterations of the affine loop write the same columns only in the inner loop's iterations 2 and later
+    (columns i + 2 o): the race the inner loop's program runs must still be found (E029)."""
+    out = nl.ndarray((P, 4 * 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    for o in nl.affine_range(2):
+        for i in nl.sequential_range(6):
+            t = nl.load(a)
+            nl.store(out[:, (i + 2 * o) * 4 : (i + 2 * o) * 4 + 4], value=t)
+    return out
+
+
+def test_a_race_of_an_enclosing_affine_loop_in_the_programs_iterations_is_found(capfd):
+    slow, fast, said = _same(races_only_in_later_iterations, [_rng().standard_normal((P, 4)).astype(np.float32)], capfd)
+    assert slow[0] == "error" and "E029" in slow[2], slow
+    assert "loop program" in said, said

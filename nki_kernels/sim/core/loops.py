@@ -85,20 +85,22 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
             if rec is not None:
                 ctx.recorder = saved
                 rec.end()
-        if len(recs) == 2 and program is True:
+        if len(recs) == 2:
             built = _program.build(ctx, recs[0], recs[1], n, lk is not LoopKind.AFFINE)
             first, alloc0 = recs[0].seq0, recs[0].alloc0
             recs.clear()
             if ctx.options.explain_loops:
-                _program.explain(built if isinstance(built, str) else built.stop, kind, n, file, line)
+                _program.explain(built, kind, n, file, line)
             if isinstance(built, str):
                 program = built
             else:
                 resume = built.stop
+                program = "ran as a program"  # (the iterations after it, if any, run per iteration)
                 built.run(2)  # iterations 2..stop-1; those after it (the instruction cap) run per iteration
                 r1 = built.r1
                 per = r1.alloc1 - r1.alloc0
                 ctx.trace.loop_runs.append(LoopRun(first, r1.n_instr, built.stop, file, line, alloc0 + 1, per))
+                del built, r1  # (the program keeps the tensors from before the loop it read alive: no longer)
                 if resume == n:
                     break
     races = ctx.races

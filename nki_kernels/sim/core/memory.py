@@ -206,6 +206,18 @@ class Memory:
         if v > self.peak[buf]:
             self.peak[buf] = v
 
+    def renumber(self, alloc: Alloc, new_id: int) -> None:
+        """Give ``alloc`` the id ``new_id`` (a loop program's body tile the kernel holds after the loop becomes the
+        last iteration's: core/program.py Program.run)."""
+        tok = alloc.token
+        if tok is not None and not tok[2]:
+            old = tok[4]
+            self.tiles[tok[0]][new_id] = self.tiles[tok[0]].pop(old)
+            if old in self.blocks:
+                self.blocks[new_id] = self.blocks.pop(old)
+            tok[4] = new_id
+        alloc.id = new_id
+
     def _free(self, tok: Token) -> None:
         if not tok[2]:
             tok[2] = True

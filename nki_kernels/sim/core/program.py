@@ -53,7 +53,7 @@ from .memory import BY_TENSOR_ENGINE
 from .ops import BINARY, BITWISE, PENDING, UNARY, opcode, reduce_values
 from .tensor import Tensor
 from .tensore import gemm_t
-from .trace import Buffer, Event, LoopFrame, Region, no_gc
+from .trace import Buffer, Event, LoopFrame, LoopKind, Region, no_gc
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -146,6 +146,9 @@ class View(NamedTuple):
     strides: tuple
     sdtype: np.dtype
     items: np.ndarray | None = None  # an index-array view: the item offset of each element in iteration 0
+    # 1: a body tile of the previous iteration (an ordered loop carrying a tile: ``t = f(t)``; iteration 0 read one
+    # from before the loop), read in order by Program.run
+    lag: int = 0
 
 
 class Step(NamedTuple):
@@ -229,6 +232,7 @@ class Recorder:
         "n_loops",
         "depth",
         "scans",
+        "pending_end",
     )
 
     def __init__(self, ctx: RunContext, n: int = 0):
@@ -243,13 +247,18 @@ class Recorder:
         self.alloc0 = self.alloc1 = ctx.alloc_count
         self.seq0 = self.seq1 = len(ctx.trace.events)
         self.n_instr = ctx.n_instructions
-        self.pre: dict[int, Alloc] = {}  # allocations from before the loop the body uses, by id
+        # allocations from before the iteration the body uses, by id (weakly: a tile the previous iteration made, or
+        # one from before the loop the kernel drops in the loop, is freed when the kernel drops it, as without programs)
+        self.pre: dict[int, weakref.ref] = {}
         # the body's allocations by position (1-based) among them: (weak reference, shape and dtype of the storage)
         self.body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
         # call position -> (view description, how) of the tile its pending result landed in (`t[...] = r`)
         self.landings: dict[int, tuple[tuple, str]] = {}
         self.loops0 = ctx.loop_count
         self.n_loops = 0  # loop statements the iteration entered (each takes a loop id)
+        # the calls (positions) of this iteration whose results still wait for their destination at its end: the
+        # next iteration's first read of the tile records them (an ordered loop's program, build)
+        self.pending_end: list[int] = []
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
@@ -347,7 +356,7 @@ class Recorder:
             root = _root(al.array)
             self.body[al.id - self.alloc0] = (weakref.ref(al), root.shape, root.dtype)
         else:
-            self.pre[al.id] = al
+            self.pre[al.id] = weakref.ref(al)
         return d
 
     def index(self, n: int, start: int, stop: int) -> None:
@@ -367,9 +376,20 @@ class Recorder:
         self.alloc1 = ctx.alloc_count
         self.seq1 = len(ctx.trace.events)
         self.n_instr = ctx.n_instructions - self.n_instr
-        self.scans = {a: al.poison_scans for a, al in self.pre.items() if al.unwritten}
+        self.scans = {}
+        for a, ref in self.pre.items():
+            al = ref()
+            if al is not None and al.unwritten:
+                self.scans[a] = al.poison_scans
         if ctx.pending:
-            self.fail("a result still waits for its destination at the end of the body")
+            calls = {c.views[0][0]: j for j, c in enumerate(self.calls)}
+            for res in ctx.pending:
+                a = res.tile.alloc.id if res.tile is not None else 0
+                j = calls.get(a) if a > self.alloc0 else None
+                if j is None:
+                    self.fail("a result from before the iteration still waits for its destination at its end")
+                    return
+                self.pending_end.append(j)
 
 
 def context_reason(ctx: RunContext) -> str | None:
@@ -391,9 +411,12 @@ def context_reason(ctx: RunContext) -> str | None:
 # ---- building the program ------------------------------------------------------------------------------------
 
 
-def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Recorder) -> tuple | str:
+def _event_template(
+    e0: Event | None, e1: Event | None, r0: Recorder, r1: Recorder, ordered: bool = False
+) -> tuple | str:
     """How iteration k's event follows from iteration 1's: (the event of iteration 1, per region of its reads and
-    writes the (alloc-id step, byte step) per iteration), or why it does not."""
+    writes the (alloc-id step, byte step) per iteration), or why it does not.  ``ordered``: a read of a tile the
+    previous iteration made (iteration 0: one from before the loop) moves with the body's tiles."""
     if e0 is None or e1 is None:
         return "an event recorded out of order"
     if e0[1:12] != e1[1:12] or e0.payload != e1.payload or e0[15:18] != e1[15:18] or e0.engine_given != e1.engine_given:
@@ -416,6 +439,8 @@ def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Record
             if a.alloc_id - r0.alloc0 != b.alloc_id - r1.alloc0 or a.lo != b.lo or a.hi != b.hi:
                 return "an event touches a different body tile in the next iteration"
             shifts.append((per, 0))
+        elif ordered and r0.alloc0 < b.alloc_id <= r0.alloc1 and a.alloc_id <= r0.alloc0 and a.hi - a.lo == b.hi - b.lo:
+            shifts.append((per, 0))  # a carried tile (View.lag): iteration k reads iteration k - 1's
         elif a.alloc_id == b.alloc_id and a.hi - a.lo == b.hi - b.lo:
             shifts.append((0, b.lo - a.lo))
         else:
@@ -423,12 +448,18 @@ def _event_template(e0: Event | None, e1: Event | None, r0: Recorder, r1: Record
     return (e1, tuple(shifts))
 
 
-def _view(d0: tuple, d1: tuple, r0: Recorder, r1: Recorder, n: int) -> View | str:
+def _view(d0: tuple, d1: tuple, r0: Recorder, r1: Recorder, n: int, ordered: bool = False) -> View | str:
+    """The view of an operand from its descriptions in iterations 0 and 1, or why there is none.  ``ordered``: a
+    tile iteration 0 made may be what iteration 1 reads in place of one from before the loop (a carried tile)."""
     a0, off0, shape, strides, sd, _, key0 = d0
     a1, off1, shape1, strides1, sd1, _, key1 = d1
     if shape != shape1 or strides != strides1 or sd != sd1 or (key0 is None) != (key1 is None):
         return "an operand of another shape or layout in the next iteration"
     body = a0 > r0.alloc0
+    if not body and r0.alloc0 < a1 <= r0.alloc1:  # iteration 1 reads a tile iteration 0 made
+        if not ordered or key1 is not None or a1 - r0.alloc0 not in r1.body:
+            return "an operand that is a tile of the previous iteration (a loop-carried tile)"
+        return View(True, a1 - r0.alloc0, off1, 0, shape, strides, sd, None, 1)
     if body and (a1 - r1.alloc0 != a0 - r0.alloc0 or off0 != off1):
         return "an operand that is a different body tile in the next iteration"
     if not body and a0 != a1:
@@ -470,52 +501,89 @@ def _elements(v: View) -> np.ndarray:
     return idx.ravel()
 
 
-def _independent(
-    steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n: int, ordered: bool
-) -> str | set[int]:
-    """Whether running each step over all iterations at once computes what the iterations in order compute:
-    no iteration reads or writes an element of a tensor from before the loop that another iteration writes (exact,
-    per element, over all ``n`` iterations), the body reads only what it wrote earlier in the same iteration, and
-    the kernel reads no element of a tensor from before the loop that may hold poison.  Returns why not, or the
-    SBUF tensors from before the loop that an ``ordered`` loop (sequential_range, a kernel's range) uses as scratch:
-    every iteration writes and reads the same elements of it, each read after the same iteration's write -- a
-    buffer reused per iteration, which the executor gives each iteration a copy of (the last one's stays)."""
+def _checks(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n: int) -> str | None:
+    """What the per-iteration path checks that holds for every iteration or for none, in either executor: the body
+    reads only what it wrote earlier in the same iteration (a tile of the previous iteration, ``View.lag``: only what
+    the body writes of it), the kernel reads no element of a tensor from before the loop that may hold poison, and
+    no on-chip view moves across partitions.  Returns why not, or None."""
     written = {i: np.zeros(int(np.prod(s, dtype=np.int64)), dtype=bool) for i, (_, s, _) in body.items()}
+    lagged = []
+    for s in steps:
+        for v in (*s.srcs, *_accumulator(s)):
+            if v.lag:
+                lagged.append((v, s.line))
+            elif v.body and not _written(written[v.alloc], v).all():
+                return f"a body tile read before the body writes it (line {s.line})"
+        for w in _writes(s):
+            if w.body:
+                if w.items is not None:
+                    written[w.alloc][_elements(w)] = True
+                else:
+                    _written(written[w.alloc], w)[...] = True
+    for v, line in lagged:  # what the previous iteration wrote of its tile
+        if not _written(written[v.alloc], v).all():
+            return f"a read of a tile of the previous iteration that it did not write everywhere (line {line})"
+    # `psum += r` onto a PSUM tile from before the loop is a reduction over the iterations: not a write that makes
+    # the tensor's values differ from one iteration's reads to the next's (build checks its written state)
+    wrote = {
+        w.alloc for s in steps for w in _writes(s) if not w.body and not (_accumulator(s) and w is _accumulator(s)[0])
+    }
+    for s in steps:
+        for v in (*s.srcs, *_accumulator(s)):
+            if v.body:
+                continue
+            pal = pre[v.alloc]
+            # a tensor that may hold poison: the reads of the iterations the program runs must find none (the
+            # per-iteration path would warn at the first); the loop must not write it (its clean reads are counted:
+            # Program.run); index-array views are not checked here
+            if pal.unwritten and (
+                v.alloc in wrote or v.items is not None or _holds_poison(_batched(_root(pal.array), v, 2, n))
+            ):
+                return f"a read of a tensor that may hold never-written elements (line {s.line}; checked per read)"
+    for s in steps:
+        for v in _views(s):
+            al = None if v.body else pre[v.alloc]
+            if al is not None and al.buffer.on_chip and abs(v.step) >= _root(al.array).strides[0]:
+                # the partition access rules (start partition, E026) are per view: the traced iterations saw two
+                return f"an on-chip view that moves across partitions (line {s.line})"
+    return None
+
+
+def _written(flat: np.ndarray, v: View) -> np.ndarray:
+    """A basic view's elements in the flags ``flat`` of its allocation's storage (a strided view of it); an
+    index-array view's, a copy."""
+    if v.items is not None:
+        return flat[_elements(v)]
+    isz = v.sdtype.itemsize
+    return np.ndarray(v.shape, bool, buffer=flat, offset=v.offset // isz, strides=tuple(st // isz for st in v.strides))
+
+
+def _disjoint(steps: list[Step], pre: dict[int, Alloc], n: int, ordered: bool) -> str | set[int]:
+    """Whether running each step over all iterations at once computes what the iterations in order compute (with
+    :func:`_checks`): no iteration reads or writes an element of a tensor from before the loop that another
+    iteration writes (exact, per element, over all ``n`` iterations).  Returns why not, or the SBUF tensors from
+    before the loop that an ``ordered`` loop (sequential_range, a kernel's range) uses as scratch: every iteration
+    writes and reads the same elements of it, each read after the same iteration's write -- a buffer reused per
+    iteration, which the executor gives each iteration a copy of (the last one's stays)."""
+    if any(v.lag for s in steps for v in s.srcs):
+        return "a tile of the previous iteration read"
     scratch = set()
+    written: dict[int, np.ndarray] = {}
     if ordered:  # candidates: SBUF tensors the body writes whose every view is the same in every iteration
         wrote_pre = {w.alloc for s in steps for w in _writes(s) if not w.body}
         moving = {v.alloc for s in steps for v in _views(s) if not v.body and (v.step or v.items is not None)}
         scratch = {a for a in wrote_pre - moving if pre[a].buffer is Buffer.SBUF}
-        for a in scratch:
-            written[-a] = np.zeros(_root(pre[a].array).size, dtype=bool)
-
-    def key(v: View) -> int | None:
-        return v.alloc if v.body else -v.alloc if v.alloc in scratch else None
-
-    def elements(v: View, k: int) -> np.ndarray:
-        """A view's elements in ``written[k]`` (a strided view of it for a basic view)."""
-        flat = written[k]
-        if v.items is not None:
-            return flat[_elements(v)]
-        isz = v.sdtype.itemsize
-        return np.ndarray(
-            v.shape, bool, buffer=flat, offset=v.offset // isz, strides=tuple(st // isz for st in v.strides)
-        )
-
+        written = {a: np.zeros(_root(pre[a].array).size, dtype=bool) for a in scratch}
     for s in steps:
         for v in (*s.srcs, *_accumulator(s)):
-            k = key(v)
-            if k is not None and not elements(v, k).all():
-                if v.body:
-                    return f"a body tile read before the body writes it (line {s.line})"
+            if not v.body and v.alloc in scratch and not _written(written[v.alloc], v).all():
                 scratch.discard(v.alloc)  # it carries values from one iteration to the next
         for w in _writes(s):
-            k = key(w)
-            if k is not None:
+            if not w.body and w.alloc in scratch:
                 if w.items is not None:
-                    written[k][_elements(w)] = True
+                    written[w.alloc][_elements(w)] = True
                 else:
-                    elements(w, k)[...] = True
+                    _written(written[w.alloc], w)[...] = True
     # `psum += r` onto a PSUM tile from before the loop is a reduction over the iterations (exempt from the race
     # check as on the per-iteration path; the executor adds in iteration order): not an ownership write
     writes = [
@@ -526,26 +594,6 @@ def _independent(
     ]
     wrote = {v.alloc for v, _ in writes}
     reads = [(v, s.line) for s in steps for v in (*s.srcs, *_accumulator(s)) if not v.body]
-    for v, line in reads:
-        pal = pre[v.alloc]
-        # a tensor that may hold poison: the reads of the iterations the program runs must find none (the
-        # per-iteration path would warn at the first); the loop must not write it (its clean reads are counted:
-        # Program.run); index-array views are not checked here
-        if pal.unwritten and (
-            v.alloc in wrote
-            or v.alloc in scratch
-            or v.items is not None
-            or _holds_poison(_batched(_root(pal.array), v, 2, n))
-        ):
-            return (
-                f"a read of a tensor that may hold never-written elements (line {line}; the poison check is per read)"
-            )
-    for s in steps:
-        for v in _views(s):
-            al = None if v.body else pre[v.alloc]
-            if al is not None and al.buffer.on_chip and abs(v.step) >= _root(al.array).strides[0]:
-                # the partition access rules (start partition, E026) are per view: the traced iterations saw two
-                return f"an on-chip view that moves across partitions (line {s.line})"
     owner = {a: np.full(_root(pre[a].array).size, -1, dtype=np.int32) for a in wrote}
     for accesses, is_write in ((writes, True), (reads, False)):
         for v, line in accesses:
@@ -583,7 +631,6 @@ def _independent(
                     if not (written_by == kk).all():
                         return f"iterations write the same elements (line {line}; the per-iteration path checks it)"
     return scratch
-    return None
 
 
 def _batched(base: np.ndarray, v: View, k0: int, k1: int) -> np.ndarray:
@@ -604,9 +651,16 @@ class Program:
         templates: list[tuple],
         n: int,
         r1: Recorder,
+        pre: dict[int, Alloc],
         body: dict[int, tuple[weakref.ref, tuple, np.dtype]],
+        sequential: bool = False,
     ):
         self.ctx = ctx
+        self.pre = pre  # the tensors from before the loop the body uses, by id
+        # the iterations depend on each other (an ordered loop): run one at a time, in order, each step on that
+        # iteration's views; else every step runs over all iterations at once
+        self.sequential = sequential
+        self.prev: dict[int, np.ndarray] = {}  # (sequential) the previous iteration's body tiles, for View.lag reads
         self.steps = steps
         self.templates = templates
         self.n = self.stop = n  # the program runs iterations up to ``stop`` (the loop's trip count, or the cap's)
@@ -615,6 +669,7 @@ class Program:
         # the body tiles a step reads (an operand, or the accumulator of `psum += r`); run() adds those the kernel
         # still holds: the others (a matmul's result consumed by `+=`) are not kept
         self.read = {v.alloc for s in steps for v in (*s.srcs, *_accumulator(s)) if v.body}
+        self.lagged = {v.alloc for s in steps for v in s.srcs if v.lag}
         self.live: set[int] = set()
         self.scans: dict[int, int] = {}  # tensor that may hold poison -> its clean reads per iteration (build)
         # body tiles one loop-invariant step writes and nothing else does: the same in every iteration, kept once
@@ -629,6 +684,8 @@ class Program:
             for s in steps
             if _invariant(s) and s.dst.body and s.dst.alloc > 0 and s.landing is None and writers[s.dst.alloc] == 1
         }
+        if sequential:  # a tensor from before the loop may change from one iteration to the next: nothing is invariant
+            self.single = set()
 
     # -- the executor ------------------------------------------------------------------------------------------
     def run(self, k0: int) -> None:
@@ -639,15 +696,29 @@ class Program:
         per_iter = sum(
             int(np.prod(s, dtype=np.int64)) * d.itemsize for i, (_, s, d) in self.body.items() if i in self.live
         ) + sum(int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps)
-        chunk = max(1, CHUNK_BYTES // max(1, per_iter))
-        for c0 in range(k0, n, chunk):
-            last = self._values(c0, min(n, c0 + chunk))
+        if self.sequential:
+            # iteration k reads iteration k - 1's tiles (View.lag); iteration 2 reads iteration 1's own
+            self.prev = {
+                i: _root(ref().array).reshape((1,) + s)  # type: ignore[union-attr]  # (build: alive)
+                for i, (ref, s, _) in self.body.items()
+                if i in self.lagged
+            }
+            for k in range(k0, n):
+                self.prev = self._values(k, k + 1)
+            last = self.prev
+        else:
+            chunk = max(1, CHUNK_BYTES // max(1, per_iter))
+            for c0 in range(k0, n, chunk):
+                last = self._values(c0, min(n, c0 + chunk))
         for i, (ref, _, _) in self.body.items():
             al = ref()
             if al is not None:  # a body tile the kernel still holds after the loop: the last iteration's values
-                _root(al.array)[...] = last[i]
+                _root(al.array)[...] = last[i][-1]
+                if i > 0:  # (not a scratch copy) and the last iteration's tile: its id, its loops
+                    self._renumber(al, n - 2)
         with no_gc():
             self._events(k0)
+        self._note_writes(k0)
         r1 = self.r1
         per = r1.alloc1 - r1.alloc0
         trace = ctx.trace
@@ -663,7 +734,46 @@ class Program:
         ctx.n_instructions += (n - k0) * r1.n_instr
         ctx.loop_count += (n - k0) * r1.n_loops  # the loop statements of the body: one id per entry
         for a, per_iteration in self.scans.items():
-            _count_clean_reads(self.r1.pre[a], per_iteration * (n - k0))
+            _count_clean_reads(self.pre[a], per_iteration * (n - k0))
+
+    def _note_writes(self, k0: int) -> None:
+        """Inside an ``affine_range`` (the loop's enclosing loops): note each write of a tensor from before the loop in
+        iterations k0..n-1 with the race log (E029, core/races.py), as ops.record does for each instruction, so that
+        two iterations of that enclosing loop writing the same elements are found as without programs."""
+        races, ctx = self.ctx.races, self.ctx
+        if races is None or not any(fr.kind is LoopKind.AFFINE for fr in ctx.loops):
+            return
+        writes = []
+        for j, s in enumerate(self.steps):
+            for w in _writes(s):
+                if w.body and w.alloc > 0:
+                    continue  # a tile of the iteration's own (new each iteration)
+                kind = 2 if s.landing is not None and w is s.landing[0] and s.landing[2] == "accumulate" else 0
+                writes.append((j, w, self.pre[abs(w.alloc)], kind))
+        if not writes:
+            return
+        events, first, per = ctx.trace.events, self.r1.seq0, self.r1.seq1 - self.r1.seq0
+        for k in range(k0, self.n):
+            for j, w, al, kind in writes:
+                ev = events[first + (k - 1) * per + j]
+                base = al.array
+                off = w.offset + k * w.step
+                arr = np.ndarray(w.shape, w.sdtype, buffer=_root(base), offset=off, strides=w.strides)
+                start = off - (base.__array_interface__["data"][0] - _root(base).__array_interface__["data"][0])
+                races.note(
+                    ctx, Tensor(al, arr=arr, par=0, off=start), (), (ev.file, ev.line, ev.program_id, ev.loops), kind
+                )
+
+    def _renumber(self, al: Alloc, q: int) -> None:
+        """Make iteration 1's body tile ``al`` iteration 1 + q's: the allocation id and the loops it was made in that
+        iteration's (the per-iteration path would hold that iteration's tile)."""
+        r1, d = self.r1, self.r1.depth
+        self.ctx.memory.renumber(al, al.id + q * (r1.alloc1 - r1.alloc0))
+        loops = al.born_loops
+        if len(loops) > d:
+            f = loops[d]
+            inner = tuple(g._replace(loop_id=g.loop_id + q * r1.n_loops) for g in loops[d + 1 :])
+            al.born_loops = (*loops[:d], f._replace(iteration=f.iteration + q), *inner)
 
     def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
         """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis (a copy for an
@@ -672,10 +782,10 @@ class Program:
             flat, idx = self._gather(v, k0, k1, storage)
             return flat[idx].reshape((k1 - k0,) + v.shape)
         if v.body:
-            root = storage[v.alloc]
+            root = self.prev[v.alloc] if v.lag else storage[v.alloc]
             step = root.strides[0] if root.shape[0] > 1 else 0  # 0: a tile kept once (Program.single)
             return np.ndarray((k1 - k0,) + v.shape, v.sdtype, buffer=root, offset=v.offset, strides=(step,) + v.strides)
-        return _batched(_root(self.r1.pre[v.alloc].array), v, k0, k1)
+        return _batched(_root(self.pre[v.alloc].array), v, k0, k1)
 
     def _gather(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(the flat storage, the item index of each element in iterations k0..k1-1) of an index-array view."""
@@ -686,7 +796,7 @@ class Program:
             per = root[0].size if root.shape[0] > 1 else 0
             return root.reshape(-1), items + (np.arange(k1 - k0, dtype=np.int64) * per)[:, None]
         step = v.step // v.sdtype.itemsize
-        flat = _root(self.r1.pre[v.alloc].array).reshape(-1)
+        flat = _root(self.pre[v.alloc].array).reshape(-1)
         return flat, items + (np.arange(k0, k1, dtype=np.int64) * step)[:, None]
 
     def _write(self, v: View, value: Any, dtype: Any, k0: int, k1: int, storage: dict[int, np.ndarray]) -> None:
@@ -707,11 +817,11 @@ class Program:
         }
         for i in storage:
             if i < 0:  # a scratch buffer: each iteration's copy starts as the buffer is before the loop
-                storage[i][...] = _root(self.r1.pre[-i].array)
+                storage[i][...] = _root(self.pre[-i].array)
         for s in self.steps:
             # operands that are the same in every iteration (views from before the loop that do not move; the loop
             # writes none of their elements: _independent) give the same value in each: computed once, broadcast
-            invariant = _invariant(s)
+            invariant = _invariant(s) and not self.sequential
             shape = (1 if invariant else k1 - k0,) + s.dst.shape
             srcs = [self._array(v, k0, k0 + shape[0], storage) for v in s.srcs]
             op = s.op
@@ -814,7 +924,7 @@ class Program:
             for lv, products in deferred:
                 acc = self._array(lv, k0 + i, k0 + i + 1, storage)[0]
                 np.add(acc, products[i], out=acc)
-        return {i: a[-1] for i, a in storage.items()}
+        return storage
 
     def _matmul(self, a: np.ndarray, b: np.ndarray, shape: tuple, acc: np.ndarray | None = None) -> np.ndarray:
         """nc_matmul in iterations k0..k1-1 (``a``, ``b``: stationary and moving with a leading iteration axis):
@@ -893,10 +1003,16 @@ class Program:
 def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = False) -> Program | str:
     """The program of a loop body from its first two iterations (``r0``, ``r1``), or why there is none.
     ``ordered``: the iterations run in order (not an affine_range), so a buffer from before the loop may be reused
-    by every iteration (see _independent)."""
+    by every iteration (see _disjoint), and where the iterations depend on each other (a tile carried from one to
+    the next, a tensor from before the loop that each iteration updates) the program runs them one by one, in
+    order (``Program.sequential``)."""
     for r in (r0, r1):
         if r.reason is not None:
             return r.reason
+    if r1.pending_end and not ordered:
+        return "a result still waits for its destination at the end of the body"
+    if r0.pending_end != r1.pending_end:
+        return "the iterations left different results waiting for their destination"
     if not r1.calls:
         return "a body without instructions"
     if len(r0.calls) != len(r1.calls) or len(r0.slices) != len(r1.slices):
@@ -916,6 +1032,20 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
     stop = min(n, 2 + (ctx.options.max_instructions - ctx.n_instructions) // max(1, r1.n_instr))
     if stop <= 2:
         return "the instruction cap (the per-iteration path stops at the exact instruction)"
+    if r1.pending_end:
+        # the last iteration's result waits for its destination after the loop (a landing there is not a copy): that
+        # iteration runs per iteration
+        stop = min(stop, n - 1)
+        if stop <= 2:
+            return "a result waits for its destination at the end of the body and the loop has 3 iterations"
+    pre: dict[int, Alloc] = {}  # the tensors from before the loop the body uses, by id
+    for a, ref in r1.pre.items():
+        if a > r0.alloc0:  # a tile iteration 0 made that iteration 1 read (View.lag)
+            continue
+        pal = ref()
+        if pal is None:
+            return "a tensor from before the loop that the kernel drops in the loop"
+        pre[a] = pal
     if any(ref() is not None for ref, _, _ in r0.body.values()):
         _resync_locals()
     for ref, _, _ in r0.body.values():
@@ -926,19 +1056,6 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
         lo, hi = s0 + last * (s1 - s0), e0 + last * (e1 - e0)
         if m0 != m1 or lo < 0 or hi > m0 or hi < lo:
             return f"an index outside its dimension in iteration {last} (the per-iteration path reports it)"
-    events = ctx.trace.events
-    templates = []
-    for j in range(r1.n_instr):
-        t = _event_template(events[r0.seq0 + j], events[r1.seq0 + j], r0, r1)
-        if isinstance(t, str):
-            return t
-        templates.append(t)
-    for r in (r0, r1):  # each call's event writes the call's destination, or the tile its result landed in
-        for j, c in enumerate(r.calls):
-            writes = events[r.seq0 + j].writes
-            target = r.landings[j][0][0] if j in r.landings else c.views[0][0]
-            if len(writes) != 1 or writes[0].alloc_id != target:
-                return f"the result of the {c.name} at line {c.line} lands elsewhere (`+=`, a copy)"
     if r0.landings.keys() != r1.landings.keys():
         return "the iterations assigned results differently"
     body: dict[int, tuple[weakref.ref, tuple, np.dtype]] = {}
@@ -946,11 +1063,13 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
     for j, (c0, c1) in enumerate(zip(r0.calls, r1.calls, strict=True)):
         if c0.name != c1.name or len(c0.views) != len(c1.views) or not _same_params(c0.params, c1.params):
             return f"the {c0.name} at line {c0.line} is a different call in the next iteration"
-        views = []
+        views: list[View] = []
         for d0, d1 in zip(c0.views, c1.views, strict=True):
-            v = _view(d0, d1, r0, r1, n)
+            v = _view(d0, d1, r0, r1, n, ordered)
             if isinstance(v, str):
                 return f"{c0.name} at line {c0.line}: {v}"
+            if v.lag and not views:
+                return f"the {c0.name} at line {c0.line} writes a tile of the previous iteration"
             if v.body:
                 body[v.alloc] = r1.body[v.alloc]
             views.append(v)
@@ -977,9 +1096,9 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
     for s in steps:  # a PSUM tile from before the loop: only a `+=` accumulator, in one written state it keeps
         acc = _accumulator(s)
         for v in _views(s):
-            if v.body or r1.pre[v.alloc].buffer is not Buffer.PSUM:
+            if v.body or pre[v.alloc].buffer is not Buffer.PSUM:
                 continue
-            al = r1.pre[v.alloc]
+            al = pre[v.alloc]
             if not (acc and v is acc[0]) or any(not w.body and w.alloc == v.alloc for w in s.srcs):
                 return f"a PSUM tile from before the loop used other than as a `+=` accumulator (line {s.line})"
             if al.psum_kind is not None or al.psum_fill != BY_TENSOR_ENGINE:
@@ -988,7 +1107,7 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
         for v in _views(s):
             if v.body:
                 continue
-            root = _root(r1.pre[v.alloc].array)
+            root = _root(pre[v.alloc].array)
             if v.items is not None:
                 lo, hi = int(v.items.min()), int(v.items.max())
                 last = (n - 1) * (v.step // v.sdtype.itemsize)
@@ -999,21 +1118,49 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
                 _batched(root, v, 0, n)
             except (ValueError, TypeError):
                 return f"a view outside its tensor's storage by the last iteration (line {s.line})"
-    why = _independent(steps, r1.pre, body, n, ordered)
-    if isinstance(why, str):
+    why = _checks(steps, pre, body, n)
+    if why is not None:
         return why
-    if why:  # scratch buffers: views of a per-iteration copy, as of a body tile (key -alloc id)
-        for a in why:
-            root = _root(r1.pre[a].array)
-            body[-a] = (weakref.ref(r1.pre[a]), root.shape, root.dtype)
-        steps = [_as_body(s, why) for s in steps]
     scans = {}
     for a, s1 in r1.scans.items():  # the clean reads of a tensor that may hold poison, per iteration
         before = r0.scans.get(a)
         if before is None or s1 < before:
             return "a read of a tensor that may hold never-written elements (the poison check is per read)"
         scans[a] = s1 - before
-    program = Program(ctx, steps, templates, stop, r1, body)
+    disjoint = _disjoint(steps, pre, n, ordered)
+    if isinstance(disjoint, str) and not ordered:
+        return disjoint
+    sequential = isinstance(disjoint, str) or bool(r1.pending_end)
+    if isinstance(disjoint, set) and disjoint and not sequential:
+        # scratch buffers: views of a per-iteration copy, as of a body tile (key -alloc id)
+        for a in disjoint:
+            root = _root(pre[a].array)
+            body[-a] = (weakref.ref(pre[a]), root.shape, root.dtype)
+        steps = [_as_body(s, disjoint) for s in steps]
+    if ctx.races is not None and any(fr.kind is LoopKind.AFFINE for fr in ctx.loops):
+        for s in steps:
+            if any(w.items is not None and (not w.body or w.alloc < 0) for w in _writes(s)):
+                return f"an index-array write inside an affine_range (its races are noted per write; line {s.line})"
+    for ref, _, _ in (body[v.alloc] for s in steps for v in s.srcs if v.lag):
+        if ref() is None:
+            return "a tile of the previous iteration read that the kernel no longer holds"
+    if r1.pending_end:
+        # iteration 2's first read of the tile would record it (iteration 1 did so with iteration 0's: Recorder.end)
+        ctx.commit_pending()
+    events = ctx.trace.events
+    templates = []
+    for j in range(r1.n_instr):
+        t = _event_template(events[r0.seq0 + j], events[r1.seq0 + j], r0, r1, ordered)
+        if isinstance(t, str):
+            return t
+        templates.append(t)
+    for r in (r0, r1):  # each call's event writes the call's destination, or the tile its result landed in
+        for j, c in enumerate(r.calls):
+            writes = events[r.seq0 + j].writes
+            target = r.landings[j][0][0] if j in r.landings else c.views[0][0]
+            if len(writes) != 1 or writes[0].alloc_id != target:
+                return f"the result of the {c.name} at line {c.line} lands elsewhere (`+=`, a copy)"
+    program = Program(ctx, steps, templates, stop, r1, pre, body, sequential)
     program.scans = scans
     return program
 
@@ -1269,14 +1416,19 @@ def _size(v: View) -> int:
     return int(np.prod(v.shape, dtype=np.int64))
 
 
-def explain(outcome: int | str, kind: str, n: int, file: str, line: int) -> None:
+def explain(outcome: Program | str, kind: str, n: int, file: str, line: int) -> None:
     """One line on stderr: how the loop at ``file:line`` ran (``SimOptions.explain_loops``): per iteration and why
-    (``outcome`` a reason), or as a program up to iteration ``outcome`` (the rest: the instruction cap)."""
+    (``outcome`` a reason), or as a program up to iteration ``outcome.stop`` (the rest: the instruction cap, or the
+    last iteration whose result waits for its destination after the loop)."""
     where = f"{file}:{line}"
     if isinstance(outcome, str):
         how = f"per iteration: {outcome}"
     else:
-        how = f"loop program: iterations 0-1 traced, 2-{outcome - 1} run at once"
-        if outcome < n:
-            how += f", {outcome}-{n - 1} per iteration (the instruction cap, SimOptions.max_instructions)"
+        stop = outcome.stop
+        at_once = "run in order, one at a time" if outcome.sequential else "run at once"
+        how = f"loop program: iterations 0-1 traced, 2-{stop - 1} {at_once}"
+        if stop < n and outcome.r1.pending_end and stop == n - 1:
+            how += f", {stop} per iteration (its result waits for its destination after the loop)"
+        elif stop < n:
+            how += f", {stop}-{n - 1} per iteration (the instruction cap, SimOptions.max_instructions)"
     print(f"[nki-kernels] {kind}_range({n}) at {where}: {how}", file=sys.stderr, flush=True)

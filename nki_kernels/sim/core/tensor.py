@@ -349,7 +349,7 @@ class Tensor:
     def region(self) -> Region:
         """Bytes this view touches: per partition on chip, from the tensor start in HBM."""
         r = self._region
-        if r is None:
+        if r is None or r[0] != self.alloc.id:  # (an id changes only when a loop program renumbers its tile)
             r = self._region = self._compute_region()
         return r
 
