@@ -661,6 +661,10 @@ class Program:
         # iteration's views; else every step runs over all iterations at once
         self.sequential = sequential
         self.prev: dict[int, np.ndarray] = {}  # (sequential) the previous iteration's body tiles, for View.lag reads
+        self.sets: list[dict[int, np.ndarray]] = []  # (sequential) the body tiles of even and odd iterations
+        # (sequential) each view's array, by (id of the View, iteration parity): a body tile's in its set, a view of a
+        # tensor from before the loop (a moving one over all iterations, sliced per iteration) -- made once
+        self.views: dict[int, tuple[np.ndarray, int]] = {}
         self.steps = steps
         self.templates = templates
         self.n = self.stop = n  # the program runs iterations up to ``stop`` (the loop's trip count, or the cap's)
@@ -684,6 +688,9 @@ class Program:
             for s in steps
             if _invariant(s) and s.dst.body and s.dst.alloc > 0 and s.landing is None and writers[s.dst.alloc] == 1
         }
+        # steps whose operands are the same in every iteration (views from before the loop that do not move; the loop
+        # writes none of their elements: _disjoint) give the same value in each: computed once, broadcast
+        self.invariant = [_invariant(s) and not sequential for s in steps]
         if sequential:  # a tensor from before the loop may change from one iteration to the next: nothing is invariant
             self.single = set()
 
@@ -697,15 +704,18 @@ class Program:
             int(np.prod(s, dtype=np.int64)) * d.itemsize for i, (_, s, d) in self.body.items() if i in self.live
         ) + sum(int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps)
         if self.sequential:
-            # iteration k reads iteration k - 1's tiles (View.lag); iteration 2 reads iteration 1's own
-            self.prev = {
-                i: _root(ref().array).reshape((1,) + s)  # type: ignore[union-attr]  # (build: alive)
-                for i, (ref, s, _) in self.body.items()
-                if i in self.lagged
-            }
+            # two sets of body tiles, iteration k's in set k % 2: iteration k reads iteration k - 1's (View.lag) in the
+            # other set; iteration 2 reads iteration 1's own, copied in
+            self.sets = [
+                {i: np.empty((1,) + s, d) for i, (_, s, d) in self.body.items() if i in self.live} for _ in "01"
+            ]
+            for i in self.lagged:
+                self.sets[1][i][0] = _root(self.body[i][0]().array)  # type: ignore[union-attr]  # (build: alive)
+            self.views.clear()
             for k in range(k0, n):
-                self.prev = self._values(k, k + 1)
-            last = self.prev
+                self.prev = self.sets[(k - 1) & 1]
+                self._values(k, k + 1)
+            last = self.sets[(n - 1) & 1]
         else:
             chunk = max(1, CHUNK_BYTES // max(1, per_iter))
             for c0 in range(k0, n, chunk):
@@ -778,6 +788,19 @@ class Program:
     def _array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
         """The view ``v`` in iterations k0..k1-1 as one array with a leading iteration axis (a copy for an
         index-array view)."""
+        if self.sequential and v.items is None:  # one iteration (k1 = k0 + 1): the view's array, made once
+            key = id(v) * 2 + (k0 & 1)
+            hit = self.views.get(key)
+            if hit is None:
+                if v.body or not v.step:
+                    hit = self.views[key] = (self._view_array(v, k0, k0 + 1, storage), -1)
+                else:
+                    hit = self.views[key] = (self._view_array(v, k0, self.n, storage), k0)
+            a, base = hit
+            return a if base < 0 else a[k0 - base : k0 - base + 1]
+        return self._view_array(v, k0, k1, storage)
+
+    def _view_array(self, v: View, k0: int, k1: int, storage: dict[int, np.ndarray]) -> np.ndarray:
         if v.items is not None:
             flat, idx = self._gather(v, k0, k1, storage)
             return flat[idx].reshape((k1 - k0,) + v.shape)
@@ -812,16 +835,19 @@ class Program:
     def _values(self, k0: int, k1: int) -> dict[int, np.ndarray]:
         live = self.live
         deferred: list[tuple[View, np.ndarray]] = []  # products added to a PSUM tile from before the loop
-        storage = {
-            i: np.empty((1 if i in self.single else k1 - k0,) + s, d) for i, (_, s, d) in self.body.items() if i in live
-        }
+        storage = (
+            self.sets[k0 & 1]
+            if self.sequential
+            else {
+                i: np.empty((1 if i in self.single else k1 - k0,) + s, d)
+                for i, (_, s, d) in self.body.items()
+                if i in live
+            }
+        )
         for i in storage:
             if i < 0:  # a scratch buffer: each iteration's copy starts as the buffer is before the loop
                 storage[i][...] = _root(self.pre[-i].array)
-        for s in self.steps:
-            # operands that are the same in every iteration (views from before the loop that do not move; the loop
-            # writes none of their elements: _independent) give the same value in each: computed once, broadcast
-            invariant = _invariant(s) and not self.sequential
+        for s, invariant in zip(self.steps, self.invariant, strict=True):
             shape = (1 if invariant else k1 - k0,) + s.dst.shape
             srcs = [self._array(v, k0, k0 + shape[0], storage) for v in s.srcs]
             op = s.op
@@ -1207,7 +1233,7 @@ def _as_body(s: Step, scratch: set[int]) -> Step:
 
 def _invariant(s: Step) -> bool:
     """Are step ``s``'s operands the same in every iteration (views from before the loop that do not move; the loop
-    writes none of their elements, _independent), so that its value is too?"""
+    writes none of their elements, _disjoint), so that its value is too?"""
     return bool(s.srcs) and all(not v.body and not v.step and v.items is None for v in s.srcs)
 
 
