@@ -212,7 +212,7 @@ FALLBACK = [
     ),
     ("overruns_at_the_end", overruns_at_the_end, lambda: [_rng().random((P, 4), np.float32)], "outside"),
     ("python_state", python_state, lambda: [_rng().random((P * 3, 4), np.float32)], "Python state"),
-    ("predicate_if", predicate_if, lambda: [_rng().random((P * 3, 4), np.float32)], "predicate"),
+    ("predicate_if", predicate_if, lambda: [_rng().random((P * 4, 4), np.float32)], "predicate"),
     ("nonaffine_index", nonaffine_index, lambda: [_rng().random((10 * P, 4), np.float32)], "not affine"),
 ]
 
@@ -504,8 +504,8 @@ def long_inner_loop(a):
 
 
 def test_a_longer_inner_loop_is_the_program(capfd):
-    _, _, said = _same(long_inner_loop, [_rng().random((3 * P, 16), np.float32)], capfd)
-    assert "affine_range(3)" in said and "a loop of 8 iterations in the body" in said, said
+    _, _, said = _same(long_inner_loop, [_rng().random((4 * P, 16), np.float32)], capfd)
+    assert "affine_range(4)" in said and "a loop of 8 iterations in the body" in said, said
     assert "affine_range(8)" in said and "loop program" in said, said
 
 
@@ -517,9 +517,9 @@ def _psum_matmul_then_copy(before_loop: bool):
 
     @nki.jit
     def psum_then_copy(a):
-        out = nl.ndarray((3 * P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+        out = nl.ndarray((4 * P, P), dtype=nl.float32, buffer=nl.shared_hbm)
         acc = nl.zeros((P, P), dtype=nl.float32, buffer=nl.psum) if before_loop else None
-        for i in nl.affine_range(3):
+        for i in nl.affine_range(4):
             x = nl.load(a[i * P : (i + 1) * P, :])
             ps = acc if before_loop else nl.ndarray((P, P), dtype=nl.float32, buffer=nl.psum)
             ps += nisa.nc_matmul(x, x)
@@ -535,7 +535,7 @@ def _psum_matmul_then_copy(before_loop: bool):
     ids=["unwritten-body-psum", "accumulator-read-in-the-loop"],
 )
 def test_psum_it_cannot_prove_runs_every_iteration(before_loop, why, capfd):
-    _, _, said = _same(_psum_matmul_then_copy(before_loop), [_rng().random((3 * P, P), np.float32)], capfd)
+    _, _, said = _same(_psum_matmul_then_copy(before_loop), [_rng().random((4 * P, P), np.float32)], capfd)
     assert "per iteration" in said and why in said, said
 
 
@@ -748,16 +748,16 @@ def k_loop_two_accumulators(a, b):
 @pytest.mark.parametrize("kernel", [matmul_accumulate, k_loop_two_accumulators], ids=["one", "two-per-iteration"])
 def test_a_k_loop_accumulating_into_psum_from_before_the_loop_runs_as_a_program(kernel, capfd):
     r = _rng()
-    a, b = r.standard_normal((P * 6, P)).astype(np.float32), r.standard_normal((P * 6, P)).astype(np.float32)
+    a, b = r.standard_normal((P * 8, P)).astype(np.float32), r.standard_normal((P * 8, P)).astype(np.float32)
     _, fast, said = _same(kernel, [a, b], capfd)
     assert "loop program" in said, said
     out = np.asarray(fast[1])
     if kernel is matmul_accumulate:
         np.testing.assert_allclose(out, a.T @ b, rtol=1e-4, atol=1e-3)
     else:
-        a4, b4 = a.reshape(3, 2, P, P), b.reshape(3, 2, P, P)
-        want0 = sum(a4[k, 0].T @ b4[k, 0] + a4[k, 1].T @ b4[k, 1] for k in range(3))
-        want1 = sum(a4[k, 1].T @ b4[k, 0] + a4[k, 0].T @ b4[k, 1] for k in range(3))
+        a4, b4 = a.reshape(4, 2, P, P), b.reshape(4, 2, P, P)
+        want0 = sum(a4[k, 0].T @ b4[k, 0] + a4[k, 1].T @ b4[k, 1] for k in range(4))
+        want1 = sum(a4[k, 1].T @ b4[k, 0] + a4[k, 0].T @ b4[k, 1] for k in range(4))
         np.testing.assert_allclose(out, np.concatenate([want0, want1]), rtol=1e-4, atol=1e-3)
 
 
@@ -792,7 +792,7 @@ def test_trace_only_runs_of_matmul_programs_are_the_same_both_ways(kernel):
     if kernel is transpose_per_row:
         args = [r.standard_normal((P, 5, P)).astype(np.float32), r.standard_normal((P, 5, P)).astype(np.float32)]
     else:
-        args = [r.standard_normal((P * 6, P)).astype(np.float32), r.standard_normal((P * 6, P)).astype(np.float32)]
+        args = [r.standard_normal((P * 8, P)).astype(np.float32), r.standard_normal((P * 8, P)).astype(np.float32)]
     runs = [trace_kernel(kernel, *args, options=SimOptions(loop_programs=p, trace_only=True)) for p in (False, True)]
     assert runs[0][1].events == runs[1][1].events
     assert np.array_equal(np.asarray(runs[0][0]), np.asarray(runs[1][0]))

@@ -15,6 +15,8 @@ from .trace import LoopFrame, LoopKind, LoopRun
 
 _new = tuple.__new__
 
+MIN_TRIPS = 4  # iterations from which a loop may run as a program
+
 _KINDS = {
     "affine": LoopKind.AFFINE,
     "sequential": LoopKind.SEQUENTIAL,
@@ -62,7 +64,8 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
         elif order is not r:
             program = "shuffled iterations (SimOptions.shuffle_affine_seed)"
         else:
-            program = _program.context_reason(ctx) or ("fewer than 3 iterations" if n < 3 else True)
+            # (of 3 iterations a program would run one at once after tracing two: building it costs about what it saves)
+            program = _program.context_reason(ctx) or (f"fewer than {MIN_TRIPS} iterations" if n < MIN_TRIPS else True)
     if program.__class__ is str and ctx.options.explain_loops:
         _program.explain(program, kind, n, file, line)
     recs: list[_program.Recorder] = []

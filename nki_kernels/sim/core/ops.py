@@ -1614,7 +1614,7 @@ def dma_result(
     """The :class:`Result` of a DMA from ``src`` whose value (shape ``dst_shape``) lands later."""
     r = Result()
     r.op, r.api, r.engine = op, api, DMA
-    r.info = DmaInfo(src, rmw, transpose, n_elems if n_elems is not None else int(np.prod(dst_shape)))
+    r.info = DmaInfo(src, rmw, transpose, n_elems if n_elems is not None else math.prod(dst_shape))
     r.value, r.dtype, r.buffer, r.mask, r.shape = (
         value,
         dtype if dtype is not None else src.dtype,

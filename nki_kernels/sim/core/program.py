@@ -38,6 +38,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import math
 import sys
 import types
 import weakref
@@ -124,7 +125,32 @@ _PLAIN = (str, bool, int, float)
 # everywhere, added in place ("accumulate"); the first `ps += r` onto PSUM not yet written everywhere ("first +=")
 _LANDINGS = ("same", "reshape", "accumulate", "first +=")
 _VALUES = (enum.Enum, np.generic, np.dtype, type)  # enum members, NumPy scalars, dtypes (np.float32 or its dtype)
-_SIGNATURES: dict[Callable, inspect.Signature] = {}
+# core op -> (its signature, whether it has only named parameters, the positional names and all names after ctx, dst)
+_SIGNATURES: dict[Callable, tuple[inspect.Signature, bool, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _bind(fn: Callable, args: tuple, kw: dict) -> dict[str, Any] | None:
+    """The arguments of ``fn(ctx, dst, *args, **kw)`` (a call that ran) by parameter name, in the signature's order,
+    as ``inspect.Signature.bind(...).arguments`` without ctx and dst (its work done once per op); None if they do
+    not bind."""
+    spec = _SIGNATURES.get(fn)
+    if spec is None:
+        sig = inspect.signature(fn)
+        ps = list(sig.parameters.values())[2:]
+        named = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in ps)
+        pos = tuple(p.name for p in ps if p.kind is p.POSITIONAL_OR_KEYWORD)
+        spec = _SIGNATURES[fn] = (sig, named, pos, tuple(p.name for p in ps))
+    sig, named, pos, order = spec
+    if not named:
+        try:
+            return dict(list(sig.bind(None, None, *args, **kw).arguments.items())[2:])
+        except TypeError:
+            return None
+    if len(args) > len(pos) or any(k not in order or k in pos[: len(args)] for k in kw):
+        return None
+    given = dict(zip(pos, args, strict=False))  # (args may be fewer than pos)
+    given.update(kw)
+    return {k: given[k] for k in order if k in given}
 
 
 def _is_function(v: object) -> bool:
@@ -272,17 +298,13 @@ class Recorder:
         if name not in _OPS:
             self.fail(f"a call of {name} (the programs run {', '.join(sorted(_OPS))})")
             return
-        sig = _SIGNATURES.get(fn)
-        if sig is None:
-            sig = _SIGNATURES[fn] = inspect.signature(fn)
-        try:
-            bound = sig.bind(None, None, *args, **kw).arguments
-        except TypeError:
+        bound = _bind(fn, args, kw)
+        if bound is None:
             self.fail(f"{name} with arguments it does not take")
             return
         tensors = [out if dst is PENDING else dst]
         params: list[tuple[str, Any]] = []
-        for k, v in list(bound.items())[2:]:
+        for k, v in bound.items():
             if isinstance(v, Tensor):
                 params.append((k, Ref(len(tensors))))
                 tensors.append(v)
@@ -506,7 +528,7 @@ def _checks(steps: list[Step], pre: dict[int, Alloc], body: dict[int, tuple], n:
     reads only what it wrote earlier in the same iteration (a tile of the previous iteration, ``View.lag``: only what
     the body writes of it), the kernel reads no element of a tensor from before the loop that may hold poison, and
     no on-chip view moves across partitions.  Returns why not, or None."""
-    written = {i: np.zeros(int(np.prod(s, dtype=np.int64)), dtype=bool) for i, (_, s, _) in body.items()}
+    written = {i: np.zeros(math.prod(s), dtype=bool) for i, (_, s, _) in body.items()}
     lagged = []
     for s in steps:
         for v in (*s.srcs, *_accumulator(s)):
@@ -700,9 +722,9 @@ class Program:
         ctx = self.ctx
         n = self.n
         self.live = self.read | {i for i, (ref, _, _) in self.body.items() if ref() is not None}
-        per_iter = sum(
-            int(np.prod(s, dtype=np.int64)) * d.itemsize for i, (_, s, d) in self.body.items() if i in self.live
-        ) + sum(int(np.prod(s.dst.shape, dtype=np.int64)) * 8 for s in self.steps)
+        per_iter = sum(math.prod(s) * d.itemsize for i, (_, s, d) in self.body.items() if i in self.live) + sum(
+            math.prod(s.dst.shape) * 8 for s in self.steps
+        )
         if self.sequential:
             # two sets of body tiles, iteration k's in set k % 2: iteration k reads iteration k - 1's (View.lag) in the
             # other set; iteration 2 reads iteration 1's own, copied in
@@ -959,7 +981,7 @@ class Program:
         added to it (Tensor.accumulate) instead of kept."""
         trace_only = self.ctx.options.trace_only
         out = np.zeros(shape, dtype=np.float32) if acc is None else acc
-        K, M = a.shape[1], int(np.prod(a.shape[2:], dtype=np.int64))
+        K, M = a.shape[1], math.prod(a.shape[2:])
         for i in range(shape[0]):
             if trace_only:
                 if acc is not None:
@@ -1063,7 +1085,7 @@ def build(ctx: RunContext, r0: Recorder, r1: Recorder, n: int, ordered: bool = F
         # iteration runs per iteration
         stop = min(stop, n - 1)
         if stop <= 2:
-            return "a result waits for its destination at the end of the body and the loop has 3 iterations"
+            return "a result waits for its destination at the end of the body and the loop is short"
     pre: dict[int, Alloc] = {}  # the tensors from before the loop the body uses, by id
     for a, ref in r1.pre.items():
         if a > r0.alloc0:  # a tile iteration 0 made that iteration 1 read (View.lag)
@@ -1439,7 +1461,7 @@ def _step(c: Call, views: list[View]) -> Step | str:
 
 
 def _size(v: View) -> int:
-    return int(np.prod(v.shape, dtype=np.int64))
+    return math.prod(v.shape)
 
 
 def explain(outcome: Program | str, kind: str, n: int, file: str, line: int) -> None:
