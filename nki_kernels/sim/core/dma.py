@@ -223,15 +223,31 @@ def dma_compute(
     *,
     name: str | None = None,
 ) -> None:
-    """``dst = reduce_op(srcs[0]*scales[0], srcs[1]*scales[1], ...)`` on the DMA engines (NKI 0.6 isa
-    ``dma_compute``)."""
+    """``dst = reduce_op(srcs[0]*scales[0], srcs[1]*scales[1], ...)`` on the DMA engines, in fp32 (NKI 0.6 isa
+    ``dma_compute``).  Its constraints as the SDK states them (aws-neuron-sdk@81ce03ae nki/api/nki/isa/__init__.py
+    ``dma_compute``: "Currently, only ``nl.add`` is supported for ``reduce_op``, and all values in ``scales`` must
+    be ``1.0``"): E021 otherwise.  One DMA event that reads every source."""
     api = "dma_compute"
     dst = tensor_arg(dst, api, "dst")
     if not srcs:
         raise SimValueError("E011", api, "srcs", "dma_compute needs at least one source")
     name_ = opcode(reduce_op, api, "reduce_op")
-    if name_ not in BINARY:
-        raise NKISyntaxError("E021", api, "reduce_op", f"{name_} is not supported in 'dma_compute'")
+    if name_ != "add":
+        raise NKISyntaxError(
+            "E021",
+            api,
+            "reduce_op",
+            f"{name_} is not supported in 'dma_compute': only nl.add is (NKI 0.7 isa dma_compute)",
+            "Pass reduce_op=nl.add, or combine the sources with an engine instruction (nisa.tensor_tensor)",
+        )
+    if scales is not None and any(float(x) != 1.0 for x in scales):
+        raise NKISyntaxError(
+            "E021",
+            api,
+            "scales",
+            f"scales {list(scales)} are not supported in 'dma_compute': all must be 1.0 (NKI 0.7 isa dma_compute)",
+            "Leave scales=None, and scale a source with an engine instruction first (nisa.tensor_scalar)",
+        )
     fn = BINARY[name_]
     acc = None
     for i, s in enumerate(srcs):
@@ -242,7 +258,7 @@ def dma_compute(
             v = v * np.float32(scales[i])
         acc = v if acc is None else fn(acc, v)
     dst.write(acc, api=api)
-    record_dma(ctx, "nisa.dma_compute", dst, srcs[0], dst.size, op="dma_compute")
+    record_dma(ctx, "nisa.dma_compute", dst, srcs[0], dst.size, op="dma_compute", more_srcs=srcs[1:])
 
 
 # ---- nl.load / nl.store ---------------------------------------------------------------------

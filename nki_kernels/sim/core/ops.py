@@ -1539,8 +1539,10 @@ def record_dma(
     result: Alloc | None = None,
     seq: int | None = None,
     mask: MaskArg = None,
+    more_srcs: Sequence[Tensor] = (),
 ) -> Event | None:
-    """Record one DMA from ``src`` (None: a constant) into ``dst`` (under ``mask``, a bool array over ``dst``)."""
+    """Record one DMA from ``src`` (None: a constant) into ``dst`` (under ``mask``, a bool array over ``dst``);
+    ``more_srcs``: the other tensors it reads (``dma_compute``'s sources after the first)."""
     races = ctx.races
     if races is not None and result is not dst.alloc:
         races.note(ctx, dst, (), where, 0, mask)  # iteration races (E029)
@@ -1554,6 +1556,7 @@ def record_dma(
     P = onchip._shape[0] if onchip._shape else 1
     isz = side.itemsize
     reads = [src.region()] if src is not None else []
+    reads.extend(t.region() for t in more_srcs)
     indirect = False
     if index_reads is None:
         index_reads = []

@@ -302,6 +302,7 @@ class IsaOp(StrValued):
     # DMA (queues, collectives): keep them last (DMA_OPS)
     DMA_COPY = "dma_copy"
     DMA_TRANSPOSE = "dma_transpose"
+    DMA_COMPUTE = "dma_compute"
     ALL_GATHER = "all_gather"
     ALL_REDUCE = "all_reduce"
     ALL_TO_ALL = "all_to_all"
