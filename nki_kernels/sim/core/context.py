@@ -26,6 +26,8 @@ from .options import SimOptions
 from .policy import enforce
 from .trace import COMPUTE_OPS, DMA_OPS, Event, Trace
 
+_new = tuple.__new__
+
 if TYPE_CHECKING:
     from types import FrameType
 
@@ -235,27 +237,32 @@ class RunContext:
             direct.instruction(reads, writes, (where[0], where[1]))
         events = self.trace.events
         assert payload is not None, "a traced instruction has a payload"
-        ev = Event(
-            len(events) if seq is None else seq,
-            op,
-            api,
-            engine,
-            partitions,
-            free_elems,
-            tuple(in_shapes),
-            tuple(out_shape),
-            tuple(in_dtypes),
-            out_dtype,
-            nbytes,
-            flops,
-            tuple(reads),
-            tuple(writes),
-            payload,
-            where[0],
-            where[1],
-            where[2],
-            where[3],
-            len(where) > 4 and where[4],
+        # tuple.__new__ directly: what Event(...) does, without the NamedTuple's Python-level __new__ (once per
+        # instruction)
+        ev = _new(
+            Event,
+            (
+                len(events) if seq is None else seq,
+                op,
+                api,
+                engine,
+                partitions,
+                free_elems,
+                tuple(in_shapes),
+                tuple(out_shape),
+                tuple(in_dtypes),
+                out_dtype,
+                nbytes,
+                flops,
+                tuple(reads),
+                tuple(writes),
+                payload,
+                where[0],
+                where[1],
+                where[2],
+                where[3],
+                len(where) > 4 and where[4],
+            ),
         )
         if seq is None:
             events.append(ev)
