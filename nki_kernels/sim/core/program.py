@@ -24,7 +24,10 @@ interpreter does the same for the bodies it can prove affine and independent:
    of them (in chunks that bound memory), with the same fp32 functions and the same rounding at the
    destination as the op core (a matmul is the op core's GEMM per iteration, a reduction into PSUM from before
    the loop is added iteration by iteration, a loop-invariant step is computed once), and appends the events
-   the per-iteration path would have recorded.
+   the per-iteration path would have recorded.  An ordered loop whose iterations depend on each other (a tensor
+   from before the loop each iteration updates, a tile carried to the next iteration: ``View.lag``, a result
+   waiting for its destination at the end of the body) runs its iterations in order, one at a time
+   (``Program.sequential``).
 
 Anything it cannot prove falls back to the per-iteration path, which then raises or warns exactly as
 before at the first failing iteration; ``SimOptions(explain_loops=True)`` (``nki-kernels run
