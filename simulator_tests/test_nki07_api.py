@@ -835,24 +835,30 @@ def test_no_warnings_on_clean_kernel():
         check(_add(a, b), a + b)
 
 
-def test_dma_compute_is_one_dma_that_reads_every_source():
-    """I-class dma_compute: dst = srcs[0] + srcs[1] in fp32 on the DMA engines, rounded once to dst's dtype; its event
-    reads both sources (the cost model orders it after both loads) and the estimate costs it as a DMA."""
-    from nki_kernels.perf.model import estimate_trace
-    from nki_kernels.sim.nki07.kernel import trace as trace07
+def _dma_compute(reduce_op=nl.add, scales=None, out_dtype=nl.float32):
+    """Two loads, then ``dma_compute(out, [x, y], reduce_op, scales)`` into an HBM output of ``out_dtype``."""
 
     @nki.jit
     def k(a, b):
-        out = nl.ndarray(a.shape, nl.bfloat16, buffer=nl.shared_hbm)
+        out = nl.ndarray(a.shape, out_dtype, buffer=nl.shared_hbm)
         x = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
         y = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=x, src=a)
         nisa.dma_copy(dst=y, src=b)
-        nisa.dma_compute(out, [x, y], reduce_op=nl.add)
+        nisa.dma_compute(out, [x, y], reduce_op=reduce_op, scales=scales)
         return out
 
+    return k
+
+
+def test_dma_compute_is_one_dma_that_reads_every_source():
+    """I5b: dst = srcs[0] + srcs[1] in fp32 on the DMA engines, rounded once to dst's dtype; its event reads both
+    sources (the cost model orders it after both loads) and the estimate costs it as a DMA."""
+    from nki_kernels.perf.model import estimate_trace
+    from nki_kernels.sim.nki07.kernel import trace as trace07
+
     a, b = rand(128, 64), rand(128, 64)
-    out, trace = trace07(k, a, b)
+    out, trace = trace07(_dma_compute(out_dtype=nl.bfloat16), a, b)
     got = np.asarray(out).astype(np.float32)
     assert np.isfinite(got).all() and np.any(got != 0)
     want = (a + b).astype(ml_dtypes.bfloat16).astype(np.float32)
@@ -862,3 +868,20 @@ def test_dma_compute_is_one_dma_that_reads_every_source():
     loads = [e for e in trace.events if e.op == "dma_copy"]
     assert {r.alloc_id for r in ev[0].reads} == {w.alloc_id for e in loads for w in e.writes}
     assert estimate_trace(trace).latency_us > 0
+
+
+@pytest.mark.parametrize(
+    "reduce_op,scales,arg",
+    [(nl.multiply, None, "reduce_op"), (nl.add, [1.0, 2.0], "scales")],
+    ids=["multiply", "scale-2"],
+)
+def test_dma_compute_adds_with_unit_scales_only(reduce_op, scales, arg):
+    """I5b, "Currently, only nl.add is supported for reduce_op, and all values in scales must be 1.0" (aws-neuron-sdk
+    @81ce03ae nki/api/nki/isa/__init__.py): E021; the fixed twin (nl.add, scales None or all 1.0) runs and adds."""
+    a, b = rand(128, 64), rand(128, 64)
+    with pytest.raises(ValueError, match=rf"\[E021\] dma_compute\({arg}\)"):
+        _dma_compute(reduce_op, scales)(a, b)
+    for fixed in (None, [1.0, 1.0]):
+        out = np.asarray(_dma_compute(nl.add, fixed)(a, b))
+        assert np.isfinite(out).all() and np.any(out != 0)
+        np.testing.assert_array_equal(out, a + b)

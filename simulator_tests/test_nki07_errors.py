@@ -967,35 +967,3 @@ def test_runtime_loop_rules_frozen_induction_variable_and_no_reorder():
     raises(ValueError, "E015", loop_in_no_reorder)
     run(no_reorder_in_loop)
     run(lambda a: nl.fori_loop(0, 1, lambda i: None))  # the no_reorder depth was restored by the error
-
-
-# ---- dma_compute: its stated constraints (aws-neuron-sdk@81ce03ae nki/api/nki/isa/__init__.py) -------------------
-def _dma_compute(reduce_op, scales):
-    @nki.jit
-    def k(a, b):
-        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
-        x = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
-        y = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=x, src=a)
-        nisa.dma_copy(dst=y, src=b)
-        nisa.dma_compute(out, [x, y], reduce_op=reduce_op, scales=scales)
-        return out
-
-    return k
-
-
-@pytest.mark.parametrize(
-    "reduce_op,scales,arg",
-    [(nl.multiply, None, "reduce_op"), (nl.add, [1.0, 2.0], "scales")],
-    ids=["multiply", "scale-2"],
-)
-def test_dma_compute_adds_with_unit_scales_only(reduce_op, scales, arg):
-    """ "Currently, only nl.add is supported for reduce_op, and all values in scales must be 1.0": E021; the fixed
-    twin (nl.add, scales None or all 1.0) runs and adds in fp32."""
-    a, b = rand(128, 64), rand(128, 64)
-    with pytest.raises(ValueError, match=rf"\[E021\] dma_compute\({arg}\)"):
-        _dma_compute(reduce_op, scales)(a, b)
-    for fixed in (None, [1.0, 1.0]):
-        out = np.asarray(_dma_compute(nl.add, fixed)(a, b))
-        assert np.isfinite(out).all() and np.any(out != 0)
-        np.testing.assert_array_equal(out, a + b)
