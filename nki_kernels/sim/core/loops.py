@@ -6,7 +6,7 @@ every event carries its loop context; ``SimOptions.shuffle_affine_seed`` shuffle
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from . import program as _program
 from .context import maybe_current, unproven
@@ -25,13 +25,18 @@ _KINDS = {
 }
 
 
-def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
+def loop(
+    kind: str, args: tuple, program: bool | str = False, check: Callable[[], str | None] | None = None
+) -> Iterator[int]:
     """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range").
 
     ``program``: the front end traces this body once (NKI 0.1 ``affine_range`` / ``sequential_range`` / a kernel's
-    ``range``): True to run it as a loop program
-    where the body allows (core/program.py), a string to say why the front end cannot (shown by
-    ``SimOptions.explain_loops``), False for a loop that is not traced once."""
+    ``range``), or its source shows every iteration runs the same Python (NKI 0.7, nki07/loopproof.py): True to run
+    it as a loop program
+    where the body allows (core/program.py), a string to say why not (shown by
+    ``SimOptions.explain_loops``), False for a loop that is not traced once.  ``check``: called after the two traced
+    iterations, before the program is built: why the program may not run after all (the values the kernel's names
+    hold then), or None."""
     r = builtins.range(*args)
     ctx = maybe_current()
     if ctx is None:
@@ -89,7 +94,8 @@ def loop(kind: str, args: tuple, program: bool | str = False) -> Iterator[int]:
                 ctx.recorder = saved
                 rec.end()
         if len(recs) == 2:
-            built = _program.build(ctx, recs[0], recs[1], n, lk is not LoopKind.AFFINE)
+            why = check() if check is not None else None
+            built = why or _program.build(ctx, recs[0], recs[1], n, lk is not LoopKind.AFFINE)
             first, alloc0 = recs[0].seq0, recs[0].alloc0
             recs.clear()
             if ctx.options.explain_loops:

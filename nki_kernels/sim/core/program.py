@@ -419,7 +419,7 @@ class Recorder:
 
 def context_reason(ctx: RunContext) -> str | None:
     """Why no loop of this run can be a program (the run's own state), or None."""
-    if ctx.grid:
+    if math.prod(ctx.grid) > 1:  # (an NKI 0.7 kernel runs on a grid of one core without kernel[n])
         return "an SPMD launch (instances' HBM writes are checked against each other per write)"
     if ctx.call_hook is not None:
         return "a launch whose cores take turns per call"
@@ -1305,6 +1305,8 @@ def _binary_name(op: Any, api: str) -> str | None:
 def _step(c: Call, views: list[View]) -> Step | str:
     """The step of call ``c`` (its views in order: destination, then its tensor arguments), or why it has none."""
     op = _OPS[c.name]
+    if c.param("spec") is not None:  # the NKI 0.6/0.7 semantics of a few instructions (nki07/isa.py): not programs
+        return f"{c.name} with its NKI {c.param('spec')} semantics"
     dst = views[0]
     dtype = c.views[0][5]
     srcs: list = []

@@ -155,6 +155,8 @@ def dst_first(
             args, kw = convert(d, *args, **kw)
         kw.update(fixed)
         core_fn(ctx, d, *args, **kw)
+        if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+            ctx.recorder.call(core_fn, d, args, kw, None)
 
     call.__name__ = call.__qualname__ = short
     call.__doc__ = core_fn.__doc__
@@ -189,6 +191,8 @@ def returns_fresh(
             args, kw = convert(*args, **kw)
         kw.update(fixed)
         r = core_fn(ctx, PENDING, *pre, *args, **kw)
+        if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+            ctx.recorder.call(core_fn, PENDING, (*pre, *args), kw, r)
         return NkiTensor(r) if isinstance(r, Tensor) else r
 
     call.__name__ = call.__qualname__ = short

@@ -40,6 +40,7 @@ from . import frontend as _frontend
 from . import tensor as _tensor_mod
 from .adapt import dst_first, module_getattr, returns_fresh, unwrap
 from .isa import LoopRegister, VirtualRegister
+from .loopproof import prove as _prove
 from .scalar import INT32 as _INT32
 from .scalar import NkiScalar as _NkiScalar
 from .scalar import value_of as _value_of
@@ -241,6 +242,8 @@ def _filled(api, shape, dtype, buffer, name, value):
         )
     t = _allocate(shape, dtype, b, api=api, name=name, fill=value)
     _vector.fill(ctx, t, api=f"nl.{api}")
+    if ctx.recorder is not None:  # a loop body being traced (core/program.py)
+        ctx.recorder.filled(t, f"nl.{api}")
     return NkiTensor(t)
 
 
@@ -409,11 +412,13 @@ def program_ndim() -> int:
 
 # ---- loops (C1-C4) -------------------------------------------------------------------------------
 def affine_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
-    return _loop("affine", (start,) if stop is None else (start, stop, step))
+    """C1: Python's range (the body runs per iteration); a loop program where its source proves the iterations run
+    the same Python (loopproof.py)."""
+    return _loop("affine", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1)))
 
 
 def sequential_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
-    return _loop("sequential", (start,) if stop is None else (start, stop, step))
+    return _loop("sequential", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1)))
 
 
 def static_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:

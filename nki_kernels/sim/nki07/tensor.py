@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import ops as core
-from ..core.context import current, enter_landing, lenient
+from ..core.context import current, enter_landing, lenient, maybe_current
 from ..core.errors import (
     NKISyntaxError,
     SimIndexError,
@@ -71,6 +71,16 @@ def _int_of(x, api, arg):
             )
         return int(np.asarray(x.t.read()).reshape(-1)[0])
     raise SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
+
+
+def _note(rec: Any, n: int, start: int, stop: int) -> None:
+    """A subscript took elements [start, stop) of a dimension of size ``n`` in a traced iteration (Recorder.index).
+    A negative bound counts from the end: its elements are noted, with a mark that makes the two traced iterations
+    differ when one counted from the end and the other did not (the program would not move linearly)."""
+    if start < 0 or stop < 0:
+        rec.index(1, 0, 0)
+        start, stop = start + n if start < 0 else start, stop + n if stop < 0 else stop
+    rec.index(n, start, stop)
 
 
 class DynSlice:
@@ -268,6 +278,9 @@ class NkiTensor:
         npkey: list[slice | int] = []
         strides = arr.strides
         off = t.off
+        ctx = maybe_current()
+        # a loop body being traced (core/program.py): every subscript's elements, for the bounds at the last iteration
+        rec = ctx.recorder if ctx is not None else None
         for axis, k in enumerate(key):
             n = shape[axis]
             if k.__class__ is DynSlice:
@@ -290,6 +303,8 @@ class NkiTensor:
                     stop = n
                 elif stop.__class__ is not int:
                     stop = _int_of(stop, "index", self.name)
+                if rec is not None:
+                    _note(rec, n, start, stop)
                 if start < 0:
                     start += n
                 if stop < 0:
@@ -307,6 +322,8 @@ class NkiTensor:
                 )
             else:
                 i = k if k.__class__ is int else _int_of(k, "index", self.name)
+                if rec is not None:
+                    _note(rec, n, i, i + 1)
                 if i < -n or i >= n:
                     raise self._oob(axis, i, i, n)
                 if i < 0:

@@ -1,0 +1,302 @@
+"""NKI 0.7 loop programs (nki07/loopproof.py): a loop whose source proves every iteration runs the same Python
+with the index moved runs as a program; every kernel here runs both ways and must give the same bits, the same
+trace event for event, the same warnings (or the same error); the loops it cannot prove say why."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from nki_kernels.sim import SimOptions
+from nki_kernels.sim.core.errors import SimError
+from nki_kernels.sim.nki07 import isa as nisa
+from nki_kernels.sim.nki07 import language as nl
+from nki_kernels.sim.nki07.kernel import jit, trace
+
+P = 128
+SCALE = 1.5
+USE_BIAS = True
+
+
+def _helper(t):
+    return t
+
+
+# ---- bodies it proves ---------------------------------------------------------------------------------------------
+@jit
+def columns(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[1] // 4):
+        t = nl.ndarray((P, 4), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, i * 4 : i * 4 + 4])
+        u = nl.ndarray((P, 4), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(u, t, nl.multiply, SCALE)
+        nisa.dma_copy(dst=out[:, nl.ds(i * 4, 4)], src=u)
+    return out
+
+
+@jit
+def carried_in_place(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    u = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+    v = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+    for _ in nl.sequential_range(9):
+        nisa.tensor_scalar(u, t, nl.multiply, 1.25)
+        nisa.tensor_tensor(v, u, t, nl.maximum)
+        nisa.tensor_copy(t, v)
+    nl.store(out, t)
+    return out
+
+
+@jit
+def rows_nested(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // (2 * P)):
+        for j in range(2):
+            row = (2 * i + j) * P
+            t = nl.load(a[row : row + P, :])
+            e = nl.exp(t)
+            if USE_BIAS:
+                nisa.tensor_scalar(e, e, nl.add, 0.5)
+            nl.store(out[row : row + P, :], e)
+    return out
+
+
+@jit
+def holds_the_last_tile(a):
+    out = nl.ndarray((P, a.shape[1]), nl.float32, buffer=nl.shared_hbm)
+    for i in nl.sequential_range(a.shape[0] // P):
+        t = nl.ndarray((P, a.shape[1]), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * P : (i + 1) * P, :])
+    nl.store(out, t)
+    return out
+
+
+# ---- bodies it cannot prove --------------------------------------------------------------------------------------
+@jit
+def first_iteration_differs(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        if i == 0:
+            nisa.tensor_scalar(t, t, nl.multiply, 2.0)
+        nl.store(out[i * P : (i + 1) * P, :], t)
+    return out
+
+
+@jit
+def offsets_from_a_list(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    offs = [0, 1, 3, 2, 5, 4]
+    for i in nl.affine_range(6):
+        t = nl.load(a[offs[i] * P : offs[i] * P + P, :])
+        nl.store(out[i * P : (i + 1) * P, :], t)
+    return out
+
+
+@jit
+def calls_a_helper(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = _helper(nl.load(a[i * P : (i + 1) * P, :]))
+        nl.store(out[i * P : (i + 1) * P, :], t)
+    return out
+
+
+@jit
+def halves(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.sequential_range(8):
+        t = nl.load(a[(i // 2) * P : (i // 2) * P + P, :])
+        nl.store(out[(i // 2) * P : (i // 2) * P + P, :], t)
+    return out
+
+
+@jit
+def counts_in_python(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    k = 0
+    for _ in nl.sequential_range(a.shape[0] // P):
+        t = nl.load(a[k * P : (k + 1) * P, :])
+        nl.store(out[k * P : (k + 1) * P, :], t)
+        k = k + 1
+    return out
+
+
+@jit
+def index_after_the_loop(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.store(out[i * P : (i + 1) * P, :], t)
+    t = nl.load(a[i * P : (i + 1) * P, :])
+    nl.store(out[0:P, :], t)
+    return out
+
+
+@jit
+def prints_in_the_body(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // P):
+        t = nl.load(a[i * P : (i + 1) * P, :])
+        nl.device_print("tile", t)
+        nl.store(out[i * P : (i + 1) * P, :], t)
+    return out
+
+
+@jit
+def index_in_a_closure(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+
+    def last_rows():
+        return a[i * P : (i + 1) * P, :]
+
+    for i in nl.affine_range(a.shape[0] // P):
+        nl.store(out[i * P : (i + 1) * P, :], nl.load(a[i * P : (i + 1) * P, :]))
+    nl.store(out[0:P, :], nl.load(last_rows()))
+    return out
+
+
+@jit
+def overruns_at_the_end(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(5):
+        t = nl.load(a[:, i * 4 : i * 4 + 4])
+        nl.store(out[:, i * 4 : i * 4 + 4], t)
+    return out
+
+
+@jit
+def matmul_06_semantics(a, b):
+    out = nl.ndarray((P, 64), nl.float32, buffer=nl.shared_hbm)
+    s = nl.load(a)
+    m = nl.load(b)
+    acc = nl.ndarray((P, 64), nl.float32, buffer=nl.psum)
+    for _ in nl.affine_range(4):
+        nisa.nc_matmul(acc, s, m)
+    r = nl.ndarray((P, 64), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(r, acc)
+    nl.store(out, r)
+    return out
+
+
+def _run(kernel, args, programs: bool, capfd):
+    opts = SimOptions(loop_programs=programs, explain_loops=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out, tr = trace(kernel, *args, options=opts)
+            result = ("ok", out, tr)
+        except SimError as e:
+            result = ("error", type(e).__name__, str(e))
+    said = capfd.readouterr().err
+    return result, sorted({str(w.message) for w in caught}), said
+
+
+def _same(kernel, args, capfd):
+    """Run both ways; assert the same outcome; return (per-iteration run, program run, what explain_loops said)."""
+    slow, slow_w, _ = _run(kernel, args, False, capfd)
+    fast, fast_w, said = _run(kernel, args, True, capfd)
+    assert slow[0] == fast[0], (slow, fast)
+    if slow[0] == "ok":
+        out_s, out_f = np.asarray(slow[1]), np.asarray(fast[1])
+        assert np.isfinite(out_f).all() and np.any(out_f != 0)
+        assert out_s.dtype == out_f.dtype and np.array_equal(out_s.view(np.uint8), out_f.view(np.uint8))
+        ts, tf = slow[2], fast[2]
+        assert len(ts.events) == len(tf.events)
+        for x, y in zip(ts.events, tf.events, strict=True):
+            assert x == y
+        assert ts.alloc_origins == tf.alloc_origins and ts.alloc_names == tf.alloc_names
+        assert ts.peak_sbuf_bytes_per_partition == tf.peak_sbuf_bytes_per_partition
+    else:
+        assert slow[1:] == fast[1:]
+    assert slow_w == fast_w
+    return slow, fast, said
+
+
+def _rows(n: int, cols: int = 8) -> list[np.ndarray]:
+    return [np.random.default_rng(11).standard_normal((n * P, cols)).astype(np.float32)]
+
+
+PROVED = [
+    ("columns", columns, lambda: [np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)]),
+    ("carried_in_place", carried_in_place, lambda: _rows(1, 4)),
+    ("rows_nested", rows_nested, lambda: _rows(10)),
+    ("holds_the_last_tile", holds_the_last_tile, lambda: _rows(6)),
+]
+
+
+@pytest.mark.parametrize("name,kernel,args", PROVED, ids=[p[0] for p in PROVED])
+def test_a_proved_body_runs_as_a_program_with_the_same_results(name, kernel, args, capfd):
+    slow, _, said = _same(kernel, args(), capfd)
+    assert slow[0] == "ok"
+    assert "loop program" in said, said
+
+
+def test_the_results_are_the_oracles():
+    x = np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)
+    out, _ = trace(columns, x)
+    assert np.isfinite(out).all() and np.any(out != 0)
+    np.testing.assert_array_equal(out, (x * np.float32(SCALE)).astype(np.float32))
+    (y,) = _rows(10)
+    out, _ = trace(rows_nested, y)
+    assert np.isfinite(out).all() and np.any(out != 0)
+    np.testing.assert_allclose(out, np.exp(y) + 0.5, rtol=1e-5, atol=1e-6)
+
+
+NOT_PROVED = [
+    ("first_iteration_differs", first_iteration_differs, lambda: _rows(5), "`if` whose test"),
+    ("offsets_from_a_list", offsets_from_a_list, lambda: _rows(6), "`offs` is subscripted with the loop index"),
+    ("calls_a_helper", calls_a_helper, lambda: _rows(5), "calls _helper"),
+    ("halves", halves, lambda: _rows(4), "not affine"),
+    ("counts_in_python", counts_in_python, lambda: _rows(5), "carries `k`"),
+    ("index_after_the_loop", index_after_the_loop, lambda: _rows(5), "read after the loop"),
+    ("prints_in_the_body", prints_in_the_body, lambda: _rows(4, 2), "calls nl.device_print"),
+    ("index_in_a_closure", index_in_a_closure, lambda: _rows(5), "read after the loop"),
+    (
+        "matmul_06_semantics",
+        matmul_06_semantics,
+        lambda: [
+            np.random.default_rng(5).standard_normal((P, P)).astype(np.float32),
+            np.random.default_rng(6).standard_normal((P, 64)).astype(np.float32),
+        ],
+        "semantics",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,kernel,args,why", NOT_PROVED, ids=[p[0] for p in NOT_PROVED])
+def test_a_body_it_cannot_prove_runs_every_iteration_and_says_why(name, kernel, args, why, capfd):
+    slow, _, said = _same(kernel, args(), capfd)
+    assert slow[0] == "ok"
+    assert "per iteration" in said and why in said, said
+
+
+def test_an_index_past_the_end_is_the_same_error_at_the_same_iteration(capfd):
+    x = np.random.default_rng(2).standard_normal((P, 16)).astype(np.float32)
+    slow, fast, said = _same(overruns_at_the_end, [x], capfd)
+    assert fast[0] == "error" and "E008" in fast[2]
+    assert "outside its dimension" in said, said
+
+
+def test_a_loop_without_source_runs_every_iteration():
+    ns = {"nl": nl, "nisa": nisa}
+    exec(
+        compile(
+            "def k(a):\n"
+            "    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)\n"
+            "    for i in nl.affine_range(4):\n"
+            "        nl.store(out[i * 128 : (i + 1) * 128, :], nl.load(a[i * 128 : (i + 1) * 128, :]))\n"
+            "    return out\n",
+            "<no file>",
+            "exec",
+        ),
+        ns,
+    )
+    (x,) = _rows(4)
+    out, tr = trace(jit(ns["k"]), x)
+    np.testing.assert_array_equal(out, x)
+    assert not tr.loop_runs  # no loop ran as a program
