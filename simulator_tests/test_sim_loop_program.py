@@ -881,3 +881,76 @@ def test_a_race_of_an_enclosing_affine_loop_in_the_programs_iterations_is_found(
     slow, fast, said = _same(races_only_in_later_iterations, [_rng().standard_normal((P, 4)).astype(np.float32)], capfd)
     assert slow[0] == "error" and "E029" in slow[2], slow
     assert "loop program" in said, said
+
+
+# ---- nl.static_range: unrolled (an int index, the body's Python per iteration); a program where its source proves
+# the iterations alike (sim/loopproof.py) -------------------------------------------------------------------------
+@nki.jit
+def static_columns(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.static_range(a.shape[1] // 4):
+        t = nl.load(a[:, j * 4 : j * 4 + 4])
+        u = nisa.tensor_scalar(t, nl.multiply, 1.5, op1=nl.add, operand1=0.25)
+        nl.store(out[:, nl.ds(j * 4, 4)], value=u)
+    return out
+
+
+@nki.jit
+def static_carried_tile(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    acc[...] = nl.multiply(t, 0.0)
+    for _ in nl.static_range(6):
+        acc[...] = nl.add(acc, t)
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def static_offsets_from_a_list(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    offs = [3, 0, 2, 1, 5, 4]
+    for j in nl.static_range(6):
+        t = nl.load(a[:, offs[j] * 4 : offs[j] * 4 + 4])
+        nl.store(out[:, j * 4 : j * 4 + 4], value=t)
+    return out
+
+
+@nki.jit
+def static_first_differs(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.static_range(a.shape[1] // 4):
+        t = nl.load(a[:, j * 4 : j * 4 + 4])
+        if j == 0:
+            t = nl.exp(t)
+        nl.store(out[:, j * 4 : j * 4 + 4], value=t)
+    return out
+
+
+@pytest.mark.parametrize("kernel", [static_columns, static_carried_tile], ids=["columns", "carried"])
+def test_a_static_range_its_source_proves_runs_as_a_program(kernel, capfd):
+    x = _rng().standard_normal((P, 24)).astype(np.float32)
+    _, _, said = _same(kernel, [x], capfd)
+    assert "static_range(6)" in said and "loop program" in said, said
+
+
+@pytest.mark.parametrize(
+    "kernel,why",
+    [(static_offsets_from_a_list, "`offs` is subscripted"), (static_first_differs, "`if` whose test")],
+    ids=["list", "if"],
+)
+def test_a_static_range_its_source_does_not_prove_runs_every_iteration(kernel, why, capfd):
+    x = _rng().standard_normal((P, 24)).astype(np.float32)
+    _, _, said = _same(kernel, [x], capfd)
+    assert "static_range(6)" in said and "per iteration" in said and why in said, said
+
+
+def test_static_range_programs_compute_the_oracle():
+    x = _rng().standard_normal((P, 24)).astype(np.float32)
+    out, _ = trace_kernel(static_columns, x)
+    assert np.isfinite(out).all() and np.any(out != 0)
+    np.testing.assert_allclose(out, x * 1.5 + 0.25, rtol=1e-6, atol=1e-6)
+    out, _ = trace_kernel(static_carried_tile, x)
+    assert np.isfinite(out).all() and np.any(out != 0)
+    np.testing.assert_allclose(out, 6 * x, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""NKI 0.7 loop programs (nki07/loopproof.py): a loop whose source proves every iteration runs the same Python
+"""NKI 0.7 loop programs (sim/loopproof.py): a loop whose source proves every iteration runs the same Python
 with the index moved runs as a program; every kernel here runs both ways and must give the same bits, the same
 trace event for event, the same warnings (or the same error); the loops it cannot prove say why."""
 
@@ -32,7 +32,7 @@ def columns(a):
         t = nl.ndarray((P, 4), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a[:, i * 4 : i * 4 + 4])
         u = nl.ndarray((P, 4), nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(u, t, nl.multiply, SCALE)
+        nisa.tensor_scalar(u, t, nl.multiply, float(SCALE))
         nisa.dma_copy(dst=out[:, nl.ds(i * 4, 4)], src=u)
     return out
 

@@ -9,7 +9,7 @@ a shared 2-core machine does not inflate them; with an idle machine wall time is
 The benchmark kernels are compiled under file names ``<sim-bench kernel N>``: the interpreter treats
 every frame in its own package as its own (it looks for the user's line outside it), and a kernel of
 a user's is outside it.  The NKI 0.7 ones have their source in ``linecache``, as a user's file would:
-an NKI 0.7 loop needs its source to run as a loop program (nki07/loopproof.py).
+an NKI 0.7 loop needs its source to run as a loop program (sim/loopproof.py).
 """
 
 from __future__ import annotations

@@ -30,13 +30,12 @@ def loop(
 ) -> Iterator[int]:
     """Iterate ``range(*args)`` as a loop of ``kind`` ("affine", "sequential", "static", "range").
 
-    ``program``: the front end traces this body once (NKI 0.1 ``affine_range`` / ``sequential_range`` / a kernel's
-    ``range``), or its source shows every iteration runs the same Python (NKI 0.7, nki07/loopproof.py): True to run
-    it as a loop program
-    where the body allows (core/program.py), a string to say why not (shown by
-    ``SimOptions.explain_loops``), False for a loop that is not traced once.  ``check``: called after the two traced
-    iterations, before the program is built: why the program may not run after all (the values the kernel's names
-    hold then), or None."""
+    ``program``: True to run the loop as a loop program where the body allows (core/program.py): the front end
+    traces this body once (NKI 0.1 ``affine_range`` / ``sequential_range`` / a kernel's ``range``), or its source
+    shows every iteration runs the same Python (NKI 0.7 loops, NKI 0.1 ``static_range``: sim/loopproof.py); a
+    string to say why not (shown by ``SimOptions.explain_loops``); False for a loop that is not traced once.
+    ``check``: called after the two traced iterations, before the program is built: why the program may not run
+    after all (the values the kernel's names hold then), or None."""
     r = builtins.range(*args)
     ctx = maybe_current()
     if ctx is None:
@@ -58,13 +57,15 @@ def loop(
     loop_id = ctx.next_loop_id()
     file, line = user_location()
     n, start, step = len(r), r.start, r.step
+    if lk is LoopKind.STATIC and (program is True and check is None or ctx.recorder is not None):
+        # an unrolled loop: a program only where its source proves its iterations alike (check); in a body being
+        # traced its iterations are part of that body's, whatever their number
+        program = False
     if ctx.recorder is not None and ctx.recorder.inner_loop(n, order is not r) and program is not False:
         # a shorter loop in a body being traced: its iterations are part of the enclosing loop's program
         program = "traced as part of the enclosing loop's body"
     if program is True:
-        if lk is LoopKind.STATIC:
-            program = False
-        elif not ctx.options.loop_programs:
+        if not ctx.options.loop_programs:
             program = "SimOptions(loop_programs=False)"
         elif order is not r:
             program = "shuffled iterations (SimOptions.shuffle_affine_seed)"

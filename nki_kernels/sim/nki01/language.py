@@ -31,10 +31,12 @@ from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_imple
 from ..core.errors import user_frame as _user_frame
 from ..core.loops import loop as _loop
 from ..core.ops import PENDING as _PENDING
+from ..core.tensor import Tensor as _Tensor
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
 from ..core.trace import ACT as _ACT
 from ..kernel_ast import _lookup
+from ..loopproof import prove as _prove
 from . import allocation as _alloc
 from . import tile as _tile_mod
 from .adapt import returns_fresh, with_dst
@@ -413,7 +415,9 @@ def sequential_range(*args: Any, **kwargs: Any) -> Iterator[Index | int]:
 
 
 def static_range(*args: Any, **kwargs: Any) -> Iterator[int]:
-    return _loop("static", _bound_args("nl.static_range", args, static=True))
+    """Unrolled: the body's Python runs per iteration with an int index; a loop program where its source proves the
+    iterations alike (sim/loopproof.py)."""
+    return _loop("static", _bound_args("nl.static_range", args, static=True), *_prove(sys._getframe(1), (_Tensor,)))
 
 
 def kernel_range(*args: Any) -> Iterator[Index | int] | range:

@@ -36,11 +36,11 @@ from ..core.ops import UNARY as _UNARY
 from ..core.tensor import HBM_KINDS, ON_CHIP
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
+from ..loopproof import prove as _prove
 from . import frontend as _frontend
 from . import tensor as _tensor_mod
 from .adapt import dst_first, module_getattr, returns_fresh, unwrap
 from .isa import LoopRegister, VirtualRegister
-from .loopproof import prove as _prove
 from .scalar import INT32 as _INT32
 from .scalar import NkiScalar as _NkiScalar
 from .scalar import value_of as _value_of
@@ -413,16 +413,19 @@ def program_ndim() -> int:
 # ---- loops (C1-C4) -------------------------------------------------------------------------------
 def affine_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
     """C1: Python's range (the body runs per iteration); a loop program where its source proves the iterations run
-    the same Python (loopproof.py)."""
-    return _loop("affine", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1)))
+    the same Python (sim/loopproof.py)."""
+    return _loop("affine", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1), _TENSORS))
 
 
 def sequential_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
-    return _loop("sequential", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1)))
+    return _loop("sequential", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1), _TENSORS))
 
 
 def static_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
-    return _loop("static", (start,) if stop is None else (start, stop, step))
+    return _loop("static", (start,) if stop is None else (start, stop, step), *_prove(sys._getframe(1), _TENSORS))
+
+
+_TENSORS = (NkiTensor,)  # what a subscripted name of a loop program's body holds (loopproof.py)
 
 
 def dynamic_range(start: SupportsInt, stop: SupportsInt | None = None, step: SupportsInt = 1) -> Iterator[LoopRegister]:

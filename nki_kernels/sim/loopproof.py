@@ -1,10 +1,11 @@
-"""Which NKI 0.7 loop bodies may run as loop programs (core/program.py), read from their source.
+"""Which unrolled loop bodies may run as loop programs (core/program.py), read from their source.
 
-NKI 0.7 unrolls its loops: the loop index is a Python int and the body's Python runs once per iteration
-(docs/nki-0.7-spec.md C1).  A loop program runs iterations 2..n-1 from the two it traced (the steps of every view
-from the difference between them), which is the same as running them only where every iteration runs the same
-Python with the index moved.  The NKI 0.1 front end gets that from its symbolic index (nki01/symbolic.py); here
-the ``for`` statement's source has to show it:
+NKI 0.7 unrolls its loops, and NKI 0.1 its ``nl.static_range``: the loop index is a Python int and the body's
+Python runs once per iteration (docs/nki-0.7-spec.md C1; NKI 0.1 ``static_range`` docstring, SDK 2.26).  A loop
+program runs iterations 2..n-1 from the two it traced (the steps of every view from the difference between
+them), which is the same as running them only where every iteration runs the same Python with the index moved.
+The NKI 0.1 front end gets that for ``affine_range`` / ``sequential_range`` from its symbolic index
+(nki01/symbolic.py); here the ``for`` statement's source has to show it:
 
 * the body is statements the program can follow: calls, assignments to names or subscripts, nested ``for``
   loops over ranges that do not depend on the index, ``if`` tests that do not change between iterations;
@@ -16,8 +17,9 @@ the ``for`` statement's source has to show it:
 
 Two facts need the values the kernel's names hold, so :func:`prove` returns a check that ``core/loops.py`` runs
 after the two traced iterations: every subscripted name is a tensor (not a Python list), and every call is an NKI
-API, a tensor's view method or a pure builtin (not the kernel's own helper, which could keep Python state).
-Anything else runs every iteration, as before; ``SimOptions(explain_loops=True)`` prints why.
+instruction, allocation, loop or ``nl.ds``, a tensor's view method or a pure builtin (not the kernel's own helper,
+which could keep Python state, nor ``nl.device_print``).  Anything else runs every iteration, as before;
+``SimOptions(explain_loops=True)`` prints why.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.errors import _SIM_DIR
-from ..kernel_ast import _dotted, _lookup
-from .tensor import NkiTensor
+from .core.errors import _SIM_DIR
+from .kernel_ast import _dotted, _lookup
 
 # builtins a body may call: their results depend only on their arguments (which the index does not reach)
-_PURE = tuple(getattr(builtins, n) for n in ("float", "int", "bool", "min", "max", "abs", "len", "round", "range"))
+_PURE_NAMES = ("float", "int", "bool", "min", "max", "abs", "len", "round", "range")
+_PURE = tuple(getattr(builtins, n) for n in _PURE_NAMES)
+_FRONT_ENDS = ("nki_kernels.sim.nki01.", "nki_kernels.sim.nki07.")
 # nl.* functions a body may call besides the instructions (the adapters: a `core_op`, or an ALU op's `_nki_op`):
 # allocations, loops, nl.ds and the launch's constants.  Not device_print (it prints from Python), shared_constant
 # (it fills a tensor without an instruction), fori_loop / while_loop (they run a function of the kernel's).
@@ -49,6 +52,8 @@ _LANGUAGE = frozenset(
         "full_like",
         "empty_like",
         "ds",
+        "arange",
+        "par_dim",
         "affine_range",
         "sequential_range",
         "static_range",
@@ -67,15 +72,17 @@ class Proof:
     tensors: tuple[tuple[str, str], ...]  # (name, why not if it is no tensor): subscripted with the index, carried
     calls: tuple[tuple[str, int], ...]  # (dotted callee, line) of every call in the body
     ds: tuple[str, ...]  # callees taking the index as a start: nl.ds
+    numbers: tuple[tuple[str, str], ...]  # (name, why not if it is a tensor): arguments of float(), int(), ...
 
 
 # (code, line of the `for`) -> the proof, or why there is none (the source does not change during a run)
 _CACHE: dict[tuple[types.CodeType, int], Proof | str] = {}
 
 
-def prove(frame: types.FrameType) -> tuple[bool | str, Callable[[], str | None] | None]:
+def prove(frame: types.FrameType, tensors: tuple[type, ...]) -> tuple[bool | str, Callable[[], str | None] | None]:
     """For the ``for`` statement in ``frame`` whose iterator call is running (it called nl.affine_range /
-    sequential_range): (True, the check to run after the traced iterations), or (why not, None)."""
+    sequential_range / static_range): (True, the check to run after the traced iterations), or (why not, None).
+    ``tensors``: the front end's tensor classes (what a subscripted name must hold)."""
     code = frame.f_code
     if code.co_filename.startswith(_SIM_DIR):
         return "a loop inside the interpreter", None
@@ -86,7 +93,7 @@ def prove(frame: types.FrameType) -> tuple[bool | str, Callable[[], str | None] 
     if isinstance(proof, str):
         return proof, None
     p = proof
-    return True, lambda: _check(frame, p)
+    return True, lambda: _check(frame, p, tensors)
 
 
 def _prove_at(code: types.CodeType, line: int, module_globals: dict) -> Proof | str:
@@ -117,6 +124,7 @@ class _Prover:
         self.targets: set[str] = set()  # loop variables (this loop's and its inner loops')
         self.tensors: dict[str, str] = {}  # name -> why the loop runs every iteration if it holds no tensor
         self.ds: set[str] = set()
+        self.numbers: dict[str, str] = {}  # name -> why the loop runs every iteration if it holds a tensor
 
     def run(self) -> Proof | str:
         loop = self.loop
@@ -161,6 +169,13 @@ class _Prover:
                 if callee is None or isinstance(n.func, ast.Call):
                     return f"a call of a computed function (line {n.lineno})"
                 calls.append((callee, n.lineno))
+                if callee in _PURE_NAMES and callee not in ("len", "range"):
+                    # float(x) of a tile would read its values (each iteration's): only numbers from before the body
+                    for a in n.args:
+                        if not _free(a, varying | set(self.bound)):
+                            return f"{callee}() of a value the body computes (line {n.lineno})"
+                        if isinstance(a, ast.Name):
+                            self.numbers.setdefault(a.id, f"{callee}({a.id}) of a tensor (line {n.lineno})")
         # a name read before the body binds it carries the previous iteration's value; one read after the loop sees
         # what the traced iteration left: tiles only (the program carries and renumbers them)
         for n in nodes:
@@ -183,7 +198,12 @@ class _Prover:
             if n.id in varying:
                 return after
             self.tensors.setdefault(n.id, after)
-        return Proof(tuple(sorted(self.tensors.items())), tuple(calls), tuple(sorted(self.ds)))
+        return Proof(
+            tuple(sorted(self.tensors.items())),
+            tuple(calls),
+            tuple(sorted(self.ds)),
+            tuple(sorted(self.numbers.items())),
+        )
 
     def _statements(self, body: list[ast.stmt]) -> str | None:
         for s in body:
@@ -308,11 +328,11 @@ def _free(e: ast.AST, names: set[str]) -> bool:
     )
 
 
-def _check(frame: types.FrameType, proof: Proof) -> str | None:
+def _check(frame: types.FrameType, proof: Proof, tensors: tuple[type, ...]) -> str | None:
     """After the traced iterations: why the kernel's values do not let the program run, or None."""
     loc = frame.f_locals
     try:
-        return _check_values(loc, frame.f_globals, frame.f_builtins, proof)
+        return _check_values(loc, frame.f_globals, frame.f_builtins, proof, tensors)
     finally:
         if loc.__class__ is dict:
             # up to Python 3.12 f_locals is a snapshot the frame keeps until the next read: it would hold iteration
@@ -320,7 +340,7 @@ def _check(frame: types.FrameType, proof: Proof) -> str | None:
             loc.clear()
 
 
-def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof) -> str | None:
+def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof, tensors: tuple[type, ...]) -> str | None:
 
     def value(name: str) -> object:
         if name in loc:
@@ -330,12 +350,15 @@ def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof) -> str | None:
         return blt.get(name, _MISSING)
 
     for name, why in proof.tensors:
-        if value(name).__class__ is not NkiTensor:
+        if not isinstance(value(name), tensors):
+            return why
+    for name, why in proof.numbers:
+        if isinstance(value(name), tensors):
             return why
     for callee, line in proof.calls:
         root, *attrs = callee.split(".")
         obj = value(root)
-        if obj.__class__ is NkiTensor and len(attrs) == 1:
+        if isinstance(obj, tensors) and len(attrs) == 1:
             continue  # a view method of a tile (t.reshape(...), t.ap(...))
         for a in attrs:
             obj = getattr(obj, a, _MISSING)
@@ -343,10 +366,8 @@ def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof) -> str | None:
             continue
         module = getattr(obj, "__module__", None) or ""
         name = getattr(obj, "__name__", "")
-        nki = module.startswith("nki_kernels.sim.nki07") and (
-            hasattr(obj, "core_op")
-            or hasattr(obj, "_nki_op")
-            or (module == "nki_kernels.sim.nki07.language" and name in _LANGUAGE)
+        nki = module.startswith(_FRONT_ENDS) and (
+            hasattr(obj, "core_op") or hasattr(obj, "_nki_op") or (module.endswith(".language") and name in _LANGUAGE)
         )
         if not nki:
             return f"the body calls {callee} (line {line}): Python the program would not run per iteration"
