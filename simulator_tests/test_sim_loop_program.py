@@ -7,8 +7,6 @@ each loop ran, so a test also fails when a loop it means to vectorise silently f
 
 from __future__ import annotations
 
-import warnings
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from nki_kernels.sim import SimOptions, nisa, nki, nl
 from nki_kernels.sim.core.errors import SimError
 from nki_kernels.sim.nki01.kernel import trace_kernel
+from sim_testing import run_loop_programs, same_with_loop_programs
 
 P = 128
 
@@ -144,37 +143,12 @@ def reads_the_last_tile_after_the_loop(a):
 
 
 def _run(kernel, args, programs: bool, capfd):
-    opts = SimOptions(loop_programs=programs, explain_loops=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            out, trace = trace_kernel(kernel, *args, options=opts)
-            result = ("ok", out, trace)
-        except SimError as e:
-            result = ("error", type(e).__name__, str(e))
-    said = capfd.readouterr().err
-    return result, sorted({str(w.message) for w in caught}), said
+    return run_loop_programs(trace_kernel, kernel, args, programs, capfd)
 
 
 def _same(kernel, args, capfd):
     """Run both ways; assert the same outcome; return (per-iteration run, program run, what explain_loops said)."""
-    slow, slow_w, _ = _run(kernel, args, False, capfd)
-    fast, fast_w, said = _run(kernel, args, True, capfd)
-    assert slow[0] == fast[0], (slow, fast)
-    if slow[0] == "ok":
-        out_s, out_f = np.asarray(slow[1]), np.asarray(fast[1])
-        assert np.isfinite(out_f.astype(np.float32)).all() and np.any(out_f != 0)
-        assert out_s.dtype == out_f.dtype and np.array_equal(out_s.view(np.uint8), out_f.view(np.uint8))
-        ts, tf = slow[2], fast[2]
-        assert len(ts.events) == len(tf.events)
-        for a, b in zip(ts.events, tf.events, strict=True):
-            assert a == b
-        assert ts.alloc_origins == tf.alloc_origins and ts.alloc_names == tf.alloc_names
-        assert ts.peak_sbuf_bytes_per_partition == tf.peak_sbuf_bytes_per_partition
-    else:
-        assert slow[1:] == fast[1:]
-    assert slow_w == fast_w
-    return slow, fast, said
+    return same_with_loop_programs(trace_kernel, kernel, args, capfd)
 
 
 def _rng():

@@ -4,16 +4,13 @@ trace event for event, the same warnings (or the same error); the loops it canno
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimOptions
-from nki_kernels.sim.core.errors import SimError
 from nki_kernels.sim.nki07 import isa as nisa
 from nki_kernels.sim.nki07 import language as nl
 from nki_kernels.sim.nki07.kernel import jit, trace
+from sim_testing import same_with_loop_programs
 
 P = 128
 SCALE = 1.5
@@ -183,38 +180,9 @@ def matmul_06_semantics(a, b):
     return out
 
 
-def _run(kernel, args, programs: bool, capfd):
-    opts = SimOptions(loop_programs=programs, explain_loops=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            out, tr = trace(kernel, *args, options=opts)
-            result = ("ok", out, tr)
-        except SimError as e:
-            result = ("error", type(e).__name__, str(e))
-    said = capfd.readouterr().err
-    return result, sorted({str(w.message) for w in caught}), said
-
-
 def _same(kernel, args, capfd):
     """Run both ways; assert the same outcome; return (per-iteration run, program run, what explain_loops said)."""
-    slow, slow_w, _ = _run(kernel, args, False, capfd)
-    fast, fast_w, said = _run(kernel, args, True, capfd)
-    assert slow[0] == fast[0], (slow, fast)
-    if slow[0] == "ok":
-        out_s, out_f = np.asarray(slow[1]), np.asarray(fast[1])
-        assert np.isfinite(out_f).all() and np.any(out_f != 0)
-        assert out_s.dtype == out_f.dtype and np.array_equal(out_s.view(np.uint8), out_f.view(np.uint8))
-        ts, tf = slow[2], fast[2]
-        assert len(ts.events) == len(tf.events)
-        for x, y in zip(ts.events, tf.events, strict=True):
-            assert x == y
-        assert ts.alloc_origins == tf.alloc_origins and ts.alloc_names == tf.alloc_names
-        assert ts.peak_sbuf_bytes_per_partition == tf.peak_sbuf_bytes_per_partition
-    else:
-        assert slow[1:] == fast[1:]
-    assert slow_w == fast_w
-    return slow, fast, said
+    return same_with_loop_programs(trace, kernel, args, capfd)
 
 
 def _rows(n: int, cols: int = 8) -> list[np.ndarray]:

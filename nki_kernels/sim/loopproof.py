@@ -109,7 +109,10 @@ def _prove_at(code: types.CodeType, line: int, module_globals: dict) -> Proof | 
     ]
     if len(loops) != 1:
         return "the loop's `for` statement was not found in its source"
-    return _Prover(fn, loops[0]).run()
+    try:
+        return _Prover(fn, loops[0]).run()
+    except (AttributeError, KeyError, TypeError, ValueError) as e:  # source the proof does not expect: no program
+        return f"the proof stopped at the loop's source ({type(e).__name__}: {e})"
 
 
 class _Prover:
