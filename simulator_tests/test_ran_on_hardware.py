@@ -18,7 +18,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from nki_kernels.sim import SimWarning, install_neuronxcc_alias, install_nki_alias, simulate_kernel
+from nki_kernels.sim import SimWarning, install_neuronxcc_alias, install_nki_alias, set_default_options, simulate_kernel
 from nki_kernels.sim.core.policy import LENIENT
 
 DATA = Path(__file__).parent / "data" / "ran_on_hardware"
@@ -75,3 +75,20 @@ def test_public_pattern_runs_and_matches_numpy(path: Path) -> None:
         assert any(w.startswith(f"[{LENIENT[rule].code} under strict] {rule}:") for w in warned), (
             f"{rule} listed in WARNS but not warned: the pattern no longer exercises it"
         )
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_loop_programs_change_nothing(path: Path) -> None:
+    """Each pattern gives the same output bits and warnings with loop programs as running every loop iteration by
+    iteration (NKI 0.7 loops and NKI 0.1 static_range run as programs where their source proves them alike)."""
+    mod = _load(path)
+    prev = set_default_options(loop_programs=False)
+    try:
+        slow, slow_w = _run(mod)
+    finally:
+        set_default_options(prev)
+    fast, fast_w = _run(mod)
+    s, f = np.asarray(slow), np.asarray(fast)
+    assert np.isfinite(f.astype(np.float64)).all() and np.any(f != 0)
+    assert s.dtype == f.dtype and s.shape == f.shape and np.array_equal(s.view(np.uint8), f.view(np.uint8))
+    assert sorted(set(slow_w)) == sorted(set(fast_w))

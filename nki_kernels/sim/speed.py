@@ -95,6 +95,34 @@ def small_op_overhead(n: int = 2000) -> tuple[float, float, float]:
     return sim / instr * 1e6, each / instr * 1e6, ref / (3 * n) * 1e6
 
 
+def small_op_overhead_static(n: int = 2000) -> tuple[float, float]:
+    """The same small-tile loop as an ``nl.static_range`` (NKI 0.1's unrolled loop, an int index): µs per instruction
+    (as a loop program, which its source proves, run in order; running every iteration through the op core)."""
+    x = np.random.default_rng(0).standard_normal((128, 4)).astype(np.float32)
+    k = jit(
+        _user_kernels(
+            """
+        def k(a):
+            out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            for _ in nl.static_range(n):
+                u = nisa.tensor_scalar(t, nl.multiply, 1.0001)
+                v = nisa.tensor_tensor(u, t, nl.maximum)
+                t = nisa.tensor_copy(v)
+            nl.store(out, t)
+            return out
+        """,
+            source=True,
+            nl=nl,
+            nisa=nisa,
+            n=n,
+        )["k"]
+    )
+    sim = _best(lambda: simulate_kernel(k, x))
+    each = _best(lambda: simulate_kernel(k, x, options=SimOptions(loop_programs=False)), repeat=3)
+    return sim / (3 * n + 2) * 1e6, each / (3 * n + 2) * 1e6
+
+
 def loop_body(n: int = 4000) -> tuple[float, float]:
     """µs per instruction of an ``affine_range`` body of loads, small-tile VectorE ops and stores on disjoint (128, 4)
     slices (a loop program: two iterations traced, the rest run at once), with and without loop programs."""
@@ -271,6 +299,11 @@ def main(iters: int = 1000) -> int:
         f"  small-tile instruction (128x4 fp32): {per:.1f} us per instruction through the op core "
         f"(bare NumPy for the same math: {bare:.1f} us; overhead {per - bare:.1f} us); {program:.1f} us in a "
         "sequential_range loop program run in order  goal <= 8 us"
+    )
+    unrolled, unrolled_each = small_op_overhead_static()
+    print(
+        f"  the same loop as an nl.static_range (unrolled; a program where its source proves the iterations alike): "
+        f"{unrolled:.1f} us per instruction as a loop program run in order ({unrolled_each:.1f} us through the op core)"
     )
     fast, slow = loop_body()
     print(
