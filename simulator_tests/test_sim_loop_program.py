@@ -928,3 +928,21 @@ def test_static_range_programs_compute_the_oracle():
     out, _ = trace_kernel(static_carried_tile, x)
     assert np.isfinite(out).all() and np.any(out != 0)
     np.testing.assert_allclose(out, 6 * x, rtol=1e-5, atol=1e-6)
+
+
+@nki.jit
+def static_overruns_inside_the_storage(a):
+    """Columns 16-19 of rows 0-63 of a (128, 16) tensor are outside dimension 1 but inside its storage (rows 1-64):
+    only a per-dimension bounds check finds that the last iterations overrun."""
+    out = nl.ndarray((64, 24), dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.static_range(6):
+        t = nl.load(a[0:64, j * 4 : j * 4 + 4])
+        nl.store(out[:, j * 4 : j * 4 + 4], value=t)
+    return out
+
+
+def test_a_static_range_that_overruns_a_dimension_is_the_same_error(capfd):
+    x = np.arange(P * 16, dtype=np.float32).reshape(P, 16)
+    slow, fast, said = _same(static_overruns_inside_the_storage, [x], capfd)
+    assert fast[0] == "error" and "E008" in fast[2], fast
+    assert "outside its dimension" in said, said

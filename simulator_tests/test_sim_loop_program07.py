@@ -243,9 +243,20 @@ def test_a_body_it_cannot_prove_runs_every_iteration_and_says_why(name, kernel, 
     assert "per iteration" in said and why in said, said
 
 
-def test_an_index_past_the_end_is_the_same_error_at_the_same_iteration(capfd):
+@jit
+def overruns_inside_the_storage(a):
+    out = nl.ndarray((64, 20), nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(5):
+        t = nl.load(a[0:64, i * 4 : i * 4 + 4])
+        nl.store(out[:, i * 4 : i * 4 + 4], t)
+    return out
+
+
+@pytest.mark.parametrize("kernel", [overruns_at_the_end, overruns_inside_the_storage], ids=["rows", "inside"])
+def test_an_index_past_the_end_is_the_same_error_at_the_same_iteration(kernel, capfd):
+    """(Columns 16-19 of rows 0-63 of a (128, 16) tensor are inside its storage: only a per-dimension check sees it.)"""
     x = np.random.default_rng(2).standard_normal((P, 16)).astype(np.float32)
-    slow, fast, said = _same(overruns_at_the_end, [x], capfd)
+    slow, fast, said = _same(kernel, [x], capfd)
     assert fast[0] == "error" and "E008" in fast[2]
     assert "outside its dimension" in said, said
 

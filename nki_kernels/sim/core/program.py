@@ -388,6 +388,16 @@ class Recorder:
         """The kernel indexed a dimension of size ``n`` with a loop index: elements [start, stop)."""
         self.slices.append((n, start, stop))
 
+    def subscript(self, n: int, start: int, stop: int) -> None:
+        """A subscript with ints (an unrolled loop's index is one) took elements [start, stop) of a dimension of size
+        ``n``, as written: build checks them in bounds at the last iteration.  A negative bound counts from the end: its
+        elements are noted with a mark, so that the two traced iterations differ when one counted from the end and
+        the other did not (the program would not move linearly)."""
+        if start < 0 or stop < 0:
+            self.slices.append((1, 0, 0))
+            start, stop = start + n if start < 0 else start, stop + n if stop < 0 else stop
+        self.slices.append((n, start, stop))
+
     def begin(self) -> None:
         ctx = self.ctx
         self.alloc0 = ctx.alloc_count

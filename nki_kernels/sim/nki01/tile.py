@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import ops as core
-from ..core.context import enter, enter_landing, unproven
+from ..core.context import enter, enter_landing, maybe_current, unproven
 from ..core.errors import NKISyntaxError, SimIndexError, SimNotImplementedError, SimTypeError, SimValueError, user_frame
 from ..core.indirect import IndirectTensor, indirect_view
 from ..core.tensor import HBM_KINDS, Tensor
@@ -31,6 +31,7 @@ class ParDim(int):
 
 
 _ALL = slice(None)
+_INTS = (int, type(None))  # slice bounds the recorder notes as written (Recorder.subscript)
 
 
 def _nested(name: str) -> None:
@@ -104,11 +105,27 @@ class Tile(Tensor):
                 "Write t[0:N, 0] for an [N, 1] tile or t[0, 0:M] for a [1, M] tile",
             )
         basic = None  # the common case: ints, slices and ``...`` only, loop indices read as their values
+        ctx = maybe_current()
+        # a loop body being traced (core/program.py): the elements an int subscript takes, for the bounds at the last
+        # iteration (an unrolled loop's index is an int; a symbolic one notes itself: index_use)
+        rec = ctx.recorder if ctx is not None else None
         for i, k in enumerate(key):
             c = k.__class__
-            if c is int or k is Ellipsis:
+            if k is Ellipsis:
+                continue
+            if c is int:
+                if rec is not None and i < len(self._shape):
+                    rec.subscript(self._shape[i], k, k + 1)
                 continue
             if c is slice:
+                if (
+                    rec is not None
+                    and i < len(self._shape)
+                    and k.start.__class__ in _INTS
+                    and k.stop.__class__ in _INTS
+                ):
+                    n = self._shape[i]
+                    rec.subscript(n, 0 if k.start is None else k.start, n if k.stop is None else k.stop)
                 if k.start.__class__ is Index or k.stop.__class__ is Index or k.step.__class__ is Index:
                     # a loop index bounding a slice is its concrete value (docs/nki-0.1-rules.md section 9); the
                     # extent must not depend on it (a tile's shape is a trace-time int)

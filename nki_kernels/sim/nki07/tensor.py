@@ -73,16 +73,6 @@ def _int_of(x, api, arg):
     raise SimIndexError("E008", api, arg, f"expected an integer index, got {type(x).__name__}")
 
 
-def _note(rec: Any, n: int, start: int, stop: int) -> None:
-    """A subscript took elements [start, stop) of a dimension of size ``n`` in a traced iteration (Recorder.index).
-    A negative bound counts from the end: its elements are noted, with a mark that makes the two traced iterations
-    differ when one counted from the end and the other did not (the program would not move linearly)."""
-    if start < 0 or stop < 0:
-        rec.index(1, 0, 0)
-        start, stop = start + n if start < 0 else start, stop + n if stop < 0 else stop
-    rec.index(n, start, stop)
-
-
 class DynSlice:
     """``nl.ds(start, size)``: ``start:start+size`` (start may be a register)."""
 
@@ -304,7 +294,7 @@ class NkiTensor:
                 elif stop.__class__ is not int:
                     stop = _int_of(stop, "index", self.name)
                 if rec is not None:
-                    _note(rec, n, start, stop)
+                    rec.subscript(n, start, stop)
                 if start < 0:
                     start += n
                 if stop < 0:
@@ -323,7 +313,7 @@ class NkiTensor:
             else:
                 i = k if k.__class__ is int else _int_of(k, "index", self.name)
                 if rec is not None:
-                    _note(rec, n, i, i + 1)
+                    rec.subscript(n, i, i + 1)
                 if i < -n or i >= n:
                     raise self._oob(axis, i, i, n)
                 if i < 0:
