@@ -2,7 +2,8 @@
 
 The NKI 0.1 front end traces a loop body once, with a symbolic index, into a program the compiler
 schedules (aws-neuron-sdk@81ce03ae nki/migration/index.rst, "Consistent control flow behavior").  The
-interpreter does the same for the bodies it can prove affine and independent:
+interpreter does the same for the bodies it can prove affine and independent (an unrolled loop -- NKI 0.7's, NKI
+0.1's ``static_range`` -- where sim/loopproof.py proves from its source what the symbolic index gives):
 
 1. **Trace.**  Iterations 0 and 1 run through the ordinary path (every check, every event), while a
    :class:`Recorder` notes each NKI call at the front end's adapter boundary (the core op, its
