@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nki_kernels.sim import SimOptions
 from nki_kernels.sim.nki07 import isa as nisa
 from nki_kernels.sim.nki07 import language as nl
 from nki_kernels.sim.nki07.kernel import jit, trace
@@ -68,6 +69,31 @@ def holds_the_last_tile(a):
     for i in nl.sequential_range(a.shape[0] // P):
         t = nl.ndarray((P, a.shape[1]), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a[i * P : (i + 1) * P, :])
+    nl.store(out, t)
+    return out
+
+
+@jit
+def python_range_columns(a):
+    """NKI 0.7's documented loop: Python's range (its events carry no loop frame, as before)."""
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in range(a.shape[1] // 4):
+        t = nl.ndarray((P, 4), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, i * 4 : i * 4 + 4])
+        for _ in range(2):
+            nisa.tensor_scalar(t, t, nl.multiply, SCALE)
+        nisa.dma_copy(dst=out[:, i * 4 : i * 4 + 4], src=t)
+    return out
+
+
+@jit
+def python_range_in_place(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    v = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+    for _ in range(7):
+        nisa.tensor_tensor(v, t, t, nl.add)
+        nisa.tensor_scalar(t, v, nl.multiply, 0.5)
     nl.store(out, t)
     return out
 
@@ -158,6 +184,25 @@ def index_in_a_closure(a):
 
 
 @jit
+def python_range_index_after_the_loop(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    for i in range(a.shape[0] // P):
+        nl.store(out[i * P : (i + 1) * P, :], nl.load(a[i * P : (i + 1) * P, :]))
+    nl.store(out[0:P, :], nl.load(a[i * P : (i + 1) * P, :]))
+    return out
+
+
+@jit
+def python_range_from_a_list(a):
+    out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+    rows = list(range(a.shape[0] // P))  # Python's own range: not a loop
+    for i in range(len(rows)):
+        r = rows[-1 - i]
+        nl.store(out[i * P : (i + 1) * P, :], nl.load(a[r * P : (r + 1) * P, :]))
+    return out
+
+
+@jit
 def overruns_at_the_end(a):
     out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
     for i in nl.affine_range(5):
@@ -191,6 +236,12 @@ def _rows(n: int, cols: int = 8) -> list[np.ndarray]:
 
 PROVED = [
     ("columns", columns, lambda: [np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)]),
+    (
+        "python_range_columns",
+        python_range_columns,
+        lambda: [np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)],
+    ),
+    ("python_range_in_place", python_range_in_place, lambda: _rows(1, 4)),
     ("carried_in_place", carried_in_place, lambda: _rows(1, 4)),
     ("rows_nested", rows_nested, lambda: _rows(10)),
     ("holds_the_last_tile", holds_the_last_tile, lambda: _rows(6)),
@@ -224,6 +275,8 @@ NOT_PROVED = [
     ("index_after_the_loop", index_after_the_loop, lambda: _rows(5), "read after the loop"),
     ("prints_in_the_body", prints_in_the_body, lambda: _rows(4, 2), "calls nl.device_print"),
     ("index_in_a_closure", index_in_a_closure, lambda: _rows(5), "read after the loop"),
+    ("python_range_index_after_the_loop", python_range_index_after_the_loop, lambda: _rows(5), "read after the loop"),
+    ("python_range_from_a_list", python_range_from_a_list, lambda: _rows(5), "`rows` is subscripted"),
     (
         "matmul_06_semantics",
         matmul_06_semantics,
@@ -279,3 +332,15 @@ def test_a_loop_without_source_runs_every_iteration():
     out, tr = trace(jit(ns["k"]), x)
     np.testing.assert_array_equal(out, x)
     assert not tr.loop_runs  # no loop ran as a program
+
+
+def test_a_python_range_loop_adds_no_loop_frame_and_no_cost_model_loop():
+    """Python's range was invisible to the interpreter before: its events still carry no loop frame of it and the
+    trace no loop run (the cost model reads what it read), program or not."""
+    x = np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)
+    for programs in (True, False):
+        out, tr = trace(python_range_columns, x, options=SimOptions(loop_programs=programs))
+        assert np.isfinite(out).all() and np.any(out != 0)
+        np.testing.assert_array_equal(out, (x * np.float32(SCALE) * np.float32(SCALE)).astype(np.float32))
+        assert tr.events and all(not e.loops for e in tr.events)
+        assert not tr.loop_runs

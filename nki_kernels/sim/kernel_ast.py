@@ -30,7 +30,7 @@ import linecache
 import sys
 import sysconfig
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 # Calls that create an NKI tensor in a buffer given by `buffer=` (aws-neuron-sdk@49ee15c5 nki.language).
@@ -938,3 +938,43 @@ def control_flow_site(frame: types.FrameType) -> str:
     if op.startswith("JUMP_IF_"):
         return "boolop"
     return "call"
+
+
+class KernelGlobals(dict):
+    """The globals a kernel function runs with: its module's, seen through, plus the front end's ``range``
+    (NKI 0.1: a symbolic ``sequential_range``; NKI 0.7: a loop that may run as a program, sim/loopproof.py).
+    Lookups of other names fall through to the module (so later changes to module globals are seen)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: dict, range_fn: Callable[..., object]) -> None:
+        super().__init__()
+        self.module = module
+        dict.__setitem__(self, "range", range_fn)
+        dict.__setitem__(self, "__builtins__", module.get("__builtins__", __builtins__))
+        if "__name__" in module:
+            dict.__setitem__(self, "__name__", module["__name__"])
+
+    def __missing__(self, name: str) -> object:
+        return self.module[name]
+
+
+@functools.lru_cache(maxsize=1024)
+def _stores_globals(code: types.CodeType) -> bool:
+    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code))
+
+
+def with_range(func: types.FunctionType, range_fn: Callable[..., object]) -> types.FunctionType:
+    """``func`` re-bound to globals where ``range`` is ``range_fn``, or ``func`` itself when that is not possible or
+    not needed (a module that rebinds ``range``, a function that does not use it or declares ``global`` names)."""
+    code = func.__code__
+    g = func.__globals__
+    if isinstance(g, KernelGlobals) or "range" in g or "range" not in code.co_names or _stores_globals(code):
+        return func
+    fn = types.FunctionType(code, KernelGlobals(g, range_fn), func.__name__, func.__defaults__, func.__closure__)
+    fn.__kwdefaults__ = func.__kwdefaults__
+    fn.__dict__.update(func.__dict__)
+    fn.__qualname__ = func.__qualname__
+    fn.__module__ = func.__module__
+    fn.__doc__ = func.__doc__
+    return fn

@@ -57,6 +57,7 @@ _LANGUAGE = frozenset(
         "affine_range",
         "sequential_range",
         "static_range",
+        "kernel_range",
         "program_id",
         "num_programs",
         "program_ndim",
@@ -94,6 +95,28 @@ def prove(frame: types.FrameType, tensors: tuple[type, ...]) -> tuple[bool | str
         return proof, None
     p = proof
     return True, lambda: _check(frame, p, tensors)
+
+
+# (code, line) -> whether a `for` statement's iterator there is a call of `range`
+_RANGE_SITES: dict[tuple[types.CodeType, int], bool] = {}
+
+
+def range_loop_site(frame: types.FrameType) -> bool:
+    """Is the ``range(...)`` called from ``frame`` the iterator of a ``for`` statement (not ``list(range(n))``)?"""
+    key = (frame.f_code, frame.f_lineno)
+    hit = _RANGE_SITES.get(key)
+    if hit is None:
+        fn, _ = _lookup(frame.f_code, frame.f_globals)
+        line = frame.f_lineno
+        hit = _RANGE_SITES[key] = fn is not None and any(
+            isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Name)
+            and node.iter.func.id == "range"
+            and node.iter.lineno <= line <= (node.iter.end_lineno or node.iter.lineno)
+            for node in ast.walk(fn)
+        )
+    return hit
 
 
 def _prove_at(code: types.CodeType, line: int, module_globals: dict) -> Proof | str:
@@ -348,9 +371,10 @@ def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof, tensors: tuple
     def value(name: str) -> object:
         if name in loc:
             return loc[name]
-        if name in glob:
-            return glob[name]
-        return blt.get(name, _MISSING)
+        try:
+            return glob[name]  # (a kernel's globals may see through to its module's: kernel_ast.KernelGlobals)
+        except KeyError:
+            return blt.get(name, _MISSING)
 
     for name, why in proof.tensors:
         if not isinstance(value(name), tensors):

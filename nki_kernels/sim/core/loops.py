@@ -16,6 +16,8 @@ from .trace import LoopFrame, LoopKind, LoopRun
 _new = tuple.__new__
 
 MIN_TRIPS = 4  # iterations from which a loop may run as a program
+# unrolled loops (an int index): a program only where sim/loopproof.py proves them; traced through inside a body
+_UNROLLED = (LoopKind.STATIC, LoopKind.RANGE)
 
 _KINDS = {
     "affine": LoopKind.AFFINE,
@@ -54,10 +56,13 @@ def loop(
         )
     outer = ctx.loops
     lk = _KINDS[kind]
-    loop_id = ctx.next_loop_id()
+    # "range": a Python `range` loop of an NKI 0.7 kernel (nki07/kernel.py): Python's own loop, so no loop frame or
+    # loop id in its events, exactly as before the interpreter saw it; it may still run as a program
+    frame = lk is not LoopKind.RANGE
+    loop_id = ctx.next_loop_id() if frame else 0
     file, line = user_location()
     n, start, step = len(r), r.start, r.step
-    if lk is LoopKind.STATIC and (program is True and check is None or ctx.recorder is not None):
+    if lk in _UNROLLED and (program is True and check is None or ctx.recorder is not None):
         # an unrolled loop: a program only where its source proves its iterations alike (check); in a body being
         # traced its iterations are part of that body's, whatever their number
         program = False
@@ -79,11 +84,12 @@ def loop(
     for pos, i in enumerate(order):
         if pos < resume:
             continue
-        # tuple.__new__ directly: the LoopFrame(...) NamedTuple, without its Python-level __new__
-        ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
+        if frame:
+            # tuple.__new__ directly: the LoopFrame(...) NamedTuple, without its Python-level __new__
+            ctx.loops = outer + (_new(LoopFrame, (lk, loop_id, (i - start) // step, n, file, line)),)
         rec = None
         if program is True and len(recs) < 2:
-            rec = _program.Recorder(ctx, n)
+            rec = _program.Recorder(ctx, n, frame)
             recs.append(rec)
             saved, ctx.recorder = ctx.recorder, rec
             rec.begin()
@@ -109,7 +115,8 @@ def loop(
                 built.run(2)  # iterations 2..stop-1; those after it (the instruction cap) run per iteration
                 r1 = built.r1
                 per = r1.alloc1 - r1.alloc0
-                ctx.trace.loop_runs.append(LoopRun(first, r1.n_instr, built.stop, file, line, alloc0 + 1, per))
+                if frame:  # (the cost model's fact of a loop; a Python `range` is no loop to it, as before)
+                    ctx.trace.loop_runs.append(LoopRun(first, r1.n_instr, built.stop, file, line, alloc0 + 1, per))
                 del built, r1  # (the program keeps the tensors from before the loop it read alive: no longer)
                 if resume == n:
                     break

@@ -263,12 +263,16 @@ class Recorder:
         "depth",
         "scans",
         "pending_end",
+        "frame",
     )
 
-    def __init__(self, ctx: RunContext, n: int = 0):
+    def __init__(self, ctx: RunContext, n: int = 0, frame: bool = True):
         self.ctx = ctx
         self.n = n  # the loop's trip count (a loop in the body with fewer iterations is traced through)
-        self.depth = len(ctx.loops) - 1  # the position of the loop's frame in its events' loops
+        # the loop has a frame in its events' loops (not a Python `range` of an NKI 0.7 kernel: core/loops.py)
+        self.frame = frame
+        # the position of the loop's frame in its events' loops (frameless: where the body's loops' frames start)
+        self.depth = len(ctx.loops) - 1 if frame else len(ctx.loops)
         # tensors from before the loop that may hold poison: their clean reads so far, at the end of the iteration
         self.scans: dict[int, int] = {}
         self.calls: list[Call] = []
@@ -459,9 +463,12 @@ def _event_template(
         return f"the {e0.op} at line {e0.line} differs between iterations beyond its addresses"
     l0, l1 = e0.loops, e1.loops
     d = r1.depth
-    if len(l0) != len(l1) or len(l0) <= d or l0[:d] != l1[:d] or l0[d][:2] != l1[d][:2] or l0[d][3:] != l1[d][3:]:
+    if len(l0) != len(l1) or len(l0) < d or l0[:d] != l1[:d]:
         return "an event in a different loop"
-    for f0, f1 in zip(l0[d + 1 :], l1[d + 1 :], strict=True):  # loops in the body: a new loop id per entry
+    if r1.frame and (len(l0) == d or l0[d][:2] != l1[d][:2] or l0[d][3:] != l1[d][3:]):
+        return "an event in a different loop"
+    inner = d + 1 if r1.frame else d
+    for f0, f1 in zip(l0[inner:], l1[inner:], strict=True):  # loops in the body: a new loop id per entry
         if f0[0] != f1[0] or f0[2:] != f1[2:] or f1[1] - f0[1] != r1.n_loops:
             return "an event in a different loop in the body"
     if len(e0.reads) != len(e1.reads) or len(e0.writes) != len(e1.writes):
@@ -816,7 +823,10 @@ class Program:
         r1, d = self.r1, self.r1.depth
         self.ctx.memory.renumber(al, al.id + q * (r1.alloc1 - r1.alloc0))
         loops = al.born_loops
-        if len(loops) > d:
+        if not r1.frame:
+            inner = tuple(g._replace(loop_id=g.loop_id + q * r1.n_loops) for g in loops[d:])
+            al.born_loops = (*loops[:d], *inner)
+        elif len(loops) > d:
             f = loops[d]
             inner = tuple(g._replace(loop_id=g.loop_id + q * r1.n_loops) for g in loops[d + 1 :])
             al.born_loops = (*loops[:d], f._replace(iteration=f.iteration + q), *inner)
@@ -1018,8 +1028,13 @@ class Program:
         L = r1.seq1 - r1.seq0
         first = self.templates[0][0]
         d, per_loops = r1.depth, r1.n_loops
-        outer, f = first.loops[:d], first.loops[d]
-        loops = [outer + (_new(LoopFrame, (f[0], f[1], k, f[3], f[4], f[5])),) for k in range(k0, n)]
+        outer = first.loops[:d]
+        if r1.frame:
+            f = first.loops[d]
+            loops = [outer + (_new(LoopFrame, (f[0], f[1], k, f[3], f[4], f[5])),) for k in range(k0, n)]
+        else:  # a Python `range` of an NKI 0.7 kernel: no frame of its own
+            loops = [outer] * (n - k0)
+        inner_at = d + 1 if r1.frame else d
         m = n - k0
 
         def column(base: int, step: int) -> Iterator[int]:
@@ -1055,7 +1070,7 @@ class Program:
                 reads,
                 writes,
                 *(repeat(x, m) for x in e1[14:18]),
-                iter(frames(e1.loops[d + 1 :]) if len(e1.loops) > d + 1 else loops),
+                iter(frames(e1.loops[inner_at:]) if len(e1.loops) > inner_at else loops),
                 repeat(e1[19], m),
             )
             streams.append(map(_event, zip(*fields, strict=True)))
@@ -1495,4 +1510,5 @@ def explain(outcome: Program | str, kind: str, n: int, file: str, line: int) -> 
             how += f", {stop} per iteration (its result waits for its destination after the loop)"
         elif stop < n:
             how += f", {stop}-{n - 1} per iteration (the instruction cap, SimOptions.max_instructions)"
-    print(f"[nki-kernels] {kind}_range({n}) at {where}: {how}", file=sys.stderr, flush=True)
+    name = "range" if kind == "range" else f"{kind}_range"
+    print(f"[nki-kernels] {name}({n}) at {where}: {how}", file=sys.stderr, flush=True)

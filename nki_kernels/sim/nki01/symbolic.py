@@ -25,8 +25,6 @@ through :func:`reject_in_shape`.
 from __future__ import annotations
 
 import ast
-import dis
-import functools
 import itertools
 import operator
 import sys
@@ -39,7 +37,7 @@ import numpy as np
 from ..core.context import lenient, maybe_current
 from ..core.errors import _SIM_DIR, NKISyntaxError, SimValueError
 from ..core.tensor import Tensor
-from ..kernel_ast import _dotted, _lookup, analyze_code, control_flow_site
+from ..kernel_ast import _dotted, _lookup, analyze_code, control_flow_site, with_range
 
 Terms = tuple[tuple[int, int], ...]
 
@@ -698,45 +696,11 @@ def symbolic_range_site(frame: types.FrameType) -> bool:
     return site is not None and site.iterator == "range" and bool(site.symbolic)
 
 
-class KernelGlobals(dict):
-    """The globals a kernel function runs with: its module's, seen through, plus the front end's ``range``.
-    Lookups of other names fall through to the module (so later changes to module globals are seen)."""
-
-    __slots__ = ("module",)
-
-    def __init__(self, module: dict, range_fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.module = module
-        dict.__setitem__(self, "range", range_fn)
-        dict.__setitem__(self, "__builtins__", module.get("__builtins__", __builtins__))
-        if "__name__" in module:
-            dict.__setitem__(self, "__name__", module["__name__"])
-
-    def __missing__(self, name: str) -> object:
-        return self.module[name]
-
-
-@functools.lru_cache(maxsize=1024)
-def _stores_globals(code: types.CodeType) -> bool:
-    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code))
-
-
 def traced_function(func: Callable[..., Any], range_fn: Callable[..., object]) -> Callable[..., Any]:
     """``func`` re-bound to globals where ``range`` is ``range_fn`` (the kernel's ``range`` becomes a symbolic
     ``sequential_range``), or ``func`` itself when that is not possible or not needed (not a plain function, a
     module that rebinds ``range``, a function declaring ``global`` names)."""
     if not isinstance(func, types.FunctionType):
         return func
-    code = func.__code__
-    g = func.__globals__
-    if isinstance(g, KernelGlobals) or "range" in g or "range" not in code.co_names or _stores_globals(code):
-        TRACED_CODES.add(code)
-        return func
-    fn = types.FunctionType(code, KernelGlobals(g, range_fn), func.__name__, func.__defaults__, func.__closure__)
-    fn.__kwdefaults__ = func.__kwdefaults__
-    fn.__dict__.update(func.__dict__)
-    fn.__qualname__ = func.__qualname__
-    fn.__module__ = func.__module__
-    fn.__doc__ = func.__doc__
-    TRACED_CODES.add(code)
-    return fn
+    TRACED_CODES.add(func.__code__)
+    return with_range(func, range_fn)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import types
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, overload
@@ -24,9 +25,9 @@ from ..core.errors import SimRuntimeError, SimTypeError, SimValueError
 from ..core.runner import Kernel as CoreKernel
 from ..core.runner import trace_kernel as _trace_kernel
 from ..core.tensor import Tensor
-from ..kernel_ast import analyze_kernel
+from ..kernel_ast import analyze_kernel, with_range
 from . import frontend
-from .language import NKIObject
+from .language import NKIObject, kernel_range
 from .lnc import Lockstep, check_degree, env_degree
 from .tensor import NkiTensor
 
@@ -237,11 +238,14 @@ class Kernel(CoreKernel):
         self.kernel_fn = fn
         self.lnc_explicit = bool(grid)  # launched as kernel[n] (K4), else the environment's degree (K10)
 
+        # the kernel function's `range` loops may run as loop programs (language.kernel_range)
+        body = with_range(fn, kernel_range) if isinstance(fn, types.FunctionType) else fn
+
         def entry(*args, **kwargs):
             inputs = {a.alloc.id for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
             args = [_to_nki(a) for a in args]
             kwargs = {k: _to_nki(v) for k, v in kwargs.items()}
-            out = fn(*args, **kwargs)
+            out = body(*args, **kwargs)
             _check_outputs(out, inputs)
             return _to_core(out)
 

@@ -25,7 +25,7 @@ from ..core import rng as _rng
 from ..core import spmd as _spmd
 from ..core import tensore as _tensore
 from ..core import vector as _vector
-from ..core.context import current, enter
+from ..core.context import current, enter, maybe_current
 from ..core.enums import engine as _engine
 from ..core.errors import NKISyntaxError, SimTypeError, SimValueError, not_implemented, partition_error
 from ..core.loops import loop as _loop
@@ -37,6 +37,7 @@ from ..core.tensor import HBM_KINDS, ON_CHIP
 from ..core.tensor import allocate as _allocate
 from ..core.tensor import allocate_hbm as _allocate_hbm
 from ..loopproof import prove as _prove
+from ..loopproof import range_loop_site as _range_loop_site
 from . import frontend as _frontend
 from . import tensor as _tensor_mod
 from .adapt import dst_first, module_getattr, returns_fresh, unwrap
@@ -49,7 +50,7 @@ from .tensor import DynSlice, MemoryRegion, NkiTensor
 
 if _typing.TYPE_CHECKING:  # not at run time: nki.language's public names are the NKI API's
     from collections.abc import Callable, Iterator, Sequence
-    from typing import Any, NoReturn, SupportsInt
+    from typing import Any, NoReturn, SupportsIndex, SupportsInt
 
 # ---- dtypes ---------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = dt.float32, dt.float16, dt.bfloat16, dt.tfloat32
@@ -426,6 +427,17 @@ def static_range(start: int, stop: int | None = None, step: int = 1) -> Iterator
 
 
 _TENSORS = (NkiTensor,)  # what a subscripted name of a loop program's body holds (loopproof.py)
+
+
+def kernel_range(*args: SupportsIndex) -> Iterator[int] | range:
+    """``range`` as an NKI 0.7 kernel function sees it (nki07/kernel.py): Python's ``range`` (C1), and the iterator
+    of a ``for`` statement there may run as a loop program where its source proves the iterations alike
+    (sim/loopproof.py); without a loop frame in its events, as Python's own loop (core/loops.py kind "range")."""
+    r = builtins.range(*args)
+    f = sys._getframe(1)
+    if maybe_current() is None or not _range_loop_site(f):
+        return r
+    return _loop("range", (r.start, r.stop, r.step), *_prove(f, _TENSORS))
 
 
 def dynamic_range(start: SupportsInt, stop: SupportsInt | None = None, step: SupportsInt = 1) -> Iterator[LoopRegister]:
