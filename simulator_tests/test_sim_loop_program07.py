@@ -344,3 +344,15 @@ def test_a_python_range_loop_adds_no_loop_frame_and_no_cost_model_loop():
         np.testing.assert_array_equal(out, (x * np.float32(SCALE) * np.float32(SCALE)).astype(np.float32))
         assert tr.events and all(not e.loops for e in tr.events)
         assert not tr.loop_runs
+
+
+def test_a_body_longer_than_the_recording_cap_runs_every_iteration(capfd, monkeypatch):
+    """A traced iteration records at most MAX_BODY_CALLS instructions (a whole kernel inside a short loop costs more
+    to record and prove than its few program iterations save): past it the loop runs every iteration."""
+    from nki_kernels.sim.core import program
+
+    monkeypatch.setattr(program, "MAX_BODY_CALLS", 2)
+    x = np.random.default_rng(3).standard_normal((P, 64)).astype(np.float32)
+    slow, _, said = _same(columns, [x], capfd)
+    assert slow[0] == "ok"
+    assert "per iteration: a body of more than 2 instructions" in said, said

@@ -74,6 +74,7 @@ class Proof:
     calls: tuple[tuple[str, int], ...]  # (dotted callee, line) of every call in the body
     ds: tuple[str, ...]  # callees taking the index as a start: nl.ds
     numbers: tuple[tuple[str, str], ...]  # (name, why not if it is a tensor): arguments of float(), int(), ...
+    entry_calls: tuple[tuple[str, int], ...] = ()  # the calls whose function the body does not bind: checked at entry
 
 
 # (code, line of the `for`) -> the proof, or why there is none (the source does not change during a run)
@@ -93,6 +94,9 @@ def prove(frame: types.FrameType, tensors: tuple[type, ...]) -> tuple[bool | str
         proof = _CACHE[key] = _prove_at(code, frame.f_lineno, frame.f_globals)
     if isinstance(proof, str):
         return proof, None
+    why = _check_at_entry(frame, proof, tensors)
+    if why is not None:
+        return why, None
     p = proof
     return True, lambda: _check(frame, p, tensors)
 
@@ -224,11 +228,14 @@ class _Prover:
             if n.id in varying:
                 return after
             self.tensors.setdefault(n.id, after)
+        body_bound = set(self.bound) | self.targets
+        entry = tuple(c for c in calls if c[0].split(".", 1)[0] not in body_bound)
         return Proof(
             tuple(sorted(self.tensors.items())),
             tuple(calls),
             tuple(sorted(self.ds)),
             tuple(sorted(self.numbers.items())),
+            entry,
         )
 
     def _statements(self, body: list[ast.stmt]) -> str | None:
@@ -358,16 +365,35 @@ def _check(frame: types.FrameType, proof: Proof, tensors: tuple[type, ...]) -> s
     """After the traced iterations: why the kernel's values do not let the program run, or None."""
     loc = frame.f_locals
     try:
-        return _check_values(loc, frame.f_globals, frame.f_builtins, proof, tensors)
+        value = _values(loc, frame.f_globals, frame.f_builtins)
+        return _check_names(value, proof, tensors) or _check_calls(value, proof.calls, proof.ds, tensors)
     finally:
-        if loc.__class__ is dict:
-            # up to Python 3.12 f_locals is a snapshot the frame keeps until the next read: it would hold iteration
-            # 1's tiles alive in the iterations after it (their peak SBUF would differ from running every iteration)
-            loc.clear()
+        _drop_snapshot(loc)
 
 
-def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof, tensors: tuple[type, ...]) -> str | None:
+def _check_at_entry(frame: types.FrameType, proof: Proof, tensors: tuple[type, ...]) -> str | None:
+    """Before the loop runs: the calls whose function the body does not bind (``nl.exp``, a helper of the kernel's)
+    resolve now, so a loop calling a helper runs every iteration without tracing two first."""
+    calls = proof.entry_calls
+    if not calls:
+        return None
+    code = frame.f_code
+    local = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    loc = frame.f_locals if any(c.split(".", 1)[0] in local for c, _ in calls) else {}
+    try:
+        return _check_calls(_values(loc, frame.f_globals, frame.f_builtins), calls, proof.ds, tensors)
+    finally:
+        _drop_snapshot(loc)
 
+
+def _drop_snapshot(loc: object) -> None:
+    if loc.__class__ is dict:
+        # up to Python 3.12 f_locals is a snapshot the frame keeps until the next read: it would hold the tiles it saw
+        # alive in the iterations after it (their peak SBUF would differ from running every iteration)
+        loc.clear()
+
+
+def _values(loc: dict, glob: dict, blt: dict) -> Callable[[str], object]:
     def value(name: str) -> object:
         if name in loc:
             return loc[name]
@@ -376,13 +402,23 @@ def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof, tensors: tuple
         except KeyError:
             return blt.get(name, _MISSING)
 
+    return value
+
+
+def _check_names(value: Callable[[str], object], proof: Proof, tensors: tuple[type, ...]) -> str | None:
     for name, why in proof.tensors:
         if not isinstance(value(name), tensors):
             return why
     for name, why in proof.numbers:
         if isinstance(value(name), tensors):
             return why
-    for callee, line in proof.calls:
+    return None
+
+
+def _check_calls(
+    value: Callable[[str], object], calls: tuple[tuple[str, int], ...], ds: tuple[str, ...], tensors: tuple[type, ...]
+) -> str | None:
+    for callee, line in calls:
         root, *attrs = callee.split(".")
         obj = value(root)
         if isinstance(obj, tensors) and len(attrs) == 1:
@@ -398,6 +434,6 @@ def _check_values(loc: dict, glob: dict, blt: dict, proof: Proof, tensors: tuple
         )
         if not nki:
             return f"the body calls {callee} (line {line}): Python the program would not run per iteration"
-        if callee in proof.ds and name != "ds":
+        if callee in ds and name != "ds":
             return f"{callee} (line {line}) takes the loop index and is not nl.ds"
     return None

@@ -71,6 +71,9 @@ _frame = functools.partial(_new, LoopFrame)
 
 # Bytes of NumPy arrays one chunk of iterations may create (batched body tiles and values).
 CHUNK_BYTES = 64 << 20
+# Instructions one traced iteration may record: a longer body (a whole kernel inside a short loop, helpers' loops
+# traced through) costs more to record and prove than the few iterations a program would run save.
+MAX_BODY_CALLS = 4096
 
 
 class Op(enum.Enum):
@@ -301,6 +304,11 @@ class Recorder:
     def call(self, fn: Callable, dst: Any, args: tuple, kw: dict, out: Any) -> None:
         """The adapter boundary: ``fn(ctx, dst, *args, **kw)`` returned ``out`` (the new tile for ``PENDING``)."""
         if self.reason is not None:
+            return
+        if len(self.calls) >= MAX_BODY_CALLS:
+            self.fail(
+                f"a body of more than {MAX_BODY_CALLS} instructions (recording it costs more than a program saves)"
+            )
             return
         name = getattr(fn, "__name__", "")
         if name not in _OPS:
