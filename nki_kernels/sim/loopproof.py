@@ -366,7 +366,8 @@ def _check(frame: types.FrameType, proof: Proof, tensors: tuple[type, ...]) -> s
     loc = frame.f_locals
     try:
         value = _values(loc, frame.f_globals, frame.f_builtins)
-        return _check_names(value, proof, tensors) or _check_calls(value, proof.calls, proof.ds, tensors)
+        late = tuple(c for c in proof.calls if c not in proof.entry_calls)  # (the others were checked at entry)
+        return _check_names(value, proof, tensors) or _check_calls(value, late, proof.ds, tensors)
     finally:
         _drop_snapshot(loc)
 
